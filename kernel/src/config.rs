@@ -1,0 +1,154 @@
+//! Server configuration entries (SPEC §1) and their transport kind.
+
+use serde::{Deserialize, Serialize};
+
+use crate::json::{Object, Value};
+
+/// One server's settings entry, exactly as written (unknown keys included:
+/// they round-trip and feed the approval hash).
+///
+/// Fields are read with ECMAScript semantics (`cfg.field ?? default`), so an
+/// entry with odd types still gets the identity a TypeScript host computes.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ServerConfig(pub Object);
+
+/// How a server is reached, derived from its fields (SPEC §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// Child process speaking MCP on stdin/stdout (`command`).
+    Stdio,
+    /// Streamable HTTP (`httpUrl`).
+    Http,
+    /// Legacy server-sent events (`url`).
+    Sse,
+    /// WebSocket (`tcp`).
+    Websocket,
+    /// In-process server (`type: "sdk"`).
+    Sdk,
+    /// No usable transport field.
+    Unknown,
+}
+
+impl Transport {
+    /// The spelling used in JSON and in connection-id fingerprints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+            Transport::Sse => "sse",
+            Transport::Websocket => "websocket",
+            Transport::Sdk => "sdk",
+            Transport::Unknown => "unknown",
+        }
+    }
+}
+
+/// Top-level keys that assembly owns: a `scope` written in a file is dropped.
+pub const SCOPE: &str = "scope";
+
+impl ServerConfig {
+    /// Wraps a parsed entry.
+    pub fn new(object: Object) -> Self {
+        ServerConfig(object)
+    }
+
+    /// `cfg[key]` (absent is `None`; `null` is `Some(Null)`).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
+    /// `cfg[key] ?? null`.
+    pub fn get_or_null(&self, key: &str) -> Value {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Value::Null,
+            Some(v) => v.clone(),
+        }
+    }
+
+    /// `cfg[key]` when it is a string.
+    pub fn str_field(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    /// The transport kind, first match wins: `type == "sdk"`, string
+    /// `httpUrl`, string `url`, string `tcp`, string `command`.
+    pub fn transport(&self) -> Transport {
+        if self.str_field("type") == Some("sdk") {
+            Transport::Sdk
+        } else if self.str_field("httpUrl").is_some() {
+            Transport::Http
+        } else if self.str_field("url").is_some() {
+            Transport::Sse
+        } else if self.str_field("tcp").is_some() {
+            Transport::Websocket
+        } else if self.str_field("command").is_some() {
+            Transport::Stdio
+        } else {
+            Transport::Unknown
+        }
+    }
+
+    /// The provenance stamp set by assembly (`project`, `workspace`, `system`).
+    pub fn scope(&self) -> Option<&str> {
+        self.str_field(SCOPE)
+    }
+
+    /// Whether the entry comes from a gated (approval-requiring) scope.
+    pub fn is_gated(&self) -> bool {
+        matches!(self.scope(), Some("project" | "workspace"))
+    }
+
+    /// The handshake cap in milliseconds: `discoveryTimeoutMs` clamped to
+    /// [100, 300 000] when finite, else 30 000 for stdio and 5 000 for remote.
+    pub fn discovery_timeout_ms(&self) -> u64 {
+        match self.get("discoveryTimeoutMs").and_then(Value::as_f64) {
+            Some(ms) if ms.is_finite() => ms.clamp(100.0, 300_000.0) as u64,
+            _ if self.transport() == Transport::Stdio => 30_000,
+            _ => 5_000,
+        }
+    }
+
+    /// The entry as a JSON value.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+}
+
+impl From<Object> for ServerConfig {
+    fn from(object: Object) -> Self {
+        ServerConfig(object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    fn cfg(text: &str) -> ServerConfig {
+        match parse(text).expect("json") {
+            Value::Object(o) => ServerConfig(o),
+            _ => panic!("object expected"),
+        }
+    }
+
+    #[test]
+    fn transport_precedence_follows_the_spec() {
+        assert_eq!(cfg(r#"{"type":"sdk","command":"x"}"#).transport(), Transport::Sdk);
+        assert_eq!(cfg(r#"{"httpUrl":"","url":"u"}"#).transport(), Transport::Http);
+        assert_eq!(cfg(r#"{"url":"u","command":"x"}"#).transport(), Transport::Sse);
+        assert_eq!(cfg(r#"{"tcp":"t","command":"x"}"#).transport(), Transport::Websocket);
+        assert_eq!(cfg(r#"{"command":""}"#).transport(), Transport::Stdio);
+        assert_eq!(cfg(r#"{"command":5,"type":"SDK"}"#).transport(), Transport::Unknown);
+    }
+
+    #[test]
+    fn discovery_timeout_defaults_and_clamps() {
+        assert_eq!(cfg(r#"{"command":"x"}"#).discovery_timeout_ms(), 30_000);
+        assert_eq!(cfg(r#"{"httpUrl":"x"}"#).discovery_timeout_ms(), 5_000);
+        assert_eq!(cfg(r#"{"command":"x","discoveryTimeoutMs":5}"#).discovery_timeout_ms(), 100);
+        assert_eq!(cfg(r#"{"command":"x","discoveryTimeoutMs":1e9}"#).discovery_timeout_ms(), 300_000);
+        assert_eq!(cfg(r#"{"command":"x","discoveryTimeoutMs":"7"}"#).discovery_timeout_ms(), 30_000);
+    }
+}

@@ -1,0 +1,339 @@
+//! Connection identities (SPEC §2), byte-compatible with the TypeScript host.
+//!
+//! * [`connection_id`]: `"<name>::" + sha256(fingerprint JSON)[..16]` — what a
+//!   shared pool keys connections by;
+//! * [`session_key`]: connection id plus the session-view fields (`trust`,
+//!   tool filters) — what a single session reconnects on;
+//! * [`approval_hash`]: sha256 of the whole behavioural config — what an
+//!   approval is bound to.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::config::ServerConfig;
+use crate::json::{cmp_utf16, js_sort, Object, Value};
+
+/// Errors computing an identity: the TypeScript host throws on these inputs
+/// (spreading a value that is not iterable), so there is no identity to match.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdentityError {
+    /// A list field holds something that is neither an array nor a string.
+    #[error("field `{field}` must be an array of strings, found {found}")]
+    NotIterable {
+        /// Dotted field name, e.g. `oauth.scopes`.
+        field: &'static str,
+        /// The JSON text found there.
+        found: String,
+    },
+}
+
+/// `<name>::<16 hex>`; the name may itself contain `::`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionId(pub String);
+
+impl ConnectionId {
+    /// Splits at the **last** `::` into (server name, fingerprint).
+    pub fn parse(id: &str) -> Option<(&str, &str)> {
+        let at = id.rfind("::")?;
+        Some((&id[..at], &id[at + 2..]))
+    }
+
+    /// The server name part.
+    pub fn server_name(&self) -> &str {
+        Self::parse(&self.0).map_or("", |(name, _)| name)
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Connection id plus the JSON of the session-view fields.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SessionKey(pub String);
+
+impl fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// 64 lowercase hex characters of sha256.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ApprovalHash(pub String);
+
+impl fmt::Display for ApprovalHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Connection id of `name` with `config` (SPEC §2.1).
+///
+/// # Errors
+/// [`IdentityError::NotIterable`] when `oauth.scopes` / `oauth.audiences` is
+/// truthy but neither an array nor a string.
+pub fn connection_id(name: &str, config: &ServerConfig) -> Result<ConnectionId, IdentityError> {
+    let json = fingerprint_json(config)?;
+    let digest = sha256_hex(json.as_bytes());
+    Ok(ConnectionId(format!("{name}::{}", &digest[..16])))
+}
+
+/// The canonical fingerprint object of SPEC §2.1, as JSON text.
+///
+/// # Errors
+/// As [`connection_id`].
+pub fn fingerprint_json(config: &ServerConfig) -> Result<String, IdentityError> {
+    let mut canonical = Object::new();
+    let mut put = |key: &str, value: Value| canonical.insert(key.to_owned(), value);
+    put("transport", config.transport().as_str().into());
+    put("command", config.get_or_null("command"));
+    put("args", config.get_or_null("args").or_else(|| Value::Array(Vec::new())));
+    put("cwd", config.get_or_null("cwd"));
+    put("env", sorted_entries(config.get("env")));
+    put("url", config.get_or_null("url"));
+    put("httpUrl", config.get_or_null("httpUrl"));
+    put("tcp", config.get_or_null("tcp"));
+    put("headers", sorted_entries(config.get("headers")));
+    put("timeout", config.get_or_null("timeout"));
+    put("oauth", canonical_oauth(config.get("oauth"))?);
+    put("authProviderType", config.get_or_null("authProviderType"));
+    put("targetAudience", config.get_or_null("targetAudience"));
+    put("targetServiceAccount", config.get_or_null("targetServiceAccount"));
+    Ok(Value::Object(canonical).to_json())
+}
+
+/// Session key of `name` with `config` (SPEC §2.2).
+///
+/// # Errors
+/// As [`connection_id`], and when `includeTools` / `excludeTools` is set but
+/// neither an array nor a string.
+pub fn session_key(name: &str, config: &ServerConfig) -> Result<SessionKey, IdentityError> {
+    let id = connection_id(name, config)?;
+    Ok(SessionKey(format!("{id}|{}", session_view_json(config)?)))
+}
+
+/// `{trust, includeTools, excludeTools}` as the session key prints it.
+///
+/// # Errors
+/// As [`session_key`].
+pub fn session_view_json(config: &ServerConfig) -> Result<String, IdentityError> {
+    let mut view = Object::new();
+    view.insert("trust".into(), config.get_or_null("trust"));
+    view.insert(
+        "includeTools".into(),
+        sorted_spread(config.get("includeTools"), "includeTools")?,
+    );
+    view.insert(
+        "excludeTools".into(),
+        sorted_spread(config.get("excludeTools"), "excludeTools")?,
+    );
+    Ok(Value::Object(view).to_json())
+}
+
+/// Approval hash of `config` (SPEC §2.3).
+///
+/// Mirrors the TypeScript host, which rebuilds every object by assignment:
+/// a key named `__proto__` is swallowed by the prototype setter there, so it
+/// never reaches the hashed text here either.
+pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
+    let mut behavioral = Object::new();
+    for (key, value) in &config.0 {
+        if !matches!(key.as_str(), "scope" | "extensionName" | "description") {
+            behavioral.insert(key.clone(), value.clone());
+        }
+    }
+    let text = sorted_deep(&Value::Object(behavioral)).to_json();
+    ApprovalHash(sha256_hex(text.as_bytes()))
+}
+
+fn sorted_deep(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => {
+            let mut keys: Vec<&String> = object.keys().filter(|k| *k != "__proto__").collect();
+            keys.sort_by(|a, b| cmp_utf16(a, b));
+            let mut sorted = Object::new();
+            for key in keys {
+                if let Some(v) = object.get(key) {
+                    sorted.insert(key.clone(), sorted_deep(v));
+                }
+            }
+            Value::Object(sorted)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted_deep).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+    out
+}
+
+/// `sortedEntries(obj)`: `[]` for a falsy value, else `Object.entries(obj)`
+/// sorted by key.
+fn sorted_entries(value: Option<&Value>) -> Value {
+    let pair = |k: String, v: Value| Value::Array(vec![Value::String(k), v]);
+    let mut entries: Vec<(String, Value)> = match value {
+        Some(v) if v.truthy() => match v {
+            Value::Object(o) => o.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v.clone()))
+                .collect(),
+            Value::String(s) => s
+                .encode_utf16()
+                .enumerate()
+                .map(|(i, unit)| (i.to_string(), Value::String(String::from_utf16_lossy(&[unit]))))
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    entries.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
+    Value::Array(entries.into_iter().map(|(k, v)| pair(k, v)).collect())
+}
+
+/// `[...(value ?? [])].sort()`.
+fn sorted_spread(value: Option<&Value>, field: &'static str) -> Result<Value, IdentityError> {
+    match value {
+        None | Some(Value::Null) => Ok(Value::Array(Vec::new())),
+        Some(v) => spread_sorted(v, field),
+    }
+}
+
+/// `[...value].sort()` for a value known to be present.
+fn spread_sorted(value: &Value, field: &'static str) -> Result<Value, IdentityError> {
+    let mut items = match value {
+        Value::Array(items) => items.clone(),
+        Value::String(s) => s.chars().map(|c| Value::String(c.to_string())).collect(),
+        other => {
+            return Err(IdentityError::NotIterable {
+                field,
+                found: other.to_json(),
+            })
+        }
+    };
+    js_sort(&mut items);
+    Ok(Value::Array(items))
+}
+
+/// `canonicalOAuth(o)` of SPEC §2.1.
+fn canonical_oauth(value: Option<&Value>) -> Result<Value, IdentityError> {
+    let Some(Value::Object(o)) = value else {
+        return Ok(Value::Null);
+    };
+    if !o.get("enabled").is_some_and(Value::truthy) {
+        return Ok(Value::Null);
+    }
+    let field = |key: &str| match o.get(key) {
+        None | Some(Value::Null) => Value::Null,
+        Some(v) => v.clone(),
+    };
+    let list = |key: &str, name: &'static str| match o.get(key) {
+        Some(v) if v.truthy() => spread_sorted(v, name),
+        _ => Ok(Value::Null),
+    };
+    let mut canonical = Object::new();
+    canonical.insert("enabled".into(), Value::Bool(true));
+    canonical.insert("clientId".into(), field("clientId"));
+    canonical.insert("clientSecret".into(), field("clientSecret"));
+    canonical.insert("scopes".into(), list("scopes", "oauth.scopes")?);
+    canonical.insert("audiences".into(), list("audiences", "oauth.audiences")?);
+    for key in [
+        "authorizationUrl",
+        "tokenUrl",
+        "redirectUri",
+        "tokenParamName",
+        "registrationUrl",
+    ] {
+        canonical.insert(key.into(), field(key));
+    }
+    Ok(Value::Object(canonical))
+}
+
+trait OrElseNull {
+    fn or_else(self, f: impl FnOnce() -> Value) -> Value;
+}
+
+impl OrElseNull for Value {
+    /// `value ?? fallback` where `value` came from [`ServerConfig::get_or_null`].
+    fn or_else(self, f: impl FnOnce() -> Value) -> Value {
+        if self.is_null() {
+            f()
+        } else {
+            self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    fn cfg(text: &str) -> ServerConfig {
+        match parse(text).expect("json") {
+            Value::Object(o) => ServerConfig(o),
+            _ => panic!("object expected"),
+        }
+    }
+
+    #[test]
+    fn connection_id_matches_typescript() {
+        let id = connection_id("foo", &cfg(r#"{"command":"node","args":["./srv.js"],"env":{"FOO":"bar"}}"#));
+        assert_eq!(id.expect("id").0, "foo::a95a8356f798a092");
+        let id = connection_id("a::b", &cfg(r#"{"command":"node"}"#)).expect("id");
+        assert_eq!(ConnectionId::parse(&id.0), Some(("a::b", "6e0eff748b45f494")));
+    }
+
+    #[test]
+    fn absent_null_and_empty_lists_give_one_id() {
+        let base = connection_id("foo", &cfg(r#"{"command":"node"}"#)).expect("id");
+        for text in [
+            r#"{"command":"node","args":[]}"#,
+            r#"{"command":"node","args":null}"#,
+            r#"{"command":"node","env":{}}"#,
+            r#"{"command":"node","env":null}"#,
+            r#"{"command":"node","env":""}"#,
+            r#"{"command":"node","trust":true,"description":"x","scope":"project"}"#,
+        ] {
+            assert_eq!(connection_id("foo", &cfg(text)).expect("id"), base, "{text}");
+        }
+    }
+
+    #[test]
+    fn session_key_sorts_tool_filters_and_keeps_false_trust() {
+        let key = session_key("s", &cfg(r#"{"command":"node","args":["srv.js"],"trust":false,"includeTools":["b","a"]}"#));
+        assert_eq!(
+            key.expect("key").0,
+            "s::d496ec48142dd998|{\"trust\":false,\"includeTools\":[\"a\",\"b\"],\"excludeTools\":[]}"
+        );
+        assert!(session_key("s", &cfg(r#"{"command":"node","includeTools":5}"#)).is_err());
+    }
+
+    #[test]
+    fn approval_hash_ignores_provenance_and_key_order() {
+        let a = approval_hash(&cfg(r#"{"command":"npx","args":["-y","slack-mcp"],"env":{"B":"2","A":"1"},"scope":"project"}"#));
+        assert_eq!(a.0, "81894bf51311c79513f0cc46b557b2179036c5f3ddc3a9ba6f76c7ea2516d924");
+        let b = approval_hash(&cfg(r#"{"env":{"A":"1","B":"2"},"args":["-y","slack-mcp"],"command":"npx","description":"d"}"#));
+        assert_eq!(a, b);
+    }
+}

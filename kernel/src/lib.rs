@@ -1,0 +1,19 @@
+//! The pure core of mcp-reconcile: deterministic; performs no IO; reads no
+//! clock; spawns nothing.
+//!
+//! It computes server identities, admission, approval state, reconcile plans,
+//! settings diffs and reload scheduling from data passed in, and returns data.
+//! Hosts (native tokio, wasm for TypeScript) read files, call the kernel,
+//! execute the returned actions and report outcomes back as new inputs.
+//!
+//! Everything is also reachable through one JSON request/response vocabulary,
+//! [`api::evaluate`], so the same conformance vectors run against every host.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod identity;
+pub mod json;
+
+pub use config::{ServerConfig, Transport};
+pub use identity::{approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey};
+pub use json::{Object, Value};
