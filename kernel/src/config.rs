@@ -135,20 +135,91 @@ mod tests {
 
     #[test]
     fn transport_precedence_follows_the_spec() {
-        assert_eq!(cfg(r#"{"type":"sdk","command":"x"}"#).transport(), Transport::Sdk);
-        assert_eq!(cfg(r#"{"httpUrl":"","url":"u"}"#).transport(), Transport::Http);
-        assert_eq!(cfg(r#"{"url":"u","command":"x"}"#).transport(), Transport::Sse);
-        assert_eq!(cfg(r#"{"tcp":"t","command":"x"}"#).transport(), Transport::Websocket);
+        assert_eq!(
+            cfg(r#"{"type":"sdk","command":"x"}"#).transport(),
+            Transport::Sdk
+        );
+        assert_eq!(
+            cfg(r#"{"httpUrl":"","url":"u"}"#).transport(),
+            Transport::Http
+        );
+        assert_eq!(
+            cfg(r#"{"url":"u","command":"x"}"#).transport(),
+            Transport::Sse
+        );
+        assert_eq!(
+            cfg(r#"{"tcp":"t","command":"x"}"#).transport(),
+            Transport::Websocket
+        );
         assert_eq!(cfg(r#"{"command":""}"#).transport(), Transport::Stdio);
-        assert_eq!(cfg(r#"{"command":5,"type":"SDK"}"#).transport(), Transport::Unknown);
+        assert_eq!(
+            cfg(r#"{"command":5,"type":"SDK"}"#).transport(),
+            Transport::Unknown
+        );
     }
 
     #[test]
     fn discovery_timeout_defaults_and_clamps() {
         assert_eq!(cfg(r#"{"command":"x"}"#).discovery_timeout_ms(), 30_000);
         assert_eq!(cfg(r#"{"httpUrl":"x"}"#).discovery_timeout_ms(), 5_000);
-        assert_eq!(cfg(r#"{"command":"x","discoveryTimeoutMs":5}"#).discovery_timeout_ms(), 100);
-        assert_eq!(cfg(r#"{"command":"x","discoveryTimeoutMs":1e9}"#).discovery_timeout_ms(), 300_000);
-        assert_eq!(cfg(r#"{"command":"x","discoveryTimeoutMs":"7"}"#).discovery_timeout_ms(), 30_000);
+        assert_eq!(
+            cfg(r#"{"command":"x","discoveryTimeoutMs":5}"#).discovery_timeout_ms(),
+            100
+        );
+        assert_eq!(
+            cfg(r#"{"command":"x","discoveryTimeoutMs":1e9}"#).discovery_timeout_ms(),
+            300_000
+        );
+        assert_eq!(
+            cfg(r#"{"command":"x","discoveryTimeoutMs":"7"}"#).discovery_timeout_ms(),
+            30_000
+        );
     }
+}
+
+/// Server name → config, in ECMAScript property order ("map order").
+pub type Servers = Object<ServerConfig>;
+
+/// Errors reading server entries from JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A server entry is not a JSON object.
+    #[error("server \"{name}\" must be an object, found {found}")]
+    EntryNotObject {
+        /// The server name.
+        name: String,
+        /// The JSON text found.
+        found: String,
+    },
+    /// The server map is not a JSON object.
+    #[error("server map must be an object, found {0}")]
+    MapNotObject(String),
+}
+
+/// Reads a `{name: config}` map; every entry must be an object.
+///
+/// # Errors
+/// [`ConfigError`] naming the first offending entry.
+pub fn servers_from_value(value: &Value) -> Result<Servers, ConfigError> {
+    let Value::Object(map) = value else {
+        return Err(ConfigError::MapNotObject(value.to_json()));
+    };
+    map.clone().try_map_values(|name, entry| match entry {
+        Value::Object(o) => Ok(ServerConfig(o)),
+        other => Err(ConfigError::EntryNotObject {
+            name: name.to_owned(),
+            found: other.to_json(),
+        }),
+    })
+}
+
+/// The map as JSON.
+pub fn servers_to_value(servers: &Servers) -> Value {
+    Value::Object(
+        servers
+            .iter()
+            .map(|(name, cfg)| (name.clone(), cfg.to_value()))
+            .collect(),
+    )
 }

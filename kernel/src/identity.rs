@@ -97,7 +97,12 @@ pub fn fingerprint_json(config: &ServerConfig) -> Result<String, IdentityError> 
     let mut put = |key: &str, value: Value| canonical.insert(key.to_owned(), value);
     put("transport", config.transport().as_str().into());
     put("command", config.get_or_null("command"));
-    put("args", config.get_or_null("args").or_else(|| Value::Array(Vec::new())));
+    put(
+        "args",
+        config
+            .get_or_null("args")
+            .or_else(|| Value::Array(Vec::new())),
+    );
     put("cwd", config.get_or_null("cwd"));
     put("env", sorted_entries(config.get("env")));
     put("url", config.get_or_null("url"));
@@ -108,7 +113,10 @@ pub fn fingerprint_json(config: &ServerConfig) -> Result<String, IdentityError> 
     put("oauth", canonical_oauth(config.get("oauth"))?);
     put("authProviderType", config.get_or_null("authProviderType"));
     put("targetAudience", config.get_or_null("targetAudience"));
-    put("targetServiceAccount", config.get_or_null("targetServiceAccount"));
+    put(
+        "targetServiceAccount",
+        config.get_or_null("targetServiceAccount"),
+    );
     Ok(Value::Object(canonical).to_json())
 }
 
@@ -201,7 +209,12 @@ fn sorted_entries(value: Option<&Value>) -> Value {
             Value::String(s) => s
                 .encode_utf16()
                 .enumerate()
-                .map(|(i, unit)| (i.to_string(), Value::String(String::from_utf16_lossy(&[unit]))))
+                .map(|(i, unit)| {
+                    (
+                        i.to_string(),
+                        Value::String(String::from_utf16_lossy(&[unit])),
+                    )
+                })
                 .collect(),
             _ => Vec::new(),
         },
@@ -298,10 +311,16 @@ mod tests {
 
     #[test]
     fn connection_id_matches_typescript() {
-        let id = connection_id("foo", &cfg(r#"{"command":"node","args":["./srv.js"],"env":{"FOO":"bar"}}"#));
+        let id = connection_id(
+            "foo",
+            &cfg(r#"{"command":"node","args":["./srv.js"],"env":{"FOO":"bar"}}"#),
+        );
         assert_eq!(id.expect("id").0, "foo::a95a8356f798a092");
         let id = connection_id("a::b", &cfg(r#"{"command":"node"}"#)).expect("id");
-        assert_eq!(ConnectionId::parse(&id.0), Some(("a::b", "6e0eff748b45f494")));
+        assert_eq!(
+            ConnectionId::parse(&id.0),
+            Some(("a::b", "6e0eff748b45f494"))
+        );
     }
 
     #[test]
@@ -315,13 +334,20 @@ mod tests {
             r#"{"command":"node","env":""}"#,
             r#"{"command":"node","trust":true,"description":"x","scope":"project"}"#,
         ] {
-            assert_eq!(connection_id("foo", &cfg(text)).expect("id"), base, "{text}");
+            assert_eq!(
+                connection_id("foo", &cfg(text)).expect("id"),
+                base,
+                "{text}"
+            );
         }
     }
 
     #[test]
     fn session_key_sorts_tool_filters_and_keeps_false_trust() {
-        let key = session_key("s", &cfg(r#"{"command":"node","args":["srv.js"],"trust":false,"includeTools":["b","a"]}"#));
+        let key = session_key(
+            "s",
+            &cfg(r#"{"command":"node","args":["srv.js"],"trust":false,"includeTools":["b","a"]}"#),
+        );
         assert_eq!(
             key.expect("key").0,
             "s::d496ec48142dd998|{\"trust\":false,\"includeTools\":[\"a\",\"b\"],\"excludeTools\":[]}"
@@ -331,9 +357,16 @@ mod tests {
 
     #[test]
     fn approval_hash_ignores_provenance_and_key_order() {
-        let a = approval_hash(&cfg(r#"{"command":"npx","args":["-y","slack-mcp"],"env":{"B":"2","A":"1"},"scope":"project"}"#));
-        assert_eq!(a.0, "81894bf51311c79513f0cc46b557b2179036c5f3ddc3a9ba6f76c7ea2516d924");
-        let b = approval_hash(&cfg(r#"{"env":{"A":"1","B":"2"},"args":["-y","slack-mcp"],"command":"npx","description":"d"}"#));
+        let a = approval_hash(&cfg(
+            r#"{"command":"npx","args":["-y","slack-mcp"],"env":{"B":"2","A":"1"},"scope":"project"}"#,
+        ));
+        assert_eq!(
+            a.0,
+            "81894bf51311c79513f0cc46b557b2179036c5f3ddc3a9ba6f76c7ea2516d924"
+        );
+        let b = approval_hash(&cfg(
+            r#"{"env":{"A":"1","B":"2"},"args":["-y","slack-mcp"],"command":"npx","description":"d"}"#,
+        ));
         assert_eq!(a, b);
     }
 }

@@ -40,9 +40,12 @@ pub enum Value {
 }
 
 /// An object whose iteration order is ECMAScript property order.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct Object {
-    members: IndexMap<String, Value>,
+///
+/// Generic over the member type so typed maps (e.g. name → server config)
+/// keep the same order as the JSON they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object<V = Value> {
+    members: IndexMap<String, V>,
     /// How many leading members have integer-like keys (they sort first).
     index_keys: usize,
 }
@@ -59,7 +62,16 @@ pub enum ParseError {
     },
 }
 
-impl Object {
+impl<V> Default for Object<V> {
+    fn default() -> Self {
+        Object {
+            members: IndexMap::new(),
+            index_keys: 0,
+        }
+    }
+}
+
+impl<V> Object<V> {
     /// An empty object.
     pub fn new() -> Self {
         Self::default()
@@ -76,12 +88,12 @@ impl Object {
     }
 
     /// The value of own member `key`.
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub fn get(&self, key: &str) -> Option<&V> {
         self.members.get(key)
     }
 
     /// Mutable access to own member `key`.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
         self.members.get_mut(key)
     }
 
@@ -93,7 +105,7 @@ impl Object {
     /// `obj[key] = value` with ECMAScript ordering: an existing key keeps its
     /// position; a new integer-like key goes into numeric position; any other
     /// new key goes last.
-    pub fn insert(&mut self, key: String, value: Value) {
+    pub fn insert(&mut self, key: String, value: V) {
         if let Some(slot) = self.members.get_mut(&key) {
             *slot = value;
             return;
@@ -116,7 +128,7 @@ impl Object {
     }
 
     /// `delete obj[key]`, keeping the order of the others.
-    pub fn remove(&mut self, key: &str) -> Option<Value> {
+    pub fn remove(&mut self, key: &str) -> Option<V> {
         let removed = self.members.shift_remove(key)?;
         if array_index(key).is_some() {
             self.index_keys -= 1;
@@ -125,7 +137,7 @@ impl Object {
     }
 
     /// Members in ECMAScript property order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &Value)> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &V)> + '_ {
         self.members.iter()
     }
 
@@ -133,10 +145,54 @@ impl Object {
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> + '_ {
         self.members.keys()
     }
+
+    /// Values in ECMAScript property order.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &V> + '_ {
+        self.members.values()
+    }
+
+    /// The position of `key` in property order.
+    pub fn index_of(&self, key: &str) -> Option<usize> {
+        self.members.get_index_of(key)
+    }
+
+    /// Applies `f` to every value, keeping keys and order.
+    pub fn map_values<W>(self, mut f: impl FnMut(&str, V) -> W) -> Object<W> {
+        Object {
+            index_keys: self.index_keys,
+            members: self
+                .members
+                .into_iter()
+                .map(|(k, v)| {
+                    let w = f(&k, v);
+                    (k, w)
+                })
+                .collect(),
+        }
+    }
+
+    /// Like [`Object::map_values`] with a fallible `f`.
+    ///
+    /// # Errors
+    /// The first error `f` returns.
+    pub fn try_map_values<W, E>(
+        self,
+        mut f: impl FnMut(&str, V) -> Result<W, E>,
+    ) -> Result<Object<W>, E> {
+        let mut members = IndexMap::with_capacity(self.members.len());
+        for (k, v) in self.members {
+            let w = f(&k, v)?;
+            members.insert(k, w);
+        }
+        Ok(Object {
+            index_keys: self.index_keys,
+            members,
+        })
+    }
 }
 
-impl FromIterator<(String, Value)> for Object {
-    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Self {
+impl<V> FromIterator<(String, V)> for Object<V> {
+    fn from_iter<I: IntoIterator<Item = (String, V)>>(iter: I) -> Self {
         let mut object = Object::new();
         for (key, value) in iter {
             object.insert(key, value);
@@ -145,17 +201,17 @@ impl FromIterator<(String, Value)> for Object {
     }
 }
 
-impl<'a> IntoIterator for &'a Object {
-    type Item = (&'a String, &'a Value);
-    type IntoIter = indexmap::map::Iter<'a, String, Value>;
+impl<'a, V> IntoIterator for &'a Object<V> {
+    type Item = (&'a String, &'a V);
+    type IntoIter = indexmap::map::Iter<'a, String, V>;
     fn into_iter(self) -> Self::IntoIter {
         self.members.iter()
     }
 }
 
-impl IntoIterator for Object {
-    type Item = (String, Value);
-    type IntoIter = indexmap::map::IntoIter<String, Value>;
+impl<V> IntoIterator for Object<V> {
+    type Item = (String, V);
+    type IntoIter = indexmap::map::IntoIter<String, V>;
     fn into_iter(self) -> Self::IntoIter {
         self.members.into_iter()
     }
@@ -481,7 +537,11 @@ pub fn strip_comments(text: &str) -> String {
         for &b in &bytes[from..to] {
             // Multi-byte characters inside comments become one space per byte,
             // which keeps positions; JSON only cares that it is whitespace.
-            out.push(if b == b'\n' || b == b'\r' { b as char } else { ' ' });
+            out.push(if b == b'\n' || b == b'\r' {
+                b as char
+            } else {
+                ' '
+            });
         }
     };
     while i < bytes.len() {
@@ -659,7 +719,10 @@ mod tests {
         assert_eq!(roundtrip("-0"), "0");
         assert_eq!(roundtrip("1e21"), "1e+21");
         assert_eq!(roundtrip("1e-7"), "1e-7");
-        assert_eq!(roundtrip("123456789012345678901234"), "1.2345678901234569e+23");
+        assert_eq!(
+            roundtrip("123456789012345678901234"),
+            "1.2345678901234569e+23"
+        );
         assert_eq!(roundtrip("9007199254740993"), "9007199254740992");
         assert_eq!(roundtrip("0.1"), "0.1");
         assert_eq!(roundtrip("100"), "100");
@@ -711,7 +774,10 @@ mod tests {
     #[test]
     fn comments_are_stripped_outside_strings_only() {
         let text = "// c\n{\"a\": \"//x\" /* y */, \"b\": \"/*z*/\\\"//\"} // end";
-        assert_eq!(roundtrip(&strip_comments(text)), r#"{"a":"//x","b":"/*z*/\"//"}"#);
+        assert_eq!(
+            roundtrip(&strip_comments(text)),
+            r#"{"a":"//x","b":"/*z*/\"//"}"#
+        );
         assert!(parse_jsonc("\u{feff}{}").is_ok());
         assert!(parse_jsonc("").is_err());
         assert!(parse_jsonc("{\"a\":1,}").is_err());

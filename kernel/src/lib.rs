@@ -10,10 +10,17 @@
 //! [`api::evaluate`], so the same conformance vectors run against every host.
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod config;
+pub mod gating;
 pub mod identity;
 pub mod json;
 
+pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
+pub use config::Servers;
 pub use config::{ServerConfig, Transport};
-pub use identity::{approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey};
+pub use gating::{gating_equal, match_pattern, Gating, Reason};
+pub use identity::{
+    approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
+};
 pub use json::{Object, Value};
