@@ -12,7 +12,9 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 
 use crate::config::ServerConfig;
-use crate::json::{cmp_utf16, js_sort, Object, Value};
+use std::fmt::Write as _;
+
+use crate::json::{cmp_utf16, js_sort, write_json, write_json_string, Object, Value};
 
 /// Errors computing an identity: the TypeScript host throws on these inputs
 /// (spreading a value that is not iterable), so there is no identity to match.
@@ -93,31 +95,34 @@ pub fn connection_id(name: &str, config: &ServerConfig) -> Result<ConnectionId, 
 /// # Errors
 /// As [`connection_id`].
 pub fn fingerprint_json(config: &ServerConfig) -> Result<String, IdentityError> {
-    let mut canonical = Object::new();
-    let mut put = |key: &str, value: Value| canonical.insert(key.to_owned(), value);
-    put("transport", config.transport().as_str().into());
-    put("command", config.get_or_null("command"));
-    put(
-        "args",
-        config
-            .get_or_null("args")
-            .or_else(|| Value::Array(Vec::new())),
-    );
-    put("cwd", config.get_or_null("cwd"));
-    put("env", sorted_entries(config.get("env")));
-    put("url", config.get_or_null("url"));
-    put("httpUrl", config.get_or_null("httpUrl"));
-    put("tcp", config.get_or_null("tcp"));
-    put("headers", sorted_entries(config.get("headers")));
-    put("timeout", config.get_or_null("timeout"));
-    put("oauth", canonical_oauth(config.get("oauth"))?);
-    put("authProviderType", config.get_or_null("authProviderType"));
-    put("targetAudience", config.get_or_null("targetAudience"));
-    put(
-        "targetServiceAccount",
-        config.get_or_null("targetServiceAccount"),
-    );
-    Ok(Value::Object(canonical).to_json())
+    let mut out = String::with_capacity(256);
+    let field = |out: &mut String, key: &str, value: &Value| {
+        out.push(if out.is_empty() { '{' } else { ',' });
+        write_json_string(out, key);
+        out.push(':');
+        write_json(out, value);
+    };
+    field(&mut out, "transport", &config.transport().as_str().into());
+    field(&mut out, "command", &config.get_or_null("command"));
+    let args = config
+        .get_or_null("args")
+        .or_else(|| Value::Array(Vec::new()));
+    field(&mut out, "args", &args);
+    field(&mut out, "cwd", &config.get_or_null("cwd"));
+    out.push_str(",\"env\":");
+    write_sorted_entries(&mut out, config.get("env"));
+    for key in ["url", "httpUrl", "tcp"] {
+        field(&mut out, key, &config.get_or_null(key));
+    }
+    out.push_str(",\"headers\":");
+    write_sorted_entries(&mut out, config.get("headers"));
+    field(&mut out, "timeout", &config.get_or_null("timeout"));
+    field(&mut out, "oauth", &canonical_oauth(config.get("oauth"))?);
+    for key in ["authProviderType", "targetAudience", "targetServiceAccount"] {
+        field(&mut out, key, &config.get_or_null(key));
+    }
+    out.push('}');
+    Ok(out)
 }
 
 /// Session key of `name` with `config` (SPEC §2.2).
@@ -194,34 +199,52 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
-/// `sortedEntries(obj)`: `[]` for a falsy value, else `Object.entries(obj)`
-/// sorted by key.
-fn sorted_entries(value: Option<&Value>) -> Value {
-    let pair = |k: String, v: Value| Value::Array(vec![Value::String(k), v]);
-    let mut entries: Vec<(String, Value)> = match value {
-        Some(v) if v.truthy() => match v {
-            Value::Object(o) => o.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i.to_string(), v.clone()))
-                .collect(),
-            Value::String(s) => s
-                .encode_utf16()
-                .enumerate()
-                .map(|(i, unit)| {
-                    (
-                        i.to_string(),
-                        Value::String(String::from_utf16_lossy(&[unit])),
-                    )
-                })
-                .collect(),
-            _ => Vec::new(),
-        },
+/// Writes `sortedEntries(obj)`: `[]` for a falsy value, else
+/// `Object.entries(obj)` sorted by key, as JSON.
+///
+/// The entries of a string are its UTF-16 code units, so a character outside
+/// the BMP becomes two lone surrogates, which `JSON.stringify` escapes.
+fn write_sorted_entries(out: &mut String, value: Option<&Value>) {
+    enum Item<'a> {
+        Value(&'a Value),
+        Unit(u16),
+    }
+    let mut entries: Vec<(String, Item<'_>)> = match value {
+        Some(Value::Object(o)) => o.iter().map(|(k, v)| (k.clone(), Item::Value(v))).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), Item::Value(v)))
+            .collect(),
+        Some(Value::String(s)) => s
+            .encode_utf16()
+            .enumerate()
+            .map(|(i, unit)| (i.to_string(), Item::Unit(unit)))
+            .collect(),
+        // Falsy values and primitives without own enumerable properties.
         _ => Vec::new(),
     };
     entries.sort_by(|a, b| cmp_utf16(&a.0, &b.0));
-    Value::Array(entries.into_iter().map(|(k, v)| pair(k, v)).collect())
+    out.push('[');
+    for (i, (key, item)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        write_json_string(out, key);
+        out.push(',');
+        match item {
+            Item::Value(v) => write_json(out, v),
+            Item::Unit(unit) => match char::from_u32(u32::from(*unit)) {
+                Some(c) => write_json_string(out, c.encode_utf8(&mut [0; 4])),
+                None => {
+                    let _ = write!(out, "\"\\u{unit:04x}\"");
+                }
+            },
+        }
+        out.push(']');
+    }
+    out.push(']');
 }
 
 /// `[...(value ?? [])].sort()`.
@@ -353,6 +376,33 @@ mod tests {
             "s::d496ec48142dd998|{\"trust\":false,\"includeTools\":[\"a\",\"b\"],\"excludeTools\":[]}"
         );
         assert!(session_key("s", &cfg(r#"{"command":"node","includeTools":5}"#)).is_err());
+    }
+
+    #[test]
+    fn string_entries_split_surrogate_pairs_like_object_entries() {
+        // Object.entries("😀") yields two lone surrogates, which JSON.stringify
+        // escapes; checked against node.
+        let json = fingerprint_json(&cfg(r#"{"command":"\\","headers":"😀"}"#)).expect("json");
+        assert!(
+            json.contains(r#""headers":[["0","\ud83d"],["1","\ude00"]]"#),
+            "{json}"
+        );
+        let id = connection_id(
+            "a*",
+            &cfg(r#"{"é":true,"command":"\\","headers":"😀","discoveryTimeoutMs":"B"}"#),
+        );
+        assert_eq!(id.expect("id").0, "a*::69f90b03cb2f99ec");
+    }
+
+    #[test]
+    fn approval_hash_drops_proto_keys_like_the_typescript_host() {
+        // The TypeScript host rebuilds objects by assignment, and assigning
+        // `__proto__` sets the prototype instead of a member.
+        let with = approval_hash(&cfg(
+            r#"{"command":"node","__proto__":{"a":1},"env":{"__proto__":"x"}}"#,
+        ));
+        let without = approval_hash(&cfg(r#"{"command":"node","env":{}}"#));
+        assert_eq!(with, without);
     }
 
     #[test]
