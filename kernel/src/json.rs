@@ -533,15 +533,12 @@ pub fn strip_comments(text: &str) -> String {
     let mut state = State::Code;
     let mut copied = 0; // bytes[..copied] are in `out` already
     let mut i = 0;
+    // strip-json-comments replaces every non-whitespace character of a
+    // comment with a space and keeps JS whitespace (`\s`) as it is — which
+    // JSON.parse then rejects unless it is a space, tab, CR or LF.
     let blank = |out: &mut String, from: usize, to: usize| {
-        for &b in &bytes[from..to] {
-            // Multi-byte characters inside comments become one space per byte,
-            // which keeps positions; JSON only cares that it is whitespace.
-            out.push(if b == b'\n' || b == b'\r' {
-                b as char
-            } else {
-                ' '
-            });
+        for c in text[from..to].chars() {
+            out.push(if is_js_whitespace(c) { c } else { ' ' });
         }
     };
     while i < bytes.len() {
@@ -599,6 +596,15 @@ pub fn strip_comments(text: &str) -> String {
         State::Line | State::Block => blank(&mut out, copied, end),
     }
     out
+}
+
+/// ECMAScript `\s`: WhiteSpace and LineTerminator code points.
+fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
 }
 
 struct ValueVisitor;
@@ -782,6 +788,11 @@ mod tests {
         assert!(parse_jsonc("").is_err());
         assert!(parse_jsonc("{\"a\":1,}").is_err());
         assert!(parse_jsonc("/* unterminated").is_err());
+        assert!(parse_jsonc("{} /* unterminated").is_ok());
+        // A non-breaking space inside a comment survives stripping and then
+        // fails JSON.parse, as in the TypeScript host.
+        assert!(parse_jsonc("// a\u{a0}b\n{}").is_err());
+        assert!(parse_jsonc("/* a\tb\r\n */{}").is_ok());
     }
 
     #[test]
