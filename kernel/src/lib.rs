@@ -15,6 +15,8 @@ pub mod config;
 pub mod gating;
 pub mod identity;
 pub mod json;
+pub mod reload;
+pub mod time;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
 pub use config::Servers;
@@ -24,3 +26,5 @@ pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };
 pub use json::{Object, Value};
+pub use reload::{Action, Outcome, ReloadCounts, ReloadScheduler, Source, DEFAULT_DEBOUNCE};
+pub use time::Millis;

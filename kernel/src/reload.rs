@@ -1,0 +1,638 @@
+//! Reload scheduling (SPEC §8): one shared trailing debounce over every
+//! watched input, at most one reconcile at a time, and exactly one coalesced
+//! follow-up for whatever was requested while a run was active.
+
+use indexmap::IndexSet;
+use serde::{Deserialize, Serialize};
+
+use crate::time::Millis;
+
+/// The quiet period a file change waits for before it is acted on, unless the
+/// host configures another (`--debounce-ms`).
+pub const DEFAULT_DEBOUNCE: Millis = Millis(300);
+
+/// A watched input whose change the host reports (SPEC §8, §13.1).
+///
+/// Exhaustive on purpose: a host must decide how to reload every kind, so a
+/// new kind should fail to compile in a host that does not know it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "kebab-case")]
+pub enum Source {
+    /// A settings layer, named by the host (e.g. `"user"`, `"workspace"`).
+    Settings(String),
+    /// The project's `.mcp.json`.
+    McpJson,
+    /// The approvals file.
+    Approvals,
+    /// A `--mcp-config` file, named by the host (usually its path).
+    McpConfig(String),
+}
+
+/// How a reconcile run ended. Both end the run the same way for scheduling:
+/// a failure alone never schedules a rerun.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The run applied its plan.
+    Ok,
+    /// The run failed (the host reports the error itself).
+    Failed,
+}
+
+/// What the host must do next, from [`ReloadScheduler::poll_action`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Start reconcile run number `run`: reload the changed inputs, compute
+    /// the next state (SPEC §7 `hotReload`), execute the plan, then report
+    /// [`ReloadScheduler::handle_reconcile_done`].
+    Reconcile {
+        /// The run's number, counting from 1; run 1 of a scheduler made with
+        /// [`ReloadScheduler::starting`] is the start-up reconcile.
+        run: u64,
+        /// The inputs that changed since the previous run started, each once,
+        /// in the order they first changed. The host reloads only these
+        /// (every input on the start-up run or when `manual` is set).
+        sources: Vec<Source>,
+        /// A manual reload (`reload` command, SIGHUP, `/reload`) is among the
+        /// requests this run answers; the host reloads every input.
+        manual: bool,
+    },
+}
+
+/// How many times each thing happened; for tests and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReloadCounts {
+    /// File events handled.
+    pub file_events: u64,
+    /// Manual reloads handled.
+    pub manual_reloads: u64,
+    /// Times the debounce ran out.
+    pub debounce_fires: u64,
+    /// Runs started (actions handed out).
+    pub runs_started: u64,
+    /// Runs that ended with [`Outcome::Ok`].
+    pub runs_succeeded: u64,
+    /// Runs that ended with [`Outcome::Failed`].
+    pub runs_failed: u64,
+    /// Completions reported while no run was active (ignored).
+    pub stray_completions: u64,
+}
+
+/// The reload queue of SPEC §8 as a sans-IO state machine: file events and
+/// manual reloads go in, reconcile runs come out, time is passed in.
+///
+/// # Drive loop
+///
+/// 1. Create it with [`ReloadScheduler::starting`]; the start-up reconcile is
+///    run 1 and is ready at once ([`ReloadScheduler::new`] makes one without
+///    a start-up run; [`ReloadScheduler::start`] adds it later).
+/// 2. Feed every observation as it happens, with the current time:
+///    [`handle_file_event`](Self::handle_file_event) for each change of a
+///    watched input, [`handle_manual_reload`](Self::handle_manual_reload),
+///    and [`handle_reconcile_done`](Self::handle_reconcile_done) when a run
+///    ends (successfully or not).
+/// 3. After each input, call [`poll_action`](Self::poll_action) until it
+///    returns `None`, and execute each [`Action::Reconcile`] (it returns at
+///    most one before that run is reported done).
+/// 4. Call [`poll_timeout`](Self::poll_timeout) and arm one timer for the
+///    returned instant (none if `None`), replacing any earlier timer.
+/// 5. When the timer fires, call [`handle_timeout`](Self::handle_timeout)
+///    with the current time and go back to step 3.
+///
+/// # Rules
+///
+/// * Every file event restarts one shared trailing debounce; the changed
+///   sources accumulate, and the next run takes them all.
+/// * When the debounce runs out, or on a manual reload, a run is requested.
+///   A manual reload skips the debounce: it cancels a pending one (the run it
+///   requests takes that debounce's sources) and never waits for one.
+/// * At most one run is active. A request during a run marks it dirty; when
+///   the run ends (either outcome) exactly one follow-up starts if it was
+///   dirty, none otherwise. A follow-up answers every request made during the
+///   run, with the latest sources.
+/// * Chosen timing of the follow-up: if the debounce already ran out during
+///   the run (or a manual reload or the start-up run was requested), the
+///   follow-up starts the moment the run ends; if a file event's debounce is
+///   still pending when the run ends, the follow-up waits for it, so a file
+///   that is still being written is not read half-way and the whole burst is
+///   still answered by one run.
+/// * Starting a run clears the pending debounce: the run reloads its sources.
+///
+/// It never panics, whatever the order of calls: a completion with no active
+/// run is ignored, and a `now` earlier than one seen before is taken as the
+/// latest `now` seen (time never goes backwards).
+#[derive(Clone, Debug)]
+pub struct ReloadScheduler {
+    debounce: Millis,
+    /// The latest `now` seen; inputs never move it backwards.
+    now: Millis,
+    /// The last file event, while its debounce is pending.
+    last_event: Option<Millis>,
+    /// When the pending debounce runs out.
+    deadline: Option<Millis>,
+    /// Sources changed since the last run started, in first-change order.
+    pending: IndexSet<Source>,
+    /// A run has been requested and not yet started (while a run is active:
+    /// the dirty flag).
+    request: Option<Request>,
+    /// The active run's number.
+    running: Option<u64>,
+    /// The number of the last run started; 0 before the first.
+    last_run: u64,
+    last_outcome: Option<Outcome>,
+    counts: ReloadCounts,
+}
+
+/// What the outstanding requests ask for, merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Request {
+    /// A manual reload is among them.
+    manual: bool,
+    /// Start without waiting for a pending debounce (manual or start-up).
+    immediate: bool,
+}
+
+impl Request {
+    const DEBOUNCED: Request = Request {
+        manual: false,
+        immediate: false,
+    };
+    const STARTUP: Request = Request {
+        manual: false,
+        immediate: true,
+    };
+    const MANUAL: Request = Request {
+        manual: true,
+        immediate: true,
+    };
+
+    fn merge(self, other: Request) -> Request {
+        Request {
+            manual: self.manual || other.manual,
+            immediate: self.immediate || other.immediate,
+        }
+    }
+}
+
+impl Default for ReloadScheduler {
+    fn default() -> Self {
+        ReloadScheduler::new(DEFAULT_DEBOUNCE)
+    }
+}
+
+impl ReloadScheduler {
+    /// An idle scheduler with the given debounce and no start-up run; time
+    /// starts at [`Millis::ZERO`].
+    pub fn new(debounce: Millis) -> Self {
+        ReloadScheduler {
+            debounce,
+            now: Millis::ZERO,
+            last_event: None,
+            deadline: None,
+            pending: IndexSet::new(),
+            request: None,
+            running: None,
+            last_run: 0,
+            last_outcome: None,
+            counts: ReloadCounts::default(),
+        }
+    }
+
+    /// A scheduler whose start-up reconcile, run 1, is ready at once.
+    pub fn starting(debounce: Millis) -> Self {
+        let mut scheduler = ReloadScheduler::new(debounce);
+        scheduler.start();
+        scheduler
+    }
+
+    /// Requests the start-up reconcile as run 1, without waiting for any
+    /// debounce. Does nothing once a run has been started.
+    pub fn start(&mut self) {
+        if self.last_run == 0 && self.running.is_none() {
+            self.request_run(Request::STARTUP);
+        }
+    }
+
+    /// Changes the quiet period. A pending debounce is re-timed from its last
+    /// file event (it may then be due at once: see [`Self::poll_timeout`]).
+    pub fn set_debounce(&mut self, debounce: Millis) {
+        self.debounce = debounce;
+        if let (Some(last), Some(_)) = (self.last_event, self.deadline) {
+            self.deadline = Some(last.saturating_add(debounce.0));
+        }
+    }
+
+    /// The quiet period in force.
+    pub fn debounce(&self) -> Millis {
+        self.debounce
+    }
+
+    /// A watched input changed: `source` joins the set the next run reloads
+    /// and the shared debounce restarts from `now`.
+    pub fn handle_file_event(&mut self, now: Millis, source: Source) {
+        self.advance(now);
+        self.counts.file_events = self.counts.file_events.saturating_add(1);
+        self.pending.insert(source);
+        self.last_event = Some(self.now);
+        self.deadline = Some(self.now.saturating_add(self.debounce.0));
+    }
+
+    /// A manual reload: requests a run without waiting for the debounce. A
+    /// pending debounce is cancelled; the requested run takes its sources.
+    pub fn handle_manual_reload(&mut self, now: Millis) {
+        self.advance(now);
+        self.counts.manual_reloads = self.counts.manual_reloads.saturating_add(1);
+        self.deadline = None;
+        self.last_event = None;
+        self.request_run(Request::MANUAL);
+    }
+
+    /// The active run ended. Ignored if no run is active.
+    pub fn handle_reconcile_done(&mut self, now: Millis, outcome: Outcome) {
+        self.advance(now);
+        if self.running.take().is_none() {
+            self.counts.stray_completions = self.counts.stray_completions.saturating_add(1);
+            return;
+        }
+        self.last_outcome = Some(outcome);
+        match outcome {
+            Outcome::Ok => {
+                self.counts.runs_succeeded = self.counts.runs_succeeded.saturating_add(1);
+            }
+            Outcome::Failed => self.counts.runs_failed = self.counts.runs_failed.saturating_add(1),
+        }
+    }
+
+    /// The timer armed from [`Self::poll_timeout`] fired (early or late calls
+    /// are harmless: only a debounce due by `now` runs out).
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.advance(now);
+    }
+
+    /// When the host should call [`Self::handle_timeout`]: the instant the
+    /// pending debounce runs out, or `None` if none is pending. It may lie in
+    /// the past; then call it at once.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.deadline
+    }
+
+    /// The next thing to do. Returns an [`Action::Reconcile`] when a run is
+    /// requested, none is active and the request need not wait for a pending
+    /// debounce; the run counts as active from then on.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        if self.running.is_some() {
+            return None;
+        }
+        let request = self.request?;
+        if !request.immediate && self.deadline.is_some() {
+            return None;
+        }
+        self.request = None;
+        self.deadline = None;
+        self.last_event = None;
+        let run = self.last_run.saturating_add(1);
+        self.last_run = run;
+        self.running = Some(run);
+        self.counts.runs_started = self.counts.runs_started.saturating_add(1);
+        let sources = std::mem::take(&mut self.pending).into_iter().collect();
+        Some(Action::Reconcile {
+            run,
+            sources,
+            manual: request.manual,
+        })
+    }
+
+    /// Whether a run is active (handed out and not yet reported done).
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// The active run's number.
+    pub fn current_run(&self) -> Option<u64> {
+        self.running
+    }
+
+    /// The number of the last run started; 0 before the first.
+    pub fn last_run(&self) -> u64 {
+        self.last_run
+    }
+
+    /// How the last completed run ended.
+    pub fn last_outcome(&self) -> Option<Outcome> {
+        self.last_outcome
+    }
+
+    /// Whether a run is active and a follow-up is owed when it ends: a run
+    /// was requested during it, or a file event's debounce is pending.
+    pub fn is_dirty(&self) -> bool {
+        self.running.is_some() && (self.request.is_some() || self.deadline.is_some())
+    }
+
+    /// Whether a run has been requested and not yet started.
+    pub fn is_run_requested(&self) -> bool {
+        self.request.is_some()
+    }
+
+    /// The sources the next run will reload, in first-change order.
+    pub fn pending_sources(&self) -> impl ExactSizeIterator<Item = &Source> + '_ {
+        self.pending.iter()
+    }
+
+    /// The latest `now` seen.
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+
+    /// How many times each thing happened.
+    pub fn counts(&self) -> ReloadCounts {
+        self.counts
+    }
+
+    /// Moves time forward (never back) and lets a due debounce run out.
+    fn advance(&mut self, now: Millis) {
+        self.now = self.now.max(now);
+        let Some(deadline) = self.deadline else {
+            return;
+        };
+        if deadline > self.now {
+            return;
+        }
+        self.deadline = None;
+        self.last_event = None;
+        self.counts.debounce_fires = self.counts.debounce_fires.saturating_add(1);
+        // A debounce whose sources an earlier run already took has nothing
+        // left to reload.
+        if !self.pending.is_empty() {
+            self.request_run(Request::DEBOUNCED);
+        }
+    }
+
+    fn request_run(&mut self, request: Request) {
+        self.request = Some(match self.request {
+            Some(earlier) => earlier.merge(request),
+            None => request,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: Millis = DEFAULT_DEBOUNCE;
+
+    fn settings(layer: &str) -> Source {
+        Source::Settings(layer.to_owned())
+    }
+
+    fn reconcile(run: u64, sources: &[Source], manual: bool) -> Option<Action> {
+        Some(Action::Reconcile {
+            run,
+            sources: sources.to_vec(),
+            manual,
+        })
+    }
+
+    /// A scheduler whose start-up run 1 has already ended.
+    fn idle_after_startup() -> ReloadScheduler {
+        let mut s = ReloadScheduler::starting(D);
+        assert_eq!(s.poll_action(), reconcile(1, &[], false));
+        s.handle_reconcile_done(Millis(0), Outcome::Ok);
+        assert_eq!(s.poll_action(), None);
+        s
+    }
+
+    #[test]
+    fn startup_is_run_one_and_ready_at_once() {
+        let mut s = ReloadScheduler::starting(D);
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.poll_action(), reconcile(1, &[], false));
+        assert!(s.is_running());
+        assert_eq!(s.poll_action(), None);
+        s.start();
+        s.handle_reconcile_done(Millis(5), Outcome::Ok);
+        assert_eq!(s.poll_action(), None, "start() after run 1 does nothing");
+    }
+
+    #[test]
+    fn events_during_startup_give_one_follow_up() {
+        let mut s = ReloadScheduler::starting(D);
+        assert!(s.poll_action().is_some());
+        s.handle_file_event(Millis(10), Source::McpJson);
+        assert!(s.is_dirty());
+        s.handle_timeout(Millis(310));
+        assert_eq!(s.poll_action(), None, "never two runs at once");
+        s.handle_reconcile_done(Millis(400), Outcome::Ok);
+        assert_eq!(s.poll_action(), reconcile(2, &[Source::McpJson], false));
+    }
+
+    #[test]
+    fn burst_of_events_coalesces_into_one_run() {
+        let mut s = idle_after_startup();
+        s.handle_file_event(Millis(0), settings("user"));
+        s.handle_file_event(Millis(100), Source::McpJson);
+        s.handle_file_event(Millis(250), settings("user"));
+        assert_eq!(
+            s.poll_timeout(),
+            Some(Millis(550)),
+            "each event restarts it"
+        );
+        s.handle_timeout(Millis(549));
+        assert_eq!(s.poll_action(), None);
+        s.handle_timeout(Millis(550));
+        assert_eq!(
+            s.poll_action(),
+            reconcile(2, &[settings("user"), Source::McpJson], false)
+        );
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.counts().debounce_fires, 1);
+    }
+
+    #[test]
+    fn manual_reload_skips_the_debounce_and_takes_its_sources() {
+        let mut s = idle_after_startup();
+        s.handle_file_event(Millis(0), Source::Approvals);
+        s.handle_manual_reload(Millis(10));
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.poll_action(), reconcile(2, &[Source::Approvals], true));
+        s.handle_reconcile_done(Millis(20), Outcome::Ok);
+        s.handle_timeout(Millis(1000));
+        assert_eq!(
+            s.poll_action(),
+            None,
+            "no stale run for a cancelled debounce"
+        );
+    }
+
+    #[test]
+    fn requests_during_a_run_give_exactly_one_follow_up() {
+        let mut s = idle_after_startup();
+        s.handle_manual_reload(Millis(0));
+        assert!(s.poll_action().is_some());
+        s.handle_manual_reload(Millis(1));
+        s.handle_file_event(Millis(2), settings("workspace"));
+        s.handle_timeout(Millis(302));
+        s.handle_manual_reload(Millis(303));
+        assert!(s.is_dirty());
+        s.handle_reconcile_done(Millis(400), Outcome::Ok);
+        assert_eq!(
+            s.poll_action(),
+            reconcile(3, &[settings("workspace")], true)
+        );
+        s.handle_reconcile_done(Millis(500), Outcome::Ok);
+        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_failure_alone_never_schedules_a_rerun() {
+        let mut s = idle_after_startup();
+        s.handle_manual_reload(Millis(0));
+        assert!(s.poll_action().is_some());
+        s.handle_reconcile_done(Millis(50), Outcome::Failed);
+        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.last_outcome(), Some(Outcome::Failed));
+        assert_eq!(s.counts().runs_failed, 1);
+    }
+
+    #[test]
+    fn a_failed_dirty_run_still_gets_its_one_follow_up() {
+        let mut s = idle_after_startup();
+        s.handle_manual_reload(Millis(0));
+        assert!(s.poll_action().is_some());
+        s.handle_manual_reload(Millis(5));
+        s.handle_reconcile_done(Millis(50), Outcome::Failed);
+        assert_eq!(s.poll_action(), reconcile(3, &[], true));
+        s.handle_reconcile_done(Millis(60), Outcome::Failed);
+        assert_eq!(s.poll_action(), None);
+    }
+
+    #[test]
+    fn debounce_firing_during_a_run_marks_dirty_and_follows_at_run_end() {
+        let mut s = idle_after_startup();
+        s.handle_manual_reload(Millis(0));
+        assert!(s.poll_action().is_some());
+        s.handle_file_event(Millis(10), Source::McpConfig("/tmp/x.json".into()));
+        s.handle_timeout(Millis(310));
+        assert_eq!(s.poll_action(), None);
+        assert!(s.is_run_requested());
+        s.handle_reconcile_done(Millis(900), Outcome::Ok);
+        assert_eq!(
+            s.poll_action(),
+            reconcile(3, &[Source::McpConfig("/tmp/x.json".into())], false)
+        );
+    }
+
+    #[test]
+    fn follow_up_waits_for_a_debounce_still_pending_at_run_end() {
+        let mut s = idle_after_startup();
+        s.handle_manual_reload(Millis(0));
+        assert!(s.poll_action().is_some());
+        s.handle_file_event(Millis(10), settings("user"));
+        s.handle_timeout(Millis(310)); // fired: dirty
+        s.handle_file_event(Millis(350), Source::McpJson); // new burst
+        s.handle_reconcile_done(Millis(400), Outcome::Ok);
+        assert_eq!(s.poll_action(), None, "waits for the quiet period");
+        assert_eq!(s.poll_timeout(), Some(Millis(650)));
+        s.handle_timeout(Millis(650));
+        assert_eq!(
+            s.poll_action(),
+            reconcile(3, &[settings("user"), Source::McpJson], false)
+        );
+        s.handle_reconcile_done(Millis(700), Outcome::Ok);
+        assert_eq!(s.poll_action(), None, "one follow-up for both");
+    }
+
+    #[test]
+    fn manual_during_a_run_does_not_wait_for_a_pending_debounce() {
+        let mut s = idle_after_startup();
+        s.handle_manual_reload(Millis(0));
+        assert!(s.poll_action().is_some());
+        s.handle_manual_reload(Millis(5));
+        s.handle_file_event(Millis(10), Source::Approvals);
+        s.handle_reconcile_done(Millis(20), Outcome::Ok);
+        assert_eq!(s.poll_action(), reconcile(3, &[Source::Approvals], true));
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn completion_without_a_run_is_ignored() {
+        let mut s = ReloadScheduler::new(D);
+        s.handle_reconcile_done(Millis(5), Outcome::Ok);
+        s.handle_reconcile_done(Millis(6), Outcome::Failed);
+        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.counts().stray_completions, 2);
+        assert_eq!(s.last_outcome(), None);
+    }
+
+    #[test]
+    fn time_going_backwards_is_clamped() {
+        let mut s = idle_after_startup();
+        s.handle_file_event(Millis(1000), Source::McpJson);
+        s.handle_file_event(Millis(10), Source::Approvals);
+        assert_eq!(s.now(), Millis(1000));
+        assert_eq!(s.poll_timeout(), Some(Millis(1300)));
+        s.handle_timeout(Millis(20));
+        assert_eq!(s.poll_action(), None);
+        s.handle_timeout(Millis(1300));
+        assert!(s.poll_action().is_some());
+    }
+
+    #[test]
+    fn a_late_host_still_fires_the_due_debounce_first() {
+        let mut s = idle_after_startup();
+        s.handle_file_event(Millis(0), Source::McpJson);
+        // The host never called handle_timeout at 300: the debounce ran out
+        // (a run is requested) but the new burst's debounce is pending, so
+        // the run waits for it and answers both.
+        s.handle_file_event(Millis(1000), Source::Approvals);
+        assert_eq!(
+            s.poll_action(),
+            None,
+            "the ready run waits for the new burst"
+        );
+        s.handle_timeout(Millis(1300));
+        assert_eq!(
+            s.poll_action(),
+            reconcile(2, &[Source::McpJson, Source::Approvals], false)
+        );
+    }
+
+    #[test]
+    fn zero_debounce_fires_on_the_next_timeout_call() {
+        let mut s = ReloadScheduler::new(Millis::ZERO);
+        s.handle_file_event(Millis(7), Source::McpJson);
+        assert_eq!(s.poll_timeout(), Some(Millis(7)));
+        s.handle_timeout(Millis(7));
+        assert_eq!(s.poll_action(), reconcile(1, &[Source::McpJson], false));
+    }
+
+    #[test]
+    fn set_debounce_retimes_the_pending_debounce() {
+        let mut s = ReloadScheduler::new(D);
+        s.handle_file_event(Millis(100), Source::McpJson);
+        s.set_debounce(Millis(50));
+        assert_eq!(s.debounce(), Millis(50));
+        assert_eq!(s.poll_timeout(), Some(Millis(150)));
+        s.handle_file_event(Millis(120), Source::McpJson);
+        assert_eq!(s.poll_timeout(), Some(Millis(170)));
+    }
+
+    #[test]
+    fn huge_times_saturate() {
+        let mut s = ReloadScheduler::new(Millis(u64::MAX));
+        s.handle_file_event(Millis(u64::MAX - 1), Source::McpJson);
+        assert_eq!(s.poll_timeout(), Some(Millis(u64::MAX)));
+        s.handle_timeout(Millis(u64::MAX));
+        assert!(s.poll_action().is_some());
+    }
+
+    #[test]
+    fn source_serializes_with_kind_and_id() {
+        let text = serde_json::to_string(&vec![settings("user"), Source::McpJson]).ok();
+        assert_eq!(
+            text.as_deref(),
+            Some(r#"[{"kind":"settings","id":"user"},{"kind":"mcp-json"}]"#)
+        );
+    }
+}
