@@ -20,9 +20,13 @@ fn vector_dirs() -> Vec<PathBuf> {
 
 fn vector_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in vector_dirs() {
-        let entries = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("cannot read vector directory {}: {e}", dir.display()));
+    for (i, dir) in vector_dirs().into_iter().enumerate() {
+        // The shared directory must exist; the repository's own one may not yet.
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(_) if i > 0 => continue,
+            Err(e) => panic!("cannot read vector directory {}: {e}", dir.display()),
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "jsonl") {
