@@ -5,6 +5,7 @@
 //! (`mcp-reconcile eval`), the wasm facade and the conformance vectors all go
 //! through [`evaluate`], so every host answers byte for byte alike.
 
+use crate::approvals;
 use crate::config::{servers_from_value, ServerConfig, Servers};
 use crate::gating::{match_pattern, Gating};
 use crate::identity;
@@ -124,6 +125,9 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
                 .into(),
         ),
         "approvalHash" => Ok(identity::approval_hash(&req.config("config")?).0.into()),
+        "approvalState" => approvals::op_approval_state(&req),
+        "pendingGated" => approvals::op_pending_gated(&req),
+        "promptable" => approvals::op_promptable(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
         other => Err(ApiError {
             kind: ErrorKind::UnknownOp,
