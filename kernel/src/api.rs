@@ -7,7 +7,7 @@
 
 use crate::approvals;
 use crate::config::{servers_from_value, ServerConfig, Servers};
-use crate::gating::{match_pattern, Gating};
+use crate::gating::{self, match_pattern, Gating};
 use crate::identity;
 use crate::json::{self, Object, Value};
 
@@ -128,6 +128,11 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
         "approvalState" => approvals::op_approval_state(&req),
         "pendingGated" => approvals::op_pending_gated(&req),
         "promptable" => approvals::op_promptable(&req),
+        "gating" => gating::op_gating(&req),
+        "unavailableReason" => gating::op_unavailable_reason(&req),
+        "toolNotFound" => gating::op_tool_not_found(&req),
+        "gatingEqual" => gating::op_gating_equal(&req),
+        "serversEqual" => gating::op_servers_equal(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
         other => Err(ApiError {
             kind: ErrorKind::UnknownOp,
