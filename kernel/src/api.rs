@@ -5,8 +5,9 @@
 //! (`mcp-reconcile eval`), the wasm facade and the conformance vectors all go
 //! through [`evaluate`], so every host answers byte for byte alike.
 
+use crate::approvals;
 use crate::config::{servers_from_value, ServerConfig, Servers};
-use crate::gating::{match_pattern, Gating};
+use crate::gating::{self, match_pattern, Gating};
 use crate::identity;
 use crate::json::{self, Object, Value};
 
@@ -124,6 +125,14 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
                 .into(),
         ),
         "approvalHash" => Ok(identity::approval_hash(&req.config("config")?).0.into()),
+        "approvalState" => approvals::op_approval_state(&req),
+        "pendingGated" => approvals::op_pending_gated(&req),
+        "promptable" => approvals::op_promptable(&req),
+        "gating" => gating::op_gating(&req),
+        "unavailableReason" => gating::op_unavailable_reason(&req),
+        "toolNotFound" => gating::op_tool_not_found(&req),
+        "gatingEqual" => gating::op_gating_equal(&req),
+        "serversEqual" => gating::op_servers_equal(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
         other => Err(ApiError {
             kind: ErrorKind::UnknownOp,

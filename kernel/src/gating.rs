@@ -1,9 +1,19 @@
 //! Admission (SPEC §4): name patterns, the [`Gating`] lists and why a server
 //! is not admitted.
+//!
+//! * [`compute_gating`] builds the lists in force from settings, the launch
+//!   flag ([`cap_from_cli`]) and the approvals store;
+//! * [`Gating::denial`] decides admission for a plan;
+//! * [`unavailable_reason`] and [`tool_not_found`] explain to a user or a
+//!   model why a server or one of its tools is missing;
+//! * [`gating_equal`] and [`servers_equal`] tell a reload whether anything
+//!   admission-relevant changed (SPEC §7).
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ServerConfig, Transport};
+use crate::api::{ApiError, Request};
+use crate::approvals::{pending_gated, request_approvals, ApprovalState, Approvals};
+use crate::config::{ServerConfig, Servers, Transport};
 use crate::json::{Object, Value};
 
 /// Why a server is not connected, or why a plan did what it did.
@@ -240,6 +250,370 @@ pub fn matches_any(name: &str, patterns: &[String]) -> bool {
     patterns.iter().any(|p| match_pattern(p, name))
 }
 
+/// The launch-flag cap (SPEC §4): every occurrence of
+/// `--allowed-mcp-server-names` split at `,`, each part trimmed (ECMAScript
+/// `String.prototype.trim` whitespace), empty parts dropped, duplicates
+/// removed keeping the first. `[""]` gives `[]`, which denies all.
+pub fn cap_from_cli(occurrences: &[String]) -> Vec<String> {
+    let parts = occurrences
+        .iter()
+        .flat_map(|occurrence| occurrence.split(','))
+        .map(js_trim);
+    unique_non_empty(parts)
+}
+
+/// A settings pattern list cleaned as SPEC §3.3: empty strings dropped,
+/// duplicates removed keeping the first.
+pub fn clean_list(list: &[String]) -> Vec<String> {
+    unique_non_empty(list.iter().map(String::as_str))
+}
+
+/// The `gating` op (SPEC §4): the lists in force for `servers`.
+///
+/// * `excluded` = the settings list, cleaned (always set);
+/// * `allowed` = the settings list, cleaned, when set — never intersected
+///   with the cap ([`Gating::allows`] applies both);
+/// * `cap` = [`cap_from_cli`] of the launch flag's occurrences, when given;
+/// * `pending` = [`pending_gated`] (approval state not approved), unless `yolo`.
+pub fn compute_gating(
+    servers: &Servers,
+    allowed: Option<&[String]>,
+    excluded: Option<&[String]>,
+    cli_allowed: Option<&[String]>,
+    approvals: &Approvals,
+    root: &str,
+    yolo: bool,
+) -> Gating {
+    Gating {
+        excluded: Some(excluded.map(clean_list).unwrap_or_default()),
+        allowed: allowed.map(clean_list),
+        cap: cli_allowed.map(cap_from_cli),
+        pending: (!yolo).then(|| pending_gated(servers, approvals, root)),
+    }
+}
+
+/// Why `name` is unavailable (SPEC §4), first hit wins:
+/// `removed` (in `removed`) → not configured (not an own key of `merged`):
+/// `None` → `not_allowed` (fails `cap` or `allowed`) → `excluded` →
+/// `rejected` (only with `approvals` = (store, project root), for a gated
+/// entry whose state is rejected) → `pending_approval` (in `pending`) → `None`.
+pub fn unavailable_reason(
+    name: &str,
+    merged: &Servers,
+    gating: &Gating,
+    removed: &[String],
+    approvals: Option<(&Approvals, &str)>,
+) -> Option<Reason> {
+    if removed.iter().any(|r| r == name) {
+        return Some(Reason::Removed);
+    }
+    let config = merged.get(name)?;
+    if !gating.allows(name) {
+        return Some(Reason::NotAllowed);
+    }
+    if gating.excludes(name) {
+        return Some(Reason::Excluded);
+    }
+    if let Some((store, root)) = approvals {
+        if config.is_gated() && store.state(root, name, config) == ApprovalState::Rejected {
+            return Some(Reason::Rejected);
+        }
+    }
+    if gating.is_pending(name) {
+        return Some(Reason::PendingApproval);
+    }
+    None
+}
+
+/// What to tell a caller of a missing tool `tool` (SPEC §4); `None` unless the
+/// name starts with `mcp__`.
+///
+/// The owner is the server (names of `merged` in map order, then `removed`
+/// in list order) whose qualified prefix [`tool_prefix`] is the longest
+/// prefix of `tool` (ties: the first; an empty name owns nothing). The
+/// message names the owner, says why (by [`unavailable_reason`]) and what to
+/// do about it; it carries
+/// exactly one case's token (`removed`, `mcp.allowed`, `mcp.excluded`,
+/// `approv`, `no MCP server`, or none for a configured, admitted server). The
+/// tool name is quoted only when it does not itself contain another case's
+/// token.
+pub fn tool_not_found(
+    tool: &str,
+    merged: &Servers,
+    gating: &Gating,
+    removed: &[String],
+    approvals: Option<(&Approvals, &str)>,
+) -> Option<String> {
+    if !tool.starts_with(TOOL_PREFIX) {
+        return None;
+    }
+    // An empty name never owns a tool: the TypeScript host tests the owner
+    // for truthiness, so `""` reads as "no owner" there.
+    let owner = merged
+        .keys()
+        .chain(removed)
+        .filter(|name| !name.is_empty())
+        .map(|name| (name, tool_prefix(name)))
+        .filter(|(_, prefix)| tool.starts_with(prefix.as_str()))
+        .fold(
+            None::<(&String, usize)>,
+            |best, (name, prefix)| match best {
+                Some((_, len)) if len >= prefix.len() => best,
+                _ => Some((name, prefix.len())),
+            },
+        )
+        .map(|(name, _)| name);
+    let Some(owner) = owner else {
+        let subject = subject(tool, NO_SERVER);
+        return Some(format!(
+            "{subject} not found: no MCP server providing it is currently configured. \
+             Configure an MCP server that provides it; a server that was deleted or renamed \
+             no longer provides its tools."
+        ));
+    };
+    let quoted = format!("\"{owner}\"");
+    let reason = unavailable_reason(owner, merged, gating, removed, approvals);
+    let token = match reason {
+        Some(Reason::Removed) => REMOVED,
+        Some(Reason::NotAllowed) => ALLOWED,
+        Some(Reason::Excluded) => EXCLUDED,
+        Some(Reason::PendingApproval | Reason::Rejected) => APPROVAL,
+        _ => "",
+    };
+    let subject = subject(tool, token);
+    Some(match reason {
+        Some(Reason::Removed) => format!(
+            "{subject} is unavailable: the MCP server {quoted} was removed during this session, \
+             so its tools were unloaded. Re-add it to your settings to use this tool again."
+        ),
+        Some(Reason::NotAllowed) => format!(
+            "{subject} is unavailable: the MCP server {quoted} is not in the allow-list \
+             (mcp.allowed / --allowed-mcp-server-names), so its tools are not loaded. \
+             Add it to mcp.allowed or to the launch flag --allowed-mcp-server-names to use \
+             this tool."
+        ),
+        Some(Reason::Excluded) => format!(
+            "{subject} is unavailable: the MCP server {quoted} is excluded (mcp.excluded), \
+             so its tools are not loaded. Remove it from mcp.excluded to use this tool."
+        ),
+        Some(Reason::PendingApproval) => format!(
+            "{subject} is unavailable: the MCP server {quoted} is awaiting approval, so its \
+             tools are not loaded. Approve it to use this tool."
+        ),
+        Some(Reason::Rejected) => format!(
+            "{subject} is unavailable: the MCP server {quoted} was rejected at approval for \
+             its current config, so its tools are not loaded. Edit its config to be asked \
+             again, or approve it explicitly, to use this tool."
+        ),
+        _ => format!(
+            "{subject} not found on MCP server {quoted}. The server may be disconnected or \
+             still starting up, or the tool was renamed."
+        ),
+    })
+}
+
+/// `serversEqual` (SPEC §7): deep equality with object key order ignored and
+/// array order significant; a map that is absent or `null` equals `{}`.
+pub fn servers_equal(a: Option<&Value>, b: Option<&Value>) -> bool {
+    fn or_empty(v: Option<&Value>) -> Option<&Value> {
+        v.filter(|v| !v.is_null())
+    }
+    match (or_empty(a), or_empty(b)) {
+        (None, None) => true,
+        (Some(v), None) | (None, Some(v)) => {
+            matches!(v, Value::Object(o) if o.is_empty())
+        }
+        (Some(a), Some(b)) => deep_equal(a, b),
+    }
+}
+
+/// fast-deep-equal over JSON values: objects by own keys, whatever the order.
+fn deep_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(k, va)| b.get(k).is_some_and(|vb| deep_equal(va, vb)))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| deep_equal(x, y))
+        }
+        (Value::Number(x), Value::Number(y)) => x == y || (x.is_nan() && y.is_nan()),
+        _ => a == b,
+    }
+}
+
+const TOOL_PREFIX: &str = "mcp__";
+const REMOVED: &str = "removed";
+const ALLOWED: &str = "mcp.allowed";
+const EXCLUDED: &str = "mcp.excluded";
+const APPROVAL: &str = "approv";
+const NO_SERVER: &str = "no MCP server";
+const CASE_TOKENS: [&str; 5] = [REMOVED, ALLOWED, EXCLUDED, APPROVAL, NO_SERVER];
+
+/// `mcp__<name>__` with every UTF-16 code unit outside `[A-Za-z0-9_-]`
+/// replaced by `_` (a character beyond the BMP becomes `__`), as the host
+/// qualifies tool names.
+pub fn tool_prefix(server: &str) -> String {
+    let mut prefix = String::with_capacity(server.len() + 7);
+    prefix.push_str(TOOL_PREFIX);
+    for c in server.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            prefix.push(c);
+        } else {
+            for _ in 0..c.len_utf16() {
+                prefix.push('_');
+            }
+        }
+    }
+    prefix.push_str("__");
+    prefix
+}
+
+/// `Tool "<tool>"`, or `This tool` when quoting the name would bring in a
+/// token of a case other than `own` (the tool's own part is caller-chosen).
+fn subject(tool: &str, own: &str) -> String {
+    let lower = tool.to_lowercase();
+    let foreign = CASE_TOKENS
+        .iter()
+        .filter(|t| **t != own)
+        .any(|t| lower.contains(&t.to_lowercase()));
+    if foreign {
+        "This tool".to_owned()
+    } else {
+        format!("Tool \"{tool}\"")
+    }
+}
+
+/// ECMAScript `String.prototype.trim`: its whitespace set differs from
+/// Rust's (`U+FEFF` is whitespace, `U+0085` is not).
+fn js_trim(s: &str) -> &str {
+    fn js_space(c: char) -> bool {
+        matches!(
+            c,
+            '\u{9}'..='\u{d}'
+                | ' '
+                | '\u{a0}'
+                | '\u{1680}'
+                | '\u{2000}'..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+        )
+    }
+    s.trim_matches(js_space)
+}
+
+fn unique_non_empty<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !item.is_empty() && !out.iter().any(|seen| seen == item) {
+            out.push(item.to_owned());
+        }
+    }
+    out
+}
+
+/// `gating`: `servers`, `settings: {allowed?, excluded?}`, `cliAllowed?`,
+/// `approvals`, `projectRoot`, `yolo?`.
+pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
+    let servers = req.servers("servers")?;
+    let settings = match req.get("settings") {
+        None => Object::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "field `settings` must be an object, found {}",
+                other.to_json()
+            )))
+        }
+    };
+    let settings = Request { fields: &settings };
+    let allowed = settings.opt_string_list("allowed")?;
+    let excluded = settings.opt_string_list("excluded")?;
+    let cli_allowed = req.opt_string_list("cliAllowed")?;
+    let yolo = req.opt_bool("yolo")?.unwrap_or(false);
+    let root = if yolo {
+        req.opt_str("projectRoot")?.unwrap_or_default()
+    } else {
+        req.str("projectRoot")?
+    };
+    let gating = compute_gating(
+        &servers,
+        allowed.as_deref(),
+        excluded.as_deref(),
+        cli_allowed.as_deref(),
+        &request_approvals(req),
+        root,
+        yolo,
+    );
+    Ok(gating.to_value())
+}
+
+/// `unavailableReason`: `name`, `merged`, `gating`, `removed`, `approvals?`,
+/// `projectRoot?`.
+pub(crate) fn op_unavailable_reason(req: &Request<'_>) -> Result<Value, ApiError> {
+    let name = req.str("name")?;
+    let q = AdmissionQuery::parse(req)?;
+    let reason = unavailable_reason(name, &q.merged, &q.gating, &q.removed, q.approvals());
+    Ok(reason.map(Reason::as_str).into())
+}
+
+/// `toolNotFound`: `tool`, `merged`, `gating`, `removed`, `approvals?`,
+/// `projectRoot?`.
+pub(crate) fn op_tool_not_found(req: &Request<'_>) -> Result<Value, ApiError> {
+    let tool = req.str("tool")?;
+    let q = AdmissionQuery::parse(req)?;
+    Ok(tool_not_found(tool, &q.merged, &q.gating, &q.removed, q.approvals()).into())
+}
+
+/// `gatingEqual`: `a`, `b` (gating objects).
+pub(crate) fn op_gating_equal(req: &Request<'_>) -> Result<Value, ApiError> {
+    Ok(gating_equal(&req.gating("a")?, &req.gating("b")?).into())
+}
+
+/// `serversEqual`: `a`, `b` (maps or `null`).
+pub(crate) fn op_servers_equal(req: &Request<'_>) -> Result<Value, ApiError> {
+    Ok(servers_equal(req.fields.get("a"), req.fields.get("b")).into())
+}
+
+/// The fields shared by `unavailableReason` and `toolNotFound`.
+struct AdmissionQuery<'a> {
+    merged: Servers,
+    gating: Gating,
+    removed: Vec<String>,
+    store: Option<Approvals>,
+    root: Option<&'a str>,
+}
+
+impl<'a> AdmissionQuery<'a> {
+    /// `merged` absent or `null` is `{}`, `gating` absent or `null` is `{}`,
+    /// `removed` absent or `null` is `[]`.
+    fn parse(req: &Request<'a>) -> Result<Self, ApiError> {
+        Ok(AdmissionQuery {
+            merged: match req.get("merged") {
+                None => Servers::new(),
+                Some(_) => req.servers("merged")?,
+            },
+            gating: match req.get("gating") {
+                None => Gating::default(),
+                Some(_) => req.gating("gating")?,
+            },
+            removed: req.opt_string_list("removed")?.unwrap_or_default(),
+            store: req.get("approvals").map(|v| Approvals::new(v.clone())),
+            root: req.opt_str("projectRoot")?,
+        })
+    }
+
+    /// Approvals count only when both `approvals` and `projectRoot` are given.
+    fn approvals(&self) -> Option<(&Approvals, &str)> {
+        self.store.as_ref().zip(self.root)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +634,301 @@ mod tests {
         assert!(match_pattern("a*b*c", "aXbYbZc"));
         assert!(!match_pattern("[ab]", "a"));
         assert!(match_pattern("[ab]", "[ab]"));
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn servers(text: &str) -> Servers {
+        crate::config::servers_from_value(&crate::json::parse(text).expect("json"))
+            .expect("servers")
+    }
+
+    #[test]
+    fn cap_splits_trims_and_dedups() {
+        assert_eq!(cap_from_cli(&strings(&[""])), Vec::<String>::new());
+        assert_eq!(cap_from_cli(&strings(&[" , ,"])), Vec::<String>::new());
+        assert_eq!(
+            cap_from_cli(&strings(&[" a , b,,a", "c", "b,\u{feff}d\u{3000}"])),
+            strings(&["a", "b", "c", "d"])
+        );
+        // U+0085 is not ECMAScript whitespace, so it stays.
+        assert_eq!(cap_from_cli(&strings(&["\u{85}x"])), strings(&["\u{85}x"]));
+        assert_eq!(
+            clean_list(&strings(&["a", "", "a", " "])),
+            strings(&["a", " "])
+        );
+    }
+
+    #[test]
+    fn compute_gating_keeps_allowed_apart_from_cap() {
+        let s = servers(
+            r#"{"a":{"command":"a"},"p":{"command":"p","scope":"project"},
+                "w":{"command":"w","scope":"workspace"}}"#,
+        );
+        let a = Approvals::empty();
+        let g = compute_gating(
+            &s,
+            Some(&strings(&["a", "", "p", "a"])),
+            None,
+            Some(&strings(&["a"])),
+            &a,
+            "/r",
+            false,
+        );
+        assert_eq!(g.allowed, Some(strings(&["a", "p"])));
+        assert_eq!(g.cap, Some(strings(&["a"])));
+        assert_eq!(g.excluded, Some(vec![]));
+        assert_eq!(g.pending, Some(strings(&["p", "w"])));
+        assert!(!g.allows("p"), "cap narrows even what allowed lists");
+        let g = compute_gating(
+            &s,
+            None,
+            Some(&strings(&[""])),
+            Some(&strings(&[""])),
+            &a,
+            "",
+            true,
+        );
+        assert_eq!(g.cap, Some(vec![]));
+        assert_eq!(g.pending, None);
+        assert_eq!(g.allowed, None);
+        assert_eq!(g.to_value().to_json(), r#"{"excluded":[],"cap":[]}"#);
+    }
+
+    #[test]
+    fn unavailable_reason_precedence() {
+        let merged = servers(
+            r#"{"a":{"command":"a"},"p":{"command":"p","scope":"project"},
+                "u":{"command":"u"}}"#,
+        );
+        let none = Gating::default();
+        let reason = |name: &str, g: &Gating, removed: &[&str]| {
+            unavailable_reason(name, &merged, g, &strings(removed), None)
+        };
+        assert_eq!(reason("a", &none, &["a"]), Some(Reason::Removed));
+        let deny_all = Gating {
+            allowed: Some(vec![]),
+            excluded: Some(strings(&["*"])),
+            pending: Some(strings(&["a", "constructor"])),
+            ..Gating::default()
+        };
+        assert_eq!(reason("a", &deny_all, &["a"]), Some(Reason::Removed));
+        assert_eq!(reason("ghost", &deny_all, &[]), None);
+        assert_eq!(reason("constructor", &deny_all, &[]), None, "own keys only");
+        assert_eq!(reason("a", &deny_all, &[]), Some(Reason::NotAllowed));
+        let capped = Gating {
+            cap: Some(strings(&["p*"])),
+            ..Gating::default()
+        };
+        assert_eq!(reason("a", &capped, &[]), Some(Reason::NotAllowed));
+        let excluded = Gating {
+            excluded: Some(strings(&["*"])),
+            pending: Some(strings(&["a"])),
+            ..Gating::default()
+        };
+        assert_eq!(reason("a", &excluded, &[]), Some(Reason::Excluded));
+        let pending = Gating {
+            pending: Some(strings(&["p", "u"])),
+            ..Gating::default()
+        };
+        assert_eq!(reason("p", &pending, &[]), Some(Reason::PendingApproval));
+        assert_eq!(reason("a", &pending, &[]), None);
+
+        let mut store = Approvals::empty();
+        let p = merged.get("p").cloned().unwrap_or_default();
+        let u = merged.get("u").cloned().unwrap_or_default();
+        store.record("/r", "p", &p, crate::approvals::Decision::Rejected);
+        store.record("/r", "u", &u, crate::approvals::Decision::Rejected);
+        let with =
+            |name: &str| unavailable_reason(name, &merged, &pending, &[], Some((&store, "/r")));
+        assert_eq!(with("p"), Some(Reason::Rejected));
+        assert_eq!(with("u"), Some(Reason::PendingApproval), "u is not gated");
+        let other_root =
+            unavailable_reason("p", &merged, &pending, &[], Some((&store, "/elsewhere")));
+        assert_eq!(other_root, Some(Reason::PendingApproval));
+    }
+
+    #[test]
+    fn tool_prefix_sanitizes_utf16_units() {
+        assert_eq!(tool_prefix("a.b"), "mcp__a.b__".replace('.', "_"));
+        assert_eq!(tool_prefix("é"), "mcp_____");
+        assert_eq!(tool_prefix("😀"), "mcp______");
+        assert_eq!(tool_prefix("A-z_9"), "mcp__A-z_9__");
+    }
+
+    #[test]
+    fn tool_not_found_picks_the_longest_prefix_then_the_first() {
+        let none = Gating::default();
+        let owner_of = |tool: &str, merged: &str, removed: &[&str], g: &Gating| {
+            tool_not_found(tool, &servers(merged), g, &strings(removed), None)
+        };
+        assert_eq!(owner_of("read_file", "{}", &[], &none), None);
+        assert_eq!(owner_of("mcp_x", r#"{"x":{}}"#, &[], &none), None);
+        let ex = |name: &str| Gating {
+            excluded: Some(strings(&[name])),
+            ..Gating::default()
+        };
+        let m = owner_of("mcp__a__b__c", r#"{"a":{},"a__b":{}}"#, &[], &ex("a__b"));
+        assert!(m.is_some_and(|m| m.contains("\"a__b\"") && m.contains("mcp.excluded")));
+        let m = owner_of("mcp__a_b__x", r#"{"a.b":{},"a_b":{}}"#, &[], &ex("a.b"));
+        assert!(m.is_some_and(|m| m.contains("\"a.b\"") && m.contains("mcp.excluded")));
+        let m = owner_of("mcp__a_b__x", r#"{"a_b":{}}"#, &["a.b"], &ex("a_b"));
+        assert!(
+            m.is_some_and(|m| m.contains("\"a_b\"")),
+            "merged before removed"
+        );
+        let m = owner_of("mcp__x__y", "{}", &["z", "x"], &none);
+        assert!(m.is_some_and(|m| m.contains("\"x\"") && m.contains("removed")));
+        let m = owner_of("mcp______x", r#"{"😀":{}}"#, &[], &none);
+        assert!(m.is_some_and(|m| m.contains("😀")));
+        let m = owner_of("mcp____", r#"{"":{}}"#, &[], &none);
+        assert!(
+            m.is_some_and(|m| m.contains("no MCP server")),
+            "empty name owns nothing"
+        );
+    }
+
+    #[test]
+    fn tool_not_found_messages_carry_one_token_each() {
+        let merged = servers(r#"{"srv":{"command":"s","scope":"project"}}"#);
+        let cfg = merged.get("srv").cloned().unwrap_or_default();
+        let mut rejected = Approvals::empty();
+        rejected.record("/r", "srv", &cfg, crate::approvals::Decision::Rejected);
+        let g = |f: fn(&mut Gating)| {
+            let mut g = Gating::default();
+            f(&mut g);
+            g
+        };
+        let cases: Vec<(Option<String>, &str)> = vec![
+            (
+                tool_not_found("mcp__srv__t", &merged, &none(), &strings(&["srv"]), None),
+                "removed",
+            ),
+            (
+                tool_not_found(
+                    "mcp__srv__t",
+                    &merged,
+                    &g(|g| g.allowed = Some(vec![])),
+                    &[],
+                    None,
+                ),
+                "mcp.allowed",
+            ),
+            (
+                tool_not_found(
+                    "mcp__srv__t",
+                    &merged,
+                    &g(|g| g.excluded = Some(vec!["srv".into()])),
+                    &[],
+                    None,
+                ),
+                "mcp.excluded",
+            ),
+            (
+                tool_not_found(
+                    "mcp__srv__t",
+                    &merged,
+                    &g(|g| g.pending = Some(vec!["srv".into()])),
+                    &[],
+                    None,
+                ),
+                "approv",
+            ),
+            (
+                tool_not_found(
+                    "mcp__srv__t",
+                    &merged,
+                    &none(),
+                    &[],
+                    Some((&rejected, "/r")),
+                ),
+                "approv",
+            ),
+            (
+                tool_not_found("mcp__other__t", &merged, &none(), &[], None),
+                "no mcp server",
+            ),
+            (
+                tool_not_found("mcp__srv__t", &merged, &none(), &[], None),
+                "",
+            ),
+            // The tool's own part must not smuggle in another case's token.
+            (
+                tool_not_found(
+                    "mcp__srv__approve_removed",
+                    &merged,
+                    &none(),
+                    &strings(&["srv"]),
+                    None,
+                ),
+                "removed",
+            ),
+        ];
+        for (message, token) in cases {
+            let message = message.unwrap_or_default().to_lowercase();
+            if !token.is_empty() {
+                assert!(message.contains(token), "{message}");
+            }
+            for other in [
+                "removed",
+                "mcp.allowed",
+                "mcp.excluded",
+                "approv",
+                "no mcp server",
+            ] {
+                if other != token {
+                    assert!(!message.contains(other), "{other:?} in {message}");
+                }
+            }
+        }
+        let m = tool_not_found(
+            "mcp__srv__t",
+            &merged,
+            &none(),
+            &[],
+            Some((&rejected, "/r")),
+        );
+        assert!(
+            m.is_some_and(|m| m.contains("Edit its config") && m.contains("approve it explicitly"))
+        );
+    }
+
+    fn none() -> Gating {
+        Gating::default()
+    }
+
+    #[test]
+    fn servers_equal_is_deep_and_order_insensitive_for_keys() {
+        let v = |t: &str| crate::json::parse(t).expect("json");
+        assert!(servers_equal(None, Some(&v("{}"))));
+        assert!(servers_equal(Some(&Value::Null), None));
+        assert!(!servers_equal(None, Some(&v("[]"))));
+        assert!(servers_equal(
+            Some(&v(r#"{"x":{"a":1,"b":[1,{"c":2,"d":3}]}}"#)),
+            Some(&v(r#"{"x":{"b":[1.0,{"d":3,"c":2}],"a":1}}"#))
+        ));
+        assert!(!servers_equal(
+            Some(&v(r#"{"x":{"args":["1","2"]}}"#)),
+            Some(&v(r#"{"x":{"args":["2","1"]}}"#))
+        ));
+        assert!(!servers_equal(
+            Some(&v(r#"{"x":{"env":[]}}"#)),
+            Some(&v(r#"{"x":{"env":{}}}"#))
+        ));
+        assert!(!servers_equal(
+            Some(&v(r#"{"x":{"e":null}}"#)),
+            Some(&v(r#"{"x":{"e":{}}}"#))
+        ));
+        assert!(!servers_equal(
+            Some(&v(r#"{"x":{"e":null}}"#)),
+            Some(&v(r#"{"x":{}}"#))
+        ));
+        assert!(servers_equal(
+            Some(&v(r#"{"x":-0}"#)),
+            Some(&v(r#"{"x":0}"#))
+        ));
     }
 
     #[test]

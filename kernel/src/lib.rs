@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod approvals;
 pub mod config;
 pub mod gating;
 pub mod identity;
@@ -19,6 +20,7 @@ pub mod reload;
 pub mod time;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
+pub use approvals::{ApprovalState, Approvals, Decision};
 pub use config::Servers;
 pub use config::{ServerConfig, Transport};
 pub use gating::{gating_equal, match_pattern, Gating, Reason};
