@@ -15,6 +15,8 @@ pub mod config;
 pub mod gating;
 pub mod identity;
 pub mod json;
+pub mod settings;
+pub mod sources;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
 pub use config::Servers;
@@ -24,3 +26,5 @@ pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };
 pub use json::{Object, Value};
+pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
+pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
