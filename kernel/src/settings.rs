@@ -291,3 +291,163 @@ fn optional_object<'a>(req: &Request<'a>, field: &str) -> Result<Option<&'a Obje
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    fn value(text: &str) -> Value {
+        parse(text).expect("json")
+    }
+
+    fn diff(old: &str, new: &str) -> Vec<String> {
+        settings_diff(&value(old), &value(new))
+    }
+
+    #[test]
+    fn settings_files_must_hold_an_object() {
+        assert_eq!(parse_settings("", None), Err(SettingsError::Empty));
+        assert_eq!(
+            parse_settings(" // c\n/* d */", None),
+            Err(SettingsError::Empty)
+        );
+        assert!(matches!(
+            parse_settings("{,}", None),
+            Err(SettingsError::Syntax(_))
+        ));
+        assert!(matches!(
+            parse_settings("[1]", None),
+            Err(SettingsError::NotObject(_))
+        ));
+        assert!(matches!(
+            parse_settings("null", None),
+            Err(SettingsError::NotObject(_))
+        ));
+        assert_eq!(
+            parse_settings("\u{feff}{\"b\":1,\"2\":\"//\",\"b\":3} // x", None)
+                .map(|v| v.to_json()),
+            Ok(r#"{"2":"//","b":3}"#.to_owned())
+        );
+    }
+
+    #[test]
+    fn env_expands_every_string_value_but_no_key() {
+        let env = value(r#"{"X":"xv"}"#);
+        let env = env.as_object();
+        let parsed = parse_settings(r#"{"$X":["$X",{"k":"${X}"}],"n":1}"#, env);
+        assert_eq!(
+            parsed.map(|v| v.to_json()),
+            Ok(r#"{"$X":["xv",{"k":"xv"}],"n":1}"#.to_owned())
+        );
+    }
+
+    #[test]
+    fn mcp_lists_concatenate_in_scope_order() {
+        let system = value(r#"{"mcp":{"allowed":["s","a"]}}"#);
+        let user = value(r#"{"mcp":{"allowed":["u","","a",5,"u"],"excluded":"x"}}"#);
+        let defaults = value(r#"{"mcp":{"allowed":["d"]}}"#);
+        let lists = mcp_lists(&[
+            (LayerSource::System, &system),
+            (LayerSource::User, &user),
+            (LayerSource::SystemDefaults, &defaults),
+        ]);
+        assert_eq!(
+            lists.allowed,
+            Some(vec!["d".into(), "u".into(), "a".into(), "s".into()])
+        );
+        assert_eq!(lists.excluded, None);
+        assert_eq!(
+            lists.to_value().to_json(),
+            r#"{"allowed":["d","u","a","s"]}"#
+        );
+
+        let empty = value(r#"{"mcp":{"excluded":[""]}}"#);
+        let lists = mcp_lists(&[(LayerSource::Workspace, &empty)]);
+        assert_eq!((lists.allowed, lists.excluded), (None, Some(vec![])));
+    }
+
+    #[test]
+    fn server_command_is_a_non_empty_string_of_the_highest_scope() {
+        let user = value(r#"{"mcp":{"serverCommand":"run me"}}"#);
+        let blank = value(r#"{"mcp":{"serverCommand":""}}"#);
+        let other = value(r#"{"mcp":{}}"#);
+        assert_eq!(server_command(&user), Some("run me".into()));
+        assert_eq!(server_command(&blank), None);
+        assert_eq!(
+            merged_server_command(&[(LayerSource::System, &other), (LayerSource::User, &user)]),
+            Some("run me".into())
+        );
+        assert_eq!(
+            merged_server_command(&[(LayerSource::Workspace, &blank), (LayerSource::User, &user)]),
+            None
+        );
+    }
+
+    #[test]
+    fn diff_reports_leaves_sorted_and_unique() {
+        assert_eq!(diff("{}", "{}"), Vec::<String>::new());
+        assert_eq!(
+            diff(
+                r#"{"a":{"b":1},"c":[1]}"#,
+                r#"{"a":{"b":2},"c":[1],"d":{"e":1}}"#
+            ),
+            ["a.b", "d"]
+        );
+        // Dotted keys can collide with nested paths.
+        assert_eq!(
+            diff(r#"{"a.b":1,"a":{"b":1}}"#, r#"{"a.b":2,"a":{"b":2}}"#),
+            ["a.b"]
+        );
+        // UTF-16 order, not code point order; integer-like keys are plain strings.
+        assert_eq!(
+            diff(
+                "{}",
+                "{\"\u{ff61}\":1,\"\u{1f600}\":1,\"b\":1,\"10\":1,\"2\":1}"
+            ),
+            ["10", "2", "b", "\u{1f600}", "\u{ff61}"]
+        );
+    }
+
+    #[test]
+    fn diff_compares_arrays_as_values_ignoring_member_order() {
+        assert!(diff(
+            r#"{"x":[{"a":1,"b":[{"c":1,"d":2}]}]}"#,
+            r#"{"x":[{"b":[{"d":2,"c":1}],"a":1}]}"#
+        )
+        .is_empty());
+        assert_eq!(diff(r#"{"x":[1,2]}"#, r#"{"x":[2,1]}"#), ["x"]);
+        assert_eq!(diff(r#"{"x":{}}"#, r#"{"x":[]}"#), ["x"]);
+        assert_eq!(diff(r#"{"x":null}"#, r#"{"x":{}}"#), ["x"]);
+        assert!(diff(r#"{"x":0}"#, r#"{"x":-0.0}"#).is_empty());
+        assert!(settings_diff(&Value::Null, &value("{}")).is_empty());
+    }
+
+    #[test]
+    fn diff_joins_paths_as_the_typescript_host() {
+        assert_eq!(diff(r#"{"":{"a":1}}"#, r#"{"":{"a":2}}"#), ["a"]);
+        assert_eq!(diff(r#"{"a":{"":1}}"#, r#"{"a":{"":2}}"#), ["a."]);
+        assert_eq!(diff(r#"{"":1}"#, r#"{"":2}"#), [""]);
+        assert_eq!(diff("{}", r#"{"__proto__":{"a":1}}"#), ["__proto__"]);
+    }
+
+    #[test]
+    fn restart_required_walks_from_the_longest_prefix() {
+        let paths: Vec<String> = ["mcp.foo", "mcp.allowed.x", "mcpServers.a.args", "mcp", "ui"]
+            .map(String::from)
+            .to_vec();
+        let result = restart_required(&paths, None);
+        let flags: Vec<bool> = result.per_path.values().copied().collect();
+        assert_eq!(flags, [true, false, false, true, false]);
+        assert!(!result.suppressed);
+        assert!(restart_required(&[], None).suppressed);
+        assert!(restart_required(&["mcp.serverCommand".into()], None).suppressed);
+
+        let schema = value(r#"{"ui":true,"ui.x":null,"mcp":"true"}"#);
+        let schema = schema.as_object();
+        assert!(is_restart_required("ui.theme", schema));
+        assert!(!is_restart_required("ui.x.y", schema));
+        assert!(!is_restart_required("mcp.serverCommand", schema));
+        assert!(!is_restart_required("", schema));
+    }
+}

@@ -159,23 +159,23 @@ pub fn assemble(layers: &[Layer]) -> Assembled {
             {
                 continue;
             }
-            out.servers
-                .insert(name.clone(), stamp(config, layer.source, layer));
+            out.servers.insert(name.clone(), stamp(config, layer));
             out.sources.insert(name.clone(), layer.source);
         }
     }
     out
 }
 
-fn stamp(config: &ServerConfig, source: LayerSource, layer: &Layer) -> ServerConfig {
+/// The entry as assembly emits it: provenance comes from the layer only.
+fn stamp(config: &ServerConfig, layer: &Layer) -> ServerConfig {
     let mut entry = config.0.clone();
     entry.remove(SCOPE);
-    if source == LayerSource::Extension {
+    if layer.source == LayerSource::Extension {
         if let Some(extension) = &layer.extension {
             entry.insert("extensionName".into(), extension.clone().into());
         }
     }
-    if let Some(scope) = source.scope_stamp() {
+    if let Some(scope) = layer.source.scope_stamp() {
         entry.insert(SCOPE.into(), scope.into());
     }
     ServerConfig(entry)
@@ -464,4 +464,246 @@ fn layer_from_value(index: usize, value: &Value) -> Result<Layer, ApiError> {
         servers,
         extension,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    fn object(text: &str) -> Object {
+        match parse(text).expect("json") {
+            Value::Object(o) => o,
+            _ => panic!("object expected"),
+        }
+    }
+
+    fn layer(source: LayerSource, servers: &str) -> Layer {
+        Layer {
+            source,
+            servers: object(servers).map_values(|_, v| match v {
+                Value::Object(o) => ServerConfig(o),
+                _ => panic!("entry must be an object"),
+            }),
+            extension: None,
+        }
+    }
+
+    fn json_of(servers: &Servers) -> String {
+        servers_to_value(servers).to_json()
+    }
+
+    #[test]
+    fn source_spellings_round_trip() {
+        for source in LayerSource::ALL {
+            assert_eq!(source.as_str().parse::<LayerSource>(), Ok(source));
+        }
+        assert!("User".parse::<LayerSource>().is_err());
+        assert!(LayerSource::Extension < LayerSource::ServerCommand);
+    }
+
+    #[test]
+    fn precedence_comes_from_the_source_not_the_list_position() {
+        let out = assemble(&[
+            layer(LayerSource::Runtime, r#"{"a":{"command":"rt"}}"#),
+            layer(
+                LayerSource::Workspace,
+                r#"{"z":{"command":"w","scope":"user"}}"#,
+            ),
+            layer(
+                LayerSource::User,
+                r#"{"z":{"command":"u","x":1},"a":{"command":"u"},"10":{"command":"u"}}"#,
+            ),
+            layer(LayerSource::User, r#"{"a":{"command":"u2"}}"#),
+        ]);
+        assert_eq!(
+            json_of(&out.servers),
+            r#"{"10":{"command":"u"},"z":{"command":"w","scope":"workspace"},"a":{"command":"rt"}}"#
+        );
+        let sources: Vec<_> = out.sources.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(
+            sources,
+            [
+                ("10", LayerSource::User),
+                ("z", LayerSource::Workspace),
+                ("a", LayerSource::Runtime)
+            ]
+        );
+    }
+
+    #[test]
+    fn extensions_fill_gaps_and_the_first_listed_wins() {
+        let mut e1 = layer(
+            LayerSource::Extension,
+            r#"{"a":{"command":"e1"},"x":{"extensionName":"fake","command":"e1","scope":"project"}}"#,
+        );
+        e1.extension = Some("one".into());
+        let mut e2 = layer(LayerSource::Extension, r#"{"x":{"command":"e2"},"y":{}}"#);
+        e2.extension = Some("two".into());
+        let out = assemble(&[
+            layer(LayerSource::Session, r#"{"a":{"command":"s"}}"#),
+            e1,
+            e2,
+        ]);
+        assert_eq!(
+            json_of(&out.servers),
+            r#"{"x":{"extensionName":"one","command":"e1"},"y":{"extensionName":"two"},"a":{"command":"s"}}"#
+        );
+    }
+
+    #[test]
+    fn written_scopes_are_dropped_and_gated_layers_stamped() {
+        let out = assemble(&[
+            layer(
+                LayerSource::Project,
+                r#"{"p":{"scope":"project","command":"p"}}"#,
+            ),
+            layer(
+                LayerSource::CliConfig,
+                r#"{"c":{"scope":"workspace","command":"c"}}"#,
+            ),
+            layer(LayerSource::System, r#"{"s":{"command":"s"}}"#),
+        ]);
+        assert_eq!(
+            json_of(&out.servers),
+            r#"{"p":{"command":"p","scope":"project"},"s":{"command":"s","scope":"system"},"c":{"command":"c"}}"#
+        );
+    }
+
+    #[test]
+    fn expansion_follows_the_typescript_regex() {
+        let env = object(r#"{"X":"xv","A B":"sp","1X":"d","E":"","REF":"$X","N":5,"a${X":"w"}"#);
+        for (input, want) in [
+            ("$X", "xv"),
+            ("${X}", "xv"),
+            ("$$X", "$xv"),
+            ("${}", "${}"),
+            ("${X", "${X"),
+            ("$", "$"),
+            ("a$", "a$"),
+            ("${A B}", "sp"),
+            ("$1X", "d"),
+            ("$X_Y", "$X_Y"),
+            ("${a${X}", "w"),
+            ("$E!", "!"),
+            ("$REF", "$X"),
+            ("$N", "$N"),
+            ("$constructor", "$constructor"),
+            ("a$Xb", "a$Xb"),
+            ("${X}}", "xv}"),
+            ("${${X}}", "${${X}}"),
+            ("é$X€", "éxv€"),
+            ("$é", "$é"),
+        ] {
+            assert_eq!(expand_env_vars_in_str(input, &env), want, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn mcp_json_keeps_javascript_object_semantics() {
+        let parsed = parse_mcp_json(
+            "\u{feff}/* c */{\"mcpServers\":{\"b\":{\"command\":\"//x\"},\"10\":{\"command\":\"1\"},\
+             \"__proto__\":{\"command\":\"p\"},\"2\":{\"command\":\"2\"},\"b\":{\"command\":\"/*y*/\"}}} // end",
+            None,
+            true,
+        );
+        assert!(parsed.errors.is_empty());
+        assert_eq!(
+            json_of(&parsed.servers),
+            r#"{"2":{"command":"2","scope":"project"},"10":{"command":"1","scope":"project"},"b":{"command":"/*y*/","scope":"project"},"__proto__":{"command":"p","scope":"project"}}"#
+        );
+    }
+
+    #[test]
+    fn mcp_json_problems_are_counted_not_fatal() {
+        for text in [
+            "",
+            "// only",
+            "{\"mcpServers\":{},}",
+            "[]",
+            "{\"mcpServers\":[]}",
+            "null",
+        ] {
+            let parsed = parse_mcp_json(text, None, true);
+            assert_eq!(parsed.errors.len(), 1, "text {text:?}");
+            assert!(parsed.servers.is_empty());
+        }
+        let parsed = parse_mcp_json(
+            r#"{"mcpServers":{"a":null,"b":[],"c":"s","d":{}}}"#,
+            None,
+            true,
+        );
+        assert_eq!(parsed.errors.len(), 3);
+        assert!(parsed.errors.iter().all(|e| e.contains("server \"")));
+        assert_eq!(json_of(&parsed.servers), r#"{"d":{"scope":"project"}}"#);
+    }
+
+    #[test]
+    fn claude_entries_normalize_like_the_typescript_host() {
+        let cases = [
+            (
+                r#"{"type":"http","url":"u","x":1}"#,
+                r#"{"x":1,"httpUrl":"u"}"#,
+            ),
+            (
+                r#"{"type":"http","httpUrl":"","url":"u","x":1}"#,
+                r#"{"httpUrl":"u","x":1}"#,
+            ),
+            (r#"{"type":"sse","url":"u","x":1}"#, r#"{"x":1,"url":"u"}"#),
+            (
+                r#"{"type":"sdk","url":"u","x":1}"#,
+                r#"{"type":"sdk","x":1,"url":"u"}"#,
+            ),
+            (r#"{"type":"stdio","command":"c"}"#, r#"{"command":"c"}"#),
+            (r#"{"type":null,"command":5}"#, r#"{"command":5}"#),
+            (
+                r#"{"type":"http","command":"","url":5}"#,
+                r#"{"type":"http","command":"","url":5}"#,
+            ),
+            (
+                r#"{"type":"http","tcp":"t","url":"u"}"#,
+                r#"{"tcp":"t","url":"u"}"#,
+            ),
+            (r#"{"type":"stdio"}"#, r#"{"type":"stdio"}"#),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                Value::Object(normalize_claude_entry(object(input))).to_json(),
+                want,
+                "input {input}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_listed_fields_expand_and_only_when_asked() {
+        let env = object(r#"{"X":"xv"}"#);
+        let text = r#"{"mcpServers":{"a":{"type":"http","url":"$X","description":"$X","env":{"$X":"${X}"},"oauth":{"scopes":["$X"]}}}}"#;
+        assert_eq!(
+            json_of(&parse_mcp_json(text, Some(&env), true).servers),
+            r#"{"a":{"description":"$X","env":{"$X":"xv"},"oauth":{"scopes":["xv"]},"httpUrl":"xv","scope":"project"}}"#
+        );
+        assert_eq!(
+            json_of(&parse_mcp_json(text, Some(&env), false).servers),
+            r#"{"a":{"description":"$X","env":{"$X":"${X}"},"oauth":{"scopes":["$X"]},"httpUrl":"$X","scope":"project"}}"#
+        );
+    }
+
+    #[test]
+    fn the_json_op_rejects_malformed_layers() {
+        let run = |text: &str| crate::api::evaluate_str(text);
+        assert!(
+            run(r#"{"op":"assemble","layers":[{"source":"global","servers":{}}]}"#)
+                .contains("invalid-request")
+        );
+        let bad = run(r#"{"op":"assemble","layers":[{"source":"user","servers":{"srv":5}}]}"#);
+        assert!(bad.contains("invalid-request") && bad.contains("srv") && bad.contains("user"));
+        assert!(run(r#"{"op":"assemble","layers":{}}"#).contains("invalid-request"));
+        assert_eq!(
+            run(
+                r#"{"op":"assemble","layers":[{"source":"extension","servers":{"e":{}},"extension":"x"}]}"#
+            ),
+            r#"{"ok":{"servers":{"e":{"extensionName":"x"}},"sources":{"e":"extension"}}}"#
+        );
+    }
 }
