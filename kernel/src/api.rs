@@ -134,6 +134,11 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
         "gatingEqual" => gating::op_gating_equal(&req),
         "serversEqual" => gating::op_servers_equal(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
+        "parseMcpJson" => crate::sources::op_parse_mcp_json(&req),
+        "parseSettings" => crate::settings::op_parse_settings(&req),
+        "assemble" => crate::sources::op_assemble(&req),
+        "settingsDiff" => crate::settings::op_settings_diff(&req),
+        "restartRequired" => crate::settings::op_restart_required(&req),
         other => Err(ApiError {
             kind: ErrorKind::UnknownOp,
             message: format!("unknown op {}", Value::from(other).to_json()),

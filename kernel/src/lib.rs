@@ -17,6 +17,8 @@ pub mod gating;
 pub mod identity;
 pub mod json;
 pub mod reload;
+pub mod settings;
+pub mod sources;
 pub mod time;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
@@ -28,5 +30,7 @@ pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };
 pub use json::{Object, Value};
-pub use reload::{Action, Outcome, ReloadCounts, ReloadScheduler, Source, DEFAULT_DEBOUNCE};
+pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE};
+pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
+pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
 pub use time::Millis;
