@@ -147,34 +147,86 @@ fn mcp_field<'a>(settings: &'a Value, key: &str) -> Option<&'a Value> {
 /// top is `{}`. The result is de-duplicated and sorted by UTF-16 code units.
 pub fn settings_diff(old: &Value, new: &Value) -> Vec<String> {
     let empty = Object::new();
+    let old = old.as_object().unwrap_or(&empty);
+    let new = new.as_object().unwrap_or(&empty);
     let mut paths = Vec::new();
-    collect_changed(
-        old.as_object().unwrap_or(&empty),
-        new.as_object().unwrap_or(&empty),
-        "",
-        &mut paths,
-    );
+    collect_changed(Side::Own(old), Side::Own(new), "", &mut paths);
     paths.sort_by(|a, b| cmp_utf16(a, b));
     paths.dedup();
     paths
 }
 
-fn collect_changed(old: &Object, new: &Object, prefix: &str, out: &mut Vec<String>) {
-    let keys = old
-        .keys()
-        .chain(new.keys().filter(|key| !old.contains_key(key)));
+/// A plain object as the TypeScript host's walk sees it: a parsed object, or
+/// `Object.prototype`, which `obj["__proto__"]` yields when the object has
+/// no own `__proto__` member (an object with no enumerable keys whose own
+/// `__proto__` is `null`).
+#[derive(Clone, Copy)]
+enum Side<'a> {
+    Own(&'a Object),
+    ObjectPrototype,
+}
+
+/// What `obj[key]` gives.
+#[derive(Clone, Copy, PartialEq)]
+enum Lookup<'a> {
+    Absent,
+    Value(&'a Value),
+    ObjectPrototype,
+}
+
+impl<'a> Side<'a> {
+    fn keys(self) -> impl Iterator<Item = &'a String> {
+        match self {
+            Side::Own(o) => Some(o.keys()),
+            Side::ObjectPrototype => None,
+        }
+        .into_iter()
+        .flatten()
+    }
+
+    fn has(self, key: &str) -> bool {
+        matches!(self, Side::Own(o) if o.contains_key(key))
+    }
+
+    fn get(self, key: &str) -> Lookup<'a> {
+        match (self, key) {
+            (Side::Own(o), _) if o.contains_key(key) => {
+                o.get(key).map_or(Lookup::Absent, Lookup::Value)
+            }
+            (Side::Own(_), "__proto__") => Lookup::ObjectPrototype,
+            (Side::ObjectPrototype, "__proto__") => Lookup::Value(&Value::Null),
+            // Other inherited members are functions: not plain objects, and
+            // JSON.stringify gives `undefined` for them, as for an absent key.
+            _ => Lookup::Absent,
+        }
+    }
+}
+
+impl<'a> Lookup<'a> {
+    fn as_plain_object(self) -> Option<Side<'a>> {
+        match self {
+            Lookup::Value(Value::Object(o)) => Some(Side::Own(o)),
+            Lookup::ObjectPrototype => Some(Side::ObjectPrototype),
+            _ => None,
+        }
+    }
+}
+
+fn collect_changed(old: Side<'_>, new: Side<'_>, prefix: &str, out: &mut Vec<String>) {
+    let keys = old.keys().chain(new.keys().filter(|key| !old.has(key)));
     for key in keys {
         let path = if prefix.is_empty() {
             key.clone()
         } else {
             format!("{prefix}.{key}")
         };
-        match (old.get(key), new.get(key)) {
-            (Some(Value::Object(a)), Some(Value::Object(b))) => collect_changed(a, b, &path, out),
+        let (a, b) = (old.get(key), new.get(key));
+        match (a.as_plain_object(), b.as_plain_object()) {
+            (Some(a), Some(b)) => collect_changed(a, b, &path, out),
             // `Value` equality ignores object member order and treats -0 as 0,
             // which is what comparing `JSON.stringify` texts would see, minus
             // the key order the contract says does not matter.
-            (a, b) if a == b => {}
+            _ if a == b => {}
             _ => out.push(path),
         }
     }
@@ -428,7 +480,19 @@ mod tests {
         assert_eq!(diff(r#"{"":{"a":1}}"#, r#"{"":{"a":2}}"#), ["a"]);
         assert_eq!(diff(r#"{"a":{"":1}}"#, r#"{"a":{"":2}}"#), ["a."]);
         assert_eq!(diff(r#"{"":1}"#, r#"{"":2}"#), [""]);
-        assert_eq!(diff("{}", r#"{"__proto__":{"a":1}}"#), ["__proto__"]);
+        // Without an own `__proto__`, the TypeScript walk reads
+        // Object.prototype there (checked against node).
+        assert_eq!(diff("{}", r#"{"__proto__":{"a":1}}"#), ["__proto__.a"]);
+        assert!(diff("{}", r#"{"__proto__":{}}"#).is_empty());
+        assert_eq!(
+            diff("{}", r#"{"__proto__":{"__proto__":{"a":1}}}"#),
+            ["__proto__.__proto__"]
+        );
+        assert_eq!(diff(r#"{"__proto__":1}"#, "{}"), ["__proto__"]);
+        assert_eq!(
+            diff("{}", r#"{"__proto__":{"constructor":null}}"#),
+            ["__proto__.constructor"]
+        );
     }
 
     #[test]
