@@ -132,6 +132,7 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
         "unavailableReason" => gating::op_unavailable_reason(&req),
         "toolNotFound" => gating::op_tool_not_found(&req),
         "gatingEqual" => gating::op_gating_equal(&req),
+        "hotReload" => crate::hot_reload::op_hot_reload(&req),
         "serversEqual" => gating::op_servers_equal(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
         "parseMcpJson" => crate::sources::op_parse_mcp_json(&req),

@@ -506,6 +506,13 @@ fn unique_non_empty<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String>
 /// `approvals`, `projectRoot`, `yolo?`.
 pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
     let servers = req.servers("servers")?;
+    Ok(request_gating(req, &servers)?.to_value())
+}
+
+/// [`compute_gating`] over the request fields the `gating` and `hotReload`
+/// ops share: `settings: {allowed?, excluded?}`, `cliAllowed?`, `approvals`,
+/// `projectRoot` (optional in yolo), `yolo?`.
+pub(crate) fn request_gating(req: &Request<'_>, servers: &Servers) -> Result<Gating, ApiError> {
     let settings = match req.get("settings") {
         None => Object::new(),
         Some(Value::Object(o)) => o.clone(),
@@ -526,16 +533,15 @@ pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
     } else {
         req.str("projectRoot")?
     };
-    let gating = compute_gating(
-        &servers,
+    Ok(compute_gating(
+        servers,
         allowed.as_deref(),
         excluded.as_deref(),
         cli_allowed.as_deref(),
         &request_approvals(req),
         root,
         yolo,
-    );
-    Ok(gating.to_value())
+    ))
 }
 
 /// `unavailableReason`: `name`, `merged`, `gating`, `removed`, `approvals?`,

@@ -14,6 +14,7 @@ pub mod api;
 pub mod approvals;
 pub mod config;
 pub mod gating;
+pub mod hot_reload;
 pub mod identity;
 pub mod json;
 pub mod reload;
@@ -26,6 +27,7 @@ pub use approvals::{ApprovalState, Approvals, Decision};
 pub use config::Servers;
 pub use config::{ServerConfig, Transport};
 pub use gating::{gating_equal, match_pattern, Gating, Reason};
+pub use hot_reload::{hot_reload, HotReload};
 pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };

@@ -384,6 +384,18 @@ pub(crate) fn op_parse_mcp_json(req: &Request<'_>) -> Result<Value, ApiError> {
 
 /// `assemble`: `layers: [{source, servers, extension?}]` → `{servers, sources}`.
 pub(crate) fn op_assemble(req: &Request<'_>) -> Result<Value, ApiError> {
+    let assembled = assemble(&request_layers(req)?);
+    let mut out = Object::new();
+    out.insert("servers".into(), servers_to_value(&assembled.servers));
+    out.insert(
+        "sources".into(),
+        Value::Object(assembled.sources.map_values(|_, s| s.as_str().into())),
+    );
+    Ok(Value::Object(out))
+}
+
+/// The request's `layers` array, each checked and read.
+pub(crate) fn request_layers(req: &Request<'_>) -> Result<Vec<Layer>, ApiError> {
     let layers = match req.raw("layers")? {
         Value::Array(items) => items,
         other => {
@@ -393,19 +405,11 @@ pub(crate) fn op_assemble(req: &Request<'_>) -> Result<Value, ApiError> {
             )))
         }
     };
-    let layers = layers
+    layers
         .iter()
         .enumerate()
         .map(|(i, layer)| layer_from_value(i, layer))
-        .collect::<Result<Vec<_>, _>>()?;
-    let assembled = assemble(&layers);
-    let mut out = Object::new();
-    out.insert("servers".into(), servers_to_value(&assembled.servers));
-    out.insert(
-        "sources".into(),
-        Value::Object(assembled.sources.map_values(|_, s| s.as_str().into())),
-    );
-    Ok(Value::Object(out))
+        .collect()
 }
 
 fn layer_from_value(index: usize, value: &Value) -> Result<Layer, ApiError> {
