@@ -124,6 +124,8 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
                 .into(),
         ),
         "approvalHash" => Ok(identity::approval_hash(&req.config("config")?).0.into()),
+        "plan" => crate::plan::op_plan(&req),
+        "backoff" => crate::backoff::op_backoff(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
         other => Err(ApiError {
             kind: ErrorKind::UnknownOp,

@@ -11,12 +11,16 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod backoff;
 pub mod config;
 pub mod gating;
 pub mod identity;
 pub mod json;
+pub mod plan;
+pub mod pool;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
+pub use backoff::{backoff, Backoff};
 pub use config::Servers;
 pub use config::{ServerConfig, Transport};
 pub use gating::{gating_equal, match_pattern, Gating, Reason};
@@ -24,3 +28,5 @@ pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };
 pub use json::{Object, Value};
+pub use plan::{online_of, plan, Action, Millis, Mode, OnlineEntry, Plan, PlanError, Status};
+pub use pool::{Acquire, Pool, Release};
