@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use mcp_reconcile_kernel::config::{servers_to_value, ServerConfig, Servers};
-use mcp_reconcile_kernel::gating::{Gating, Reason};
+use mcp_reconcile_kernel::gating::{match_pattern, Gating, Reason};
 use mcp_reconcile_kernel::identity::{connection_id, session_key, ConnectionId};
 use mcp_reconcile_kernel::json::{Object, Value};
 use mcp_reconcile_kernel::plan::{
@@ -178,7 +178,7 @@ fn world() -> impl Strategy<Value = World> {
             |(desired_order, online_order, per_name, gating, mode, now)| {
                 let choice = |name: &str| {
                     let at = NAMES.iter().position(|n| *n == name).unwrap_or(0);
-                    per_name[at].clone()
+                    per_name[at]
                 };
                 let mut desired = Servers::new();
                 for name in &desired_order {
@@ -395,15 +395,11 @@ proptest! {
         mixed.desired.insert(name.to_owned(), desired.clone());
         mixed.online.insert(name.to_owned(), live.clone());
         let mut gating = other.gating.clone();
-        for list in [&mut gating.excluded, &mut gating.pending] {
-            if let Some(list) = list {
-                list.retain(|p| !mcp_reconcile_kernel::gating::match_pattern(p, name));
-            }
+        for list in [&mut gating.excluded, &mut gating.pending].into_iter().flatten() {
+            list.retain(|p| !match_pattern(p, name));
         }
-        for list in [&mut gating.allowed, &mut gating.cap] {
-            if let Some(list) = list {
-                list.push(name.to_owned());
-            }
+        for list in [&mut gating.allowed, &mut gating.cap].into_iter().flatten() {
+            list.push(name.to_owned());
         }
         mixed.gating = gating;
         let plan = run(&mixed);
@@ -448,7 +444,7 @@ proptest! {
         let before = run(&w);
         let outside = extra
             .into_iter()
-            .filter(|n| !cap.iter().any(|p| mcp_reconcile_kernel::gating::match_pattern(p, n)))
+            .filter(|n| !cap.iter().any(|p| match_pattern(p, n)))
             .map(str::to_owned);
         let widened = match &w.gating.allowed {
             Some(list) => list.iter().cloned().chain(outside).collect(),
