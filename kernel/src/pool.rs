@@ -148,7 +148,8 @@ impl Pool {
 
     /// `session` wants the connection `id` (of the server `config`), gated by
     /// `gating`: refused when `gating` denies the server, else spawned by the
-    /// first acquirer and attached to by every later one.
+    /// first acquirer and attached to by every later one. Like every input,
+    /// it carries the time `now`, although no current rule depends on it.
     pub fn acquire(
         &mut self,
         session: &str,
