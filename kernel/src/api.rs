@@ -134,6 +134,8 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
         "gatingEqual" => gating::op_gating_equal(&req),
         "hotReload" => crate::hot_reload::op_hot_reload(&req),
         "serversEqual" => gating::op_servers_equal(&req),
+        "plan" => crate::plan::op_plan(&req),
+        "backoff" => crate::backoff::op_backoff(&req),
         "matchPattern" => Ok(match_pattern(req.str("pattern")?, req.str("name")?).into()),
         "parseMcpJson" => crate::sources::op_parse_mcp_json(&req),
         "parseSettings" => crate::settings::op_parse_settings(&req),
