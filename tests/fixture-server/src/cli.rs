@@ -16,7 +16,8 @@ use clap::Parser;
 #[command(name = "mcp-fixture-server", version, after_help = AFTER_HELP)]
 pub struct Args {
     /// Tools to offer, comma-separated, from: echo (returns `text`), add (sums `a` and `b`),
-    /// sleep (waits `ms` milliseconds, reports progress, honours cancellation), env (returns
+    /// sleep (waits `ms` milliseconds, reports progress every tenth of the wait but at least every
+    /// 250 ms when asked, honours cancellation), env (returns
     /// the variable `name`), pid (returns the process id). An empty list offers no tools.
     #[arg(long, env = "FIXTURE_TOOLS", value_name = "LIST", default_value = "echo",
           value_parser = parse_tools)]

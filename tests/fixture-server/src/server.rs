@@ -276,24 +276,25 @@ impl ServerHandler for Fixture {
     }
 }
 
-/// Waits `ms`, sending up to ten progress notifications (progress and total in milliseconds)
-/// when the request carries a progress token. Cancellation ends the wait early.
+/// Waits `ms`; when the request carries a progress token, reports progress (and the total, in
+/// milliseconds) every tenth of the wait, but at least every 250 ms. Cancellation ends the wait.
 async fn sleep(ms: u64, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
     let token = context.meta.get_progress_token();
-    let steps = ms.clamp(1, 10);
-    for step in 1..=steps {
-        let until = Duration::from_millis(ms * step / steps);
-        let this_step = until - Duration::from_millis(ms * (step - 1) / steps);
+    let tick = (ms / 10).clamp(1, 250);
+    let mut done = 0;
+    while done < ms {
+        let step = tick.min(ms - done);
         tokio::select! {
-            () = tokio::time::sleep(this_step) => {}
+            () = tokio::time::sleep(Duration::from_millis(step)) => {}
             () = context.ct.cancelled() => {
                 eprintln!("fixture: sleep cancelled");
                 return Err(ErrorData::internal_error("sleep cancelled", None));
             }
         }
+        done += step;
         if let Some(token) = &token {
-            let progress = ProgressNotificationParam::new(token.clone(), until.as_millis() as f64)
-                .with_total(ms as f64);
+            let progress =
+                ProgressNotificationParam::new(token.clone(), done as f64).with_total(ms as f64);
             // A client that went away will also drop the response; nothing to do here.
             let _ = context.peer.notify_progress(progress).await;
         }
