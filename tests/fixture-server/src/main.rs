@@ -37,8 +37,6 @@ fn main() -> ExitCode {
             1
         }
     };
-    // Exit here rather than return: a blocked stdin read would keep the runtime (and so the
-    // process) alive after a signal.
     std::process::exit(code)
 }
 
@@ -48,7 +46,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
-    runtime.block_on(serve_until_stopped(args))
+    let result = runtime.block_on(serve_until_stopped(args));
+    // Dropping the runtime would wait for the blocking thread stuck in a stdin read, and so
+    // never exit on a signal while stdin is open.
+    runtime.shutdown_background();
+    result
 }
 
 /// Steps 2–5 of the start-up order.

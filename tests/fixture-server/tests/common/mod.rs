@@ -16,8 +16,8 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-fixture-server");
 
@@ -157,6 +157,7 @@ pub async fn connect_stdio_cmd(cmd: Command) -> anyhow::Result<StdioFixture> {
 /// A fixture started directly (no MCP client), with every pipe open.
 pub struct RawFixture {
     pub child: Child,
+    pub stdout: Lines<BufReader<ChildStdout>>,
     pub stderr: StderrLog,
     pub group: GroupGuard,
 }
@@ -172,16 +173,59 @@ pub fn spawn_raw(args: &[&str]) -> anyhow::Result<RawFixture> {
         pgid: child.id().context("the fixture has no pid")?,
     };
     let stderr = StderrLog::collect(child.stderr.take().context("stderr was not piped")?);
+    let stdout = BufReader::new(child.stdout.take().context("stdout was not piped")?).lines();
     Ok(RawFixture {
         child,
+        stdout,
         stderr,
         group,
     })
 }
 
 impl RawFixture {
-    /// Waits for the process to exit and returns its exit code.
+    pub fn pid(&self) -> u32 {
+        self.group.pgid
+    }
+
+    /// Writes one line to the fixture's stdin.
+    pub async fn send_line(&mut self, line: &str) -> anyhow::Result<()> {
+        let stdin = self.child.stdin.as_mut().context("stdin is closed")?;
+        stdin.write_all(format!("{line}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
+    /// Reads one line from the fixture's stdout.
+    pub async fn read_line(&mut self) -> anyhow::Result<String> {
+        tokio::time::timeout(PATIENCE, self.stdout.next_line())
+            .await
+            .context("no line on stdout")??
+            .with_context(|| format!("stdout closed; stderr:\n{}", self.stderr.text()))
+    }
+
+    /// Sends a raw `initialize` request and returns the parsed reply.
+    pub async fn initialize(&mut self) -> anyhow::Result<serde_json::Value> {
+        self.send_line(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"0"}}}"#,
+        )
+        .await?;
+        let line = self.read_line().await?;
+        serde_json::from_str(&line).with_context(|| format!("reply is not JSON: {line}"))
+    }
+
+    /// Sends `signal` (e.g. "TERM") to the fixture process only, not its group.
+    pub fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let status = std::process::Command::new("kill")
+            .args([format!("-{signal}"), self.pid().to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill -{signal} failed");
+        Ok(())
+    }
+
+    /// Waits for the process to exit and returns its exit code. Stdin stays open meanwhile
+    /// (tokio's `wait` would close it, which the fixture takes as a request to exit).
     pub async fn exit_code(&mut self) -> anyhow::Result<Option<i32>> {
+        let _stdin = self.child.stdin.take();
         let status = tokio::time::timeout(PATIENCE, self.child.wait())
             .await
             .context("the fixture did not exit")??;
@@ -199,12 +243,10 @@ pub async fn start_http(args: &[&str]) -> anyhow::Result<HttpFixture> {
     let mut all = vec!["--http", "127.0.0.1:0"];
     all.extend_from_slice(args);
     let mut raw = spawn_raw(&all)?;
-    let stdout = raw.child.stdout.take().context("stdout was not piped")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let url = tokio::time::timeout(PATIENCE, lines.next_line())
+    let url = raw
+        .read_line()
         .await
-        .context("the fixture never printed its URL")??
-        .with_context(|| format!("stdout closed early; stderr:\n{}", raw.stderr.text()))?;
+        .context("the fixture never printed its URL")?;
     if !url.starts_with("http://127.0.0.1:") || !url.ends_with("/mcp") {
         bail!("unexpected URL line {url:?}");
     }
@@ -296,6 +338,26 @@ pub fn marker_lines(marker: &Path) -> Vec<String> {
     std::fs::read_to_string(marker)
         .map(|text| text.lines().map(str::to_owned).collect())
         .unwrap_or_default()
+}
+
+/// The process group of `pid`, from `/proc`.
+pub fn process_group_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name: state, ppid, pgrp, ...
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Waits until `pid` is no longer running.
+pub async fn wait_until_gone(pid: u32) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while is_running(pid) {
+        if tokio::time::Instant::now() > deadline {
+            bail!("process {pid} is still running");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
 }
 
 /// Whether `pid` is a live process (a zombie counts as dead).
