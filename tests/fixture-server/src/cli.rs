@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
 use clap::Parser;
 
 /// A configurable MCP server for integration tests, demos and benchmarks.
@@ -64,7 +65,7 @@ pub struct Args {
     /// Start a grandchild (`sleep 1000`, stdio detached) in this process's group and append
     /// "child <pid>" to the marker file. It is deliberately left running when this server
     /// exits: cleaning it up is the host's job (process-group kill).
-    #[arg(long, env = "FIXTURE_SPAWN_CHILD")]
+    #[arg(long, env = "FIXTURE_SPAWN_CHILD", value_parser = BoolishValueParser::new())]
     pub spawn_child: bool,
 
     /// Write N numbered lines to stderr at start ("fixture: stderr line I of N").
@@ -89,12 +90,13 @@ pub struct Args {
 
     /// Never answer `initialize`: read and drop stdin until it closes (HTTP: accept every
     /// request and never respond).
-    #[arg(long, env = "FIXTURE_HANG_HANDSHAKE", conflicts_with = "garbage")]
+    #[arg(long, env = "FIXTURE_HANG_HANDSHAKE", value_parser = BoolishValueParser::new(),
+          conflicts_with = "garbage")]
     pub hang_handshake: bool,
 
     /// Answer every stdin line with a line of non-JSON-RPC garbage instead of MCP (HTTP: every
     /// request gets 200 with a garbage `application/json` body).
-    #[arg(long, env = "FIXTURE_GARBAGE")]
+    #[arg(long, env = "FIXTURE_GARBAGE", value_parser = BoolishValueParser::new())]
     pub garbage: bool,
 }
 

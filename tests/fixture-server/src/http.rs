@@ -44,7 +44,7 @@ pub async fn serve(addr: SocketAddr, catalog: Arc<Catalog>, mode: Mode) -> anyho
             );
             Router::new().nest_service("/mcp", service)
         }
-        Mode::Hang => Router::new().fallback(|| std::future::pending::<()>()),
+        Mode::Hang => Router::new().fallback(std::future::pending::<()>),
         Mode::Garbage => Router::new()
             .fallback(|| async { ([(CONTENT_TYPE, "application/json")], GARBAGE).into_response() }),
     };

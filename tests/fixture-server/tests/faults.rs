@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use common::{
     connect_stdio, connect_stdio_cmd, fixture_command, is_running, marker_lines, process_group_of,
-    spawn_raw, tool_names, wait_until_gone, GroupGuard, Recorder, TempDir,
+    spawn_raw, spawn_raw_cmd, tool_names, wait_until_gone, GroupGuard, Recorder, TempDir,
 };
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
@@ -70,14 +70,17 @@ async fn exit_immediately_uses_the_given_code() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn garbage_answers_with_non_json_rpc() -> anyhow::Result<()> {
-    let mut raw = spawn_raw(&["--garbage"])?;
-    raw.send_line(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
-        .await?;
-    let line = raw.read_line().await?;
-    assert!(
-        serde_json::from_str::<serde_json::Value>(&line).is_err(),
-        "{line:?} should not be JSON"
-    );
+    let mut from_env = fixture_command(&[]);
+    from_env.env("FIXTURE_GARBAGE", "1");
+    for mut raw in [spawn_raw(&["--garbage"])?, spawn_raw_cmd(from_env)?] {
+        raw.send_line(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .await?;
+        let line = raw.read_line().await?;
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&line).is_err(),
+            "{line:?} should not be JSON"
+        );
+    }
 
     let client = tokio::time::timeout(Duration::from_secs(1), connect_stdio(&["--garbage"])).await;
     assert!(

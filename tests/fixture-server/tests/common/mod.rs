@@ -163,7 +163,11 @@ pub struct RawFixture {
 }
 
 pub fn spawn_raw(args: &[&str]) -> anyhow::Result<RawFixture> {
-    let mut child = fixture_command(args)
+    spawn_raw_cmd(fixture_command(args))
+}
+
+pub fn spawn_raw_cmd(mut cmd: Command) -> anyhow::Result<RawFixture> {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -205,9 +209,11 @@ impl RawFixture {
 
     /// Sends a raw `initialize` request and returns the parsed reply.
     pub async fn initialize(&mut self) -> anyhow::Result<serde_json::Value> {
-        self.send_line(
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"0"}}}"#,
-        )
+        self.send_line(concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":"#,
+            r#"{"protocolVersion":"2025-06-18","capabilities":{},"#,
+            r#""clientInfo":{"name":"raw-test","version":"0"}}}"#
+        ))
         .await?;
         let line = self.read_line().await?;
         serde_json::from_str(&line).with_context(|| format!("reply is not JSON: {line}"))
