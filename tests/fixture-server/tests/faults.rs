@@ -16,7 +16,7 @@ use rmcp::ServiceExt;
 
 #[tokio::test]
 async fn crash_after_serves_then_exits_1_saying_so() -> anyhow::Result<()> {
-    let f = connect_stdio(&["--crash-after", "300"]).await?;
+    let f = connect_stdio(&["--crash-after", "1500"]).await?;
     assert_eq!(tool_names(&f.client).await?, ["echo"]);
     f.stderr.wait_for("fixture: crashing as asked").await?;
 

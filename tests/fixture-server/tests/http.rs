@@ -57,7 +57,7 @@ async fn http_serves_tools_prompts_and_resources() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn http_sessions_each_get_their_own_list_changed() -> anyhow::Result<()> {
-    let f = start_http(&["--change-tools-after", "200"]).await?;
+    let f = start_http(&["--change-tools-after", "1000"]).await?;
     let (first, recorder) = f.connect().await?;
     tokio::time::timeout(common::PATIENCE, recorder.tools_changed.notified())
         .await

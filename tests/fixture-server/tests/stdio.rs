@@ -180,7 +180,7 @@ async fn resources_are_listed_and_read() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn change_tools_after_adds_a_tool_and_notifies() -> anyhow::Result<()> {
-    let f = connect_stdio(&["--tool-prefix", "p_", "--change-tools-after", "100"]).await?;
+    let f = connect_stdio(&["--tool-prefix", "p_", "--change-tools-after", "1000"]).await?;
     let info = f.client.peer_info().context("no initialize result")?;
     let tools_cap = info
         .capabilities
@@ -218,7 +218,15 @@ async fn sleep_reports_progress_for_its_token() -> anyhow::Result<()> {
         "{response:?}"
     );
 
-    // Notifications are handled in order, before the response that follows them.
+    // Notification handlers may still be running when the response arrives.
+    let deadline = tokio::time::Instant::now() + common::PATIENCE;
+    while f.recorder.progress.lock().expect("progress lock").len() < 10 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "fewer than 10 progress notifications"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let progress = f.recorder.progress.lock().expect("progress lock").clone();
     assert_eq!(progress.len(), 10, "{progress:?}");
     assert!(progress.iter().all(|p| p.progress_token == token));
