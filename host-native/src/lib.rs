@@ -2,9 +2,23 @@
 //! settings files while a session runs.
 //!
 //! Layers, outside in:
+//! * [`host`] — the live session: the drive loop around the kernel's
+//!   scheduler and plans, supervision, status;
+//! * [`inputs`], [`approvals_store`], [`watcher`] — the files and their
+//!   changes;
+//! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE);
+//! * [`ipc`], [`status`], [`demo`] — how the CLI talks to and shows a session;
 //! * [`redact`] — secrets never leave the host.
 //!
 //! The kernel (`mcp-reconcile-kernel`) decides; this crate reads files,
 //! watches them, runs transports and executes the kernel's plans.
 
+pub mod approvals_store;
+pub mod demo;
+pub mod host;
+pub mod inputs;
+pub mod ipc;
 pub mod redact;
+pub mod status;
+pub mod transport;
+pub mod watcher;

@@ -1,15 +1,31 @@
 //! `mcp-reconcile`: apply MCP server configuration edits to a running session.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
-use anyhow::Context;
-use clap::{Parser, Subcommand};
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+use mcp_reconcile::host::{Control, Host, HostEvent, HostOptions};
+use mcp_reconcile::inputs::{Inputs, LayerFlags};
+use mcp_reconcile::status::{action_line_json, plan_json, report_text, status_json, status_text};
+use mcp_reconcile::{demo, ipc, redact, watcher};
+use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::{assemble, Decision, ServerConfig};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 /// Keep MCP server connections equal to your settings files while a session
-/// runs: only added, removed or changed servers are touched.
+/// runs: only servers that were added, removed or changed are touched; every
+/// other server keeps its connection and its tools. Servers from
+/// project-controlled files (`.mcp.json`, workspace settings) connect only
+/// after you approved exactly that config.
+///
+/// Every command takes the same file flags, so `status`, `approve`, `reload`
+/// … find the same files and the same running `watch`.
+///
+/// Start with `mcp-reconcile watch --demo`.
 #[derive(Parser, Debug)]
-#[command(name = "mcp-reconcile", version, about, long_about = None)]
+#[command(name = "mcp-reconcile", version, about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,18 +33,103 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Answer kernel JSON requests: one request per stdin line, one response
-    /// per stdout line (SPEC §10). Malformed lines get an error response.
+    /// Connect the configured servers and keep them equal to the files until
+    /// Ctrl-C, printing every applied plan. On a terminal, asks about servers
+    /// that need approval.
+    Watch(WatchArgs),
+    /// Show every configured server: state, reason, approval, tools, pid,
+    /// last error. Reads a running `watch`; without one, shows what the files
+    /// say (nothing is started).
+    Status(StatusArgs),
+    /// Approve a project-controlled server (bound to its current config).
+    Approve(DecideArgs),
+    /// Reject a project-controlled server (until its config changes).
+    Reject(DecideArgs),
+    /// Dry run: what a reconcile would do now (from the running session's
+    /// state, or from nothing when none runs).
+    Plan(PlanArgs),
+    /// Clear a server's failure / crash-loop state and restart it now.
+    Reconnect(ReconnectArgs),
+    /// Reload the files now (no debounce); clears crash loops. SIGHUP to a
+    /// running `watch` does the same.
+    Reload(FlagsOnly),
+    /// Answer kernel JSON requests: one per stdin line, one response per
+    /// stdout line (see README).
     ///
     /// Example:
     ///   echo '{"op":"connectionId","name":"a","config":{"command":"x"}}' | mcp-reconcile eval
     Eval,
 }
 
+#[derive(Args, Debug)]
+struct WatchArgs {
+    #[command(flatten)]
+    layers: LayerFlags,
+    /// Write a small demo project (fixture servers, one needing approval) to
+    /// a temporary directory and watch it; prints which file to edit.
+    #[arg(long)]
+    demo: bool,
+    /// Baseline mode for benchmarks: restart every server on every change.
+    #[arg(long)]
+    full_restart: bool,
+    /// Never ask on the terminal, even if stdin is one.
+    #[arg(long)]
+    no_prompt: bool,
+}
+
+#[derive(Args, Debug)]
+struct StatusArgs {
+    #[command(flatten)]
+    layers: LayerFlags,
+    /// Print a JSON array, one object per server (fields in the README).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct DecideArgs {
+    #[command(flatten)]
+    layers: LayerFlags,
+    /// The server name.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    name: Option<String>,
+    /// Every gated server that is not already decided this way.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args, Debug)]
+struct PlanArgs {
+    #[command(flatten)]
+    layers: LayerFlags,
+    /// Print the plan as JSON (SPEC §10 action objects).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReconnectArgs {
+    #[command(flatten)]
+    layers: LayerFlags,
+    /// The server name.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    name: Option<String>,
+    /// Every configured server.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args, Debug)]
+struct FlagsOnly {
+    #[command(flatten)]
+    layers: LayerFlags,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval => eval(io::stdin().lock(), io::stdout().lock()),
+        command => runtime().and_then(|rt| rt.block_on(run(command))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -37,6 +138,296 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Watch(args) => watch(args).await,
+        Command::Status(args) => status(args).await,
+        Command::Approve(args) => decide(args, Decision::Approved),
+        Command::Reject(args) => decide(args, Decision::Rejected),
+        Command::Plan(args) => plan(args).await,
+        Command::Reconnect(args) => {
+            let inputs = Inputs::new(&args.layers)?;
+            let name = if args.all { Value::Null } else { json!(args.name) };
+            let names = session(&inputs, &json!({"cmd": "reconnect", "name": name})).await?;
+            println!("reconnecting {}", join_names(&names));
+            Ok(())
+        }
+        Command::Reload(args) => {
+            let inputs = Inputs::new(&args.layers)?;
+            session(&inputs, &json!({"cmd": "reload"})).await?;
+            println!("reload requested");
+            Ok(())
+        }
+        Command::Eval => Ok(()),
+    }
+}
+
+/// Sends a request to the running session, or explains how to start one.
+async fn session(inputs: &Inputs, request: &Value) -> anyhow::Result<Value> {
+    let path = ipc::socket_path(inputs);
+    match ipc::request(&path, request).await? {
+        Some(value) => Ok(value),
+        None => bail!(
+            "no running session for these files (looked for {}); start one with `mcp-reconcile watch` and the same flags",
+            path.display()
+        ),
+    }
+}
+
+fn join_names(value: &Value) -> String {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
+async fn watch(args: WatchArgs) -> anyhow::Result<()> {
+    let layers = if args.demo {
+        let demo = demo::write_demo()?;
+        println!("{}", demo.instructions);
+        demo.flags
+    } else {
+        args.layers
+    };
+    let inputs = Inputs::new(&layers)?;
+    let socket = ipc::socket_path(&inputs);
+    let (control_tx, control_rx) = mpsc::unbounded_channel();
+    let _guard = ipc::serve(&socket, control_tx.clone()).await?;
+    let (file_tx, file_rx) = mpsc::unbounded_channel();
+    let _watcher = watcher::watch(inputs.watched(), file_tx)?;
+    let store = inputs.approvals_store().clone();
+    let project_root = inputs.project_root().to_owned();
+    let options = HostOptions {
+        full_restart: args.full_restart,
+        ..HostOptions::default()
+    };
+    let mut host = Host::new(inputs, options);
+    let mut events = host.subscribe();
+    let prompt = !args.no_prompt && io::stdin().is_terminal();
+    let printer = tokio::spawn(async move {
+        let mut decide_all = false;
+        while let Some(event) = events.recv().await {
+            match event {
+                HostEvent::PlanApplied(report) => print!("{}", report_text(&report)),
+                HostEvent::ReloadFailed(message) => eprintln!("! {message}"),
+                HostEvent::ClientUpdate(s) => {
+                    if let Some(error) = &s.last_error {
+                        println!("  {} is {} — {error}", s.name, s.state);
+                    }
+                }
+                HostEvent::ApprovalNeeded(servers) => {
+                    for (name, config) in servers {
+                        if !prompt {
+                            println!(
+                                "! {name} needs approval (from a project file): run `mcp-reconcile approve {name}` (or `--all`) with the same flags"
+                            );
+                            continue;
+                        }
+                        let answer = if decide_all { Answer::Approve } else { ask(&name, &config).await };
+                        let decision = match answer {
+                            Answer::Approve => Some(Decision::Approved),
+                            Answer::ApproveAll => {
+                                decide_all = true;
+                                Some(Decision::Approved)
+                            }
+                            Answer::Reject => Some(Decision::Rejected),
+                            Answer::Skip => None,
+                        };
+                        if let Some(decision) = decision {
+                            if let Err(e) = store.decide(&project_root, &name, &config, decision) {
+                                eprintln!("! could not store the decision for {name}: {e:#}");
+                            }
+                        }
+                    }
+                }
+            }
+            let _ = io::stdout().flush();
+        }
+    });
+    let stop = control_tx.clone();
+    let reload = control_tx.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut hup), Ok(mut term)) = (signal(SignalKind::hangup()), signal(SignalKind::terminate())) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+                _ = hup.recv() => {
+                    let (tx, _rx) = tokio::sync::oneshot::channel();
+                    let _ = reload.send(Control::Reload(tx));
+                }
+            }
+        }
+        let _ = stop.send(Control::Shutdown);
+    });
+    drop(control_tx);
+    host.run(file_rx, control_rx).await;
+    printer.abort();
+    println!("stopped every server; bye");
+    Ok(())
+}
+
+enum Answer {
+    Approve,
+    ApproveAll,
+    Reject,
+    Skip,
+}
+
+/// Asks on the terminal. Skip, Esc and end of input store nothing.
+async fn ask(name: &str, config: &ServerConfig) -> Answer {
+    let summary = describe(config);
+    println!("? {name} wants to start: {summary}");
+    print!("  [a]pprove, [r]eject, approve [A]ll, [s]kip? ");
+    let _ = io::stdout().flush();
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        match io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    })
+    .await
+    .ok()
+    .flatten();
+    match line.as_deref().map(str::trim_end) {
+        Some("a" | "approve" | "y" | "yes") => Answer::Approve,
+        Some("A" | "all") => Answer::ApproveAll,
+        Some("r" | "reject" | "n" | "no") => Answer::Reject,
+        _ => Answer::Skip,
+    }
+}
+
+/// A one-line description of a config without secret values.
+fn describe(config: &ServerConfig) -> String {
+    let value = |key: &str| config.get(key).map(|v| v.to_json()).unwrap_or_default();
+    let mut parts = Vec::new();
+    for key in ["command", "args", "httpUrl", "url", "cwd"] {
+        if config.get(key).is_some() {
+            parts.push(format!("{key}={}", value(key)));
+        }
+    }
+    for key in ["env", "headers"] {
+        let keys = redact::keys_of(config, key);
+        if !keys.is_empty() {
+            parts.push(format!("{key} keys={}", keys.join(",")));
+        }
+    }
+    parts.join(" ")
+}
+
+async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let inputs = Inputs::new(&args.layers)?;
+    let live = ipc::request(&ipc::socket_path(&inputs), &json!({"cmd": "status"})).await;
+    let (servers, errors) = match live {
+        Ok(Some(report)) => (
+            report.get("servers").cloned().unwrap_or(Value::Array(Vec::new())),
+            report.get("errors").cloned().unwrap_or(Value::Array(Vec::new())),
+        ),
+        // No running session (or it is unreachable): what the files say.
+        _ => {
+            let report = Host::config_status(inputs);
+            let servers = report.servers.iter().map(status_json).collect();
+            (Value::Array(servers), json!(report.errors))
+        }
+    };
+    let errors: Vec<String> = errors
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str().map(str::to_owned))
+        .collect();
+    if args.json {
+        println!("{servers}");
+        for error in &errors {
+            eprintln!("! {error}");
+        }
+        return Ok(());
+    }
+    let servers = servers.as_array().cloned().unwrap_or_default();
+    print!("{}", status_text(&servers, &errors));
+    Ok(())
+}
+
+fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
+    let mut inputs = Inputs::new(&args.layers)?;
+    let snapshot = inputs.load(None);
+    for error in &snapshot.errors {
+        eprintln!("! {error}");
+    }
+    let servers = assemble(&snapshot.layers).servers;
+    let store = inputs.approvals_store();
+    let root = inputs.project_root().to_owned();
+    let targets: Vec<String> = match &args.name {
+        Some(name) => {
+            let Some(config) = servers.get(name) else {
+                bail!("no configured server named \"{name}\"; run `mcp-reconcile status` with the same flags to list them");
+            };
+            if !config.is_gated() {
+                bail!("\"{name}\" does not come from a project-controlled file, so it needs no approval");
+            }
+            vec![name.clone()]
+        }
+        None => servers
+            .iter()
+            .filter(|(_, cfg)| cfg.is_gated())
+            .filter(|(name, cfg)| {
+                let state = snapshot.approvals.state(&root, name, cfg);
+                match decision {
+                    Decision::Approved => state != ApprovalState::Approved,
+                    Decision::Rejected => state == ApprovalState::Pending,
+                }
+            })
+            .map(|(name, _)| name.clone())
+            .collect(),
+    };
+    if targets.is_empty() {
+        println!("nothing to decide: no project-controlled server is waiting");
+        return Ok(());
+    }
+    let verb = match decision {
+        Decision::Approved => "approved",
+        Decision::Rejected => "rejected",
+    };
+    for name in targets {
+        if let Some(config) = servers.get(&name) {
+            store
+                .decide(&root, &name, config, decision)
+                .with_context(|| format!("storing the decision for \"{name}\""))?;
+            println!("{verb} {name}");
+        }
+    }
+    Ok(())
+}
+
+async fn plan(args: PlanArgs) -> anyhow::Result<()> {
+    let inputs = Inputs::new(&args.layers)?;
+    let live = ipc::request(&ipc::socket_path(&inputs), &json!({"cmd": "plan"})).await?;
+    let plan = match live {
+        Some(plan) => plan,
+        None => plan_json(&Host::config_plan(inputs).map_err(anyhow::Error::msg)?),
+    };
+    if args.json {
+        println!("{plan}");
+        return Ok(());
+    }
+    let actions = plan.get("actions").and_then(Value::as_array).cloned().unwrap_or_default();
+    for action in &actions {
+        println!("{}", action_line_json(action));
+    }
+    Ok(())
 }
 
 /// One response line per request line, flushed per line so a driving process
@@ -73,11 +464,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("{\"ok\":\"a::"), "{}", lines[0]);
-        assert!(
-            lines[1].contains("\"kind\":\"invalid-json\""),
-            "{}",
-            lines[1]
-        );
+        assert!(lines[1].contains("\"kind\":\"invalid-json\""), "{}", lines[1]);
         assert!(lines[2].contains("\"kind\":\"unknown-op\""), "{}", lines[2]);
     }
 }

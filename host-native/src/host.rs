@@ -1,0 +1,871 @@
+//! The live session: keeps real MCP connections equal to the settings files.
+//!
+//! # Drive loop
+//! [`Host::run`] owns all state and reacts to one input at a time:
+//! 1. start: load every input, then reconcile (run #1 of the kernel's
+//!    [`ReloadScheduler`]);
+//! 2. a watched file changes → `handle_file_event`; the scheduler's trailing
+//!    debounce decides when a reload runs (edits during a run → exactly one
+//!    follow-up);
+//! 3. a run reloads only the changed files, asks the kernel whether anything
+//!    MCP-relevant changed ([`hot_reload`]) and for a [`plan`], tears down
+//!    what the plan removes (purging its tools first) and starts the rest in
+//!    parallel (bounded), without blocking the loop: status requests are
+//!    answered while servers are still connecting;
+//! 4. connection events (a crash, `list_changed`) update the catalog or mark
+//!    the server failed with its backoff ([`backoff`]); a due retry runs a
+//!    pass of its own;
+//! 5. control requests (status, reload, reconnect, dry-run plan) come from the
+//!    CLI over the session socket ([`crate::ipc`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::backoff::{attempts_after_health, backoff};
+use mcp_reconcile_kernel::config::servers_to_value;
+use mcp_reconcile_kernel::gating::tool_prefix;
+use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
+use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan, Status};
+use mcp_reconcile_kernel::reload::{self, Outcome, ReloadScheduler, Source};
+use mcp_reconcile_kernel::{approval_hash, assemble, Gating, Millis, Reason, ServerConfig, Servers, Transport};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use crate::inputs::{InputError, Inputs, Snapshot};
+use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
+
+/// How many servers start at once.
+pub const DEFAULT_PARALLELISM: usize = 8;
+
+/// Host settings that are not read from files.
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    /// `session` (identity = session key) or `pool`.
+    pub mode: Mode,
+    /// Servers started at once.
+    pub parallelism: usize,
+    /// Baseline for benchmarks: restart every server on every change, as
+    /// most clients do on reload.
+    pub full_restart: bool,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            mode: Mode::Session,
+            parallelism: DEFAULT_PARALLELISM,
+            full_restart: false,
+        }
+    }
+}
+
+/// What the host tells observers (the `watch` printer, tests).
+#[derive(Clone, Debug)]
+pub enum HostEvent {
+    /// A reconcile pass finished.
+    PlanApplied(PlanReport),
+    /// Gated servers wait for a decision (name and the config a decision
+    /// would be bound to, map order).
+    ApprovalNeeded(Vec<(String, ServerConfig)>),
+    /// A reload could not be applied as a whole; what is broken.
+    ReloadFailed(String),
+    /// A server's state changed outside a pass (crash, catalog change).
+    ClientUpdate(ServerStatus),
+}
+
+/// One applied plan with timings.
+#[derive(Clone, Debug)]
+pub struct PlanReport {
+    /// The scheduler's run number (retry passes have their own).
+    pub run: u64,
+    /// What triggered it.
+    pub trigger: String,
+    /// Each action with how long executing it took and how it ended.
+    pub steps: Vec<Step>,
+    /// Problems with input files at the time of the pass.
+    pub input_errors: Vec<String>,
+    /// Whole pass, from the trigger to the last start finishing.
+    pub elapsed: Duration,
+}
+
+/// One executed action.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The kernel's action.
+    pub action: Action,
+    /// Time to execute it (connect: until its tools were listed).
+    pub elapsed: Duration,
+    /// `None` when it succeeded; the (redacted) error otherwise.
+    pub error: Option<String>,
+}
+
+/// One server as `status` shows it. Field names are the `status --json`
+/// contract (camelCase there).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerStatus {
+    /// Server name.
+    pub name: String,
+    /// `connected`, `connecting`, `failed`, `disconnected` or `skipped`.
+    pub state: &'static str,
+    /// A §10 reason (policy skip or backoff), or `None`.
+    pub reason: Option<Reason>,
+    /// Approval state for gated servers, `None` otherwise.
+    pub approval: Option<ApprovalState>,
+    /// Transport kind.
+    pub transport: Transport,
+    /// Tools, prompts and resources currently registered.
+    pub tools: usize,
+    /// Prompts registered.
+    pub prompts: usize,
+    /// Resources registered.
+    pub resources: usize,
+    /// Process id of a live stdio server.
+    pub pid: Option<u32>,
+    /// How many times this session started the server's process.
+    pub spawns: u64,
+    /// Consecutive failures.
+    pub attempts: u32,
+    /// The last error, redacted.
+    pub last_error: Option<String>,
+}
+
+/// Requests to a running host.
+#[derive(Debug)]
+pub enum Control {
+    /// Current status of every configured server.
+    Status(oneshot::Sender<StatusReport>),
+    /// Reload now (no debounce; same queue as file events); clears crash loops.
+    Reload(oneshot::Sender<()>),
+    /// Clear failure state and restart `name` (all when `None`).
+    Reconnect(Option<String>, oneshot::Sender<Result<Vec<String>, String>>),
+    /// What a reconcile would do now from the live state (nothing executed).
+    Plan(oneshot::Sender<Result<Plan, String>>),
+    /// Stop every connection and return from [`Host::run`].
+    Shutdown,
+}
+
+/// The answer to [`Control::Status`].
+#[derive(Clone, Debug, Default)]
+pub struct StatusReport {
+    /// Every configured server, in map order.
+    pub servers: Vec<ServerStatus>,
+    /// What is broken in the inputs right now.
+    pub errors: Vec<String>,
+}
+
+/// One server's live connection state.
+struct Live {
+    config: ServerConfig,
+    status: Status,
+    attempts: u32,
+    retry_at: Option<Millis>,
+    crash_loop: bool,
+    generation: u64,
+    conn: Option<Connection>,
+    catalog: Catalog,
+    last_error: Option<String>,
+    healthy_since: Option<Millis>,
+    unsupported: bool,
+}
+
+/// Outcome of one start task.
+struct StartDone {
+    run: u64,
+    name: String,
+    generation: u64,
+    started: Instant,
+    result: Result<Connection, transport::ConnectError>,
+}
+
+/// The run in flight: the plan and the starts still connecting.
+struct Running {
+    run: u64,
+    trigger: String,
+    began: Instant,
+    steps: Vec<Step>,
+    /// Starts still connecting: server name → the plan's action.
+    starting: HashMap<String, Action>,
+    failed: bool,
+    scheduled: bool,
+}
+
+/// The live session. See the module docs for the drive loop.
+pub struct Host {
+    inputs: Inputs,
+    options: HostOptions,
+    scheduler: ReloadScheduler,
+    epoch: Instant,
+    snapshot: Option<Snapshot>,
+    desired: Servers,
+    gating: Gating,
+    previous: Previous,
+    live: BTreeMap<String, Live>,
+    spawns: HashMap<String, u64>,
+    seeds: HashMap<String, u64>,
+    next_generation: u64,
+    running: Option<Running>,
+    retry_runs: u64,
+    clear_crash_loops: bool,
+    restart: Vec<String>,
+    /// (name, approval hash) pairs already announced: an edited config is
+    /// announced again, an unchanged one only once.
+    prompted: Vec<(String, String)>,
+    conn_tx: mpsc::UnboundedSender<ConnEvent>,
+    conn_rx: mpsc::UnboundedReceiver<ConnEvent>,
+    start_tx: mpsc::UnboundedSender<StartDone>,
+    start_rx: mpsc::UnboundedReceiver<StartDone>,
+    observers: Vec<mpsc::UnboundedSender<HostEvent>>,
+    limiter: Arc<Semaphore>,
+    closing: tokio::task::JoinSet<()>,
+}
+
+impl Host {
+    /// A host over `inputs`; nothing runs until [`Host::run`].
+    pub fn new(inputs: Inputs, options: HostOptions) -> Self {
+        let scheduler = ReloadScheduler::starting(inputs.debounce());
+        let (conn_tx, conn_rx) = mpsc::unbounded_channel();
+        let (start_tx, start_rx) = mpsc::unbounded_channel();
+        let limiter = Arc::new(Semaphore::new(options.parallelism.max(1)));
+        Host {
+            inputs,
+            options,
+            scheduler,
+            epoch: Instant::now(),
+            snapshot: None,
+            desired: Servers::new(),
+            gating: Gating::default(),
+            previous: Previous {
+                removed: Some(Vec::new()),
+                ..Previous::default()
+            },
+            live: BTreeMap::new(),
+            spawns: HashMap::new(),
+            seeds: HashMap::new(),
+            next_generation: 1,
+            running: None,
+            retry_runs: 0,
+            clear_crash_loops: false,
+            restart: Vec::new(),
+            prompted: Vec::new(),
+            conn_tx,
+            conn_rx,
+            start_tx,
+            start_rx,
+            observers: Vec::new(),
+            limiter,
+            closing: tokio::task::JoinSet::new(),
+        }
+    }
+
+    /// Status from the files alone, connecting nothing: what `status` shows
+    /// when no session is running. Gated servers are never spawned here.
+    pub fn config_status(inputs: Inputs) -> StatusReport {
+        let mut host = Host::new(inputs, HostOptions::default());
+        host.adopt_files();
+        host.status()
+    }
+
+    /// What a reconcile would do from nothing to the current files.
+    ///
+    /// # Errors
+    /// The kernel cannot compute an identity for an admitted server.
+    pub fn config_plan(inputs: Inputs) -> Result<Plan, String> {
+        let mut host = Host::new(inputs, HostOptions::default());
+        let trusted = host.adopt_files();
+        plan(&host.desired, &Online::new(), &host.gating, trusted, host.options.mode, Millis(0))
+            .map_err(|e| e.to_string())
+    }
+
+    /// Loads every input and adopts its servers and gating without starting
+    /// anything; returns whether the folder is trusted.
+    fn adopt_files(&mut self) -> bool {
+        let snapshot = self.inputs.load(None);
+        self.desired = assemble(&snapshot.layers).servers;
+        self.gating = snapshot.gating_for(&self.desired);
+        let trusted = snapshot.trusted;
+        self.snapshot = Some(snapshot);
+        trusted
+    }
+
+    /// Receive [`HostEvent`]s.
+    pub fn subscribe(&mut self) -> mpsc::UnboundedReceiver<HostEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.observers.push(tx);
+        rx
+    }
+
+    /// The inputs this host reads.
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    fn now(&self) -> Millis {
+        Millis(u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn emit(&mut self, event: HostEvent) {
+        self.observers.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Runs until `Control::Shutdown` (or every control sender is dropped):
+    /// reconciles on file events and control requests, supervises servers.
+    pub async fn run(
+        mut self,
+        mut files: mpsc::UnboundedReceiver<Source>,
+        mut control: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let mut files_open = true;
+        loop {
+            self.start_next_run();
+            let wake = self.next_wake();
+            let sleep = async {
+                match wake {
+                    Some(at) => {
+                        let now = self.now();
+                        tokio::time::sleep(Duration::from_millis(at.0.saturating_sub(now.0))).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                request = control.recv() => match request {
+                    None | Some(Control::Shutdown) => break,
+                    Some(request) => self.handle_control(request),
+                },
+                Some(done) = self.start_rx.recv() => self.handle_start_done(done),
+                Some(event) = self.conn_rx.recv() => self.handle_conn_event(event),
+                source = files.recv(), if files_open => match source {
+                    Some(source) => {
+                        let now = self.now();
+                        self.scheduler.handle_file_event(now, source);
+                    }
+                    None => files_open = false,
+                },
+                () = sleep => {
+                    let now = self.now();
+                    self.scheduler.handle_timeout(now);
+                    self.schedule_due_retries(now);
+                }
+            }
+        }
+        self.shutdown().await;
+    }
+
+    /// When the loop must wake up: the scheduler's debounce or a due retry.
+    fn next_wake(&self) -> Option<Millis> {
+        let retry = self
+            .live
+            .values()
+            .filter(|l| l.status == Status::Failed && !l.crash_loop)
+            .filter_map(|l| l.retry_at)
+            .min();
+        match (self.scheduler.poll_timeout(), retry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A failed server's retry time came: run a pass (no file reload needed,
+    /// but it goes through the same queue so passes never overlap).
+    fn schedule_due_retries(&mut self, now: Millis) {
+        let due = self.live.values().any(|l| {
+            l.status == Status::Failed && !l.crash_loop && l.retry_at.is_some_and(|t| t <= now)
+        });
+        if due && self.running.is_none() && !self.scheduler.is_running() {
+            self.retry_runs += 1;
+            self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
+        }
+    }
+
+    fn handle_control(&mut self, request: Control) {
+        match request {
+            Control::Status(reply) => {
+                let _ = reply.send(self.status());
+            }
+            Control::Reload(reply) => {
+                self.clear_crash_loops = true;
+                let now = self.now();
+                self.scheduler.handle_manual_reload(now);
+                let _ = reply.send(());
+            }
+            Control::Reconnect(name, reply) => {
+                let names: Vec<String> = match name {
+                    Some(name) if self.desired.contains_key(&name) => vec![name],
+                    Some(name) => {
+                        let _ = reply.send(Err(format!(
+                            "no configured server named \"{name}\"; run `mcp-reconcile status` to list them"
+                        )));
+                        return;
+                    }
+                    None => self.desired.keys().cloned().collect(),
+                };
+                for name in &names {
+                    if let Some(live) = self.live.get_mut(name) {
+                        live.attempts = 0;
+                        live.crash_loop = false;
+                        live.retry_at = None;
+                    }
+                }
+                self.restart.extend(names.iter().cloned());
+                let now = self.now();
+                self.scheduler.handle_manual_reload(now);
+                let _ = reply.send(Ok(names));
+            }
+            Control::Plan(reply) => {
+                let snapshot = self.inputs.load(None);
+                let servers = assemble(&snapshot.layers).servers;
+                let gating = snapshot.gating_for(&servers);
+                let result = plan(
+                    &servers,
+                    &self.online(),
+                    &gating,
+                    snapshot.trusted,
+                    self.options.mode,
+                    self.now(),
+                )
+                .map_err(|e| e.to_string());
+                let _ = reply.send(result);
+            }
+            Control::Shutdown => {}
+        }
+    }
+
+    /// Starts the scheduler's next run when it has one and nothing is in
+    /// flight.
+    fn start_next_run(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        if let Some(reload::Action::Reconcile { run, sources, manual }) = self.scheduler.poll_action() {
+            let changed = if run == 1 || manual { None } else { Some(sources) };
+            let trigger = match (&changed, run) {
+                (_, 1) => "start".to_owned(),
+                (None, _) => "manual reload".to_owned(),
+                (Some(sources), _) => describe_sources(sources),
+            };
+            self.pass(run, changed.as_deref(), trigger, true);
+        }
+    }
+
+    /// One reconcile pass: reload inputs (`None`: all, `Some(&[])`: none),
+    /// decide, tear down, start.
+    fn pass(&mut self, run: u64, changed: Option<&[Source]>, trigger: String, scheduled: bool) {
+        let began = Instant::now();
+        let now = self.now();
+        let snapshot = self.inputs.load(changed);
+        let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
+        if !input_errors.is_empty() {
+            self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
+        }
+        let decision = hot_reload(
+            &self.previous,
+            &snapshot.layers,
+            |servers| snapshot.gating_for(servers),
+            &snapshot.approvals,
+            &snapshot.project_root,
+            snapshot.yolo,
+        );
+        let decision = match decision {
+            Ok(d) => d,
+            Err(e) => {
+                self.emit(HostEvent::ReloadFailed(format!("cannot compare server maps: {e}")));
+                if scheduled {
+                    self.scheduler.handle_reconcile_done(now, Outcome::Failed);
+                }
+                return;
+            }
+        };
+        let approval_needed: Vec<(String, ServerConfig)> = decision
+            .promptable
+            .iter()
+            .filter_map(|n| decision.servers.get(n).map(|cfg| (n.clone(), cfg.clone())))
+            .filter(|(n, cfg)| {
+                let key = (n.clone(), approval_hash(cfg).0);
+                !self.prompted.contains(&key)
+            })
+            .collect();
+        self.previous = Previous {
+            servers: servers_to_value(&decision.servers),
+            gating: decision.gating.clone(),
+            removed: decision.removed.clone(),
+        };
+        self.desired = decision.servers;
+        self.gating = decision.gating;
+        self.snapshot = Some(snapshot);
+        if std::mem::take(&mut self.clear_crash_loops) {
+            for live in self.live.values_mut() {
+                live.crash_loop = false;
+                live.attempts = 0;
+                live.retry_at = None;
+            }
+        }
+        let trusted = self.snapshot.as_ref().is_some_and(|s| s.trusted);
+        let mut online = self.online();
+        for name in std::mem::take(&mut self.restart) {
+            // A manual reconnect of a healthy server: report it as
+            // disconnected so the plan retries it with a fresh process.
+            if let Some(entry) = online.get_mut(&name) {
+                entry.status = Status::Disconnected;
+            }
+        }
+        if self.options.full_restart && decision.reconcile {
+            for entry in online.values_mut() {
+                entry.status = Status::Disconnected;
+            }
+        }
+        let result = plan(&self.desired, &online, &self.gating, trusted, self.options.mode, now);
+        let plan = match result {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.emit(HostEvent::ReloadFailed(format!("cannot plan: {e}")));
+                if scheduled {
+                    self.scheduler.handle_reconcile_done(now, Outcome::Failed);
+                }
+                return;
+            }
+        };
+        let mut running = Running {
+            run,
+            trigger,
+            began,
+            steps: Vec::new(),
+            starting: HashMap::new(),
+            failed: false,
+            scheduled,
+        };
+        // Teardowns first (the plan lists them first): purge the server's
+        // catalog at once, stop its connection in the background.
+        for action in plan.actions {
+            let t = Instant::now();
+            match &action {
+                Action::Disconnect { name, .. } => self.teardown(name, true),
+                Action::Reconnect { name, .. } | Action::Retry { name, .. } => self.teardown(name, false),
+                Action::Connect { .. } | Action::Keep { .. } | Action::Skip { .. } | Action::Noop { .. } => {}
+            }
+            match action.name().filter(|_| action.starts()) {
+                Some(name) => {
+                    let name = name.to_owned();
+                    self.spawn_start(run, &name);
+                    running.starting.insert(name, action);
+                }
+                None => running.steps.push(Step { action, elapsed: t.elapsed(), error: None }),
+            }
+        }
+        self.running = Some(running);
+        if !approval_needed.is_empty() && decision.approval_event {
+            self.prompted
+                .extend(approval_needed.iter().map(|(n, cfg)| (n.clone(), approval_hash(cfg).0)));
+            self.emit(HostEvent::ApprovalNeeded(approval_needed));
+        }
+        self.finish_if_done();
+    }
+
+    /// Removes a server's catalog and stops its connection in the
+    /// background. `forget` drops its live entry (disconnect) instead of
+    /// keeping its failure counters (reconnect, retry).
+    fn teardown(&mut self, name: &str, forget: bool) {
+        let conn = if forget {
+            self.live.remove(name).and_then(|l| l.conn)
+        } else if let Some(live) = self.live.get_mut(name) {
+            live.catalog = Catalog::default();
+            live.conn.take()
+        } else {
+            None
+        };
+        if let Some(conn) = conn {
+            self.closing.spawn(conn.close());
+        }
+    }
+
+    fn spawn_start(&mut self, run: u64, name: &str) {
+        let Some(config) = self.desired.get(name).cloned() else {
+            return;
+        };
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        let (attempts, crash_loop) = self
+            .live
+            .get(name)
+            .map_or((0, false), |l| (l.attempts, l.crash_loop));
+        let unsupported = matches!(config.transport(), Transport::Websocket | Transport::Sdk);
+        self.live.insert(
+            name.to_owned(),
+            Live {
+                config: config.clone(),
+                status: Status::Connecting,
+                attempts,
+                retry_at: None,
+                crash_loop,
+                generation,
+                conn: None,
+                catalog: Catalog::default(),
+                last_error: None,
+                healthy_since: None,
+                unsupported,
+            },
+        );
+        if config.transport() == Transport::Stdio {
+            *self.spawns.entry(name.to_owned()).or_insert(0) += 1;
+        }
+        let options = ConnectOptions {
+            generation,
+            events: self.conn_tx.clone(),
+            handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
+            base_dir: Some(self.inputs.project_dir().to_path_buf()),
+        };
+        let limiter = Arc::clone(&self.limiter);
+        let done = self.start_tx.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            let _permit = limiter.acquire_owned().await;
+            let started = Instant::now();
+            let result = transport::connect(&name, &config, options).await;
+            let _ = done.send(StartDone { run, name, generation, started, result });
+        });
+    }
+
+    fn handle_start_done(&mut self, done: StartDone) {
+        let now = self.now();
+        let elapsed = done.started.elapsed();
+        let current = self
+            .live
+            .get(&done.name)
+            .is_some_and(|l| l.generation == done.generation);
+        let mut error = None;
+        if !current {
+            // Superseded while connecting (removed or changed again).
+            if let Ok(conn) = done.result {
+                self.closing.spawn(conn.close());
+            }
+        } else if let Some(live) = self.live.get_mut(&done.name) {
+            match done.result {
+                Ok(conn) => {
+                    live.catalog = conn.catalog().clone();
+                    live.conn = Some(conn);
+                    live.status = Status::Connected;
+                    live.last_error = None;
+                    live.healthy_since = Some(now);
+                }
+                Err(e) => {
+                    let message = e.message.clone();
+                    live.unsupported = e.kind == ConnectErrorKind::Unsupported;
+                    fail(live, &done.name, message.clone(), now, &mut self.seeds);
+                    error = Some(message);
+                }
+            }
+        }
+        if let Some(running) = self.running.as_mut().filter(|r| r.run == done.run) {
+            if let Some(action) = running.starting.remove(&done.name) {
+                running.failed |= error.is_some();
+                running.steps.push(Step { action, elapsed, error });
+            }
+        }
+        self.finish_if_done();
+    }
+
+    fn finish_if_done(&mut self) {
+        let done = self.running.as_ref().is_some_and(|r| r.starting.is_empty());
+        if !done {
+            return;
+        }
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        let now = self.now();
+        if running.scheduled {
+            let outcome = if running.failed { Outcome::Failed } else { Outcome::Ok };
+            self.scheduler.handle_reconcile_done(now, outcome);
+        }
+        let input_errors = self
+            .snapshot
+            .as_ref()
+            .map(|s| s.errors.iter().map(InputError::to_string).collect())
+            .unwrap_or_default();
+        let report = PlanReport {
+            run: running.run,
+            trigger: running.trigger,
+            steps: running.steps,
+            input_errors,
+            elapsed: running.began.elapsed(),
+        };
+        self.emit(HostEvent::PlanApplied(report));
+    }
+
+    fn handle_conn_event(&mut self, event: ConnEvent) {
+        let now = self.now();
+        let server = match event {
+            ConnEvent::CatalogChanged { server, generation, catalog } => {
+                let Some(live) = self.live.get_mut(&server).filter(|l| l.generation == generation) else {
+                    return;
+                };
+                live.catalog = catalog;
+                server
+            }
+            ConnEvent::Closed { server, generation, error } => {
+                let Some(live) = self.live.get_mut(&server).filter(|l| l.generation == generation) else {
+                    return;
+                };
+                if let Some(conn) = live.conn.take() {
+                    self.closing.spawn(conn.close());
+                }
+                if let Some(since) = live.healthy_since {
+                    live.attempts = attempts_after_health(live.attempts, since, now);
+                }
+                fail(live, &server, error, now, &mut self.seeds);
+                server
+            }
+        };
+        if let Some(status) = self.status_of(&server) {
+            self.emit(HostEvent::ClientUpdate(status));
+        }
+    }
+
+    /// The kernel's view of what is online.
+    fn online(&self) -> Online {
+        let mut online = Online::new();
+        for (name, live) in &self.live {
+            online.insert(
+                name.clone(),
+                OnlineEntry {
+                    config: live.config.clone(),
+                    status: live.status,
+                    attempts: live.attempts,
+                    retry_at: live.retry_at,
+                    crash_loop: live.crash_loop,
+                },
+            );
+        }
+        online
+    }
+
+    /// Status of every configured server (and of live ones no longer
+    /// configured, while they shut down).
+    pub fn status(&self) -> StatusReport {
+        let servers = self
+            .desired
+            .keys()
+            .filter_map(|name| self.status_of(name))
+            .collect();
+        let errors = self
+            .snapshot
+            .as_ref()
+            .map(|s| s.errors.iter().map(InputError::to_string).collect())
+            .unwrap_or_default();
+        StatusReport { servers, errors }
+    }
+
+    fn status_of(&self, name: &str) -> Option<ServerStatus> {
+        let config = self.desired.get(name)?;
+        let snapshot = self.snapshot.as_ref();
+        let approval = config.is_gated().then(|| {
+            snapshot.map_or(ApprovalState::Pending, |s| s.approvals.state(&s.project_root, name, config))
+        });
+        let trusted = snapshot.is_none_or(|s| s.trusted);
+        let spawns = self.spawns.get(name).copied().unwrap_or(0);
+        let mut status = ServerStatus {
+            name: name.to_owned(),
+            state: "disconnected",
+            reason: None,
+            approval,
+            transport: config.transport(),
+            tools: 0,
+            prompts: 0,
+            resources: 0,
+            pid: None,
+            spawns,
+            attempts: 0,
+            last_error: None,
+        };
+        if !trusted {
+            status.state = "skipped";
+            status.reason = Some(Reason::UntrustedFolder);
+            return Some(status);
+        }
+        if let Some(reason) = self.gating.denial(name, config) {
+            status.state = "skipped";
+            status.reason = Some(match (reason, approval) {
+                (Reason::PendingApproval, Some(ApprovalState::Rejected)) => Reason::Rejected,
+                (reason, _) => reason,
+            });
+            return Some(status);
+        }
+        let Some(live) = self.live.get(name) else {
+            return Some(status);
+        };
+        status.attempts = live.attempts;
+        status.last_error = live.last_error.clone();
+        status.state = match live.status {
+            Status::Connected => "connected",
+            Status::Connecting => "connecting",
+            Status::Failed => "failed",
+            Status::Disconnected => "disconnected",
+        };
+        if live.status == Status::Failed {
+            status.reason = Some(if live.unsupported {
+                Reason::UnsupportedTransport
+            } else if live.crash_loop {
+                Reason::CrashLoop
+            } else {
+                Reason::BackingOff
+            });
+        }
+        if live.status == Status::Connected {
+            status.tools = live.catalog.tools.len();
+            status.prompts = live.catalog.prompts.len();
+            status.resources = live.catalog.resources.len();
+            status.pid = live.conn.as_ref().and_then(Connection::pid);
+        }
+        Some(status)
+    }
+
+    /// Qualified tool names of every connected server: `mcp__<server>__<tool>`.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for (server, live) in &self.live {
+            if live.status != Status::Connected {
+                continue;
+            }
+            let prefix = tool_prefix(server);
+            names.extend(live.catalog.tools.iter().map(|t| format!("{prefix}{}", t.name)));
+        }
+        names
+    }
+
+    async fn shutdown(mut self) {
+        let names: Vec<String> = self.live.keys().cloned().collect();
+        for name in names {
+            self.teardown(&name, true);
+        }
+        while self.closing.join_next().await.is_some() {}
+    }
+}
+
+/// Marks a live entry failed with the kernel's backoff.
+fn fail(live: &mut Live, name: &str, error: String, now: Millis, seeds: &mut HashMap<String, u64>) {
+    let seed = *seeds.entry(name.to_owned()).or_insert_with(|| seed_for(name));
+    live.status = Status::Failed;
+    live.conn = None;
+    live.catalog = Catalog::default();
+    live.healthy_since = None;
+    live.attempts = live.attempts.saturating_add(1);
+    let delay = backoff(live.attempts, seed);
+    live.crash_loop = delay.crash_loop || live.unsupported;
+    live.retry_at = Some(now.saturating_add(delay.delay_ms));
+    live.last_error = Some(error);
+}
+
+/// A per-server jitter seed (≤ 2^53): stable per name within a session.
+fn seed_for(name: &str) -> u64 {
+    let digest = mcp_reconcile_kernel::identity::sha256_hex(name.as_bytes());
+    u64::from_str_radix(&digest[..13], 16).unwrap_or(0)
+}
+
+fn describe_sources(sources: &[Source]) -> String {
+    if sources.is_empty() {
+        return "reload".into();
+    }
+    let names: Vec<String> = sources.iter().map(|s| format!("{s:?}")).collect();
+    format!("change in {}", names.join(", "))
+}

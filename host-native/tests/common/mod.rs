@@ -1,0 +1,236 @@
+//! Shared harness for end-to-end tests: a temp project, a real
+//! `mcp-reconcile watch` in its own process group, `status --json` polling,
+//! and the fixture server binary.
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// How long any wait may take before a test fails (generous: CI is noisy).
+pub const PATIENCE: Duration = Duration::from_secs(45);
+
+/// The `mcp-reconcile` binary under test.
+pub fn cli() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcp-reconcile"))
+}
+
+/// The fixture server, built on first use next to the test binaries.
+pub fn fixture() -> PathBuf {
+    let bin_dir = cli().parent().map(Path::to_path_buf).expect("binary dir");
+    let path = bin_dir.join("mcp-fixture-server");
+    if !path.is_file() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "mcp-reconcile-fixture"])
+            .env("CARGO_TARGET_DIR", bin_dir.parent().expect("target dir"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the fixture server failed");
+    }
+    path
+}
+
+/// A temp project with its own settings, approvals and state dir.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        fs::create_dir_all(dir.path().join("project")).expect("project dir");
+        Project { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn user_settings(&self) -> PathBuf {
+        self.path("user-settings.json")
+    }
+
+    pub fn mcp_json(&self) -> PathBuf {
+        self.path("project/.mcp.json")
+    }
+
+    pub fn marker(&self, name: &str) -> PathBuf {
+        self.path(&format!("{name}.marker"))
+    }
+
+    /// The flags every command of this project gets.
+    pub fn flags(&self) -> Vec<String> {
+        [
+            "--user-settings",
+            &self.user_settings().to_string_lossy(),
+            "--project",
+            &self.path("project").to_string_lossy(),
+            "--approvals",
+            &self.path("approvals.json").to_string_lossy(),
+            "--state-dir",
+            &self.path("state").to_string_lossy(),
+            "--debounce-ms",
+            "150",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    /// A fixture server entry that appends its pid to `<name>.marker`.
+    pub fn server(&self, name: &str, tools: &str) -> Value {
+        json!({
+            "command": fixture().to_string_lossy(),
+            "args": ["--name", name, "--tools", tools, "--marker", self.marker(name).to_string_lossy()],
+        })
+    }
+
+    /// Writes `path` atomically (temp file + rename), as editors do.
+    pub fn write(&self, path: &Path, value: &Value) {
+        let tmp = path.with_extension("tmp~");
+        fs::write(&tmp, serde_json::to_string_pretty(value).expect("json")).expect("write");
+        fs::rename(&tmp, path).expect("rename");
+    }
+
+    pub fn write_settings(&self, value: Value) {
+        self.write(&self.user_settings(), &value);
+    }
+
+    /// How many times `name` was spawned (lines in its marker file).
+    pub fn spawns(&self, name: &str) -> usize {
+        fs::read_to_string(self.marker(name))
+            .map(|t| t.lines().filter(|l| l.starts_with("server")).count())
+            .unwrap_or(0)
+    }
+
+    /// Runs a one-shot CLI command with this project's flags.
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new(cli())
+            .args(args)
+            .args(self.flags())
+            .stdin(Stdio::null())
+            .output()
+            .expect("cli runs")
+    }
+
+    /// `status --json` as an array of server objects.
+    pub fn status(&self) -> Vec<Value> {
+        let out = self.run(&["status", "--json"]);
+        assert!(out.status.success(), "status failed: {}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("status --json prints JSON");
+        v.as_array().cloned().expect("an array")
+    }
+
+    pub fn server_status(&self, name: &str) -> Option<Value> {
+        self.status().into_iter().find(|s| s["name"] == name)
+    }
+
+    /// Polls `status --json` until `pred` holds.
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let status = self.status();
+            if pred(&status) {
+                return status;
+            }
+            assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}; last status: {status:#?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn watch(&self) -> Watch {
+        self.watch_with(&[])
+    }
+
+    pub fn watch_with(&self, extra: &[&str]) -> Watch {
+        let log = self.path("watch.log");
+        let out = fs::File::create(&log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let child = Command::new(cli())
+            .arg("watch")
+            .args(self.flags())
+            .args(extra)
+            .arg("--no-prompt")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .expect("watch starts");
+        Watch { child, log }
+    }
+}
+
+/// A running `watch`; stopped with its whole process group on drop.
+pub struct Watch {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Watch {
+    pub fn output(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// How many reconcile passes the log shows.
+    pub fn passes(&self) -> usize {
+        self.output().lines().filter(|l| l.starts_with("reconcile #")).count()
+    }
+
+    pub fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
+        let start = Instant::now();
+        while !pred(&self.output()) {
+            assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}; log:\n{}", self.output());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Graceful stop: SIGTERM, then wait; every server must be gone.
+    pub fn stop(mut self) -> String {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let start = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && start.elapsed() < PATIENCE {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.output()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a process is alive.
+pub fn alive(pid: u64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    // A zombie still answers kill(0); read its state to tell.
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+pub fn pid_of(status: &[Value], name: &str) -> Option<u64> {
+    status.iter().find(|s| s["name"] == name).and_then(|s| s["pid"].as_u64())
+}
+
+pub fn state_of(status: &[Value], name: &str) -> String {
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .and_then(|s| s["state"].as_str())
+        .unwrap_or("absent")
+        .to_owned()
+}
+
+pub fn all_connected(status: &[Value], names: &[&str]) -> bool {
+    names.iter().all(|n| state_of(status, n) == "connected")
+}
