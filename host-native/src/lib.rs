@@ -3,8 +3,10 @@
 //!
 //! Layers, outside in:
 //! * [`redact`] — secrets never leave the host.
+//! * [`transport`] — MCP connections (stdio, streamable HTTP, legacy SSE) with their catalogs.
 //!
 //! The kernel (`mcp-reconcile-kernel`) decides; this crate reads files,
 //! watches them, runs transports and executes the kernel's plans.
 
 pub mod redact;
+pub mod transport;
