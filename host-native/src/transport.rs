@@ -362,6 +362,7 @@ async fn connect_stdio(
         }
         Err(_) => {
             process.stop().await;
+            process.stderr_settled(SETTLE).await;
             Err(ctx.error(
                 ConnectErrorKind::Timeout,
                 &format!(
