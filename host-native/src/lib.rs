@@ -6,6 +6,7 @@
 //!   each file's last good content ([`approvals_store`] persists approvals,
 //!   [`watcher`] reports file changes);
 //! * [`redact`] — secrets never leave the host.
+//! * [`transport`] — MCP connections (stdio, streamable HTTP, legacy SSE) with their catalogs.
 //!
 //! The kernel (`mcp-reconcile-kernel`) decides; this crate reads files,
 //! watches them, runs transports and executes the kernel's plans.
@@ -13,4 +14,5 @@
 pub mod approvals_store;
 pub mod inputs;
 pub mod redact;
+pub mod transport;
 pub mod watcher;
