@@ -35,7 +35,10 @@ struct Wrap {
 pub fn fixture_server() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("locating this executable")?;
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    for candidate in [dir.join("mcp-fixture-server"), dir.join("../mcp-fixture-server")] {
+    for candidate in [
+        dir.join("mcp-fixture-server"),
+        dir.join("../mcp-fixture-server"),
+    ] {
         if candidate.is_file() {
             return Ok(candidate);
         }
@@ -57,9 +60,7 @@ pub fn write_demo() -> anyhow::Result<Demo> {
     let project = dir.join("project");
     std::fs::create_dir_all(&project).with_context(|| format!("creating {}", project.display()))?;
     let user = dir.join("user-settings.json");
-    let server = |name: &str, tools: &str| {
-        json!({"command": fixture, "args": ["--name", name, "--tools", tools]})
-    };
+    let server = |name: &str, tools: &str| json!({"command": fixture, "args": ["--name", name, "--tools", tools]});
     let settings = json!({"mcpServers": {
         "notes": server("notes", "echo,add"),
         "clock": server("clock", "pid,sleep"),
@@ -82,9 +83,10 @@ pub fn write_demo() -> anyhow::Result<Demo> {
         &state.to_string_lossy(),
     ]
     .map(str::to_owned);
-    let flags = Wrap::try_parse_from(std::iter::once("demo".to_owned()).chain(args.iter().cloned()))
-        .context("building the demo flags")?
-        .flags;
+    let flags =
+        Wrap::try_parse_from(std::iter::once("demo".to_owned()).chain(args.iter().cloned()))
+            .context("building the demo flags")?
+            .flags;
     let same = args.join(" ");
     let instructions = format!(
         "Demo project in {dir}\n\

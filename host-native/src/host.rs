@@ -29,7 +29,9 @@ use mcp_reconcile_kernel::gating::tool_prefix;
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan, Status};
 use mcp_reconcile_kernel::reload::{self, Outcome, ReloadScheduler, Source};
-use mcp_reconcile_kernel::{approval_hash, assemble, Gating, Millis, Reason, ServerConfig, Servers, Transport};
+use mcp_reconcile_kernel::{
+    approval_hash, assemble, Gating, Millis, Reason, ServerConfig, Servers, Transport,
+};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::inputs::{InputError, Inputs, Snapshot};
@@ -183,9 +185,10 @@ struct Running {
     run: u64,
     trigger: String,
     began: Instant,
-    steps: Vec<Step>,
-    /// Starts still connecting: server name → the plan's action.
-    starting: HashMap<String, Action>,
+    /// Finished steps with their position in the plan.
+    steps: Vec<(usize, Step)>,
+    /// Starts still connecting: server name → (position, the plan's action).
+    starting: HashMap<String, (usize, Action)>,
     failed: bool,
     scheduled: bool,
 }
@@ -273,8 +276,15 @@ impl Host {
     pub fn config_plan(inputs: Inputs) -> Result<Plan, String> {
         let mut host = Host::new(inputs, HostOptions::default());
         let trusted = host.adopt_files();
-        plan(&host.desired, &Online::new(), &host.gating, trusted, host.options.mode, Millis(0))
-            .map_err(|e| e.to_string())
+        plan(
+            &host.desired,
+            &Online::new(),
+            &host.gating,
+            trusted,
+            host.options.mode,
+            Millis(0),
+        )
+        .map_err(|e| e.to_string())
     }
 
     /// Loads every input and adopts its servers and gating without starting
@@ -318,13 +328,12 @@ impl Host {
         let mut files_open = true;
         loop {
             self.start_next_run();
-            let wake = self.next_wake();
-            let sleep = async {
-                match wake {
-                    Some(at) => {
-                        let now = self.now();
-                        tokio::time::sleep(Duration::from_millis(at.0.saturating_sub(now.0))).await;
-                    }
+            let wait = self
+                .next_wake()
+                .map(|at| Duration::from_millis(at.0.saturating_sub(self.now().0)));
+            let sleep = async move {
+                match wait {
+                    Some(wait) => tokio::time::sleep(wait).await,
                     None => std::future::pending().await,
                 }
             };
@@ -438,8 +447,17 @@ impl Host {
         if self.running.is_some() {
             return;
         }
-        if let Some(reload::Action::Reconcile { run, sources, manual }) = self.scheduler.poll_action() {
-            let changed = if run == 1 || manual { None } else { Some(sources) };
+        if let Some(reload::Action::Reconcile {
+            run,
+            sources,
+            manual,
+        }) = self.scheduler.poll_action()
+        {
+            let changed = if run == 1 || manual {
+                None
+            } else {
+                Some(sources)
+            };
             let trigger = match (&changed, run) {
                 (_, 1) => "start".to_owned(),
                 (None, _) => "manual reload".to_owned(),
@@ -470,7 +488,9 @@ impl Host {
         let decision = match decision {
             Ok(d) => d,
             Err(e) => {
-                self.emit(HostEvent::ReloadFailed(format!("cannot compare server maps: {e}")));
+                self.emit(HostEvent::ReloadFailed(format!(
+                    "cannot compare server maps: {e}"
+                )));
                 if scheduled {
                     self.scheduler.handle_reconcile_done(now, Outcome::Failed);
                 }
@@ -511,11 +531,21 @@ impl Host {
             }
         }
         if self.options.full_restart && decision.reconcile {
-            for entry in online.values_mut() {
-                entry.status = Status::Disconnected;
+            let names: Vec<String> = online.keys().cloned().collect();
+            for name in names {
+                if let Some(entry) = online.get_mut(&name) {
+                    entry.status = Status::Disconnected;
+                }
             }
         }
-        let result = plan(&self.desired, &online, &self.gating, trusted, self.options.mode, now);
+        let result = plan(
+            &self.desired,
+            &online,
+            &self.gating,
+            trusted,
+            self.options.mode,
+            now,
+        );
         let plan = match result {
             Ok(plan) => plan,
             Err(e) => {
@@ -537,26 +567,41 @@ impl Host {
         };
         // Teardowns first (the plan lists them first): purge the server's
         // catalog at once, stop its connection in the background.
-        for action in plan.actions {
+        for (index, action) in plan.actions.into_iter().enumerate() {
             let t = Instant::now();
             match &action {
                 Action::Disconnect { name, .. } => self.teardown(name, true),
-                Action::Reconnect { name, .. } | Action::Retry { name, .. } => self.teardown(name, false),
-                Action::Connect { .. } | Action::Keep { .. } | Action::Skip { .. } | Action::Noop { .. } => {}
+                Action::Reconnect { name, .. } | Action::Retry { name, .. } => {
+                    self.teardown(name, false)
+                }
+                Action::Connect { .. }
+                | Action::Keep { .. }
+                | Action::Skip { .. }
+                | Action::Noop { .. } => {}
             }
             match action.name().filter(|_| action.starts()) {
                 Some(name) => {
                     let name = name.to_owned();
                     self.spawn_start(run, &name);
-                    running.starting.insert(name, action);
+                    running.starting.insert(name, (index, action));
                 }
-                None => running.steps.push(Step { action, elapsed: t.elapsed(), error: None }),
+                None => running.steps.push((
+                    index,
+                    Step {
+                        action,
+                        elapsed: t.elapsed(),
+                        error: None,
+                    },
+                )),
             }
         }
         self.running = Some(running);
         if !approval_needed.is_empty() && decision.approval_event {
-            self.prompted
-                .extend(approval_needed.iter().map(|(n, cfg)| (n.clone(), approval_hash(cfg).0)));
+            self.prompted.extend(
+                approval_needed
+                    .iter()
+                    .map(|(n, cfg)| (n.clone(), approval_hash(cfg).0)),
+            );
             self.emit(HostEvent::ApprovalNeeded(approval_needed));
         }
         self.finish_if_done();
@@ -622,7 +667,13 @@ impl Host {
             let _permit = limiter.acquire_owned().await;
             let started = Instant::now();
             let result = transport::connect(&name, &config, options).await;
-            let _ = done.send(StartDone { run, name, generation, started, result });
+            let _ = done.send(StartDone {
+                run,
+                name,
+                generation,
+                started,
+                result,
+            });
         });
     }
 
@@ -657,9 +708,16 @@ impl Host {
             }
         }
         if let Some(running) = self.running.as_mut().filter(|r| r.run == done.run) {
-            if let Some(action) = running.starting.remove(&done.name) {
+            if let Some((index, action)) = running.starting.remove(&done.name) {
                 running.failed |= error.is_some();
-                running.steps.push(Step { action, elapsed, error });
+                running.steps.push((
+                    index,
+                    Step {
+                        action,
+                        elapsed,
+                        error,
+                    },
+                ));
             }
         }
         self.finish_if_done();
@@ -670,12 +728,17 @@ impl Host {
         if !done {
             return;
         }
-        let Some(running) = self.running.take() else {
+        let Some(mut running) = self.running.take() else {
             return;
         };
+        running.steps.sort_by_key(|(index, _)| *index);
         let now = self.now();
         if running.scheduled {
-            let outcome = if running.failed { Outcome::Failed } else { Outcome::Ok };
+            let outcome = if running.failed {
+                Outcome::Failed
+            } else {
+                Outcome::Ok
+            };
             self.scheduler.handle_reconcile_done(now, outcome);
         }
         let input_errors = self
@@ -686,7 +749,7 @@ impl Host {
         let report = PlanReport {
             run: running.run,
             trigger: running.trigger,
-            steps: running.steps,
+            steps: running.steps.into_iter().map(|(_, step)| step).collect(),
             input_errors,
             elapsed: running.began.elapsed(),
         };
@@ -696,15 +759,31 @@ impl Host {
     fn handle_conn_event(&mut self, event: ConnEvent) {
         let now = self.now();
         let server = match event {
-            ConnEvent::CatalogChanged { server, generation, catalog } => {
-                let Some(live) = self.live.get_mut(&server).filter(|l| l.generation == generation) else {
+            ConnEvent::CatalogChanged {
+                server,
+                generation,
+                catalog,
+            } => {
+                let Some(live) = self
+                    .live
+                    .get_mut(&server)
+                    .filter(|l| l.generation == generation)
+                else {
                     return;
                 };
                 live.catalog = catalog;
                 server
             }
-            ConnEvent::Closed { server, generation, error } => {
-                let Some(live) = self.live.get_mut(&server).filter(|l| l.generation == generation) else {
+            ConnEvent::Closed {
+                server,
+                generation,
+                error,
+            } => {
+                let Some(live) = self
+                    .live
+                    .get_mut(&server)
+                    .filter(|l| l.generation == generation)
+                else {
                     return;
                 };
                 if let Some(conn) = live.conn.take() {
@@ -760,7 +839,9 @@ impl Host {
         let config = self.desired.get(name)?;
         let snapshot = self.snapshot.as_ref();
         let approval = config.is_gated().then(|| {
-            snapshot.map_or(ApprovalState::Pending, |s| s.approvals.state(&s.project_root, name, config))
+            snapshot.map_or(ApprovalState::Pending, |s| {
+                s.approvals.state(&s.project_root, name, config)
+            })
         });
         let trusted = snapshot.is_none_or(|s| s.trusted);
         let spawns = self.spawns.get(name).copied().unwrap_or(0);
@@ -828,7 +909,12 @@ impl Host {
                 continue;
             }
             let prefix = tool_prefix(server);
-            names.extend(live.catalog.tools.iter().map(|t| format!("{prefix}{}", t.name)));
+            names.extend(
+                live.catalog
+                    .tools
+                    .iter()
+                    .map(|t| format!("{prefix}{}", t.name)),
+            );
         }
         names
     }
@@ -844,7 +930,9 @@ impl Host {
 
 /// Marks a live entry failed with the kernel's backoff.
 fn fail(live: &mut Live, name: &str, error: String, now: Millis, seeds: &mut HashMap<String, u64>) {
-    let seed = *seeds.entry(name.to_owned()).or_insert_with(|| seed_for(name));
+    let seed = *seeds
+        .entry(name.to_owned())
+        .or_insert_with(|| seed_for(name));
     live.status = Status::Failed;
     live.conn = None;
     live.catalog = Catalog::default();
@@ -866,6 +954,14 @@ fn describe_sources(sources: &[Source]) -> String {
     if sources.is_empty() {
         return "reload".into();
     }
-    let names: Vec<String> = sources.iter().map(|s| format!("{s:?}")).collect();
+    let names: Vec<String> = sources
+        .iter()
+        .map(|s| match s {
+            Source::Settings(id) => format!("{id} settings"),
+            Source::McpJson => ".mcp.json".to_owned(),
+            Source::Approvals => "approvals".to_owned(),
+            Source::McpConfig(id) => format!("--mcp-config {id}"),
+        })
+        .collect();
     format!("change in {}", names.join(", "))
 }

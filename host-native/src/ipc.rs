@@ -22,7 +22,9 @@ use crate::status::{plan_json, report_json};
 
 /// The socket path of the session for `inputs`.
 pub fn socket_path(inputs: &Inputs) -> PathBuf {
-    inputs.state_dir().join(format!("{}.sock", inputs.session_id()))
+    inputs
+        .state_dir()
+        .join(format!("{}.sock", inputs.session_id()))
 }
 
 /// Listens on `path` and turns requests into [`Control`] messages. Fails if a
@@ -30,9 +32,13 @@ pub fn socket_path(inputs: &Inputs) -> PathBuf {
 ///
 /// # Errors
 /// The state directory cannot be created, or another session is running.
-pub async fn serve(path: &Path, control: mpsc::UnboundedSender<Control>) -> anyhow::Result<SocketGuard> {
+pub async fn serve(
+    path: &Path,
+    control: mpsc::UnboundedSender<Control>,
+) -> anyhow::Result<SocketGuard> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating the state directory {}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the state directory {}", dir.display()))?;
     }
     if UnixStream::connect(path).await.is_ok() {
         anyhow::bail!(
@@ -41,7 +47,8 @@ pub async fn serve(path: &Path, control: mpsc::UnboundedSender<Control>) -> anyh
         );
     }
     let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path).with_context(|| format!("listening on {}", path.display()))?;
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("listening on {}", path.display()))?;
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let control = control.clone();
@@ -89,7 +96,8 @@ async fn handle(request: &Value, control: &mpsc::UnboundedSender<Control>) -> Va
             if control.send(Control::Status(tx)).is_err() {
                 return gone();
             }
-            rx.await.map_or_else(|_| gone(), |report| json!({"ok": report_json(&report)}))
+            rx.await
+                .map_or_else(|_| gone(), |report| json!({"ok": report_json(&report)}))
         }
         Some("reload") => {
             let (tx, rx) = oneshot::channel();
@@ -99,7 +107,10 @@ async fn handle(request: &Value, control: &mpsc::UnboundedSender<Control>) -> Va
             rx.await.map_or_else(|_| gone(), |()| json!({"ok": true}))
         }
         Some("reconnect") => {
-            let name = request.get("name").and_then(Value::as_str).map(str::to_owned);
+            let name = request
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             let (tx, rx) = oneshot::channel();
             if control.send(Control::Reconnect(name, tx)).is_err() {
                 return gone();
@@ -140,8 +151,12 @@ pub async fn request(path: &Path, request: &Value) -> anyhow::Result<Option<Valu
     write.shutdown().await?;
     let mut line = String::new();
     BufReader::new(read).read_line(&mut line).await?;
-    let response: Value = serde_json::from_str(&line)
-        .with_context(|| format!("the session at {} answered with something that is not JSON", path.display()))?;
+    let response: Value = serde_json::from_str(&line).with_context(|| {
+        format!(
+            "the session at {} answered with something that is not JSON",
+            path.display()
+        )
+    })?;
     if let Some(message) = response.get("error").and_then(Value::as_str) {
         anyhow::bail!("{message}");
     }

@@ -156,7 +156,11 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Plan(args) => plan(args).await,
         Command::Reconnect(args) => {
             let inputs = Inputs::new(&args.layers)?;
-            let name = if args.all { Value::Null } else { json!(args.name) };
+            let name = if args.all {
+                Value::Null
+            } else {
+                json!(args.name)
+            };
             let names = session(&inputs, &json!({"cmd": "reconnect", "name": name})).await?;
             println!("reconnecting {}", join_names(&names));
             Ok(())
@@ -186,14 +190,21 @@ async fn session(inputs: &Inputs, request: &Value) -> anyhow::Result<Value> {
 fn join_names(value: &Value) -> String {
     value
         .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
         .unwrap_or_default()
 }
 
 async fn watch(args: WatchArgs) -> anyhow::Result<()> {
+    let mut demo_dir = None;
     let layers = if args.demo {
         let demo = demo::write_demo()?;
         println!("{}", demo.instructions);
+        demo_dir = Some(demo.dir);
         demo.flags
     } else {
         args.layers
@@ -232,7 +243,11 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
                             );
                             continue;
                         }
-                        let answer = if decide_all { Answer::Approve } else { ask(&name, &config).await };
+                        let answer = if decide_all {
+                            Answer::Approve
+                        } else {
+                            ask(&name, &config).await
+                        };
                         let decision = match answer {
                             Answer::Approve => Some(Decision::Approved),
                             Answer::ApproveAll => {
@@ -257,7 +272,10 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     let reload = control_tx.clone();
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut hup), Ok(mut term)) = (signal(SignalKind::hangup()), signal(SignalKind::terminate())) else {
+        let (Ok(mut hup), Ok(mut term)) = (
+            signal(SignalKind::hangup()),
+            signal(SignalKind::terminate()),
+        ) else {
             return;
         };
         loop {
@@ -275,7 +293,10 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     drop(control_tx);
     host.run(file_rx, control_rx).await;
     printer.abort();
-    println!("stopped every server; bye");
+    println!("stopped every server");
+    if let Some(dir) = demo_dir {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     Ok(())
 }
 
@@ -333,8 +354,14 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let live = ipc::request(&ipc::socket_path(&inputs), &json!({"cmd": "status"})).await;
     let (servers, errors) = match live {
         Ok(Some(report)) => (
-            report.get("servers").cloned().unwrap_or(Value::Array(Vec::new())),
-            report.get("errors").cloned().unwrap_or(Value::Array(Vec::new())),
+            report
+                .get("servers")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new())),
+            report
+                .get("errors")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new())),
         ),
         // No running session (or it is unreachable): what the files say.
         _ => {
@@ -423,7 +450,11 @@ async fn plan(args: PlanArgs) -> anyhow::Result<()> {
         println!("{plan}");
         return Ok(());
     }
-    let actions = plan.get("actions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let actions = plan
+        .get("actions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for action in &actions {
         println!("{}", action_line_json(action));
     }
@@ -464,7 +495,11 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("{\"ok\":\"a::"), "{}", lines[0]);
-        assert!(lines[1].contains("\"kind\":\"invalid-json\""), "{}", lines[1]);
+        assert!(
+            lines[1].contains("\"kind\":\"invalid-json\""),
+            "{}",
+            lines[1]
+        );
         assert!(lines[2].contains("\"kind\":\"unknown-op\""), "{}", lines[2]);
     }
 }

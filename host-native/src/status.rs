@@ -122,7 +122,12 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         }
         if text("state") == "connected" {
             let count = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let _ = write!(line, " {} tools, {} prompts", count("tools"), count("prompts"));
+            let _ = write!(
+                line,
+                " {} tools, {} prompts",
+                count("tools"),
+                count("prompts")
+            );
         }
         if let Some(pid) = s.get("pid").and_then(Value::as_u64) {
             let _ = write!(line, " pid {pid}");

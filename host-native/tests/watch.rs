@@ -30,7 +30,8 @@ fn only_the_added_removed_or_changed_server_is_touched() {
         "c": p.server("c", "echo"),
     }}));
     let s = p.wait_for("b with two tools", |s| {
-        s.iter().any(|x| x["name"] == "b" && x["state"] == "connected" && x["tools"] == 2)
+        s.iter()
+            .any(|x| x["name"] == "b" && x["state"] == "connected" && x["tools"] == 2)
     });
     assert_eq!(pid_of(&s, "a"), a);
     assert_eq!(pid_of(&s, "c"), c);
@@ -61,7 +62,10 @@ fn only_the_added_removed_or_changed_server_is_touched() {
     while alive(c.unwrap_or(0)) && start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!alive(c.unwrap_or(0)), "the removed server's process is gone");
+    assert!(
+        !alive(c.unwrap_or(0)),
+        "the removed server's process is gone"
+    );
     watch.stop();
     assert!(!alive(a.unwrap_or(0)), "stopping watch stops every server");
 }
@@ -77,7 +81,11 @@ fn excluded_and_allowed_toggle_admission_live() {
 
     p.write_settings(json!({"mcpServers": servers, "mcp": {"excluded": ["b"]}}));
     let s = p.wait_for("b excluded", |s| state_of(s, "b") == "skipped");
-    let b = s.iter().find(|x| x["name"] == "b").cloned().unwrap_or_default();
+    let b = s
+        .iter()
+        .find(|x| x["name"] == "b")
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(b["reason"], "excluded");
     assert_eq!(b["tools"], 0, "an excluded server's tools are purged");
     assert_eq!(pid_of(&s, "a"), a);
@@ -87,7 +95,8 @@ fn excluded_and_allowed_toggle_admission_live() {
 
     p.write_settings(json!({"mcpServers": servers, "mcp": {"allowed": []}}));
     let s = p.wait_for("all down", |s| {
-        s.iter().all(|x| x["state"] == "skipped" && x["reason"] == "not_allowed")
+        s.iter()
+            .all(|x| x["state"] == "skipped" && x["reason"] == "not_allowed")
     });
     assert_eq!(s.len(), 2);
 
@@ -98,12 +107,16 @@ fn excluded_and_allowed_toggle_admission_live() {
 #[test]
 fn a_settings_edit_never_widens_the_launch_flag() {
     let p = Project::new();
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}));
+    p.write_settings(
+        json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
+    );
     let _watch = p.watch_with(&["--allowed-mcp-server-names", "a"]);
     let s = p.wait_for("a connected, b not allowed", |s| {
         state_of(s, "a") == "connected" && state_of(s, "b") == "skipped"
     });
-    assert!(s.iter().any(|x| x["name"] == "b" && x["reason"] == "not_allowed"));
+    assert!(s
+        .iter()
+        .any(|x| x["name"] == "b" && x["reason"] == "not_allowed"));
     p.write_settings(json!({
         "mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")},
         "mcp": {"allowed": ["a", "b"]},
@@ -119,20 +132,31 @@ fn a_settings_edit_never_widens_the_launch_flag() {
 fn a_project_server_waits_for_approval_and_asks_again_after_an_edit() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    p.write(&p.mcp_json(), &json!({"mcpServers": {"proj": p.server("proj", "echo")}}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
     let watch = p.watch();
     let s = p.wait_for("a connected, proj pending", |s| {
         state_of(s, "a") == "connected" && state_of(s, "proj") == "skipped"
     });
-    let proj = s.iter().find(|x| x["name"] == "proj").cloned().unwrap_or_default();
-    assert_eq!((proj["reason"].clone(), proj["approval"].clone()), (json!("pending_approval"), json!("pending")));
+    let proj = s
+        .iter()
+        .find(|x| x["name"] == "proj")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (proj["reason"].clone(), proj["approval"].clone()),
+        (json!("pending_approval"), json!("pending"))
+    );
     watch.wait_output("the approval hint", |o| o.contains("needs approval"));
     assert_eq!(p.spawns("proj"), 0, "a pending server is never spawned");
 
     // Reject from another process: it stays down.
     assert!(p.run(&["reject", "proj"]).status.success());
     p.wait_for("proj rejected", |s| {
-        s.iter().any(|x| x["name"] == "proj" && x["reason"] == "rejected")
+        s.iter()
+            .any(|x| x["name"] == "proj" && x["reason"] == "rejected")
     });
     assert_eq!(p.spawns("proj"), 0);
 
@@ -142,11 +166,19 @@ fn a_project_server_waits_for_approval_and_asks_again_after_an_edit() {
     assert_eq!(p.spawns("proj"), 1);
 
     // Edit its args: pending again, and torn down.
-    p.write(&p.mcp_json(), &json!({"mcpServers": {"proj": p.server("proj", "echo,add")}}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo,add")}}),
+    );
     p.wait_for("proj pending again", |s| {
-        s.iter().any(|x| x["name"] == "proj" && x["approval"] == "pending" && x["state"] == "skipped")
+        s.iter()
+            .any(|x| x["name"] == "proj" && x["approval"] == "pending" && x["state"] == "skipped")
     });
-    assert_eq!(p.spawns("proj"), 1, "the edited config did not start before approval");
+    assert_eq!(
+        p.spawns("proj"),
+        1,
+        "the edited config did not start before approval"
+    );
 }
 
 #[test]
@@ -155,7 +187,8 @@ fn an_untrusted_folder_starts_nothing() {
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
     let watch = p.watch_with(&["--untrusted"]);
     p.wait_for("a skipped as untrusted", |s| {
-        s.iter().any(|x| x["name"] == "a" && x["reason"] == "untrusted_folder")
+        s.iter()
+            .any(|x| x["name"] == "a" && x["reason"] == "untrusted_folder")
     });
     watch.wait_output("one pass", |o| o.contains("reconcile #1"));
     assert_eq!(p.spawns("a"), 0);
@@ -170,12 +203,14 @@ fn ten_saves_inside_the_debounce_window_make_one_reconcile() {
     watch.wait_output("the start pass", |o| o.contains("reconcile #1"));
     let before = watch.passes();
     for i in 0..10 {
-        let tools = if i % 2 == 0 { "echo,add" } else { "echo" };
+        let tools = if i % 2 == 0 { "echo" } else { "echo,add" };
         p.write_settings(json!({"mcpServers": {"a": p.server("a", tools)}}));
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The last save has one tool.
-    p.wait_for("a reconnected", |s| p.spawns("a") == 2 && state_of(s, "a") == "connected");
+    // The last save (i = 9) has two tools, unlike the start.
+    p.wait_for("a reconnected", |s| {
+        p.spawns("a") == 2 && state_of(s, "a") == "connected"
+    });
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(watch.passes(), before + 1, "log:\n{}", watch.output());
 }
@@ -185,7 +220,9 @@ fn an_edit_during_a_reconcile_makes_exactly_one_follow_up() {
     let p = Project::new();
     // `slow` hangs in its handshake until its 2 s timeout: run #1 stays busy.
     let mut slow = p.server("slow", "echo");
-    slow["args"].as_array_mut().map(|a| a.push(json!("--hang-handshake")));
+    if let Some(args) = slow["args"].as_array_mut() {
+        args.push(json!("--hang-handshake"));
+    }
     slow["discoveryTimeoutMs"] = json!(2000);
     p.write_settings(json!({"mcpServers": {"slow": slow, "a": p.server("a", "echo")}}));
     let watch = p.watch();
@@ -194,8 +231,14 @@ fn an_edit_during_a_reconcile_makes_exactly_one_follow_up() {
     p.wait_for("b connected", |s| state_of(s, "b") == "connected");
     std::thread::sleep(Duration::from_millis(1000));
     let out = watch.output();
-    let passes = out.lines().filter(|l| l.starts_with("reconcile #") && !l.contains("(retry)")).count();
-    assert_eq!(passes, 2, "start pass plus exactly one follow-up; log:\n{out}");
+    let passes = out
+        .lines()
+        .filter(|l| l.starts_with("reconcile #") && !l.contains("(retry)"))
+        .count();
+    assert_eq!(
+        passes, 2,
+        "start pass plus exactly one follow-up; log:\n{out}"
+    );
 }
 
 #[test]
@@ -209,10 +252,18 @@ fn a_half_written_settings_file_tears_nothing_down() {
     std::thread::sleep(Duration::from_millis(800));
     let out = p.run(&["status", "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("user-settings.json"), "the broken file is named: {stderr}");
+    assert!(
+        stderr.contains("user-settings.json"),
+        "the broken file is named: {stderr}"
+    );
     let s = p.status();
-    assert_eq!((state_of(&s, "a"), pid_of(&s, "a")), ("connected".to_owned(), a));
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}));
+    assert_eq!(
+        (state_of(&s, "a"), pid_of(&s, "a")),
+        ("connected".to_owned(), a)
+    );
+    p.write_settings(
+        json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
+    );
     let s = p.wait_for("b connected", |s| state_of(s, "b") == "connected");
     assert_eq!(pid_of(&s, "a"), a);
 }
@@ -221,29 +272,54 @@ fn a_half_written_settings_file_tears_nothing_down() {
 fn status_without_a_session_spawns_nothing_and_reports_broken_files() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    p.write(&p.mcp_json(), &json!({"mcpServers": {"proj": p.server("proj", "echo")}}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
     let s = p.status();
     assert_eq!(state_of(&s, "a"), "disconnected");
-    let proj = s.iter().find(|x| x["name"] == "proj").cloned().unwrap_or_default();
+    let proj = s
+        .iter()
+        .find(|x| x["name"] == "proj")
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(proj["approval"], "pending");
     assert_eq!((p.spawns("a"), p.spawns("proj")), (0, 0));
     fs::write(p.user_settings(), "{ nope").expect("write");
     let out = p.run(&["status", "--json"]);
-    assert!(out.status.success(), "a broken file is reported, never fatal");
+    assert!(
+        out.status.success(),
+        "a broken file is reported, never fatal"
+    );
 }
 
 #[test]
 fn a_crashing_server_backs_off_and_reconnect_clears_it() {
     let p = Project::new();
     let mut crashy = p.server("crashy", "echo");
-    crashy["args"].as_array_mut().map(|a| a.extend([json!("--crash-after"), json!("100")]));
+    if let Some(args) = crashy["args"].as_array_mut() {
+        args.extend([json!("--crash-after"), json!("100")]);
+    }
     p.write_settings(json!({"mcpServers": {"crashy": crashy}}));
     let _watch = p.watch();
     let s = p.wait_for("crashy failed", |s| state_of(s, "crashy") == "failed");
-    let c = s.iter().find(|x| x["name"] == "crashy").cloned().unwrap_or_default();
-    assert!(c["lastError"].as_str().is_some_and(|e| e.contains("crashing as asked")), "{c:#?}");
+    let c = s
+        .iter()
+        .find(|x| x["name"] == "crashy")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        c["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("crashing as asked")),
+        "{c:#?}"
+    );
     assert_eq!(c["reason"], "backing_off");
     p.wait_for("a retry", |_| p.spawns("crashy") >= 2);
     let out = p.run(&["reconnect", "crashy"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

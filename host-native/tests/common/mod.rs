@@ -73,8 +73,6 @@ impl Project {
             &self.path("approvals.json").to_string_lossy(),
             "--state-dir",
             &self.path("state").to_string_lossy(),
-            "--debounce-ms",
-            "150",
         ]
         .map(str::to_owned)
         .to_vec()
@@ -119,7 +117,11 @@ impl Project {
     /// `status --json` as an array of server objects.
     pub fn status(&self) -> Vec<Value> {
         let out = self.run(&["status", "--json"]);
-        assert!(out.status.success(), "status failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "status failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: Value = serde_json::from_slice(&out.stdout).expect("status --json prints JSON");
         v.as_array().cloned().expect("an array")
     }
@@ -136,7 +138,10 @@ impl Project {
             if pred(&status) {
                 return status;
             }
-            assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}; last status: {status:#?}");
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; last status: {status:#?}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -153,6 +158,11 @@ impl Project {
             .arg("watch")
             .args(self.flags())
             .args(extra)
+            .args(if extra.contains(&"--debounce-ms") {
+                &[][..]
+            } else {
+                &["--debounce-ms", "150"][..]
+            })
             .arg("--no-prompt")
             .stdin(Stdio::null())
             .stdout(out)
@@ -177,13 +187,20 @@ impl Watch {
 
     /// How many reconcile passes the log shows.
     pub fn passes(&self) -> usize {
-        self.output().lines().filter(|l| l.starts_with("reconcile #")).count()
+        self.output()
+            .lines()
+            .filter(|l| l.starts_with("reconcile #"))
+            .count()
     }
 
     pub fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
         let start = Instant::now();
         while !pred(&self.output()) {
-            assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}; log:\n{}", self.output());
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; log:\n{}",
+                self.output()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -210,16 +227,24 @@ impl Drop for Watch {
 
 /// Whether a process is alive.
 pub fn alive(pid: u64) -> bool {
-    let Ok(pid) = i32::try_from(pid) else { return false };
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
     // A zombie still answers kill(0); read its state to tell.
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Ok(stat) => !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
         Err(_) => false,
     }
 }
 
 pub fn pid_of(status: &[Value], name: &str) -> Option<u64> {
-    status.iter().find(|s| s["name"] == name).and_then(|s| s["pid"].as_u64())
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .and_then(|s| s["pid"].as_u64())
 }
 
 pub fn state_of(status: &[Value], name: &str) -> String {
