@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{ApiError, Request};
 use crate::approvals::{pending_gated, request_approvals, ApprovalState, Approvals};
 use crate::config::{ServerConfig, Servers, Transport};
-use crate::json::{Object, Value};
+use crate::json::{fast_deep_equal, DeepEqualError, Object, Value};
 
 /// Why a server is not connected, or why a plan did what it did.
 ///
@@ -414,33 +414,18 @@ pub fn tool_not_found(
 
 /// `serversEqual` (SPEC §7): deep equality with object key order ignored and
 /// array order significant; a map that is absent or `null` equals `{}`.
-pub fn servers_equal(a: Option<&Value>, b: Option<&Value>) -> bool {
-    fn or_empty(v: Option<&Value>) -> Option<&Value> {
-        v.filter(|v| !v.is_null())
-    }
-    match (or_empty(a), or_empty(b)) {
-        (None, None) => true,
-        (Some(v), None) | (None, Some(v)) => {
-            matches!(v, Value::Object(o) if o.is_empty())
-        }
-        (Some(a), Some(b)) => deep_equal(a, b),
-    }
-}
-
-/// fast-deep-equal over JSON values: objects by own keys, whatever the order.
-fn deep_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(k, va)| b.get(k).is_some_and(|vb| deep_equal(va, vb)))
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| deep_equal(x, y))
-        }
-        (Value::Number(x), Value::Number(y)) => x == y || (x.is_nan() && y.is_nan()),
-        _ => a == b,
-    }
+/// Computed as the TypeScript host's `fast-deep-equal` does, quirks included
+/// (see [`fast_deep_equal`]).
+///
+/// # Errors
+/// [`DeepEqualError`] where that package throws.
+pub fn servers_equal(a: Option<&Value>, b: Option<&Value>) -> Result<bool, DeepEqualError> {
+    let empty = Value::Object(Object::new());
+    let or_empty = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => empty.clone(),
+        Some(v) => v.clone(),
+    };
+    fast_deep_equal(&or_empty(a), &or_empty(b))
 }
 
 const TOOL_PREFIX: &str = "mcp__";
@@ -521,6 +506,13 @@ fn unique_non_empty<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String>
 /// `approvals`, `projectRoot`, `yolo?`.
 pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
     let servers = req.servers("servers")?;
+    Ok(request_gating(req, &servers)?.to_value())
+}
+
+/// [`compute_gating`] over the request fields the `gating` and `hotReload`
+/// ops share: `settings: {allowed?, excluded?}`, `cliAllowed?`, `approvals`,
+/// `projectRoot` (optional in yolo), `yolo?`.
+pub(crate) fn request_gating(req: &Request<'_>, servers: &Servers) -> Result<Gating, ApiError> {
     let settings = match req.get("settings") {
         None => Object::new(),
         Some(Value::Object(o)) => o.clone(),
@@ -541,16 +533,15 @@ pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
     } else {
         req.str("projectRoot")?
     };
-    let gating = compute_gating(
-        &servers,
+    Ok(compute_gating(
+        servers,
         allowed.as_deref(),
         excluded.as_deref(),
         cli_allowed.as_deref(),
         &request_approvals(req),
         root,
         yolo,
-    );
-    Ok(gating.to_value())
+    ))
 }
 
 /// `unavailableReason`: `name`, `merged`, `gating`, `removed`, `approvals?`,
@@ -577,7 +568,9 @@ pub(crate) fn op_gating_equal(req: &Request<'_>) -> Result<Value, ApiError> {
 
 /// `serversEqual`: `a`, `b` (maps or `null`).
 pub(crate) fn op_servers_equal(req: &Request<'_>) -> Result<Value, ApiError> {
-    Ok(servers_equal(req.fields.get("a"), req.fields.get("b")).into())
+    servers_equal(req.fields.get("a"), req.fields.get("b"))
+        .map(Value::Bool)
+        .map_err(|e| ApiError::config(e.to_string()))
 }
 
 /// The fields shared by `unavailableReason` and `toolNotFound`.
@@ -902,6 +895,8 @@ mod tests {
     #[test]
     fn servers_equal_is_deep_and_order_insensitive_for_keys() {
         let v = |t: &str| crate::json::parse(t).expect("json");
+        let servers_equal =
+            |a: Option<&Value>, b: Option<&Value>| servers_equal(a, b).expect("comparable");
         assert!(servers_equal(None, Some(&v("{}"))));
         assert!(servers_equal(Some(&Value::Null), None));
         assert!(!servers_equal(None, Some(&v("[]"))));
@@ -929,6 +924,24 @@ mod tests {
             Some(&v(r#"{"x":-0}"#)),
             Some(&v(r#"{"x":0}"#))
         ));
+    }
+    #[test]
+    fn servers_equal_keeps_fast_deep_equal_quirks() {
+        // Checked against node + fast-deep-equal 3: an own `constructor`
+        // member holding an object is compared by identity, so a server named
+        // `constructor` never equals a copy of itself; an own `valueOf`
+        // member is called and throws.
+        let v = |t: &str| crate::json::parse(t).expect("json");
+        let a = v(r#"{"constructor":{"command":"a"}}"#);
+        assert_eq!(servers_equal(Some(&a), Some(&a.clone())), Ok(false));
+        let b = v(r#"{"x":{"constructor":"c","command":"a"}}"#);
+        assert_eq!(servers_equal(Some(&b), Some(&b.clone())), Ok(true));
+        let c = v(r#"{"x":{"valueOf":1}}"#);
+        assert!(servers_equal(Some(&c), Some(&c.clone())).is_err());
+        // A difference met first (members are visited last to first) wins.
+        let d = v(r#"{"x":{"valueOf":1},"y":1}"#);
+        let e = v(r#"{"x":{"valueOf":1},"y":2}"#);
+        assert_eq!(servers_equal(Some(&d), Some(&e)), Ok(false));
     }
 
     #[test]

@@ -137,12 +137,12 @@ impl<V> Object<V> {
     }
 
     /// Members in ECMAScript property order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &V)> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&String, &V)> + ExactSizeIterator + '_ {
         self.members.iter()
     }
 
     /// Keys in ECMAScript property order.
-    pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> + '_ {
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator + '_ {
         self.members.keys()
     }
 
@@ -376,6 +376,86 @@ impl From<Vec<Value>> for Value {
 impl<T: Into<Value>> From<Option<T>> for Value {
     fn from(v: Option<T>) -> Self {
         v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// The `fast-deep-equal` package threw: an object has an own `valueOf` or
+/// `toString` member that is not a function, and the package calls it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an object member named `{0}` is not a function, so it cannot be compared")]
+pub struct DeepEqualError(pub &'static str);
+
+/// Exactly the `fast-deep-equal` package (v3) over parsed JSON, quirks
+/// included, since the TypeScript host decides "did anything change" with it:
+///
+/// * objects compare their `constructor` by identity first, so an object with
+///   an own `constructor` member holding an object or array (say, a server
+///   named `constructor`) never equals a separate copy of itself;
+/// * an own `valueOf` / `toString` member is called, which throws;
+/// * members and elements are visited last to first, which decides whether
+///   a difference or a throw is met first.
+///
+/// # Errors
+/// [`DeepEqualError`] where the package throws.
+pub fn fast_deep_equal(a: &Value, b: &Value) -> Result<bool, DeepEqualError> {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                return Ok(false);
+            }
+            for (p, q) in x.iter().zip(y).rev() {
+                if !fast_deep_equal(p, q)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            // `a.constructor !== b.constructor`: an own member shadows Object.
+            match (x.get("constructor"), y.get("constructor")) {
+                (None, None) => {}
+                (Some(p), Some(q)) if is_primitive(p) && is_primitive(q) => {
+                    if !strict_equal(p, q) {
+                        return Ok(false);
+                    }
+                }
+                _ => return Ok(false),
+            }
+            for name in ["valueOf", "toString"] {
+                if x.contains_key(name) {
+                    return Err(DeepEqualError(if name == "valueOf" {
+                        "valueOf"
+                    } else {
+                        "toString"
+                    }));
+                }
+            }
+            if x.len() != y.len() || x.keys().rev().any(|k| !y.contains_key(k)) {
+                return Ok(false);
+            }
+            for (key, p) in x.iter().rev() {
+                let q = y.get(key).unwrap_or(&Value::Null);
+                if !fast_deep_equal(p, q)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        (Value::Array(_), Value::Object(_)) | (Value::Object(_), Value::Array(_)) => Ok(false),
+        _ => Ok(strict_equal(a, b)),
+    }
+}
+
+fn is_primitive(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// `===` on primitives (`-0 === 0`); distinct objects are never identical.
+fn strict_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y,
+        (Value::Array(_) | Value::Object(_), _) | (_, Value::Array(_) | Value::Object(_)) => false,
+        _ => a == b,
     }
 }
 

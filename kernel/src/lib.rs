@@ -12,21 +12,33 @@
 
 pub mod api;
 pub mod approvals;
+pub mod backoff;
 pub mod config;
 pub mod gating;
+pub mod hot_reload;
 pub mod identity;
 pub mod json;
+pub mod plan;
+pub mod pool;
 pub mod reload;
+pub mod settings;
+pub mod sources;
 pub mod time;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
 pub use approvals::{ApprovalState, Approvals, Decision};
+pub use backoff::{backoff, Backoff};
 pub use config::Servers;
 pub use config::{ServerConfig, Transport};
 pub use gating::{gating_equal, match_pattern, Gating, Reason};
+pub use hot_reload::{hot_reload, HotReload};
 pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };
 pub use json::{Object, Value};
-pub use reload::{Action, Outcome, ReloadCounts, ReloadScheduler, Source, DEFAULT_DEBOUNCE};
+pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Status};
+pub use pool::{Acquire, Pool, Release};
+pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE};
+pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
+pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
 pub use time::Millis;

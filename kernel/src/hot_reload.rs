@@ -1,0 +1,237 @@
+//! The pure hot-reload decision (SPEC §7): what a host runs when the
+//! debounced reload fires.
+//!
+//! Given the state the session last adopted and freshly read inputs, it
+//! computes the next servers and gating, whether anything MCP-relevant
+//! changed (only then does the host reconcile and adopt `next`), which
+//! servers the user should be asked about, and the names removed during the
+//! session (so a call to one of their tools can say "removed").
+
+use crate::api::{ApiError, Request};
+use crate::approvals::{self, Approvals};
+use crate::config::{servers_to_value, Servers};
+use crate::gating::{self, gating_equal, servers_equal, Gating};
+use crate::json::{DeepEqualError, Object, Value};
+use crate::sources::{self, assemble, Layer};
+
+/// What the session adopted at its last reconcile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Previous {
+    /// The server map as adopted (compared as the TypeScript host compares
+    /// it, so any JSON value; `null` equals `{}`).
+    pub servers: Value,
+    /// The gating in force.
+    pub gating: Gating,
+    /// Names removed during the session, when the host tracks them.
+    pub removed: Option<Vec<String>>,
+}
+
+/// The outcome of [`hot_reload`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct HotReload {
+    /// Servers or gating changed: reconcile and adopt `next`.
+    pub reconcile: bool,
+    /// The assembled servers.
+    pub servers: Servers,
+    /// The gating computed for them.
+    pub gating: Gating,
+    /// `(previous.removed ∪ names that left) − names present`, in first-seen
+    /// order; `None` when `previous.removed` was not given.
+    pub removed: Option<Vec<String>>,
+    /// Gated servers awaiting a decision that pass `cap`, `allowed` and
+    /// `excluded`, in map order; empty in yolo.
+    pub promptable: Vec<String>,
+    /// Raise an approval-needed event: `reconcile && !yolo && promptable ≠ []`.
+    pub approval_event: bool,
+}
+
+/// Decides a hot reload. `gating_for` computes the gating of the assembled
+/// servers (the same function start-up uses, SPEC §13.2).
+///
+/// # Errors
+/// [`DeepEqualError`] when comparing the server maps throws in the
+/// TypeScript host (an own `valueOf`/`toString` member).
+pub fn hot_reload(
+    previous: &Previous,
+    layers: &[Layer],
+    gating_for: impl FnOnce(&Servers) -> Gating,
+    approvals: &Approvals,
+    project_root: &str,
+    yolo: bool,
+) -> Result<HotReload, DeepEqualError> {
+    let servers = assemble(layers).servers;
+    let gating = gating_for(&servers);
+    let next_value = servers_to_value(&servers);
+    let reconcile = !servers_equal(Some(&previous.servers), Some(&next_value))?
+        || !gating_equal(&previous.gating, &gating);
+    let promptable = if yolo {
+        Vec::new()
+    } else {
+        approvals::promptable(&servers, approvals, project_root)
+            .into_iter()
+            .filter(|name| gating.allows(name) && !gating.excludes(name))
+            .collect()
+    };
+    let removed = previous.removed.as_ref().map(|before| {
+        let left = previous
+            .servers
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.keys())
+            .filter(|name| !servers.contains_key(name));
+        let mut out: Vec<String> = Vec::new();
+        for name in before.iter().chain(left) {
+            if !servers.contains_key(name) && !out.contains(name) {
+                out.push(name.clone());
+            }
+        }
+        out
+    });
+    let approval_event = reconcile && !yolo && !promptable.is_empty();
+    Ok(HotReload {
+        reconcile,
+        servers,
+        gating,
+        removed,
+        promptable,
+        approval_event,
+    })
+}
+
+/// `hotReload`: `previous: {servers, gating, removed?}`, `layers`,
+/// `settings: {allowed?, excluded?}`, `cliAllowed?`, `approvals`,
+/// `projectRoot`, `yolo?`.
+pub(crate) fn op_hot_reload(req: &Request<'_>) -> Result<Value, ApiError> {
+    let previous = req.object("previous")?;
+    let prev = Request { fields: previous };
+    let previous = Previous {
+        servers: prev.get("servers").cloned().unwrap_or(Value::Null),
+        gating: match prev.get("gating") {
+            None => Gating::default(),
+            Some(g) => Gating::from_value(g)
+                .map_err(|e| ApiError::invalid(format!("field `previous.gating`: {e}")))?,
+        },
+        removed: prev.opt_string_list("removed")?,
+    };
+    let layers = sources::request_layers(req)?;
+    let yolo = req.opt_bool("yolo")?.unwrap_or(false);
+    let root = if yolo {
+        req.opt_str("projectRoot")?.unwrap_or_default()
+    } else {
+        req.str("projectRoot")?
+    };
+    // Read the gating inputs before assembling so a malformed request fails
+    // whatever the layers hold.
+    gating::request_gating(req, &Servers::new())?;
+    let mut gating_error = None;
+    let outcome = hot_reload(
+        &previous,
+        &layers,
+        |servers| {
+            gating::request_gating(req, servers).unwrap_or_else(|e| {
+                gating_error = Some(e);
+                Gating::default()
+            })
+        },
+        &approvals::request_approvals(req),
+        root,
+        yolo,
+    )
+    .map_err(|e| ApiError::config(e.to_string()))?;
+    if let Some(e) = gating_error {
+        return Err(e);
+    }
+    let list =
+        |items: &[String]| Value::Array(items.iter().map(|s| Value::from(s.as_str())).collect());
+    let mut next = Object::new();
+    next.insert("servers".into(), servers_to_value(&outcome.servers));
+    next.insert("gating".into(), outcome.gating.to_value());
+    if let Some(removed) = &outcome.removed {
+        next.insert("removed".into(), list(removed));
+    }
+    let mut out = Object::new();
+    out.insert("reconcile".into(), outcome.reconcile.into());
+    out.insert("next".into(), Value::Object(next));
+    out.insert("promptable".into(), list(&outcome.promptable));
+    out.insert("approvalEvent".into(), outcome.approval_event.into());
+    Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+    use crate::sources::LayerSource;
+
+    fn layer(source: LayerSource, servers: &str) -> Layer {
+        let servers =
+            crate::config::servers_from_value(&parse(servers).expect("json")).expect("servers");
+        Layer {
+            source,
+            servers,
+            extension: None,
+        }
+    }
+
+    fn decide(previous: &Previous, layers: &[Layer], yolo: bool) -> HotReload {
+        let approvals = Approvals::empty();
+        hot_reload(
+            previous,
+            layers,
+            |s| gating::compute_gating(s, None, None, None, &approvals, "/r", yolo),
+            &approvals,
+            "/r",
+            yolo,
+        )
+        .expect("comparable")
+    }
+
+    #[test]
+    fn unchanged_inputs_do_not_reconcile() {
+        let layers = [layer(LayerSource::User, r#"{"a":{"command":"a"}}"#)];
+        let previous = Previous {
+            servers: parse(r#"{"a":{"command":"a"}}"#).expect("json"),
+            gating: Gating::default(),
+            removed: None,
+        };
+        let out = decide(&previous, &layers, false);
+        assert!(!out.reconcile);
+        assert!(!out.approval_event);
+        assert_eq!(out.removed, None);
+    }
+
+    #[test]
+    fn a_new_project_server_raises_one_approval_event() {
+        let layers = [
+            layer(LayerSource::User, r#"{"a":{"command":"a"}}"#),
+            layer(LayerSource::Project, r#"{"p":{"command":"p"}}"#),
+        ];
+        let previous = Previous {
+            servers: parse(r#"{"a":{"command":"a"}}"#).expect("json"),
+            ..Previous::default()
+        };
+        let out = decide(&previous, &layers, false);
+        assert!(out.reconcile);
+        assert_eq!(out.promptable, ["p"]);
+        assert!(out.approval_event);
+        assert!(
+            !decide(&previous, &layers, true).approval_event,
+            "yolo never prompts"
+        );
+    }
+
+    #[test]
+    fn removed_names_accumulate_and_leave_when_re_added() {
+        let previous = Previous {
+            servers: parse(r#"{"a":{"command":"a"},"b":{"command":"b"}}"#).expect("json"),
+            gating: Gating::default(),
+            removed: Some(vec!["z".into(), "a".into()]),
+        };
+        let out = decide(
+            &previous,
+            &[layer(LayerSource::User, r#"{"a":{"command":"a"}}"#)],
+            false,
+        );
+        assert_eq!(out.removed, Some(vec!["z".to_owned(), "b".to_owned()]));
+    }
+}

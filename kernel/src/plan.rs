@@ -1,0 +1,913 @@
+//! Reconcile plans (SPEC §6): the actions that make the live connection set
+//! equal to the admitted part of the desired set, touching nothing else.
+//!
+//! [`plan`] diffs `desired` (the assembled settings) against `online` (what
+//! the host runs, with the config each connection was started with) by
+//! identity — session key in a single session, connection id in a shared
+//! pool — so an unchanged server keeps its connection and its tools however
+//! much changes around it. The result depends only on its inputs (level
+//! triggered): a host may replan at any moment and apply the answer.
+
+use std::collections::HashSet;
+
+use crate::api::{ApiError, Request};
+use crate::config::{ServerConfig, Servers, Transport};
+use crate::gating::{match_pattern, Gating, Reason};
+use crate::identity::{self, ConnectionId, IdentityError};
+use crate::json::{self, Object, Value};
+
+pub use crate::time::Millis;
+
+/// Whose connections a plan is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// One session owns its connections; identity is the session key, so a
+    /// `trust` or tool-filter edit reconnects.
+    Session,
+    /// Sessions share a pool; identity is the connection id, and sessions
+    /// apply `trust` and tool filters in their own view.
+    Pool,
+}
+
+impl Mode {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Session => "session",
+            Mode::Pool => "pool",
+        }
+    }
+
+    /// Reads the JSON spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "session" => Some(Mode::Session),
+            "pool" => Some(Mode::Pool),
+            _ => None,
+        }
+    }
+}
+
+/// The state of a live connection as the host reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Being started (spawned, handshaking).
+    Connecting,
+    /// Up and serving.
+    Connected,
+    /// Exited, closed or timed out; see `attempts` and `retry_at`.
+    Failed,
+    /// Closed without a failure (e.g. the peer ended the session).
+    Disconnected,
+}
+
+impl Status {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Connecting => "connecting",
+            Status::Connected => "connected",
+            Status::Failed => "failed",
+            Status::Disconnected => "disconnected",
+        }
+    }
+
+    /// Reads the JSON spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "connecting" => Some(Status::Connecting),
+            "connected" => Some(Status::Connected),
+            "failed" => Some(Status::Failed),
+            "disconnected" => Some(Status::Disconnected),
+            _ => None,
+        }
+    }
+}
+
+/// One live connection: the config it was started with and how it is doing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnlineEntry {
+    /// The config the connection was started with (not the desired one).
+    pub config: ServerConfig,
+    /// Its current state.
+    pub status: Status,
+    /// Consecutive failures (SPEC §9).
+    pub attempts: u32,
+    /// When a `failed` connection may be retried; `None` is "now".
+    pub retry_at: Option<Millis>,
+    /// Failed too often in a row: not retried until its config changes.
+    pub crash_loop: bool,
+}
+
+impl OnlineEntry {
+    /// A healthy connection started with `config`.
+    pub fn connected(config: ServerConfig) -> Self {
+        OnlineEntry {
+            config,
+            status: Status::Connected,
+            attempts: 0,
+            retry_at: None,
+            crash_loop: false,
+        }
+    }
+}
+
+/// Server name → live connection, in map order.
+pub type Online = Object<OnlineEntry>;
+
+/// One step of a plan. `name` is the server name; `from` / `to` are
+/// connection ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Start a connection that is not online.
+    Connect {
+        /// The server.
+        name: String,
+        /// Its connection id.
+        to: ConnectionId,
+    },
+    /// Purge the server's tools, stop the old connection, start the new one.
+    Reconnect {
+        /// The server.
+        name: String,
+        /// The running connection's id.
+        from: ConnectionId,
+        /// The desired connection's id (may equal `from` in session mode).
+        to: ConnectionId,
+        /// The identity fields that differ, sorted by UTF-16 code units.
+        changed: Vec<String>,
+    },
+    /// Start a failed or disconnected connection again.
+    Retry {
+        /// The server.
+        name: String,
+        /// The attempt number this start is (`attempts + 1`).
+        attempt: u64,
+    },
+    /// Purge the server's tools and stop its connection.
+    Disconnect {
+        /// The server.
+        name: String,
+        /// Why it may not stay (`removed` or a denial reason).
+        reason: Reason,
+    },
+    /// Leave the connection alone.
+    Keep {
+        /// The server.
+        name: String,
+    },
+    /// Do not start the server now.
+    Skip {
+        /// The server.
+        name: String,
+        /// Why (a denial reason, `backing_off` or `crash_loop`).
+        reason: Reason,
+    },
+    /// Do nothing at all.
+    Noop {
+        /// Why (`untrusted_folder`).
+        reason: Reason,
+    },
+}
+
+impl Action {
+    /// The JSON spelling of the action kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Connect { .. } => "connect",
+            Action::Reconnect { .. } => "reconnect",
+            Action::Retry { .. } => "retry",
+            Action::Disconnect { .. } => "disconnect",
+            Action::Keep { .. } => "keep",
+            Action::Skip { .. } => "skip",
+            Action::Noop { .. } => "noop",
+        }
+    }
+
+    /// The server the action is about (`None` for `noop`).
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Action::Connect { name, .. }
+            | Action::Reconnect { name, .. }
+            | Action::Retry { name, .. }
+            | Action::Disconnect { name, .. }
+            | Action::Keep { name }
+            | Action::Skip { name, .. } => Some(name),
+            Action::Noop { .. } => None,
+        }
+    }
+
+    /// Whether the action starts a connection.
+    pub fn starts(&self) -> bool {
+        matches!(
+            self,
+            Action::Connect { .. } | Action::Reconnect { .. } | Action::Retry { .. }
+        )
+    }
+
+    /// `{"action", "name"?, "reason"?, "from"?, "to"?, "changed"?, "attempt"?}`
+    /// with absent fields omitted (SPEC §10).
+    pub fn to_value(&self) -> Value {
+        let mut object = Object::new();
+        object.insert("action".into(), self.kind().into());
+        if let Some(name) = self.name() {
+            object.insert("name".into(), name.into());
+        }
+        match self {
+            Action::Disconnect { reason, .. }
+            | Action::Skip { reason, .. }
+            | Action::Noop { reason } => {
+                object.insert("reason".into(), reason.as_str().into());
+            }
+            Action::Connect { to, .. } => {
+                object.insert("to".into(), to.as_str().into());
+            }
+            Action::Reconnect {
+                from, to, changed, ..
+            } => {
+                object.insert("from".into(), from.as_str().into());
+                object.insert("to".into(), to.as_str().into());
+                let changed = changed.iter().map(|f| Value::from(f.as_str())).collect();
+                object.insert("changed".into(), Value::Array(changed));
+            }
+            Action::Retry { attempt, .. } => {
+                object.insert("attempt".into(), Value::Number(*attempt as f64));
+            }
+            Action::Keep { .. } => {}
+        }
+        Value::Object(object)
+    }
+}
+
+/// The ordered actions of one reconcile pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Disconnects, reconnects, retries, connects, keeps, skips — in that
+    /// order; inside each group desired names in map order, then names that
+    /// are only online in online-map order.
+    pub actions: Vec<Action>,
+}
+
+impl Plan {
+    /// `{"actions": [...]}`.
+    pub fn to_value(&self) -> Value {
+        let actions = self.actions.iter().map(Action::to_value).collect();
+        let mut object = Object::new();
+        object.insert("actions".into(), Value::Array(actions));
+        Value::Object(object)
+    }
+
+    /// Whether executing the plan would change nothing (only keeps, skips
+    /// and noops).
+    pub fn is_quiet(&self) -> bool {
+        self.actions.iter().all(|a| {
+            matches!(
+                a,
+                Action::Keep { .. } | Action::Skip { .. } | Action::Noop { .. }
+            )
+        })
+    }
+}
+
+/// Errors computing a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// A config has no identity (the TypeScript host throws on it).
+    #[error("server \"{name}\" has no identity: {source}")]
+    Identity {
+        /// The server.
+        name: String,
+        /// What is wrong with its config.
+        source: IdentityError,
+    },
+}
+
+impl From<PlanError> for ApiError {
+    fn from(e: PlanError) -> Self {
+        ApiError::config(e.to_string())
+    }
+}
+
+/// The plan that brings `online` to the admitted part of `desired` (SPEC §6).
+///
+/// Every name in `desired ∪ online` gets exactly one action, from the first
+/// row of the §6 table that matches; an untrusted folder gets a single
+/// `noop`. Linear in the number of servers plus the size of the gating lists.
+///
+/// # Errors
+/// [`PlanError::Identity`] when the identity of an admitted server (desired
+/// or online config) cannot be computed.
+pub fn plan(
+    desired: &Servers,
+    online: &Online,
+    gating: &Gating,
+    trusted_folder: bool,
+    mode: Mode,
+    now: Millis,
+) -> Result<Plan, PlanError> {
+    if !trusted_folder {
+        return Ok(Plan {
+            actions: vec![Action::Noop {
+                reason: Reason::UntrustedFolder,
+            }],
+        });
+    }
+    let gate = Gate::new(gating);
+    let mut groups = Groups::default();
+    for (name, config) in desired {
+        let action = match (online.get(name), gate.denial(name, config)) {
+            (Some(_), Some(reason)) => Action::Disconnect {
+                name: name.clone(),
+                reason,
+            },
+            (None, Some(reason)) => Action::Skip {
+                name: name.clone(),
+                reason,
+            },
+            (Some(live), None) => admitted_online(name, config, live, mode, now)?,
+            (None, None) => Action::Connect {
+                name: name.clone(),
+                to: new_connection_id(name, config, mode)?,
+            },
+        };
+        groups.push(action);
+    }
+    for name in online.keys() {
+        if !desired.contains_key(name) {
+            groups.push(Action::Disconnect {
+                name: name.clone(),
+                reason: Reason::Removed,
+            });
+        }
+    }
+    Ok(groups.into_plan())
+}
+
+/// Every admitted entry of `desired`, connected with its own config: the
+/// online state right after a fully successful reconcile.
+pub fn online_of(desired: &Servers, gating: &Gating) -> Online {
+    desired
+        .iter()
+        .filter(|(name, config)| gating.denial(name, config).is_none())
+        .map(|(name, config)| (name.clone(), OnlineEntry::connected(config.clone())))
+        .collect()
+}
+
+/// Rows 3–7 of the §6 table: the server is online, wanted and admitted.
+fn admitted_online(
+    name: &str,
+    wanted: &ServerConfig,
+    live: &OnlineEntry,
+    mode: Mode,
+    now: Millis,
+) -> Result<Action, PlanError> {
+    let name = name.to_owned();
+    if let Some(change) = identity_change(&name, &live.config, wanted, mode)? {
+        return Ok(Action::Reconnect {
+            name,
+            from: change.from,
+            to: change.to,
+            changed: change.fields,
+        });
+    }
+    Ok(match live.status {
+        Status::Connected | Status::Connecting => Action::Keep { name },
+        _ if live.crash_loop => Action::Skip {
+            name,
+            reason: Reason::CrashLoop,
+        },
+        Status::Failed if live.retry_at.is_some_and(|at| now < at) => Action::Skip {
+            name,
+            reason: Reason::BackingOff,
+        },
+        Status::Failed | Status::Disconnected => Action::Retry {
+            name,
+            attempt: u64::from(live.attempts) + 1,
+        },
+    })
+}
+
+/// The connection id a `connect` starts; in session mode the session key
+/// must exist too.
+fn new_connection_id(
+    name: &str,
+    config: &ServerConfig,
+    mode: Mode,
+) -> Result<ConnectionId, PlanError> {
+    let no_identity = |source| PlanError::Identity {
+        name: name.to_owned(),
+        source,
+    };
+    if mode == Mode::Session && may_lack_identity(config, mode) {
+        identity::session_view_json(config).map_err(no_identity)?;
+    }
+    identity::connection_id(name, config).map_err(no_identity)
+}
+
+/// How the identity of a server moved between its live and desired config.
+struct Change {
+    from: ConnectionId,
+    to: ConnectionId,
+    fields: Vec<String>,
+}
+
+/// `None` when `live` and `wanted` have the same identity in `mode`.
+fn identity_change(
+    name: &str,
+    live: &ServerConfig,
+    wanted: &ServerConfig,
+    mode: Mode,
+) -> Result<Option<Change>, PlanError> {
+    let no_identity = |source| PlanError::Identity {
+        name: name.to_owned(),
+        source,
+    };
+    // Identical configs have identical identities: the common case of a
+    // large, mostly unchanged config costs no hashing at all.
+    if same_config(live, wanted) {
+        if may_lack_identity(wanted, mode) {
+            Canonical::of(wanted, mode).map_err(no_identity)?;
+        }
+        return Ok(None);
+    }
+    let before = Canonical::of(live, mode).map_err(no_identity)?;
+    let after = Canonical::of(wanted, mode).map_err(no_identity)?;
+    if before == after {
+        return Ok(None);
+    }
+    Ok(Some(Change {
+        from: identity::connection_id(name, live).map_err(no_identity)?,
+        to: identity::connection_id(name, wanted).map_err(no_identity)?,
+        fields: before.changed_fields(&after, live, wanted),
+    }))
+}
+
+/// Whether computing the identity of `config` can fail at all: only the
+/// list-valued fields can be malformed (`oauth.scopes` / `oauth.audiences`,
+/// and in session mode the tool filters; see [`identity::session_key`]).
+fn may_lack_identity(config: &ServerConfig, mode: Mode) -> bool {
+    config.get("oauth").is_some()
+        || (mode == Mode::Session
+            && (config.get("includeTools").is_some() || config.get("excludeTools").is_some()))
+}
+
+/// The canonical text an identity hashes: the connection fingerprint, plus
+/// the session view in session mode. Equal texts ⇔ equal identities.
+#[derive(PartialEq, Eq)]
+struct Canonical {
+    fingerprint: String,
+    view: Option<String>,
+}
+
+impl Canonical {
+    fn of(config: &ServerConfig, mode: Mode) -> Result<Self, IdentityError> {
+        Ok(Canonical {
+            fingerprint: identity::fingerprint_json(config)?,
+            view: match mode {
+                Mode::Session => Some(identity::session_view_json(config)?),
+                Mode::Pool => None,
+            },
+        })
+    }
+
+    /// The top-level fields whose canonical forms differ, sorted. `transport`
+    /// is derived, never listed; a transport change made by `type` (to or
+    /// from `"sdk"`) is reported as `type`.
+    fn changed_fields(
+        &self,
+        after: &Self,
+        live: &ServerConfig,
+        wanted: &ServerConfig,
+    ) -> Vec<String> {
+        let mut fields = differing_members(&self.fingerprint, &after.fingerprint);
+        if let (Some(before), Some(after)) = (&self.view, &after.view) {
+            fields.extend(differing_members(before, after));
+        }
+        fields.retain(|f| f != "transport");
+        if (live.transport() == Transport::Sdk) != (wanted.transport() == Transport::Sdk) {
+            fields.push("type".to_owned());
+        }
+        json::sort_strings(&mut fields);
+        fields
+    }
+}
+
+/// The keys of two JSON object texts (same keys, as canonical forms have)
+/// whose values differ.
+fn differing_members(a: &str, b: &str) -> Vec<String> {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) = (json::parse(a), json::parse(b)) else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter(|(key, value)| !b.get(key).is_some_and(|other| same_json(value, other)))
+        .map(|(key, _)| key.clone())
+        .collect()
+}
+
+/// Same top-level members (in any order) with values that print as the
+/// same JSON text.
+fn same_config(a: &ServerConfig, b: &ServerConfig) -> bool {
+    let in_order = || {
+        a.0.iter()
+            .zip(b.0.iter())
+            .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+    };
+    let by_key = || {
+        a.0.iter()
+            .all(|(key, value)| b.get(key).is_some_and(|other| same_json(value, other)))
+    };
+    // A live config is usually a clone of the desired one: same key order.
+    a.0.len() == b.0.len() && (in_order() || by_key())
+}
+
+/// Whether two values print as the same JSON text (member order matters).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same_json(vx, vy))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(vx, vy)| same_json(vx, vy))
+        }
+        // Doubles equal under `==` print alike (`-0` and `0` both as `0`).
+        _ => a == b,
+    }
+}
+
+/// The actions of a plan, grouped by kind until they are concatenated.
+#[derive(Default)]
+struct Groups {
+    disconnect: Vec<Action>,
+    reconnect: Vec<Action>,
+    retry: Vec<Action>,
+    connect: Vec<Action>,
+    keep: Vec<Action>,
+    skip: Vec<Action>,
+}
+
+impl Groups {
+    fn push(&mut self, action: Action) {
+        let group = match action {
+            Action::Disconnect { .. } => &mut self.disconnect,
+            Action::Reconnect { .. } => &mut self.reconnect,
+            Action::Retry { .. } => &mut self.retry,
+            Action::Connect { .. } => &mut self.connect,
+            Action::Keep { .. } => &mut self.keep,
+            // A trusted plan has no noop; if one came, it would do nothing.
+            Action::Skip { .. } | Action::Noop { .. } => &mut self.skip,
+        };
+        group.push(action);
+    }
+
+    fn into_plan(self) -> Plan {
+        let groups = [
+            self.disconnect,
+            self.reconnect,
+            self.retry,
+            self.connect,
+            self.keep,
+            self.skip,
+        ];
+        let mut actions = Vec::with_capacity(groups.iter().map(Vec::len).sum());
+        for group in groups {
+            actions.extend(group);
+        }
+        Plan { actions }
+    }
+}
+
+/// [`Gating::denial`] with the lists indexed once, so a plan stays linear
+/// however long `pending` or an exact-name allow list is.
+struct Gate<'g> {
+    cap: Option<Patterns<'g>>,
+    allowed: Option<Patterns<'g>>,
+    excluded: Option<Patterns<'g>>,
+    pending: HashSet<&'g str>,
+}
+
+impl<'g> Gate<'g> {
+    fn new(gating: &'g Gating) -> Self {
+        Gate {
+            cap: gating.cap.as_deref().map(Patterns::new),
+            allowed: gating.allowed.as_deref().map(Patterns::new),
+            excluded: gating.excluded.as_deref().map(Patterns::new),
+            pending: gating
+                .pending
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect(),
+        }
+    }
+
+    /// Same answer as [`Gating::denial`].
+    fn denial(&self, name: &str, config: &ServerConfig) -> Option<Reason> {
+        let allows = |list: &Option<Patterns<'_>>| list.as_ref().is_none_or(|p| p.matches(name));
+        if !(allows(&self.cap) && allows(&self.allowed)) {
+            Some(Reason::NotAllowed)
+        } else if self.excluded.as_ref().is_some_and(|p| p.matches(name)) {
+            Some(Reason::Excluded)
+        } else if self.pending.contains(name) {
+            Some(Reason::PendingApproval)
+        } else if config.transport() == Transport::Unknown {
+            Some(Reason::NoTransport)
+        } else {
+            None
+        }
+    }
+}
+
+/// A pattern list split into exact names (a set) and wildcard patterns.
+struct Patterns<'g> {
+    exact: HashSet<&'g str>,
+    wildcard: Vec<&'g str>,
+}
+
+impl<'g> Patterns<'g> {
+    fn new(list: &'g [String]) -> Self {
+        let (wildcard, exact): (Vec<&str>, Vec<&str>) = list
+            .iter()
+            .map(String::as_str)
+            .partition(|p| p.contains(['*', '?']));
+        Patterns {
+            exact: exact.into_iter().collect(),
+            wildcard,
+        }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        self.exact.contains(name) || self.wildcard.iter().any(|p| match_pattern(p, name))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// JSON API
+
+/// Errors reading the `online` map of a plan request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OnlineError {
+    /// The map is not an object.
+    #[error("online must be an object, found {0}")]
+    NotAnObject(String),
+    /// An entry or one of its fields is malformed.
+    #[error("online entry \"{name}\": {problem}")]
+    Entry {
+        /// The server name.
+        name: String,
+        /// What is wrong, naming the field and the value found.
+        problem: String,
+    },
+}
+
+/// Reads `{name: {config, status, attempts?, retryAt?, crashLoop?}}`; an
+/// optional field that is `null` is absent.
+///
+/// # Errors
+/// [`OnlineError`] naming the first malformed entry and field.
+pub fn online_from_value(value: &Value) -> Result<Online, OnlineError> {
+    let Value::Object(map) = value else {
+        return Err(OnlineError::NotAnObject(value.to_json()));
+    };
+    map.iter()
+        .map(|(name, entry)| {
+            entry_from_value(entry)
+                .map(|entry| (name.clone(), entry))
+                .map_err(|problem| OnlineError::Entry {
+                    name: name.clone(),
+                    problem,
+                })
+        })
+        .collect()
+}
+
+/// The `online` map as JSON (optional fields omitted when at their default).
+pub fn online_to_value(online: &Online) -> Value {
+    let entries = online.iter().map(|(name, entry)| {
+        let mut object = Object::new();
+        object.insert("config".into(), entry.config.to_value());
+        object.insert("status".into(), entry.status.as_str().into());
+        if entry.attempts != 0 {
+            object.insert("attempts".into(), Value::Number(f64::from(entry.attempts)));
+        }
+        if let Some(at) = entry.retry_at {
+            object.insert("retryAt".into(), Value::Number(at.0 as f64));
+        }
+        if entry.crash_loop {
+            object.insert("crashLoop".into(), true.into());
+        }
+        (name.clone(), Value::Object(object))
+    });
+    Value::Object(entries.collect())
+}
+
+fn entry_from_value(value: &Value) -> Result<OnlineEntry, String> {
+    let Value::Object(entry) = value else {
+        return Err(format!("must be an object, found {}", value.to_json()));
+    };
+    let optional = |field: &str| entry.get(field).filter(|v| !v.is_null());
+    let config = match entry.get("config") {
+        Some(Value::Object(config)) => ServerConfig(config.clone()),
+        Some(other) => {
+            return Err(format!(
+                "`config` must be an object, found {}",
+                other.to_json()
+            ))
+        }
+        None => return Err("missing field `config`".into()),
+    };
+    let status = match entry.get("status") {
+        Some(Value::String(s)) => Status::parse(s).ok_or_else(|| {
+            format!(
+                "`status` must be connecting, connected, failed or disconnected, found {}",
+                Value::from(s.as_str()).to_json()
+            )
+        })?,
+        Some(other) => {
+            return Err(format!(
+                "`status` must be a string, found {}",
+                other.to_json()
+            ))
+        }
+        None => return Err("missing field `status`".into()),
+    };
+    let attempts = match optional("attempts") {
+        None => 0,
+        Some(v) => whole_number(v, u64::from(u32::MAX))
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                format!(
+                    "`attempts` must be an integer from 0 to {}, found {}",
+                    u32::MAX,
+                    v.to_json()
+                )
+            })?,
+    };
+    let retry_at = match optional("retryAt") {
+        None => None,
+        Some(v) => Some(Millis(whole_number(v, u64::MAX).ok_or_else(|| {
+            format!(
+                "`retryAt` must be a non-negative integer, found {}",
+                v.to_json()
+            )
+        })?)),
+    };
+    let crash_loop = match optional("crashLoop") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(format!(
+                "`crashLoop` must be a boolean, found {}",
+                other.to_json()
+            ))
+        }
+    };
+    Ok(OnlineEntry {
+        config,
+        status,
+        attempts,
+        retry_at,
+        crash_loop,
+    })
+}
+
+/// A JSON number that is a whole number in `0..=max` (and below 2^64, so the
+/// conversion is exact); `-0` counts as 0.
+pub(crate) fn whole_number(value: &Value, max: u64) -> Option<u64> {
+    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+    let n = value.as_f64()?;
+    if !((0.0..TWO_POW_64).contains(&n) && n.fract() == 0.0) {
+        return None;
+    }
+    let n = n as u64;
+    (n <= max).then_some(n)
+}
+
+/// Op `plan`: `{desired, online, gating, trustedFolder, mode, now}` →
+/// `{actions}`.
+pub(crate) fn op_plan(req: &Request<'_>) -> Result<Value, ApiError> {
+    let desired = req.servers("desired")?;
+    let online = online_from_value(req.raw("online")?)
+        .map_err(|e| ApiError::invalid(format!("field `online`: {e}")))?;
+    let gating = req.gating("gating")?;
+    let trusted_folder = req.bool("trustedFolder")?;
+    let mode = req.str("mode")?;
+    let mode = Mode::parse(mode).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "field `mode` must be \"session\" or \"pool\", found {}",
+            Value::from(mode).to_json()
+        ))
+    })?;
+    let now = req.raw("now")?;
+    let now = whole_number(now, u64::MAX).map(Millis).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "field `now` must be a non-negative integer, found {}",
+            now.to_json()
+        ))
+    })?;
+    Ok(plan(&desired, &online, &gating, trusted_folder, mode, now)?.to_value())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn servers(text: &str) -> Servers {
+        crate::config::servers_from_value(&json::parse(text).expect("json")).expect("servers")
+    }
+
+    fn kinds(plan: &Plan) -> Vec<String> {
+        plan.actions
+            .iter()
+            .map(|a| format!("{}:{}", a.kind(), a.name().unwrap_or("")))
+            .collect()
+    }
+
+    #[test]
+    fn gate_agrees_with_gating() {
+        let gating = Gating {
+            cap: Some(vec!["a*".into(), "b".into(), "2".into()]),
+            allowed: Some(vec!["a?".into(), "b".into(), "2".into(), "z".into()]),
+            excluded: Some(vec!["*1".into()]),
+            pending: Some(vec!["b".into()]),
+        };
+        let configs = servers(
+            r#"{"a1":{"command":"x"},"ab":{"command":"x"},"b":{"command":"x"},"2":{"url":1},"z":{"command":"x"},"a":{"command":"x"}}"#,
+        );
+        let gate = Gate::new(&gating);
+        for (name, config) in &configs {
+            assert_eq!(
+                gate.denial(name, config),
+                gating.denial(name, config),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn odd_identical_config_still_has_no_identity() {
+        let desired = servers(r#"{"a":{"command":"x","includeTools":5}}"#);
+        let online = online_of(&desired, &Gating::default());
+        let session = plan(
+            &desired,
+            &online,
+            &Gating::default(),
+            true,
+            Mode::Session,
+            Millis(0),
+        );
+        assert!(matches!(session, Err(PlanError::Identity { .. })));
+        let pool = plan(
+            &desired,
+            &online,
+            &Gating::default(),
+            true,
+            Mode::Pool,
+            Millis(0),
+        );
+        assert_eq!(kinds(&pool.expect("pool plan")), ["keep:a"]);
+    }
+
+    #[test]
+    fn type_to_or_from_sdk_is_reported_as_type() {
+        let desired =
+            servers(r#"{"a":{"command":"x","type":"sdk"},"b":{"httpUrl":"h","type":"http"}}"#);
+        let online: Online = servers(r#"{"a":{"command":"x"},"b":{"url":"h","type":"sse"}}"#)
+            .into_iter()
+            .map(|(name, config)| (name, OnlineEntry::connected(config)))
+            .collect();
+        let plan = plan(
+            &desired,
+            &online,
+            &Gating::default(),
+            true,
+            Mode::Pool,
+            Millis(0),
+        )
+        .expect("plan");
+        let changed: Vec<Vec<String>> = plan
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Reconnect { changed, .. } => Some(changed.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(changed, [vec!["type"], vec!["httpUrl", "url"]]);
+    }
+
+    #[test]
+    fn whole_numbers() {
+        assert_eq!(whole_number(&Value::Number(-0.0), 5), Some(0));
+        assert_eq!(whole_number(&Value::Number(5.0), 5), Some(5));
+        assert_eq!(whole_number(&Value::Number(6.0), 5), None);
+        assert_eq!(whole_number(&Value::Number(1.5), 5), None);
+        assert_eq!(whole_number(&Value::Number(-1.0), 5), None);
+        assert_eq!(whole_number(&Value::Number(1e300), u64::MAX), None);
+        assert_eq!(whole_number(&Value::String("1".into()), 5), None);
+    }
+}
