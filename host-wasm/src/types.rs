@@ -50,130 +50,99 @@ pub enum Scope {
     System,
 }
 
-/// OAuth settings of a server entry; only `enabled: true` makes it count.
-#[derive(Tsify, Serialize, Deserialize, Debug, Clone, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct OAuthConfig {
-    #[tsify(optional)]
-    #[serde(default)]
-    pub enabled: Option<bool>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub client_id: Option<String>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub client_secret: Option<String>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub authorization_url: Option<String>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub token_url: Option<String>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub scopes: Option<Vec<String>>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub audiences: Option<Vec<String>>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub redirect_uri: Option<String>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub token_param_name: Option<String>,
-    #[tsify(optional)]
-    #[serde(default)]
-    pub registration_url: Option<String>,
-    /// Other keys are kept (they feed the approval hash).
-    #[serde(flatten)]
-    #[tsify(type = "Record<string, unknown>")]
-    pub other: BTreeMap<String, Json>,
-}
-
-/// One server entry under its name (SPEC §1). Unknown keys are preserved
-/// and feed the approval hash; `scope` is set by assembly, never trusted
-/// from a file.
+/// One server entry under its name (SPEC §1).
+///
+/// Field types are what the entry *should* hold, stated in each field's
+/// docs; they are typed `unknown` because the kernel passes entries through
+/// as written (a file may say `"command": 5`), so a host checks a field's
+/// type before it uses it. Unknown keys are preserved and feed the approval
+/// hash; `scope` is stamped by assembly, never trusted from a file.
 #[derive(Tsify, Serialize, Deserialize, Debug, Clone, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerConfig {
-    /// Executable of a stdio server.
-    #[tsify(optional)]
+    /// Executable of a stdio server (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub command: Option<String>,
-    /// Its arguments, in order.
-    #[tsify(optional)]
+    pub command: Option<Json>,
+    /// Its arguments, in order (strings).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub args: Option<Vec<String>>,
-    /// Its environment additions.
-    #[tsify(optional)]
+    pub args: Option<Json>,
+    /// Its environment additions (string values).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub env: Option<BTreeMap<String, String>>,
-    /// Its working directory.
-    #[tsify(optional)]
+    pub env: Option<Json>,
+    /// Its working directory (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub cwd: Option<String>,
-    /// Legacy SSE endpoint.
-    #[tsify(optional)]
+    pub cwd: Option<Json>,
+    /// Legacy SSE endpoint (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub url: Option<String>,
-    /// Streamable HTTP endpoint.
-    #[tsify(optional)]
+    pub url: Option<Json>,
+    /// Streamable HTTP endpoint (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub http_url: Option<String>,
-    /// HTTP / SSE headers.
-    #[tsify(optional)]
+    pub http_url: Option<Json>,
+    /// HTTP / SSE headers (string values).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub headers: Option<BTreeMap<String, String>>,
-    /// Websocket address.
-    #[tsify(optional)]
+    pub headers: Option<Json>,
+    /// Websocket address (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub tcp: Option<String>,
-    /// Tool-call timeout in ms.
-    #[tsify(optional)]
+    pub tcp: Option<Json>,
+    /// Tool-call timeout in ms (a number).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub timeout: Option<f64>,
-    /// Skip tool-call confirmation (session view only).
-    #[tsify(optional)]
+    pub timeout: Option<Json>,
+    /// Skip tool-call confirmation (a boolean; session view only).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub trust: Option<bool>,
-    /// Only these tools (`name(...)` matches by prefix).
-    #[tsify(optional)]
+    pub trust: Option<Json>,
+    /// Only these tools (strings; an entry `name(...)` names the tool `name`).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub include_tools: Option<Vec<String>>,
-    /// Never these tools; beats `includeTools`.
-    #[tsify(optional)]
+    pub include_tools: Option<Json>,
+    /// Never these tools (strings); beats `includeTools`.
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub exclude_tools: Option<Vec<String>>,
-    /// Cosmetic.
-    #[tsify(optional)]
+    pub exclude_tools: Option<Json>,
+    /// Cosmetic (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub description: Option<String>,
-    /// The extension that contributed the entry.
-    #[tsify(optional)]
+    pub description: Option<Json>,
+    /// The extension that contributed the entry (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub extension_name: Option<String>,
-    /// OAuth settings.
-    #[tsify(optional)]
+    pub extension_name: Option<Json>,
+    /// OAuth settings: `{enabled, clientId, clientSecret, authorizationUrl, tokenUrl,
+    /// scopes, audiences, redirectUri, tokenParamName, registrationUrl}`; counts only with
+    /// `enabled: true`.
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub oauth: Option<OAuthConfig>,
-    #[tsify(optional)]
+    pub oauth: Option<Json>,
+    /// Auth provider (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub auth_provider_type: Option<String>,
-    #[tsify(optional)]
+    pub auth_provider_type: Option<Json>,
+    /// Auth audience (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub target_audience: Option<String>,
-    #[tsify(optional)]
+    pub target_audience: Option<Json>,
+    /// Auth service account (a string).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub target_service_account: Option<String>,
-    /// `"sdk"` = in-process server; Claude-style kinds are normalized away.
-    #[tsify(optional)]
+    pub target_service_account: Option<Json>,
+    /// `"sdk"` = an in-process server; Claude-style kinds are normalized away.
+    #[tsify(optional, type = "unknown")]
     #[serde(default, rename = "type")]
-    pub kind: Option<String>,
-    /// Handshake cap in ms.
-    #[tsify(optional)]
+    pub kind: Option<Json>,
+    /// Handshake cap in ms (a number; clamped to [100, 300000]).
+    #[tsify(optional, type = "unknown")]
     #[serde(default)]
-    pub discovery_timeout_ms: Option<f64>,
-    /// Provenance stamp set by `assemble`.
+    pub discovery_timeout_ms: Option<Json>,
+    /// Provenance stamp set by `assemble` and `parseMcpJson`.
     #[tsify(optional)]
     #[serde(default)]
     pub scope: Option<Scope>,
@@ -451,8 +420,9 @@ pub struct MatchPatternRequest {
 #[serde(deny_unknown_fields)]
 pub struct ParseMcpJsonRequest {
     pub text: String,
-    /// Variables for `$VAR` / `${VAR}` expansion.
-    #[tsify(optional)]
+    /// Variables for `$VAR` / `${VAR}` expansion (`process.env` fits); the
+    /// kernel never reads the real environment.
+    #[tsify(optional, type = "Record<string, string | undefined>")]
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
     /// Expand variables (default true; false in yolo mode).
@@ -465,7 +435,8 @@ pub struct ParseMcpJsonRequest {
 #[serde(deny_unknown_fields)]
 pub struct ParseSettingsRequest {
     pub text: String,
-    #[tsify(optional)]
+    /// Variables for `$VAR` / `${VAR}` expansion in every string value.
+    #[tsify(optional, type = "Record<string, string | undefined>")]
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
 }
@@ -598,7 +569,10 @@ pub struct HotReloadRequest {
     #[serde(default)]
     pub cli_allowed: Option<Vec<String>>,
     pub approvals: Approvals,
-    pub project_root: String,
+    /// Needed unless `yolo` (approvals are read only with the gate on).
+    #[tsify(optional)]
+    #[serde(default)]
+    pub project_root: Option<String>,
     #[tsify(optional)]
     #[serde(default)]
     pub yolo: Option<bool>,

@@ -86,7 +86,13 @@ export class McpSdkExecutor implements Executor {
   async connect(name: string, config: ServerConfig, onClosed: (error: Error) => void): Promise<void> {
     // A leftover of an earlier start must not keep its tools.
     await this.disconnect(name);
-    const { transport, stderr } = openTransport(config);
+    let opened: ReturnType<typeof openTransport>;
+    try {
+      opened = openTransport(config);
+    } catch (e) {
+      throw new Error(failure(name, config, e instanceof Error ? e.message : String(e), ""));
+    }
+    const { transport, stderr } = opened;
     const client = new Client(this.#clientInfo, { capabilities: {} });
     const held: Held = { client, transport, config, pid: null, closing: false, stderr };
     const timeoutMs = handshakeTimeout(config);
@@ -180,9 +186,26 @@ export function qualify(server: string, tool: string): string {
 
 /** `excludeTools` beats `includeTools`; an entry `name(...)` names the tool `name`. */
 function toolEnabled(tool: string, config: ServerConfig): boolean {
-  if (config.excludeTools?.includes(tool)) return false;
-  const include = config.includeTools;
+  if (strings(config.excludeTools, "excludeTools")?.includes(tool)) return false;
+  const include = strings(config.includeTools, "includeTools");
   return !include || include.some((entry) => entry === tool || entry.startsWith(`${tool}(`));
+}
+
+/** A config field that must be an array of strings, if present. */
+function strings(value: unknown, field: string): string[] | undefined {
+  if (value == null) return undefined;
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value;
+  throw new Error(`\`${field}\` must be an array of strings, found ${JSON.stringify(value)}`);
+}
+
+/** A config field that must map names to strings, if present. */
+function stringMap(value: unknown, field: string): Record<string, string> | undefined {
+  if (value == null) return undefined;
+  if (typeof value === "object" && !Array.isArray(value)) {
+    const entries = Object.entries(value);
+    if (entries.every(([, v]) => typeof v === "string")) return Object.fromEntries(entries);
+  }
+  throw new Error(`\`${field}\` must map names to strings (values are not shown)`);
 }
 
 function openTransport(config: ServerConfig): { transport: Transport; stderr: { tail: string } } {
@@ -191,9 +214,9 @@ function openTransport(config: ServerConfig): { transport: Transport; stderr: { 
   if (kind === "stdio" && typeof config.command === "string") {
     const transport = new StdioClientTransport({
       command: config.command,
-      args: config.args ?? [],
-      env: { ...inheritedEnv(), ...(config.env ?? {}) },
-      ...(config.cwd ? { cwd: config.cwd } : {}),
+      args: strings(config.args, "args") ?? [],
+      env: { ...inheritedEnv(), ...stringMap(config.env, "env") },
+      ...(typeof config.cwd === "string" ? { cwd: config.cwd } : {}),
       stderr: "pipe",
     });
     transport.stderr?.on("data", (chunk: Buffer) => {
@@ -202,7 +225,7 @@ function openTransport(config: ServerConfig): { transport: Transport; stderr: { 
     return { transport, stderr };
   }
   if (kind === "http" && typeof config.httpUrl === "string") {
-    const headers = config.headers ?? {};
+    const headers = stringMap(config.headers, "headers") ?? {};
     const transport = new StreamableHTTPClientTransport(new URL(config.httpUrl), {
       requestInit: { headers },
     });
@@ -243,7 +266,8 @@ async function listTools(client: Client): Promise<Tool[]> {
 function failure(name: string, config: ServerConfig, why: string, stderrTail: string): string {
   let text = `MCP server "${name}" failed: ${why}`;
   if (stderrTail.trim()) text += `\nstderr (last lines):\n${stderrTail.trimEnd()}`;
-  const secrets = [...Object.values(config.env ?? {}), ...Object.values(config.headers ?? {})]
+  const values = (v: unknown) => (typeof v === "object" && v !== null ? Object.values(v) : []);
+  const secrets = [...values(config.env), ...values(config.headers)]
     .filter((v): v is string => typeof v === "string" && v.length > 0)
     .sort((a, b) => b.length - a.length);
   for (const secret of secrets) text = text.split(secret).join("***");
