@@ -3,10 +3,13 @@
  * exports throw an `Error` carrying `kind`, results are plain JS objects, and
  * no input makes the module trap.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { evaluate, isKernelFailure, kernel } from "../index.js";
+import { hostWasm } from "./paths.js";
 
 function assertPlain(value: unknown, path = "result"): void {
   if (value === null || typeof value !== "object") return;
@@ -108,4 +111,10 @@ test("cost of a call through JSON text (reported, not asserted)", (t) => {
     const us = Number(process.hrtime.bigint() - start) / 1000 / n;
     t.diagnostic(`${request.op}: ${us.toFixed(1)} µs per evaluate (${JSON.stringify(request).length} bytes in)`);
   }
+});
+
+test("the README's example is ts/example/cli.ts, verbatim", () => {
+  const example = readFileSync(join(hostWasm, "ts", "example", "cli.ts"), "utf8");
+  const readme = readFileSync(join(hostWasm, "README.md"), "utf8");
+  assert.ok(readme.includes("```ts\n" + example + "```"), "copy ts/example/cli.ts into README.md");
 });
