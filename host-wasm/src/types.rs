@@ -50,16 +50,15 @@ pub enum Scope {
     System,
 }
 
-/// One server entry under its name (SPEC §1).
+/// The known fields of a server entry (SPEC §1).
 ///
 /// Field types are what the entry *should* hold, stated in each field's
 /// docs; they are typed `unknown` because the kernel passes entries through
 /// as written (a file may say `"command": 5`), so a host checks a field's
-/// type before it uses it. Unknown keys are preserved and feed the approval
-/// hash; `scope` is stamped by assembly, never trusted from a file.
+/// type before it uses it.
 #[derive(Tsify, Serialize, Deserialize, Debug, Clone, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct ServerConfig {
+pub struct ServerFields {
     /// Executable of a stdio server (a string).
     #[tsify(optional, type = "unknown")]
     #[serde(default)]
@@ -146,6 +145,15 @@ pub struct ServerConfig {
     #[tsify(optional)]
     #[serde(default)]
     pub scope: Option<Scope>,
+}
+
+/// One server entry under its name: the known fields plus any other keys,
+/// which are preserved and feed the approval hash. `scope` is stamped by
+/// assembly, never trusted from a file.
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone, Default)]
+pub struct ServerConfig {
+    #[serde(flatten)]
+    pub known: ServerFields,
     /// Unknown keys, preserved.
     #[serde(flatten)]
     #[tsify(type = "Record<string, unknown>")]
