@@ -9,7 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+current=""
+step_start=$SECONDS
+# Prints how long the previous step took, then starts the next one.
+step() {
+  [ -z "$current" ] || printf '<== %s: %ss\n' "$current" $((SECONDS - step_start))
+  current=$*
+  step_start=$SECONDS
+  [ -z "$current" ] || printf '\n==> %s\n' "$current"
+}
 
 step "wasm setup"
 bash scripts/wasm-setup.sh
@@ -29,3 +37,4 @@ npx tsc -p tsconfig.json
 
 step "node --test"
 node --test dist/test/
+step ""
