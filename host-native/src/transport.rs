@@ -1,0 +1,487 @@
+//! MCP connections for the executor: one [`connect`] per server, whatever its transport.
+//!
+//! * stdio (`command`, `args`, `env`, `cwd`): a child process in its own process group, spoken
+//!   to with rmcp's line transport over its pipes; stopped group-wide (`transport/stdio.rs`);
+//! * streamable HTTP (`httpUrl`, `headers`): rmcp's client over reqwest without proxies;
+//! * legacy SSE (`url`, `headers`): our own transport in `transport/sse.rs` (rmcp dropped it);
+//! * `tcp` (websocket) and `type: "sdk"`: [`ConnectErrorKind::Unsupported`].
+//!
+//! A [`Connection`] lists the server's catalog right after `initialize`, re-lists it on every
+//! `list_changed` notification ([`ConnEvent::CatalogChanged`]) and reports its own end
+//! ([`ConnEvent::Closed`]): a stdio process that exits, a remote transport that fails (a failed
+//! POST, the SSE stream ending, or no answer to a keepalive ping). Every text that leaves this
+//! module is redacted with the server's env and header values.
+//!
+//! Life of a connection:
+//! 1. [`connect`] starts the transport and runs `initialize` plus the first listing, all within
+//!    `handshake_timeout`; on any failure nothing is left running;
+//! 2. a monitor task watches the process / transport; a relist task follows `list_changed`;
+//! 3. [`Connection::close`] stops both and the server (bounded; never hangs). A dropped
+//!    `Connection` is stopped the same way in the background.
+
+mod remote;
+mod session;
+mod sse;
+mod stdio;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_reconcile_kernel::ServerConfig;
+use mcp_reconcile_kernel::Transport as Kind;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::ServiceError;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{Peer, RoleClient};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+pub use rmcp::model::{CallToolResult, Prompt, Resource, Tool};
+
+use crate::redact::{redact_all, secrets};
+use remote::{Failure, Watched};
+use session::{
+    describe, describe_service_error, handshake, start, Ending, Handler, HandshakeFailure, Service,
+};
+use stdio::ChildProcess;
+
+/// What a server offers, as listed (every page) after `initialize` or a `list_changed`.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+}
+
+/// Something a live connection reports on its own.
+#[derive(Debug)]
+pub enum ConnEvent {
+    /// The server sent notifications/{tools,prompts,resources}/list_changed; the catalog was re-listed.
+    CatalogChanged {
+        server: String,
+        generation: u64,
+        catalog: Catalog,
+    },
+    /// The connection ended on its own (process exited, transport closed); `error` is redacted
+    /// (stderr tail for stdio, HTTP status / transport error for remote).
+    Closed {
+        server: String,
+        generation: u64,
+        error: String,
+    },
+}
+
+/// How [`connect`] reports back and how long it may take.
+pub struct ConnectOptions {
+    /// Echoed in events so the host drops stale ones.
+    pub generation: u64,
+    pub events: mpsc::UnboundedSender<ConnEvent>,
+    /// The cap on spawn + `initialize` + first listing (the host passes
+    /// `config.discovery_timeout_ms()`).
+    pub handshake_timeout: Duration,
+    /// A relative `cwd` is resolved against this (the project dir).
+    pub base_dir: Option<PathBuf>,
+}
+
+/// Why a connection could not be made or a call failed. `message` is redacted, names the
+/// server and, for stdio, ends with the stderr tail.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    pub kind: ConnectErrorKind,
+    pub message: String,
+}
+
+/// The class of a [`ConnectError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectErrorKind {
+    /// `tcp` (websocket), `type: "sdk"` or no transport field: the host reports
+    /// `unsupported_transport`.
+    Unsupported,
+    /// The connection could not be started: the process did not spawn, or the URL or a header
+    /// is invalid.
+    Spawn,
+    /// Spawn + `initialize` + first listing took longer than the handshake timeout.
+    Timeout,
+    /// The server answered badly, refused, or went away during the handshake.
+    Handshake,
+    /// The connection is closed.
+    Closed,
+    /// A request on a live connection failed.
+    Call,
+}
+
+/// How often a remote connection is pinged so a server that went away is noticed (streamable
+/// HTTP reconnects its event stream forever and would not say).
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// Default cap on a tool call when the config has no `timeout` (as the TypeScript SDK).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Bound on stopping rmcp's service loop (it flushes and closes the transport).
+const SERVICE_CLOSE: Duration = Duration::from_secs(3);
+/// After a failed handshake or an exit: how long to wait for the exit status and the last
+/// stderr lines before writing the message.
+const SETTLE: Duration = Duration::from_millis(500);
+/// Bound on [`Connection::close`] as a whole, in case a stop step misbehaves.
+const CLOSE_LIMIT: Duration = Duration::from_secs(15);
+
+/// Connects to server `name` as configured, runs `initialize` and lists its catalog.
+///
+/// # Errors
+/// [`ConnectErrorKind::Unsupported`] for websocket / sdk / no transport; `Spawn` when the
+/// process or HTTP client cannot start; `Timeout` after `handshake_timeout` (the process group
+/// is stopped first); `Handshake` when the server fails `initialize` or a listing.
+pub async fn connect(
+    name: &str,
+    config: &ServerConfig,
+    opts: ConnectOptions,
+) -> Result<Connection, ConnectError> {
+    let ctx = Ctx {
+        name: name.to_owned(),
+        secrets: secrets(config),
+        call_timeout: call_timeout(config),
+    };
+    match config.transport() {
+        Kind::Stdio => connect_stdio(ctx, config, opts).await,
+        Kind::Http => connect_http(ctx, config, opts).await,
+        Kind::Sse => connect_sse(ctx, config, opts).await,
+        Kind::Websocket => Err(ctx.error(
+            ConnectErrorKind::Unsupported,
+            "uses a websocket (`tcp`) transport, which mcp-reconcile does not support; \
+             configure `command`, `httpUrl` or `url` instead",
+        )),
+        Kind::Sdk => Err(ctx.error(
+            ConnectErrorKind::Unsupported,
+            "is an in-process (`type: \"sdk\"`) server, which only the client that registers \
+             it can run",
+        )),
+        Kind::Unknown => Err(ctx.error(
+            ConnectErrorKind::Unsupported,
+            "has no transport: set `command` (stdio), `httpUrl` (streamable HTTP) or `url` (SSE)",
+        )),
+    }
+}
+
+/// A live MCP connection. Close it with [`Connection::close`].
+pub struct Connection {
+    ctx: Arc<Ctx>,
+    pid: Option<u32>,
+    catalog: Catalog,
+    peer: Peer<RoleClient>,
+    shutdown: Option<oneshot::Sender<()>>,
+    monitor: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.ctx.name)
+            .field("pid", &self.pid)
+            .field("tools", &self.catalog.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// The server process id (stdio only).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The catalog listed right after `initialize` (a capability the server lacks is an empty
+    /// list). Later changes arrive as [`ConnEvent::CatalogChanged`].
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The rmcp peer, for forwarding requests.
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.peer.clone()
+    }
+
+    /// Calls tool `name` (its unqualified name on this server), bounded by the config's
+    /// `timeout` (ms) or [`DEFAULT_CALL_TIMEOUT`].
+    ///
+    /// # Errors
+    /// `Call` with the redacted rmcp error; `Closed` when the connection is gone. A tool that
+    /// ran and failed is not an error here: it is a result with `is_error`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<CallToolResult, ConnectError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        match tokio::time::timeout(self.ctx.call_timeout, self.peer.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::TransportClosed)) => Err(self.ctx.error(
+                ConnectErrorKind::Closed,
+                &format!("cannot call `{name}`: the connection is closed"),
+            )),
+            Ok(Err(e)) => Err(self.ctx.error(
+                ConnectErrorKind::Call,
+                &format!("tools/call `{name}` failed: {}", describe_service_error(&e)),
+            )),
+            Err(_) => Err(self.ctx.error(
+                ConnectErrorKind::Call,
+                &format!(
+                    "tools/call `{name}` got no answer within {} ms (`timeout`)",
+                    self.ctx.call_timeout.as_millis()
+                ),
+            )),
+        }
+    }
+
+    /// Stops the connection and the server: cancels the MCP session (closing stdin for stdio),
+    /// then for stdio gives the process a grace, SIGTERM to its group, a grace, SIGKILL, and
+    /// always a final SIGKILL to the group. Never hangs; no process or task is left behind.
+    /// No [`ConnEvent::Closed`] is sent for a requested close.
+    pub async fn close(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(mut monitor) = self.monitor.take() {
+            if tokio::time::timeout(CLOSE_LIMIT, &mut monitor)
+                .await
+                .is_err()
+            {
+                tracing::warn!(server = %self.ctx.name, "closing took too long; abandoning it");
+                monitor.abort();
+            }
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // Dropping the sender tells the monitor to stop everything in the background.
+        self.shutdown.take();
+    }
+}
+
+/// Per-connection facts every message needs.
+struct Ctx {
+    name: String,
+    secrets: Vec<String>,
+    call_timeout: Duration,
+}
+
+impl Ctx {
+    fn error(&self, kind: ConnectErrorKind, what: &str) -> ConnectError {
+        ConnectError {
+            kind,
+            message: self.redact(&format!("server `{}` {what}", self.name)),
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        redact_all(text, &self.secrets)
+    }
+}
+
+fn call_timeout(config: &ServerConfig) -> Duration {
+    match config
+        .get("timeout")
+        .and_then(mcp_reconcile_kernel::json::Value::as_f64)
+    {
+        Some(ms) if ms.is_finite() && ms > 0.0 => Duration::from_millis(ms.min(1e12) as u64),
+        _ => DEFAULT_CALL_TIMEOUT,
+    }
+}
+
+/// ` ; stderr:\n<tail>` when there is a tail, else nothing.
+fn with_stderr(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr:\n{tail}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio
+
+async fn connect_stdio(
+    ctx: Ctx,
+    config: &ServerConfig,
+    opts: ConnectOptions,
+) -> Result<Connection, ConnectError> {
+    let deadline = Instant::now() + opts.handshake_timeout;
+    let program = config.str_field("command").unwrap_or_default().to_owned();
+    let (mut process, pipes) = ChildProcess::spawn(
+        config,
+        opts.base_dir.as_deref(),
+        ctx.secrets.clone(),
+        &ctx.name,
+    )
+    .map_err(|e| {
+        ctx.error(
+            ConnectErrorKind::Spawn,
+            &format!("could not start `{program}`: {e}; check `command`, `cwd` and PATH"),
+        )
+    })?;
+    tracing::debug!(server = %ctx.name, pid = process.pid(), "spawned");
+    let transport = AsyncRwTransport::new_client(pipes.stdout, pipes.stdin);
+    let relist = Arc::new(Notify::new());
+    let outcome =
+        tokio::time::timeout_at(deadline, handshake(Handler::new(relist.clone()), transport)).await;
+    match outcome {
+        Ok(Ok((service, catalog))) => {
+            let pid = process.pid();
+            Ok(start(
+                ctx,
+                opts,
+                service,
+                catalog,
+                relist,
+                Ending::Process(process),
+                Some(pid),
+            ))
+        }
+        Ok(Err(failure)) => {
+            // The process usually exited: its status and last words explain the failure.
+            let status = process.wait_exit(SETTLE).await;
+            process.stderr_settled(SETTLE).await;
+            process.stop().await;
+            let exited = status
+                .map(|s| format!("; the process exited ({s})"))
+                .unwrap_or_default();
+            Err(ctx.error(
+                failure.kind,
+                &format!(
+                    "{}{exited}{}",
+                    failure.what,
+                    with_stderr(&process.stderr_tail())
+                ),
+            ))
+        }
+        Err(_) => {
+            process.stop().await;
+            process.stderr_settled(SETTLE).await;
+            Err(ctx.error(
+                ConnectErrorKind::Timeout,
+                &format!(
+                    "did not finish the MCP handshake within {} ms (`discoveryTimeoutMs`); \
+                     stopped it{}",
+                    opts.handshake_timeout.as_millis(),
+                    with_stderr(&process.stderr_tail())
+                ),
+            ))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// remote
+
+async fn connect_http(
+    ctx: Ctx,
+    config: &ServerConfig,
+    opts: ConnectOptions,
+) -> Result<Connection, ConnectError> {
+    let url = config.str_field("httpUrl").unwrap_or_default().to_owned();
+    let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
+    check_http_url(&url).map_err(spawn_error)?;
+    let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
+    let client = remote::http_client().map_err(spawn_error)?;
+    let (bearer, custom) = remote::split_bearer(headers);
+    let mut http_config =
+        StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(custom);
+    if let Some(token) = bearer {
+        http_config = http_config.auth_header(token);
+    }
+    let failure = Failure::default();
+    let transport = Watched::new(
+        StreamableHttpClientTransport::with_client(client, http_config),
+        failure.clone(),
+    );
+    let relist = Arc::new(Notify::new());
+    let outcome = tokio::time::timeout(
+        opts.handshake_timeout,
+        handshake(Handler::new(relist.clone()), transport),
+    )
+    .await;
+    finish_remote(ctx, opts, outcome, relist, failure, &url)
+}
+
+async fn connect_sse(
+    ctx: Ctx,
+    config: &ServerConfig,
+    opts: ConnectOptions,
+) -> Result<Connection, ConnectError> {
+    let url = config.str_field("url").unwrap_or_default().to_owned();
+    let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
+    check_http_url(&url).map_err(spawn_error)?;
+    let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
+    let client = remote::http_client().map_err(spawn_error)?;
+    let failure = Failure::default();
+    let relist = Arc::new(Notify::new());
+    let attempt = async {
+        let transport = sse::SseTransport::connect(client, &url, headers, failure.clone())
+            .await
+            .map_err(|e| HandshakeFailure {
+                kind: ConnectErrorKind::Handshake,
+                what: format!("could not open its SSE stream: {}", describe(&e)),
+            })?;
+        handshake(
+            Handler::new(relist.clone()),
+            Watched::new(transport, failure.clone()),
+        )
+        .await
+    };
+    let outcome = tokio::time::timeout(opts.handshake_timeout, attempt).await;
+    finish_remote(ctx, opts, outcome, relist, failure, &url)
+}
+
+fn check_http_url(url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(()),
+        _ => Err(format!(
+            "has an invalid URL `{url}` (expected http:// or https://)"
+        )),
+    }
+}
+
+fn finish_remote(
+    ctx: Ctx,
+    opts: ConnectOptions,
+    outcome: Result<Result<(Service, Catalog), HandshakeFailure>, tokio::time::error::Elapsed>,
+    relist: Arc<Notify>,
+    failure: Failure,
+    url: &str,
+) -> Result<Connection, ConnectError> {
+    match outcome {
+        Ok(Ok((service, catalog))) => Ok(start(
+            ctx,
+            opts,
+            service,
+            catalog,
+            relist,
+            Ending::Remote(failure),
+            None,
+        )),
+        Ok(Err(handshake_failure)) => {
+            let cause = failure
+                .get()
+                .filter(|f| !handshake_failure.what.contains(f.as_str()))
+                .map(|f| format!(" ({f})"))
+                .unwrap_or_default();
+            Err(ctx.error(
+                handshake_failure.kind,
+                &format!("at {url} {}{cause}", handshake_failure.what),
+            ))
+        }
+        Err(_) => Err(ctx.error(
+            ConnectErrorKind::Timeout,
+            &format!(
+                "at {url} did not finish the MCP handshake within {} ms (`discoveryTimeoutMs`)",
+                opts.handshake_timeout.as_millis()
+            ),
+        )),
+    }
+}

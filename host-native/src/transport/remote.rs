@@ -1,0 +1,227 @@
+//! What streamable HTTP and legacy SSE share: the HTTP client (no proxy, the configured
+//! headers), and [`Watched`], a transport wrapper that turns the first transport failure into
+//! the end of the connection and remembers why (the HTTP status or transport error), because
+//! rmcp's service loop only says "closed".
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_reconcile_kernel::json::Value;
+use mcp_reconcile_kernel::ServerConfig;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::RoleClient;
+use tokio::sync::watch;
+
+/// Headers the MCP transports set themselves; a configured one would break the protocol.
+const TRANSPORT_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// An HTTP client that never goes through a proxy (servers are reached as configured).
+pub fn http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// The configured `headers`, every value marked sensitive (never printed by `Debug`). Headers
+/// the transport owns (`Accept`, `Mcp-Session-Id`, ...) are left out with a warning.
+///
+/// # Errors
+/// A header name or value that HTTP does not allow (the message names the key, never the value).
+pub fn configured_headers(config: &ServerConfig, server: &str) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    let Some(Value::Object(map)) = config.get("headers") else {
+        return Ok(headers);
+    };
+    for (key, value) in map.iter() {
+        if matches!(value, Value::Null | Value::Object(_) | Value::Array(_)) {
+            continue;
+        }
+        if TRANSPORT_HEADERS
+            .iter()
+            .any(|h| key.eq_ignore_ascii_case(h))
+        {
+            tracing::warn!(server, header = %key, "ignoring a header the MCP transport sets itself");
+            continue;
+        }
+        let name = HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| format!("has an invalid header name `{key}` in `headers`"))?;
+        let mut value = HeaderValue::from_str(&value.to_js_string())
+            .map_err(|_| format!("has an invalid value for `headers.{key}`"))?;
+        value.set_sensitive(true);
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// Splits headers for rmcp's streamable HTTP client: a `Bearer` Authorization becomes its auth
+/// token (so rmcp's 401 handling knows it); everything else is sent as is.
+pub fn split_bearer(headers: HeaderMap) -> (Option<String>, HashMap<HeaderName, HeaderValue>) {
+    let mut token = None;
+    let mut rest = HashMap::new();
+    for (name, value) in headers.iter() {
+        if name == reqwest::header::AUTHORIZATION && token.is_none() {
+            if let Some(bearer) = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, token)| token.trim().to_owned())
+            {
+                token = Some(bearer);
+                continue;
+            }
+        }
+        rest.insert(name.clone(), value.clone());
+    }
+    (token, rest)
+}
+
+/// The first failure of a remote transport, shared by the transport and the connection monitor.
+#[derive(Clone)]
+pub struct Failure(Arc<watch::Sender<Option<String>>>);
+
+impl Default for Failure {
+    fn default() -> Self {
+        Failure(Arc::new(watch::channel(None).0))
+    }
+}
+
+impl Failure {
+    /// Records `reason` unless a failure was recorded already (the first one is the cause).
+    pub fn record(&self, reason: String) {
+        self.0.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    pub fn get(&self) -> Option<String> {
+        self.0.borrow().clone()
+    }
+
+    /// Resolves once a failure is recorded.
+    pub fn occurred(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.0.subscribe();
+        async move {
+            let _ = rx.wait_for(Option::is_some).await;
+        }
+    }
+}
+
+/// A transport whose first send failure (or a failure its inner transport records) ends the
+/// connection: `receive` then returns `None`, so rmcp's service stops and the monitor reports
+/// `Closed` with the recorded reason.
+pub struct Watched<T> {
+    inner: T,
+    failure: Failure,
+}
+
+impl<T> Watched<T> {
+    pub fn new(inner: T, failure: Failure) -> Self {
+        Watched { inner, failure }
+    }
+}
+
+impl<T> Transport<RoleClient> for Watched<T>
+where
+    T: Transport<RoleClient>,
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let sending = self.inner.send(item);
+        let failure = self.failure.clone();
+        async move {
+            let result = sending.await;
+            if let Err(e) = &result {
+                failure.record(super::session::describe(e));
+            }
+            result
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let failed = self.failure.occurred();
+        let inner = &mut self.inner;
+        async move {
+            tokio::select! {
+                message = inner.receive() => message,
+                () = failed => None,
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_reconcile_kernel::json::parse;
+
+    fn cfg(text: &str) -> ServerConfig {
+        match parse(text).expect("json") {
+            Value::Object(o) => ServerConfig(o),
+            _ => panic!("object expected"),
+        }
+    }
+
+    #[test]
+    fn headers_are_sensitive_and_transport_headers_are_dropped() {
+        let c = cfg(
+            r#"{"httpUrl":"http://x","headers":{"Authorization":"Bearer tok","X-Key":"k1","Accept":"text/html","N":7}}"#,
+        );
+        let headers = configured_headers(&c, "s").expect("valid headers");
+        assert_eq!(headers.len(), 3);
+        assert!(headers.get("accept").is_none());
+        assert!(headers.values().all(HeaderValue::is_sensitive));
+        assert_eq!(headers.get("n").map(|v| v.as_bytes()), Some(&b"7"[..]));
+        assert!(!format!("{headers:?}").contains("tok"));
+
+        let (token, rest) = split_bearer(headers);
+        assert_eq!(token.as_deref(), Some("tok"));
+        assert_eq!(rest.len(), 2);
+
+        let (token, rest) = split_bearer(
+            configured_headers(&cfg(r#"{"headers":{"Authorization":"Basic abc"}}"#), "s")
+                .expect("valid"),
+        );
+        assert_eq!(token, None);
+        assert_eq!(rest.len(), 1, "a non-bearer Authorization is sent as is");
+
+        let bad = configured_headers(&cfg(r#"{"headers":{"X":"a\nb"}}"#), "s")
+            .expect_err("newline in a value");
+        assert!(
+            bad.contains("`headers.X`") && !bad.contains("a\nb"),
+            "{bad}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_failure_wins_and_wakes_waiters() {
+        let failure = Failure::default();
+        let waiting = tokio::spawn(failure.occurred());
+        failure.record("HTTP 502".to_owned());
+        failure.record("later".to_owned());
+        waiting.await.expect("waiter ends");
+        assert_eq!(failure.get().as_deref(), Some("HTTP 502"));
+    }
+}

@@ -1,0 +1,379 @@
+//! One MCP session over any transport: the handshake with the first listing, the client
+//! handler that hears `list_changed`, and the supervision of a live connection.
+//!
+//! Supervision, per connection:
+//! 1. a relist task waits for `list_changed` (coalesced) and sends the whole fresh catalog;
+//! 2. a monitor task waits for the first of: a requested close (or the `Connection` dropped),
+//!    rmcp's service loop ending, the stdio process exiting, a remote keepalive ping failing;
+//! 3. it stops the relist task, the service and (stdio) the process group, and unless the close
+//!    was requested sends [`ConnEvent::Closed`] with the redacted reason.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, ClientRequest, Implementation, PingRequest};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
+
+use super::remote::Failure;
+use super::stdio::ChildProcess;
+use super::{
+    with_stderr, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Ctx,
+    KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
+};
+
+/// How long a keepalive ping may go unanswered.
+const PING_TIMEOUT: Duration = Duration::from_secs(20);
+/// Bound on one re-listing after `list_changed`.
+const RELIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub(super) type Service = RunningService<RoleClient, Handler>;
+
+pub(super) struct HandshakeFailure {
+    pub kind: ConnectErrorKind,
+    pub what: String,
+}
+
+/// `initialize`, then the first listing of everything the server has capabilities for.
+pub(super) async fn handshake<T, E, A>(
+    handler: Handler,
+    transport: T,
+) -> Result<(Service, Catalog), HandshakeFailure>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|e| HandshakeFailure {
+            kind: ConnectErrorKind::Handshake,
+            what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
+        })?;
+    match list_catalog(service.peer()).await {
+        Ok(catalog) => Ok((service, catalog)),
+        Err(e) => {
+            let _ = tokio::time::timeout(SERVICE_CLOSE, service.cancel()).await;
+            Err(HandshakeFailure {
+                kind: ConnectErrorKind::Handshake,
+                what: format!("answered initialize but {e}"),
+            })
+        }
+    }
+}
+
+/// Lists every page of tools, prompts and resources the server has capabilities for.
+pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, String> {
+    let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
+    let offers =
+        |has: fn(&rmcp::model::ServerCapabilities) -> bool| capabilities.as_ref().is_none_or(has);
+    let mut catalog = Catalog::default();
+    if offers(|c| c.tools.is_some()) {
+        catalog.tools = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {}", describe_service_error(&e)))?;
+    }
+    if offers(|c| c.prompts.is_some()) {
+        catalog.prompts = peer
+            .list_all_prompts()
+            .await
+            .map_err(|e| format!("prompts/list failed: {}", describe_service_error(&e)))?;
+    }
+    if offers(|c| c.resources.is_some()) {
+        catalog.resources = peer
+            .list_all_resources()
+            .await
+            .map_err(|e| format!("resources/list failed: {}", describe_service_error(&e)))?;
+    }
+    Ok(catalog)
+}
+
+/// The client side of the session: answers the server's notifications.
+#[derive(Clone)]
+pub(super) struct Handler {
+    relist: Arc<Notify>,
+}
+
+impl Handler {
+    pub(super) fn new(relist: Arc<Notify>) -> Self {
+        Handler { relist }
+    }
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.relist.notify_one();
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.relist.notify_one();
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.relist.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("mcp-reconcile", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// supervision
+
+/// What can end a live connection besides a requested close.
+pub(super) enum Ending {
+    Process(ChildProcess),
+    Remote(Failure),
+}
+
+pub(super) fn start(
+    ctx: Ctx,
+    opts: ConnectOptions,
+    service: Service,
+    catalog: Catalog,
+    relist: Arc<Notify>,
+    ending: Ending,
+    pid: Option<u32>,
+) -> Connection {
+    let ctx = Arc::new(ctx);
+    let peer = service.peer().clone();
+    let relister = tokio::spawn(follow_list_changes(
+        ctx.clone(),
+        peer.clone(),
+        relist,
+        opts.generation,
+        opts.events.clone(),
+    ));
+    let (shutdown_tx, shutdown) = oneshot::channel();
+    let monitor = tokio::spawn(supervise(Supervised {
+        ctx: ctx.clone(),
+        generation: opts.generation,
+        events: opts.events,
+        service,
+        relister,
+        ending,
+        shutdown,
+    }));
+    tracing::info!(server = %ctx.name, ?pid, tools = catalog.tools.len(), "connected");
+    Connection {
+        ctx,
+        pid,
+        catalog,
+        peer,
+        shutdown: Some(shutdown_tx),
+        monitor: Some(monitor),
+    }
+}
+
+/// Re-lists the whole catalog after each (coalesced) `list_changed`, one listing at a time, so
+/// events arrive in order and the last one is current.
+async fn follow_list_changes(
+    ctx: Arc<Ctx>,
+    peer: Peer<RoleClient>,
+    relist: Arc<Notify>,
+    generation: u64,
+    events: mpsc::UnboundedSender<ConnEvent>,
+) {
+    loop {
+        relist.notified().await;
+        if peer.is_transport_closed() {
+            return;
+        }
+        match tokio::time::timeout(RELIST_TIMEOUT, list_catalog(&peer)).await {
+            Ok(Ok(catalog)) => {
+                tracing::info!(server = %ctx.name, tools = catalog.tools.len(), "catalog changed");
+                let event = ConnEvent::CatalogChanged {
+                    server: ctx.name.clone(),
+                    generation,
+                    catalog,
+                };
+                if events.send(event).is_err() {
+                    return;
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server = %ctx.name, "re-listing after list_changed: {}", ctx.redact(&e));
+            }
+            Err(_) => tracing::warn!(server = %ctx.name, "re-listing after list_changed timed out"),
+        }
+    }
+}
+
+struct Supervised {
+    ctx: Arc<Ctx>,
+    generation: u64,
+    events: mpsc::UnboundedSender<ConnEvent>,
+    service: Service,
+    relister: JoinHandle<()>,
+    ending: Ending,
+    shutdown: oneshot::Receiver<()>,
+}
+
+/// Why the monitor stopped watching.
+enum Cause {
+    Requested,
+    ServiceEnded,
+    Exited,
+    KeepaliveFailed(String),
+}
+
+/// Waits for a requested close or the connection's own end, then tears everything down; on its
+/// own end reports [`ConnEvent::Closed`].
+async fn supervise(s: Supervised) {
+    let Supervised {
+        ctx,
+        generation,
+        events,
+        service,
+        relister,
+        mut ending,
+        mut shutdown,
+    } = s;
+    let peer = service.peer().clone();
+    let cancel = service.cancellation_token();
+    let quit = service.waiting();
+    tokio::pin!(quit);
+
+    let mut quit_done = false;
+    let cause = {
+        let ended_on_its_own = async {
+            match &mut ending {
+                Ending::Process(process) => {
+                    process.exited().await;
+                    Cause::Exited
+                }
+                Ending::Remote(_) => Cause::KeepaliveFailed(keepalive(&peer).await),
+            }
+        };
+        tokio::select! {
+            _ = &mut shutdown => Cause::Requested,
+            _ = &mut quit => {
+                quit_done = true;
+                Cause::ServiceEnded
+            }
+            cause = ended_on_its_own => cause,
+        }
+    };
+    relister.abort();
+    cancel.cancel();
+    if !quit_done {
+        let _ = tokio::time::timeout(SERVICE_CLOSE, &mut quit).await;
+    }
+
+    let error = match (ending, &cause) {
+        (Ending::Process(mut process), Cause::Requested) => {
+            process.stop().await;
+            tracing::info!(server = %ctx.name, "closed");
+            return;
+        }
+        (Ending::Remote(_), Cause::Requested) => {
+            tracing::info!(server = %ctx.name, "closed");
+            return;
+        }
+        (Ending::Process(mut process), _) => {
+            let status = match process.wait_exit(SETTLE).await {
+                Some(status) => format!("exited ({status})"),
+                None => "closed its stdout; stopped it".to_owned(),
+            };
+            process.stderr_settled(SETTLE).await;
+            process.stop().await;
+            format!("{status}{}", with_stderr(&process.stderr_tail()))
+        }
+        (Ending::Remote(failure), cause) => {
+            let reason = match (failure.get(), cause) {
+                (Some(reason), _) => reason,
+                (None, Cause::KeepaliveFailed(reason)) => reason.clone(),
+                (None, _) => "the server ended the session".to_owned(),
+            };
+            format!("lost its connection: {reason}")
+        }
+    };
+    let error = ctx.redact(&format!("server `{}` {error}", ctx.name));
+    tracing::warn!(server = %ctx.name, "{error}");
+    let _ = events.send(ConnEvent::Closed {
+        server: ctx.name.clone(),
+        generation,
+        error,
+    });
+}
+
+/// Pings every [`KEEPALIVE_INTERVAL`]; returns why the server stopped answering. An MCP error
+/// reply still proves the server is there.
+async fn keepalive(peer: &Peer<RoleClient>) -> String {
+    loop {
+        tokio::time::sleep(KEEPALIVE_INTERVAL).await;
+        let ping = peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+        match tokio::time::timeout(PING_TIMEOUT, ping).await {
+            Ok(Ok(_)) | Ok(Err(ServiceError::McpError(_))) => {}
+            Ok(Err(e)) => return format!("ping failed: {}", describe_service_error(&e)),
+            Err(_) => return format!("no answer to a ping within {} s", PING_TIMEOUT.as_secs()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// error texts
+
+/// `error` and each of its sources not already in the text, joined by ": " (reqwest's
+/// "error sending request" says why only in its sources).
+pub(super) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = String::new();
+    append_causes(&mut text, error);
+    text
+}
+
+fn append_causes(text: &mut String, error: &(dyn std::error::Error + 'static)) {
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&more);
+        }
+        // rmcp's `Client` variant wraps the reqwest error without exposing it as a source.
+        if let Some(StreamableHttpError::Client(inner)) =
+            cause.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            append_causes(text, inner);
+        }
+        next = cause.source();
+    }
+}
+
+/// A handshake error without rmcp's transport type names.
+pub(super) fn describe_init_error(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match error {
+        E::TransportError { error, context } => format!("{context}: {}", describe(&*error.error)),
+        E::ConnectionClosed(context) => {
+            format!("the server closed the connection during {context}")
+        }
+        other => describe(other),
+    }
+}
+
+/// A request error without rmcp's transport type names.
+pub(super) fn describe_service_error(error: &ServiceError) -> String {
+    match error {
+        ServiceError::TransportSend(dynamic) => {
+            format!("cannot send the request: {}", describe(&*dynamic.error))
+        }
+        other => describe(other),
+    }
+}
