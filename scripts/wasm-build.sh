@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the wasm facade into host-wasm/pkg/ (wasm-bindgen --target nodejs)
+# and checks purity: the kernel alone imports nothing from its host, and the
+# facade imports only wasm-bindgen's own glue.
+#
+# Run scripts/wasm-setup.sh first. Uses Debian's compiler with -Zbuild-std
+# (rustup has no wasm32 std here), its own target directory (it must never
+# share build artifacts with rustup's compiler) and rustup's rust-lld as the
+# linker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target_dir=target-wasm
+out=$target_dir/wasm32-unknown-unknown/release
+lld="$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-gnu/bin/rust-lld"
+
+echo "==> cargo build (wasm32-unknown-unknown, Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2))"
+RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$lld" \
+  /usr/bin/cargo build --locked --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
+  --release -p mcp-reconcile-wasm -p mcp-reconcile-purity-probe --target-dir "$target_dir"
+
+echo "==> wasm-bindgen --target nodejs"
+rm -rf host-wasm/pkg
+wasm-bindgen --target nodejs --out-dir host-wasm/pkg "$out/mcp_reconcile_wasm.wasm"
+
+echo "==> purity"
+purity() { cargo run --locked -q -p mcp-reconcile-wasm-purity -- "$@"; }
+purity "$out/mcp_reconcile_purity_probe.wasm"
+purity "$out/mcp_reconcile_wasm.wasm" --allow '__wbindgen_*'
+purity host-wasm/pkg/mcp_reconcile_wasm_bg.wasm --allow ./mcp_reconcile_wasm_bg.js

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds and tests the wasm facade and the TypeScript bridge from a clean
+# clone: setup -> wasm build (+ purity checks) -> native CLI (for parity) ->
+# npm ci -> tsc -> node --test (vectors, native/wasm parity, facade contract,
+# live MCP servers).
+#
+# Vectors come from ../shared/vectors beside the checkout (or
+# $MCP_RECONCILE_VECTORS) and tests/vectors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+current=""
+step_start=$SECONDS
+# Prints how long the previous step took, then starts the next one.
+step() {
+  [ -z "$current" ] || printf '<== %s: %ss\n' "$current" $((SECONDS - step_start))
+  current=$*
+  step_start=$SECONDS
+  [ -z "$current" ] || printf '\n==> %s\n' "$current"
+}
+
+step "wasm setup"
+bash scripts/wasm-setup.sh
+
+step "wasm build"
+bash scripts/wasm-build.sh
+
+step "native CLI (the parity test compares against it)"
+cargo build --locked -q -p mcp-reconcile
+
+cd host-wasm
+step "npm ci"
+npm ci --no-audit --no-fund
+
+step "tsc"
+npx tsc -p tsconfig.json
+
+step "node --test"
+node --test dist/test/
+step ""
