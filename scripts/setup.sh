@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Installs the tools the test suite needs. Idempotent: skips what is present.
+# Installs what the test suite needs. Idempotent: skips what is present.
+#   - rustfmt and clippy (rustup components)
+#   - cargo-fuzz (crates.io)
+#   - server-everything and friends (npm ci at the repository root)
+#   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-have() { command -v "$1" >/dev/null 2>&1; }
 
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add rustfmt clippy
 fi
 
-if [ -d fuzz ] && ! cargo fuzz --version >/dev/null 2>&1; then
+if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
+
+# Third-party MCP servers for the integration tests, at pinned versions.
+if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
+  || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+
+bash scripts/wasm-setup.sh

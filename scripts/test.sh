@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit/integration/property tests,
-# conformance vectors and a short run of every fuzz target.
-# Installs what it needs (idempotently) first, so it runs on a fresh machine.
+# The whole test suite: formatting, lints, unit / property / conformance-vector
+# / end-to-end tests against real MCP servers, a short run of every fuzz
+# target, and the wasm package under Node (vectors, native/wasm parity, live
+# servers). Installs what it needs first (idempotently), so it runs on a
+# fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
-
 step() { printf '\n==> %s\n' "$*"; }
+
+step "setup"
+bash scripts/setup.sh
 
 step "format"
 cargo fmt --all --check
@@ -15,10 +18,11 @@ cargo fmt --all --check
 step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "tests"
+step "tests (kernel, host, fixture, wasm types)"
 cargo test --workspace --locked
 
-if [ -d fuzz ]; then
-  step "fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
-  bash scripts/fuzz.sh "$FUZZ_SECONDS"
-fi
+step "fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
+bash scripts/fuzz.sh "$FUZZ_SECONDS"
+
+step "wasm package under Node"
+bash scripts/wasm-test.sh
