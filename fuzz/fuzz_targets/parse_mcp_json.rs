@@ -1,28 +1,7 @@
-//! Arbitrary text as a file for `parseMcpJson` (with and without variable
-//! expansion): the parser answers with a result or an error, never a panic.
+//! Arbitrary text as a file for `parseMcpJson`: a result or an error, never a panic.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use mcp_reconcile_kernel::json::{Object, Value};
+#[path = "file_request.rs"]
+mod file_request;
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&flags, rest)) = data.split_first() else {
-        return;
-    };
-    let text = String::from_utf8_lossy(rest).into_owned();
-    let mut env = Object::new();
-    for (k, v) in [("HOME", "/home/u"), ("X", "$X"), ("EMPTY", ""), ("A B", "sp")] {
-        env.insert(k.to_owned(), Value::from(v));
-    }
-    let mut request = Object::new();
-    request.insert("op".into(), "parseMcpJson".into());
-    request.insert("text".into(), text.into());
-    if flags & 1 == 1 {
-        request.insert("env".into(), Value::Object(env));
-    }
-    if flags & 2 == 2 {
-        request.insert("expand".into(), Value::Bool(false));
-    }
-    let response = mcp_reconcile_kernel::evaluate(&Value::Object(request));
-    assert!(response.as_object().is_some_and(|o| o.len() == 1));
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| file_request::run("parseMcpJson", data));

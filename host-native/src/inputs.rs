@@ -944,20 +944,6 @@ fn read_text(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
-/// A short JSON rendering of a value for messages.
-fn describe(value: &Value) -> String {
-    const MAX: usize = 60;
-    let text = value.to_json();
-    if text.len() <= MAX {
-        return text;
-    }
-    let cut = (0..=MAX)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{}...", &text[..cut])
-}
-
 /// The object entries of a server map; every other entry becomes an error
 /// naming it.
 fn object_entries(map: &Object, where_: &str) -> (Servers, Vec<String>) {
@@ -969,7 +955,7 @@ fn object_entries(map: &Object, where_: &str) -> (Servers, Vec<String>) {
             other => errors.push(format!(
                 "server \"{name}\" in {where_} must be an object, found {} — skipped; fix or \
                  remove that entry",
-                describe(other)
+                other.preview(60)
             )),
         }
     }
@@ -1010,7 +996,7 @@ impl SettingsContent {
                 vec![format!(
                     "mcpServers must be an object of server entries, found {} — no servers \
                      are loaded from this file",
-                    describe(other)
+                    other.preview(60)
                 )],
             ),
         };
@@ -1198,7 +1184,7 @@ impl JsonFile {
                     self.error = Some(format!(
                         "must be a JSON object of servers (or {{\"mcpServers\": …}}), found {} \
                          — fix it; {}",
-                        describe(&parsed),
+                        &parsed.preview(60),
                         kept_note(self.good.is_some())
                     ));
                     return;

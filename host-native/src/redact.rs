@@ -58,16 +58,9 @@ pub fn keys_of(config: &ServerConfig, field: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_reconcile_kernel::json::parse;
 
     fn cfg(text: &str) -> ServerConfig {
-        ServerConfig(
-            parse(text)
-                .expect("json")
-                .as_object()
-                .cloned()
-                .expect("object"),
-        )
+        ServerConfig::from_json(text).expect("a config object")
     }
 
     #[test]

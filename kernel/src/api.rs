@@ -253,14 +253,8 @@ impl<'a> Request<'a> {
 }
 
 fn wrong_type(field: &str, expected: &str, found: &Value) -> ApiError {
-    let mut text = found.to_json();
-    if text.len() > 80 {
-        let cut = (0..=77)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        text.truncate(cut);
-        text.push_str("...");
-    }
-    ApiError::invalid(format!("field `{field}` must be {expected}, found {text}"))
+    ApiError::invalid(format!(
+        "field `{field}` must be {expected}, found {}",
+        found.preview(77)
+    ))
 }

@@ -182,7 +182,7 @@ pub fn problems(store: &Value) -> Vec<String> {
     let Value::Object(projects) = store else {
         return vec![format!(
             "approvals store must be an object, found {}",
-            describe(store)
+            store.preview(60)
         )];
     };
     projects
@@ -192,7 +192,7 @@ pub fn problems(store: &Value) -> Vec<String> {
             format!(
                 "approvals of project {} must be an object, found {}",
                 Value::from(root.as_str()).to_json(),
-                describe(entry)
+                entry.preview(60)
             )
         })
         .collect()
@@ -221,20 +221,6 @@ fn gated_where(
         .filter(|(name, config)| config.is_gated() && keep(approvals.state(root, name, config)))
         .map(|(name, _)| name.clone())
         .collect()
-}
-
-/// A short JSON rendering of a value for messages.
-fn describe(value: &Value) -> String {
-    const MAX: usize = 60;
-    let text = value.to_json();
-    if text.len() <= MAX {
-        return text;
-    }
-    let cut = (0..=MAX)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{}...", text.get(..cut).unwrap_or(""))
 }
 
 /// `approvalState`: `approvals`, `projectRoot`, `name`, `config`.
@@ -284,10 +270,7 @@ mod tests {
     }
 
     fn cfg(text: &str) -> ServerConfig {
-        match json(text) {
-            Value::Object(o) => ServerConfig(o),
-            _ => panic!("object expected"),
-        }
+        ServerConfig::from_json(text).expect("a config object")
     }
 
     const ROOT: &str = "/home/dev/my-repo";

@@ -53,6 +53,22 @@ impl ServerConfig {
         ServerConfig(object)
     }
 
+    /// Reads one entry from JSON text, with JS semantics.
+    ///
+    /// # Errors
+    /// [`ConfigError::Syntax`] when the text is not JSON,
+    /// [`ConfigError::EntryNotObject`] when it is not an object.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        match crate::json::parse(text) {
+            Ok(Value::Object(o)) => Ok(ServerConfig(o)),
+            Ok(other) => Err(ConfigError::EntryNotObject {
+                name: String::new(),
+                found: other.preview(60),
+            }),
+            Err(e) => Err(ConfigError::Syntax(e.to_string())),
+        }
+    }
+
     /// `cfg[key]` (absent is `None`; `null` is `Some(Null)`).
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key)
@@ -124,13 +140,9 @@ impl From<Object> for ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::parse;
 
     fn cfg(text: &str) -> ServerConfig {
-        match parse(text).expect("json") {
-            Value::Object(o) => ServerConfig(o),
-            _ => panic!("object expected"),
-        }
+        ServerConfig::from_json(text).expect("a config object")
     }
 
     #[test]
@@ -195,6 +207,9 @@ pub enum ConfigError {
     /// The server map is not a JSON object.
     #[error("server map must be an object, found {0}")]
     MapNotObject(String),
+    /// The text is not JSON.
+    #[error("server config is not JSON: {0}")]
+    Syntax(String),
 }
 
 /// Reads a `{name: config}` map; every entry must be an object.

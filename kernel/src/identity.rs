@@ -323,13 +323,9 @@ impl OrElseNull for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::parse;
 
     fn cfg(text: &str) -> ServerConfig {
-        match parse(text).expect("json") {
-            Value::Object(o) => ServerConfig(o),
-            _ => panic!("object expected"),
-        }
+        ServerConfig::from_json(text).expect("a config object")
     }
 
     #[test]

@@ -329,6 +329,20 @@ impl Value {
         }
     }
 
+    /// `JSON.stringify(value)` cut to at most `max` bytes (on a character
+    /// boundary) with `...` appended when cut: for error messages.
+    pub fn preview(&self, max: usize) -> String {
+        let text = self.to_json();
+        if text.len() <= max {
+            return text;
+        }
+        let cut = (0..=max)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        format!("{}...", text.get(..cut).unwrap_or(""))
+    }
+
     /// Exactly `JSON.stringify(value)`.
     pub fn to_json(&self) -> String {
         let mut out = String::new();

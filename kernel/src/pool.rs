@@ -291,13 +291,9 @@ impl Pool {
 mod tests {
     use super::*;
     use crate::identity::connection_id;
-    use crate::json::{parse, Value};
 
     fn cfg(text: &str) -> ServerConfig {
-        match parse(text).expect("json") {
-            Value::Object(o) => ServerConfig(o),
-            _ => panic!("object expected"),
-        }
+        ServerConfig::from_json(text).expect("a config object")
     }
 
     #[test]

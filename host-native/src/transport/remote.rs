@@ -175,13 +175,9 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_reconcile_kernel::json::parse;
 
     fn cfg(text: &str) -> ServerConfig {
-        match parse(text).expect("json") {
-            Value::Object(o) => ServerConfig(o),
-            _ => panic!("object expected"),
-        }
+        ServerConfig::from_json(text).expect("a config object")
     }
 
     #[test]
