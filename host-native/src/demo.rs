@@ -88,14 +88,19 @@ pub fn write_demo() -> anyhow::Result<Demo> {
             .context("building the demo flags")?
             .flags;
     let same = args.join(" ");
+    // The binary as the user can run it from another terminal, even when it
+    // is not on PATH (e.g. started with `cargo run`).
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "mcp-reconcile".to_owned());
     let instructions = format!(
         "Demo project in {dir}\n\
          \x20 notes, clock          from {user}\n\
          \x20 project-tools         from {mcp} (needs approval)\n\
          Try, in another terminal:\n\
          \x20 1. edit {user}: change \"echo,add\" to \"echo,add,sleep\" — only `notes` reconnects\n\
-         \x20 2. mcp-reconcile approve project-tools {same}\n\
-         \x20 3. mcp-reconcile status {same}\n\
+         \x20 2. {exe} approve project-tools {same}\n\
+         \x20 3. {exe} status {same}\n\
          Ctrl-C stops every server.\n",
         dir = dir.display(),
         user = user.display(),

@@ -203,7 +203,7 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     let mut demo_dir = None;
     let layers = if args.demo {
         let demo = demo::write_demo()?;
-        println!("{}", demo.instructions);
+        say(&demo.instructions);
         demo_dir = Some(demo.dir);
         demo.flags
     } else {
@@ -228,19 +228,21 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
         let mut decide_all = false;
         while let Some(event) = events.recv().await {
             match event {
-                HostEvent::PlanApplied(report) => print!("{}", report_text(&report)),
-                HostEvent::ReloadFailed(message) => eprintln!("! {message}"),
+                HostEvent::PlanApplied(report) => say(&report_text(&report)),
+                HostEvent::ReloadFailed(message) => {
+                    let _ = writeln!(io::stderr(), "! {message}");
+                }
                 HostEvent::ClientUpdate(s) => {
                     if let Some(error) = &s.last_error {
-                        println!("  {} is {} — {error}", s.name, s.state);
+                        say(&format!("  {} is {} — {error}\n", s.name, s.state));
                     }
                 }
                 HostEvent::ApprovalNeeded(servers) => {
                     for (name, config) in servers {
                         if !prompt {
-                            println!(
-                                "! {name} needs approval (from a project file): run `mcp-reconcile approve {name}` (or `--all`) with the same flags"
-                            );
+                            say(&format!(
+                                "! {name} needs approval (from a project file): run `mcp-reconcile approve {name}` (or `--all`) with the same flags\n"
+                            ));
                             continue;
                         }
                         let answer = if decide_all {
@@ -259,7 +261,10 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
                         };
                         if let Some(decision) = decision {
                             if let Err(e) = store.decide(&project_root, &name, &config, decision) {
-                                eprintln!("! could not store the decision for {name}: {e:#}");
+                                let _ = writeln!(
+                                    io::stderr(),
+                                    "! could not store the decision for {name}: {e:#}"
+                                );
                             }
                         }
                     }
@@ -293,11 +298,19 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     drop(control_tx);
     host.run(file_rx, control_rx).await;
     printer.abort();
-    println!("stopped every server");
+    say("stopped every server\n");
     if let Some(dir) = demo_dir {
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())
+}
+
+/// Prints to stdout, ignoring a closed stdout (`watch | head` must not
+/// take the session down).
+fn say(text: &str) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 enum Answer {
