@@ -11,7 +11,7 @@ use crate::host::{PlanReport, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
 /// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`;
-/// also `transport`, `resources`, `attempts`.
+/// also `transport`, `resources`, `attempts`, `retryInMs`.
 pub fn status_json(s: &ServerStatus) -> Value {
     json!({
         "name": s.name,
@@ -26,6 +26,7 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "spawns": s.spawns,
         "attempts": s.attempts,
         "lastError": s.last_error,
+        "retryInMs": s.retry_in_ms,
     })
 }
 
