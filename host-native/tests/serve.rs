@@ -360,3 +360,138 @@ async fn a_call_on_a_dying_server_fails_clearly_and_a_pending_one_never_spawns()
     assert_eq!(p.spawns("proj"), 0);
     served.close().await;
 }
+
+/// `serve --http 127.0.0.1:0`: every HTTP client is a session of the same host; each hears
+/// `list_changed`, also when a server changes its own list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_every_client_hears_list_changed() {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use tokio::io::AsyncBufReadExt;
+
+    let p = Project::new();
+    let late = with_args(p.server("late", "echo"), &["--change-tools-after", "1500"]);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "late": late}}));
+    let err = fs::File::create(p.path("serve.log")).expect("log file");
+    let mut command = std::process::Command::new(cli());
+    command
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err)
+        .process_group(0);
+    let mut child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("serve starts");
+    let group = Group(child.id().unwrap_or(0));
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = tokio::time::timeout(PATIENCE, stdout.next_line())
+        .await
+        .expect("the URL in time")
+        .expect("stdout")
+        .expect("a URL line");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("HTTP client");
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+        );
+        let (tx, heard) = mpsc::unbounded_channel();
+        let client = tokio::time::timeout(PATIENCE, Listener { heard: tx }.serve(transport))
+            .await
+            .expect("handshake in time")
+            .expect("handshake");
+        clients.push((client, heard));
+    }
+    for (client, _) in &clients {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let names: Vec<String> = tools.into_iter().map(|t| t.name.into_owned()).collect();
+        assert!(names.starts_with(&["mcp__a__echo".to_owned()]), "{names:?}");
+    }
+    // `late` adds a tool on its own after 1.5 s and says so: relayed to both clients.
+    for (client, heard) in &mut clients {
+        let start = Instant::now();
+        loop {
+            let names: Vec<String> = client
+                .list_all_tools()
+                .await
+                .expect("tools/list")
+                .into_iter()
+                .map(|t| t.name.into_owned())
+                .collect();
+            if names.contains(&"mcp__late__late".to_owned()) {
+                break;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "late tool never listed: {names:?}"
+            );
+            match tokio::time::timeout(PATIENCE, heard.recv()).await {
+                Ok(Some(_)) => {}
+                _ => panic!("no list_changed for the server's own change"),
+            }
+        }
+    }
+    // A settings edit: both hear it.
+    p.write_settings(
+        json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
+    );
+    for (client, heard) in &mut clients {
+        let start = Instant::now();
+        loop {
+            let names: Vec<String> = client
+                .list_all_tools()
+                .await
+                .expect("tools/list")
+                .into_iter()
+                .map(|t| t.name.into_owned())
+                .collect();
+            if names == ["mcp__a__echo", "mcp__b__echo"] {
+                break;
+            }
+            assert!(start.elapsed() < PATIENCE, "edit never seen: {names:?}");
+            let _ = tokio::time::timeout(PATIENCE, heard.recv()).await;
+        }
+    }
+    let pids_before: Vec<u64> = ["a", "b", "late"]
+        .iter()
+        .flat_map(|n| pids(&p, n))
+        .collect();
+    for (client, _) in clients {
+        let _ = client.cancel().await;
+    }
+    // SIGTERM stops serve and every server.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(group.0 as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("serve exits on SIGTERM")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+    wait_until("every server process gone", || {
+        pids_before.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}
+
+/// Kills a process group on drop.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
