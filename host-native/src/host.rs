@@ -61,9 +61,11 @@ pub struct HostOptions {
     /// Baseline for benchmarks: restart every server on every change, as
     /// most clients do on reload.
     pub full_restart: bool,
-    /// Multiplies every retry delay of the kernel's backoff (1.0 = the §9
-    /// schedule). For tests only: `0.01` turns the 1 s, 2 s, 4 s … schedule
-    /// into 10 ms, 20 ms, 40 ms …; the CLI reads it from the
+    /// Scales supervision time (1.0 = the §9 schedule): every retry delay of
+    /// the kernel's backoff is multiplied by it, and the 5-minute healthy
+    /// window that resets `attempts` with it. For tests only: `0.01` turns
+    /// the 1 s, 2 s, 4 s … schedule into 10 ms, 20 ms, 40 ms … and the
+    /// healthy window into 3 s; the CLI reads it from the
     /// `MCP_RECONCILE_BACKOFF_SCALE` environment variable.
     pub backoff_scale: f64,
 }
@@ -817,6 +819,11 @@ impl Host {
                     error = Some(message);
                 }
             }
+            if error.is_some() {
+                if let Some(status) = self.status_of(&done.name) {
+                    self.emit(HostEvent::ClientUpdate(status));
+                }
+            }
         }
         if let Some(running) = self.running.as_mut().filter(|r| r.run == done.run) {
             if let Some((index, action)) = running.starting.remove(&done.name) {
@@ -912,7 +919,14 @@ impl Host {
                     self.closing.spawn(conn.close());
                 }
                 if let Some(since) = live.healthy_since {
-                    live.attempts = attempts_after_health(live.attempts, since, now);
+                    // The healthy window scales with the backoff (tests).
+                    let healthy_for =
+                        unscaled(now.0.saturating_sub(since.0), self.options.backoff_scale);
+                    live.attempts = attempts_after_health(
+                        live.attempts,
+                        since,
+                        Millis(since.0.saturating_add(healthy_for)),
+                    );
                 }
                 fail(
                     live,
@@ -1183,6 +1197,15 @@ fn fail(
 fn scaled(ms: u64, scale: f64) -> u64 {
     if scale.is_finite() && scale >= 0.0 {
         (ms as f64 * scale).round() as u64
+    } else {
+        ms
+    }
+}
+
+/// `ms` ÷ `scale`: a scaled duration back on the §9 clock.
+fn unscaled(ms: u64, scale: f64) -> u64 {
+    if scale.is_finite() && scale > 0.0 {
+        (ms as f64 / scale).min(u64::MAX as f64) as u64
     } else {
         ms
     }

@@ -7,7 +7,9 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use mcp_reconcile::host::{Control, Host, HostEvent, HostOptions};
 use mcp_reconcile::inputs::{Inputs, LayerFlags};
-use mcp_reconcile::status::{action_line_json, plan_json, report_text, status_json, status_text};
+use mcp_reconcile::status::{
+    action_line_json, failure_line, plan_json, report_text, status_json, status_text,
+};
 use mcp_reconcile::{demo, gateway, ipc, redact, watcher};
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::{assemble, Decision, ServerConfig};
@@ -254,8 +256,8 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
                 HostEvent::PlanApplied(report) => print!("{}", report_text(&report)),
                 HostEvent::ReloadFailed(message) => eprintln!("! {message}"),
                 HostEvent::ClientUpdate(s) => {
-                    if let Some(error) = &s.last_error {
-                        println!("  {} is {} — {error}", s.name, s.state);
+                    if let Some(line) = failure_line(&s) {
+                        println!("{line}");
                     }
                 }
                 HostEvent::CatalogChanged(_) => {}
@@ -368,8 +370,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 HostEvent::PlanApplied(report) => eprint!("{}", report_text(&report)),
                 HostEvent::ReloadFailed(message) => eprintln!("! {message}"),
                 HostEvent::ClientUpdate(s) => {
-                    if let Some(error) = &s.last_error {
-                        eprintln!("  {} is {} — {error}", s.name, s.state);
+                    if let Some(line) = failure_line(&s) {
+                        eprintln!("{line}");
                     }
                 }
                 HostEvent::ApprovalNeeded(servers) => {
