@@ -1194,7 +1194,7 @@ fn fail(
 }
 
 /// `ms` × `scale` (a non-finite or negative scale counts as 1).
-fn scaled(ms: u64, scale: f64) -> u64 {
+pub(crate) fn scaled(ms: u64, scale: f64) -> u64 {
     if scale.is_finite() && scale >= 0.0 {
         (ms as f64 * scale).round() as u64
     } else {
@@ -1203,7 +1203,7 @@ fn scaled(ms: u64, scale: f64) -> u64 {
 }
 
 /// `ms` ÷ `scale`: a scaled duration back on the §9 clock.
-fn unscaled(ms: u64, scale: f64) -> u64 {
+pub(crate) fn unscaled(ms: u64, scale: f64) -> u64 {
     if scale.is_finite() && scale > 0.0 {
         (ms as f64 / scale).min(u64::MAX as f64) as u64
     } else {
@@ -1230,7 +1230,7 @@ fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
 }
 
 /// A per-server jitter seed (≤ 2^53): stable per name within a session.
-fn seed_for(name: &str) -> u64 {
+pub(crate) fn seed_for(name: &str) -> u64 {
     let digest = mcp_reconcile_kernel::identity::sha256_hex(name.as_bytes());
     u64::from_str_radix(&digest[..13], 16).unwrap_or(0)
 }

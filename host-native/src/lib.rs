@@ -9,6 +9,7 @@
 //! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE);
 //! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
+//! * [`pool`] — connections shared by several sessions in one process (pool mode);
 //! * [`ipc`], [`status`], [`demo`] — how the CLI talks to and shows a session;
 //! * [`redact`] — secrets never leave the host.
 //!
@@ -21,6 +22,7 @@ pub mod gateway;
 pub mod host;
 pub mod inputs;
 pub mod ipc;
+pub mod pool;
 pub mod redact;
 pub mod status;
 pub mod transport;
