@@ -48,6 +48,10 @@ use crate::transport::{
 };
 use crate::view::{own_prompt_name, own_tool_name, session_view};
 
+/// How long a gateway's first catalog request waits for the start pass
+/// before it is answered with the servers connected so far.
+pub const STARTUP_WAIT: Millis = Millis(10_000);
+
 /// How many servers start at once.
 pub const DEFAULT_PARALLELISM: usize = 8;
 
@@ -217,7 +221,8 @@ pub enum Control {
     /// What a reconcile would do now from the live state (nothing executed).
     Plan(oneshot::Sender<Result<Plan, String>>),
     /// The merged catalog; answered once the start pass has finished (so a
-    /// client's first listing includes every server that could connect).
+    /// client's first listing includes every server that could connect), or
+    /// after [`STARTUP_WAIT`] with what is connected by then.
     Catalog(oneshot::Sender<MergedCatalog>),
     /// Where a tool call, prompt or resource read goes. `Err` carries the
     /// message for the caller: for a tool, the §4 tool-not-found message
@@ -304,8 +309,13 @@ pub struct Host {
     closing: tokio::task::JoinSet<()>,
     /// The start pass has finished.
     started: bool,
-    /// Catalog requests waiting for the start pass.
+    /// Catalog requests waiting for the start pass, and when they are
+    /// answered anyway ([`STARTUP_WAIT`]).
     catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
+    waiters_deadline: Option<Millis>,
+    /// A catalog was handed out or the start pass finished: changes from
+    /// now on are announced.
+    announcing: bool,
     /// Something that can change the merged catalog happened.
     catalog_dirty: bool,
     /// Digests of the last announced (tools, prompts, resources).
@@ -349,6 +359,8 @@ impl Host {
             closing: tokio::task::JoinSet::new(),
             started: false,
             catalog_waiters: Vec::new(),
+            waiters_deadline: None,
+            announcing: false,
             catalog_dirty: false,
             catalog_digest: (0, 0, 0),
         }
@@ -449,6 +461,11 @@ impl Host {
                     let now = self.now();
                     self.scheduler.handle_timeout(now);
                     self.schedule_due_retries(now);
+                    if self.waiters_deadline.is_some_and(|at| at <= now) {
+                        // Slow servers: answer with what is connected; the rest
+                        // arrives as list_changed.
+                        self.answer_catalog_waiters();
+                    }
                 }
             }
             self.announce_catalog();
@@ -464,10 +481,10 @@ impl Host {
             .filter(|l| l.status == Status::Failed && !l.crash_loop)
             .filter_map(|l| l.retry_at)
             .min();
-        match (self.scheduler.poll_timeout(), retry) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.scheduler.poll_timeout(), retry, self.waiters_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// A failed server's retry time came: run a pass (no file reload needed,
@@ -518,9 +535,11 @@ impl Host {
             }
             Control::Catalog(reply) => {
                 if self.started {
-                    let _ = reply.send(self.merged_catalog());
+                    let _ = reply.send(self.hand_out_catalog());
                 } else {
                     self.catalog_waiters.push(reply);
+                    let deadline = self.now().saturating_add(STARTUP_WAIT.0);
+                    self.waiters_deadline.get_or_insert(deadline);
                 }
             }
             Control::Route(target, reply) => {
@@ -875,12 +894,7 @@ impl Host {
         self.catalog_dirty = true;
         if !self.started {
             self.started = true;
-            let catalog = self.merged_catalog();
-            self.catalog_digest = digests(&catalog);
-            self.catalog_dirty = false;
-            for waiter in std::mem::take(&mut self.catalog_waiters) {
-                let _ = waiter.send(catalog.clone());
-            }
+            self.answer_catalog_waiters();
         }
     }
 
@@ -1092,10 +1106,34 @@ impl Host {
         merged
     }
 
+    /// The merged catalog for a client; from the first one on, changes are
+    /// announced relative to it.
+    fn hand_out_catalog(&mut self) -> MergedCatalog {
+        let catalog = self.merged_catalog();
+        if !self.announcing {
+            self.announcing = true;
+            self.catalog_digest = digests(&catalog);
+            self.catalog_dirty = false;
+        }
+        catalog
+    }
+
+    fn answer_catalog_waiters(&mut self) {
+        self.waiters_deadline = None;
+        let waiters = std::mem::take(&mut self.catalog_waiters);
+        if waiters.is_empty() && self.announcing {
+            return;
+        }
+        let catalog = self.hand_out_catalog();
+        for waiter in waiters {
+            let _ = waiter.send(catalog.clone());
+        }
+    }
+
     /// Emits [`HostEvent::CatalogChanged`] when the merged catalog changed
-    /// since it was last announced (only after the start pass).
+    /// since it was last announced (or handed out).
     fn announce_catalog(&mut self) {
-        if !self.started || !std::mem::take(&mut self.catalog_dirty) {
+        if !self.announcing || !std::mem::take(&mut self.catalog_dirty) {
             return;
         }
         let now = digests(&self.merged_catalog());

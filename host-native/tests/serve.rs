@@ -495,3 +495,24 @@ impl Drop for Group {
         );
     }
 }
+
+/// A server that hangs in its handshake does not hold up the first listing for its whole
+/// timeout: after a bounded wait the client gets what is connected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_server_does_not_block_the_first_listing() {
+    let p = Project::new();
+    let mut slow = with_args(p.server("slow", "echo"), &["--hang-handshake"]);
+    slow["discoveryTimeoutMs"] = json!(60000);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "slow": slow}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
+    let s = p.status();
+    assert_eq!(state_of(&s, "slow"), "connecting", "{s:#?}");
+    let all: Vec<u64> = ["a", "slow"].iter().flat_map(|n| pids(&p, n)).collect();
+    assert_eq!(all.len(), 2);
+    served.close().await;
+    wait_until("every server process gone, the connecting one too", || {
+        all.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}
