@@ -359,3 +359,83 @@ async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears
         assert!(!alive(pid));
     }
 }
+
+/// Only stdio is shared by default: a streamable HTTP server gets one private connection per
+/// session (shared once the host opts in), and an `sdk` server is never pooled (nor run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_servers_are_per_session_unless_opted_in_and_sdk_never_pooled() {
+    use std::os::unix::process::CommandExt;
+    use tokio::io::AsyncBufReadExt;
+
+    let d = Dir::new();
+    let mut command = std::process::Command::new(fixture());
+    command
+        .args(["--http", "127.0.0.1:0", "--name", "web"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let mut web = tokio::process::Command::from(command)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("fixture starts");
+    let _group = Group(web.id().unwrap_or(0));
+    let mut lines = tokio::io::BufReader::new(web.stdout.take().expect("stdout")).lines();
+    let url = tokio::time::timeout(PATIENCE, lines.next_line())
+        .await
+        .expect("URL in time")
+        .expect("stdout")
+        .expect("URL");
+    let servers = json!({
+        "web": {"httpUrl": url},
+        "inproc": {"type": "sdk", "command": "x"},
+    });
+    d.settings("a", servers.clone());
+    d.settings("b", servers);
+
+    for (pool_remote, expected_web) in [(false, 2), (true, 1)] {
+        let pool = SharedPool::start(PoolOptions {
+            pool_remote,
+            drain: Duration::from_millis(100),
+            ..PoolOptions::default()
+        });
+        let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
+        let (mut a, mut b) = (pool.session("a"), pool.session("b"));
+        a.apply(&files_a.load(None)).await.expect("applies");
+        b.apply(&files_b.load(None)).await.expect("applies");
+        let s = wait_status(&pool, "web connected", |s| {
+            s.iter()
+                .filter(|x| x.server == "web" && x.state == "connected")
+                .count()
+                == expected_web
+        })
+        .await;
+        let web: Vec<&PooledStatus> = s.iter().filter(|x| x.server == "web").collect();
+        assert_eq!(web.len(), expected_web, "{s:#?}");
+        assert!(web.iter().all(|x| x.private == !pool_remote), "{s:#?}");
+        let inproc: Vec<&PooledStatus> = s.iter().filter(|x| x.server == "inproc").collect();
+        assert_eq!(inproc.len(), 2, "one per session: {s:#?}");
+        assert!(inproc.iter().all(|x| x.private));
+        wait_status(&pool, "sdk servers refused to run", |s| {
+            s.iter()
+                .filter(|x| x.server == "inproc")
+                .all(|x| x.reason == Some(Reason::CrashLoop))
+        })
+        .await;
+        a.close().await;
+        b.close().await;
+        wait_status(&pool, "all closed", |s| s.is_empty()).await;
+        pool.shutdown().await;
+    }
+}
+
+/// Kills a process group on drop.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}

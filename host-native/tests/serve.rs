@@ -516,3 +516,42 @@ async fn a_hanging_server_does_not_block_the_first_listing() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_and_resources_are_offered_and_forwarded() {
+    let p = Project::new();
+    let rich = with_args(
+        p.server("rich", "echo"),
+        &["--prompts", "greet", "--resources", "1"],
+    );
+    p.write_settings(json!({"mcpServers": {"rich": rich}}));
+    let served = Served::start(&p).await;
+    let client = served.client();
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["mcp__rich__greet"]);
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = client
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new("mcp__rich__greet").with_arguments(args),
+        )
+        .await
+        .expect("prompts/get forwarded");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    let resources = client.list_all_resources().await.expect("resources/list");
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["fixture://resources/1"]);
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1",
+        ))
+        .await
+        .expect("resources/read forwarded");
+    assert!(format!("{:?}", read.contents).contains("fixture resource 1"));
+    assert!(client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("mcp__gone__greet"))
+        .await
+        .is_err());
+    served.close().await;
+}
