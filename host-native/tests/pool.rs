@@ -411,7 +411,7 @@ async fn remote_servers_are_per_session_unless_opted_in_and_sdk_never_pooled() {
         .await;
         let web: Vec<&PooledStatus> = s.iter().filter(|x| x.server == "web").collect();
         assert_eq!(web.len(), expected_web, "{s:#?}");
-        assert!(web.iter().all(|x| x.private == !pool_remote), "{s:#?}");
+        assert!(web.iter().all(|x| x.private != pool_remote), "{s:#?}");
         let inproc: Vec<&PooledStatus> = s.iter().filter(|x| x.server == "inproc").collect();
         assert_eq!(inproc.len(), 2, "one per session: {s:#?}");
         assert!(inproc.iter().all(|x| x.private));
