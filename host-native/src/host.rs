@@ -783,6 +783,7 @@ impl Host {
             events: self.conn_tx.clone(),
             handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
             base_dir: Some(self.inputs.project_dir().to_path_buf()),
+            elicitation: None,
         };
         let limiter = Arc::clone(&self.limiter);
         let done = self.start_tx.clone();

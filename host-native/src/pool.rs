@@ -821,6 +821,7 @@ impl Actor {
             events: self.conn_tx.clone(),
             handshake_timeout: Duration::from_millis(pooled.config.discovery_timeout_ms()),
             base_dir: self.options.base_dir.clone(),
+            elicitation: None,
         };
         let (server, config) = (pooled.server.clone(), pooled.config.clone());
         let limiter = Arc::clone(&self.limiter);

@@ -46,8 +46,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use rmcp::model::{
-    CallToolResult, GetPromptResult, ProgressNotificationParam, Prompt, ReadResourceResult,
-    Resource, Tool,
+    CallToolResult, ElicitRequestParams, ElicitResult, GetPromptResult, ProgressNotificationParam,
+    Prompt, ReadResourceResult, Resource, Tool,
 };
 
 use crate::redact::{redact_all, secrets};
@@ -94,7 +94,16 @@ pub struct ConnectOptions {
     pub handshake_timeout: Duration,
     /// A relative `cwd` is resolved against this (the project dir).
     pub base_dir: Option<PathBuf>,
+    /// Answers the server's `elicitation/create` requests. With one, the client declares the
+    /// elicitation capability; without (the host's default: nobody to ask), it declares none
+    /// and declines.
+    pub elicitation: Option<ElicitationResponder>,
 }
+
+/// Answers a server's elicitation request (see [`ConnectOptions::elicitation`]).
+pub type ElicitationResponder = Arc<
+    dyn Fn(ElicitRequestParams) -> futures::future::BoxFuture<'static, ElicitResult> + Send + Sync,
+>;
 
 /// Why a connection could not be made or a call failed. `message` is redacted, names the
 /// server and, for stdio, ends with the stderr tail.
@@ -546,8 +555,14 @@ async fn connect_stdio(
     tracing::debug!(server = %ctx.name, pid = process.pid(), "spawned");
     let transport = AsyncRwTransport::new_client(pipes.stdout, pipes.stdin);
     let relist = Arc::new(Notify::new());
-    let outcome =
-        tokio::time::timeout_at(deadline, handshake(Handler::new(relist.clone()), transport)).await;
+    let outcome = tokio::time::timeout_at(
+        deadline,
+        handshake(
+            Handler::new(relist.clone(), opts.elicitation.clone()),
+            transport,
+        ),
+    )
+    .await;
     match outcome {
         Ok(Ok((service, catalog))) => {
             let pid = process.pid();
@@ -621,7 +636,10 @@ async fn connect_http(
     let relist = Arc::new(Notify::new());
     let outcome = tokio::time::timeout(
         opts.handshake_timeout,
-        handshake(Handler::new(relist.clone()), transport),
+        handshake(
+            Handler::new(relist.clone(), opts.elicitation.clone()),
+            transport,
+        ),
     )
     .await;
     finish_remote(ctx, opts, outcome, relist, failure, &url)
@@ -647,7 +665,7 @@ async fn connect_sse(
                 what: format!("could not open its SSE stream: {}", describe(&e)),
             })?;
         handshake(
-            Handler::new(relist.clone()),
+            Handler::new(relist.clone(), opts.elicitation.clone()),
             Watched::new(transport, failure.clone()),
         )
         .await

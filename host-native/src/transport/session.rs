@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, PingRequest,
-    ProgressNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    PingRequest, ProgressNotificationParam, ProtocolVersion,
 };
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpError;
@@ -26,7 +27,7 @@ use super::remote::Failure;
 use super::stdio::ChildProcess;
 use super::{
     with_stderr, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Ctx,
-    KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
+    ElicitationResponder, KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
 };
 
 /// Why a requested close ended the connection, for calls that were still running.
@@ -104,13 +105,15 @@ pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, Str
 pub(super) struct Handler {
     relist: Arc<Notify>,
     pub(super) progress: ProgressRouter,
+    elicitation: Option<ElicitationResponder>,
 }
 
 impl Handler {
-    pub(super) fn new(relist: Arc<Notify>) -> Self {
+    pub(super) fn new(relist: Arc<Notify>, elicitation: Option<ElicitationResponder>) -> Self {
         Handler {
             relist,
             progress: ProgressRouter::default(),
+            elicitation,
         }
     }
 }
@@ -142,11 +145,31 @@ impl ClientHandler for Handler {
         self.relist.notify_one();
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(match &self.elicitation {
+            Some(responder) => responder(request).await,
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+
+    /// The newest protocol version that begins with `initialize` (the handshake this client
+    /// runs); elicitation only when someone answers it.
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation.is_some() {
+            let mut elicitation = ElicitationCapability::default();
+            elicitation.form = Some(FormElicitationCapability::default());
+            capabilities.elicitation = Some(elicitation);
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("mcp-reconcile", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
