@@ -16,16 +16,23 @@
 //!    the server failed with its backoff ([`backoff`]); a due retry runs a
 //!    pass of its own;
 //! 5. control requests (status, reload, reconnect, dry-run plan) come from the
-//!    CLI over the session socket ([`crate::ipc`]).
+//!    CLI over the session socket ([`crate::ipc`]); a gateway asks for the
+//!    merged catalog and where a request goes ([`Control::Catalog`],
+//!    [`Control::Route`]) and forwards it itself, so a slow call never blocks
+//!    the loop;
+//! 6. after any of these, when the merged catalog (qualified tools, prompts,
+//!    resources of connected servers) differs from the last one announced,
+//!    [`HostEvent::CatalogChanged`] says which lists changed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::backoff::{attempts_after_health, backoff};
 use mcp_reconcile_kernel::config::servers_to_value;
-use mcp_reconcile_kernel::gating::tool_prefix;
+use mcp_reconcile_kernel::gating::tool_not_found;
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan, Status};
 use mcp_reconcile_kernel::reload::{self, Outcome, ReloadScheduler, Source};
@@ -35,7 +42,15 @@ use mcp_reconcile_kernel::{
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::inputs::{InputError, Inputs, Snapshot};
-use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
+use crate::transport::{
+    self, Caller, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Prompt,
+    Resource, Tool,
+};
+use crate::view::{own_prompt_name, own_tool_name, session_view};
+
+/// How long a gateway's first catalog request waits for the start pass
+/// before it is answered with the servers connected so far.
+pub const STARTUP_WAIT: Millis = Millis(10_000);
 
 /// How many servers start at once.
 pub const DEFAULT_PARALLELISM: usize = 8;
@@ -50,6 +65,13 @@ pub struct HostOptions {
     /// Baseline for benchmarks: restart every server on every change, as
     /// most clients do on reload.
     pub full_restart: bool,
+    /// Scales supervision time (1.0 = the §9 schedule): every retry delay of
+    /// the kernel's backoff is multiplied by it, and the 5-minute healthy
+    /// window that resets `attempts` with it. For tests only: `0.01` turns
+    /// the 1 s, 2 s, 4 s … schedule into 10 ms, 20 ms, 40 ms … and the
+    /// healthy window into 3 s; the CLI reads it from the
+    /// `MCP_RECONCILE_BACKOFF_SCALE` environment variable.
+    pub backoff_scale: f64,
 }
 
 impl Default for HostOptions {
@@ -58,6 +80,7 @@ impl Default for HostOptions {
             mode: Mode::Session,
             parallelism: DEFAULT_PARALLELISM,
             full_restart: false,
+            backoff_scale: 1.0,
         }
     }
 }
@@ -74,6 +97,57 @@ pub enum HostEvent {
     ReloadFailed(String),
     /// A server's state changed outside a pass (crash, catalog change).
     ClientUpdate(ServerStatus),
+    /// The merged catalog ([`Control::Catalog`]) changed since it was last
+    /// announced (after a pass, a crash, or a server's own `list_changed`).
+    CatalogChanged(CatalogChange),
+}
+
+/// Which lists of the merged catalog changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatalogChange {
+    /// Tools (names or definitions).
+    pub tools: bool,
+    /// Prompts.
+    pub prompts: bool,
+    /// Resources.
+    pub resources: bool,
+}
+
+/// What a gateway offers: every connected server's tools and prompts under
+/// qualified names `mcp__<server>__<name>` (tools after the server's
+/// `includeTools` / `excludeTools`), and its resources by URI; servers in
+/// settings order; a name two servers would share is offered once (the
+/// first server's).
+#[derive(Clone, Debug, Default)]
+pub struct MergedCatalog {
+    /// Qualified tools.
+    pub tools: Vec<Tool>,
+    /// Qualified prompts.
+    pub prompts: Vec<Prompt>,
+    /// Resources, URIs unchanged.
+    pub resources: Vec<Resource>,
+}
+
+/// A request a gateway wants routed to the connection that serves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A qualified tool name.
+    Tool(String),
+    /// A qualified prompt name.
+    Prompt(String),
+    /// A resource URI.
+    Resource(String),
+}
+
+/// Where a routed request goes.
+#[derive(Clone, Debug)]
+pub struct Route {
+    /// The server that serves it.
+    pub server: String,
+    /// The server's own name for the tool or prompt (the URI for a resource).
+    pub name: String,
+    /// Forwards the request; fails at once if the connection closes meanwhile.
+    pub caller: Caller,
 }
 
 /// One applied plan with timings.
@@ -130,6 +204,9 @@ pub struct ServerStatus {
     pub attempts: u32,
     /// The last error, redacted.
     pub last_error: Option<String>,
+    /// For a failed server that will be retried: milliseconds until the
+    /// retry (0 = due now).
+    pub retry_in_ms: Option<u64>,
 }
 
 /// Requests to a running host.
@@ -143,6 +220,15 @@ pub enum Control {
     Reconnect(Option<String>, oneshot::Sender<Result<Vec<String>, String>>),
     /// What a reconcile would do now from the live state (nothing executed).
     Plan(oneshot::Sender<Result<Plan, String>>),
+    /// The merged catalog; answered once the start pass has finished (so a
+    /// client's first listing includes every server that could connect), or
+    /// after [`STARTUP_WAIT`] with what is connected by then.
+    Catalog(oneshot::Sender<MergedCatalog>),
+    /// Where a tool call, prompt or resource read goes. `Err` carries the
+    /// message for the caller: for a tool, the §4 tool-not-found message
+    /// (removed, not allowed, excluded, awaiting approval, rejected, or not
+    /// connected).
+    Route(Target, oneshot::Sender<Result<Route, String>>),
     /// Stop every connection and return from [`Host::run`].
     Shutdown,
 }
@@ -221,6 +307,19 @@ pub struct Host {
     observers: Vec<mpsc::UnboundedSender<HostEvent>>,
     limiter: Arc<Semaphore>,
     closing: tokio::task::JoinSet<()>,
+    /// The start pass has finished.
+    started: bool,
+    /// Catalog requests waiting for the start pass, and when they are
+    /// answered anyway ([`STARTUP_WAIT`]).
+    catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
+    waiters_deadline: Option<Millis>,
+    /// A catalog was handed out or the start pass finished: changes from
+    /// now on are announced.
+    announcing: bool,
+    /// Something that can change the merged catalog happened.
+    catalog_dirty: bool,
+    /// Digests of the last announced (tools, prompts, resources).
+    catalog_digest: (u64, u64, u64),
 }
 
 impl Host {
@@ -258,6 +357,12 @@ impl Host {
             observers: Vec::new(),
             limiter,
             closing: tokio::task::JoinSet::new(),
+            started: false,
+            catalog_waiters: Vec::new(),
+            waiters_deadline: None,
+            announcing: false,
+            catalog_dirty: false,
+            catalog_digest: (0, 0, 0),
         }
     }
 
@@ -356,8 +461,14 @@ impl Host {
                     let now = self.now();
                     self.scheduler.handle_timeout(now);
                     self.schedule_due_retries(now);
+                    if self.waiters_deadline.is_some_and(|at| at <= now) {
+                        // Slow servers: answer with what is connected; the rest
+                        // arrives as list_changed.
+                        self.answer_catalog_waiters();
+                    }
                 }
             }
+            self.announce_catalog();
         }
         self.shutdown().await;
     }
@@ -370,10 +481,10 @@ impl Host {
             .filter(|l| l.status == Status::Failed && !l.crash_loop)
             .filter_map(|l| l.retry_at)
             .min();
-        match (self.scheduler.poll_timeout(), retry) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.scheduler.poll_timeout(), retry, self.waiters_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// A failed server's retry time came: run a pass (no file reload needed,
@@ -421,6 +532,18 @@ impl Host {
                 let now = self.now();
                 self.scheduler.handle_manual_reload(now);
                 let _ = reply.send(Ok(names));
+            }
+            Control::Catalog(reply) => {
+                if self.started {
+                    let _ = reply.send(self.hand_out_catalog());
+                } else {
+                    self.catalog_waiters.push(reply);
+                    let deadline = self.now().saturating_add(STARTUP_WAIT.0);
+                    self.waiters_deadline.get_or_insert(deadline);
+                }
+            }
+            Control::Route(target, reply) => {
+                let _ = reply.send(self.route(target));
             }
             Control::Plan(reply) => {
                 let snapshot = self.inputs.load(None);
@@ -611,6 +734,7 @@ impl Host {
     /// background. `forget` drops its live entry (disconnect) instead of
     /// keeping its failure counters (reconnect, retry).
     fn teardown(&mut self, name: &str, forget: bool) {
+        self.catalog_dirty = true;
         let conn = if forget {
             self.live.remove(name).and_then(|l| l.conn)
         } else if let Some(live) = self.live.get_mut(name) {
@@ -659,6 +783,7 @@ impl Host {
             events: self.conn_tx.clone(),
             handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
             base_dir: Some(self.inputs.project_dir().to_path_buf()),
+            elicitation: None,
         };
         let limiter = Arc::clone(&self.limiter);
         let done = self.start_tx.clone();
@@ -678,6 +803,7 @@ impl Host {
     }
 
     fn handle_start_done(&mut self, done: StartDone) {
+        self.catalog_dirty = true;
         let now = self.now();
         let elapsed = done.started.elapsed();
         let current = self
@@ -702,8 +828,20 @@ impl Host {
                 Err(e) => {
                     let message = e.message.clone();
                     live.unsupported = e.kind == ConnectErrorKind::Unsupported;
-                    fail(live, &done.name, message.clone(), now, &mut self.seeds);
+                    fail(
+                        live,
+                        &done.name,
+                        message.clone(),
+                        now,
+                        &mut self.seeds,
+                        self.options.backoff_scale,
+                    );
                     error = Some(message);
+                }
+            }
+            if error.is_some() {
+                if let Some(status) = self.status_of(&done.name) {
+                    self.emit(HostEvent::ClientUpdate(status));
                 }
             }
         }
@@ -754,9 +892,15 @@ impl Host {
             elapsed: running.began.elapsed(),
         };
         self.emit(HostEvent::PlanApplied(report));
+        self.catalog_dirty = true;
+        if !self.started {
+            self.started = true;
+            self.answer_catalog_waiters();
+        }
     }
 
     fn handle_conn_event(&mut self, event: ConnEvent) {
+        self.catalog_dirty = true;
         let now = self.now();
         let server = match event {
             ConnEvent::CatalogChanged {
@@ -790,9 +934,23 @@ impl Host {
                     self.closing.spawn(conn.close());
                 }
                 if let Some(since) = live.healthy_since {
-                    live.attempts = attempts_after_health(live.attempts, since, now);
+                    // The healthy window scales with the backoff (tests).
+                    let healthy_for =
+                        unscaled(now.0.saturating_sub(since.0), self.options.backoff_scale);
+                    live.attempts = attempts_after_health(
+                        live.attempts,
+                        since,
+                        Millis(since.0.saturating_add(healthy_for)),
+                    );
                 }
-                fail(live, &server, error, now, &mut self.seeds);
+                fail(
+                    live,
+                    &server,
+                    error,
+                    now,
+                    &mut self.seeds,
+                    self.options.backoff_scale,
+                );
                 server
             }
         };
@@ -858,6 +1016,7 @@ impl Host {
             spawns,
             attempts: 0,
             last_error: None,
+            retry_in_ms: None,
         };
         if !trusted {
             status.state = "skipped";
@@ -884,6 +1043,10 @@ impl Host {
             Status::Disconnected => "disconnected",
         };
         if live.status == Status::Failed {
+            if !live.crash_loop && !live.unsupported {
+                let now = self.now();
+                status.retry_in_ms = live.retry_at.map(|at| at.0.saturating_sub(now.0));
+            }
             status.reason = Some(if live.unsupported {
                 Reason::UnsupportedTransport
             } else if live.crash_loop {
@@ -903,20 +1066,138 @@ impl Host {
 
     /// Qualified tool names of every connected server: `mcp__<server>__<tool>`.
     pub fn tool_names(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        for (server, live) in &self.live {
-            if live.status != Status::Connected {
-                continue;
-            }
-            let prefix = tool_prefix(server);
-            names.extend(
-                live.catalog
-                    .tools
-                    .iter()
-                    .map(|t| format!("{prefix}{}", t.name)),
+        self.merged_catalog()
+            .tools
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect()
+    }
+
+    /// Connected servers with their config and connection, in settings order.
+    fn connected(&self) -> impl Iterator<Item = (&String, &Live, &Connection)> + '_ {
+        self.desired.keys().filter_map(|name| {
+            let live = self.live.get(name)?;
+            let conn = live.conn.as_ref()?;
+            (live.status == Status::Connected).then_some((name, live, conn))
+        })
+    }
+
+    /// See [`MergedCatalog`].
+    pub fn merged_catalog(&self) -> MergedCatalog {
+        let mut merged = MergedCatalog::default();
+        let (mut tools, mut prompts, mut uris) = (HashSet::new(), HashSet::new(), HashSet::new());
+        for (name, live, _) in self.connected() {
+            let view = session_view(name, &live.config, &live.catalog);
+            merged.tools.extend(
+                view.tools
+                    .into_iter()
+                    .filter(|t| tools.insert(t.name.to_string())),
+            );
+            merged.prompts.extend(
+                view.prompts
+                    .into_iter()
+                    .filter(|p| prompts.insert(p.name.clone())),
+            );
+            merged.resources.extend(
+                view.resources
+                    .into_iter()
+                    .filter(|r| uris.insert(r.uri.clone())),
             );
         }
-        names
+        merged
+    }
+
+    /// The merged catalog for a client; from the first one on, changes are
+    /// announced relative to it.
+    fn hand_out_catalog(&mut self) -> MergedCatalog {
+        let catalog = self.merged_catalog();
+        if !self.announcing {
+            self.announcing = true;
+            self.catalog_digest = digests(&catalog);
+            self.catalog_dirty = false;
+        }
+        catalog
+    }
+
+    fn answer_catalog_waiters(&mut self) {
+        self.waiters_deadline = None;
+        let waiters = std::mem::take(&mut self.catalog_waiters);
+        if waiters.is_empty() && self.announcing {
+            return;
+        }
+        let catalog = self.hand_out_catalog();
+        for waiter in waiters {
+            let _ = waiter.send(catalog.clone());
+        }
+    }
+
+    /// Emits [`HostEvent::CatalogChanged`] when the merged catalog changed
+    /// since it was last announced (or handed out).
+    fn announce_catalog(&mut self) {
+        if !self.announcing || !std::mem::take(&mut self.catalog_dirty) {
+            return;
+        }
+        let now = digests(&self.merged_catalog());
+        let was = std::mem::replace(&mut self.catalog_digest, now);
+        let change = CatalogChange {
+            tools: now.0 != was.0,
+            prompts: now.1 != was.1,
+            resources: now.2 != was.2,
+        };
+        if change != CatalogChange::default() {
+            self.emit(HostEvent::CatalogChanged(change));
+        }
+    }
+
+    /// See [`Control::Route`].
+    fn route(&self, target: Target) -> Result<Route, String> {
+        let found = match &target {
+            Target::Tool(name) => self.connected().find_map(|(server, live, conn)| {
+                own_tool_name(server, &live.config, &live.catalog, name)
+                    .map(|own| (server, own, conn))
+            }),
+            Target::Prompt(name) => self.connected().find_map(|(server, live, conn)| {
+                own_prompt_name(server, &live.catalog, name).map(|own| (server, own, conn))
+            }),
+            Target::Resource(uri) => self.connected().find_map(|(server, live, conn)| {
+                live.catalog
+                    .resources
+                    .iter()
+                    .any(|r| &r.uri == uri)
+                    .then(|| (server, uri.clone(), conn))
+            }),
+        };
+        if let Some((server, name, conn)) = found {
+            return Ok(Route {
+                server: server.clone(),
+                name,
+                caller: conn.caller(),
+            });
+        }
+        Err(match target {
+            Target::Tool(name) => self.tool_not_found(&name),
+            Target::Prompt(name) => format!(
+                "prompt \"{name}\" not found: no connected MCP server offers it (list them with prompts/list)"
+            ),
+            Target::Resource(uri) => format!(
+                "resource \"{uri}\" not found: no connected MCP server lists it (list them with resources/list)"
+            ),
+        })
+    }
+
+    /// The §4 message for a tool that is not available now.
+    pub fn tool_not_found(&self, name: &str) -> String {
+        let removed = self.previous.removed.as_deref().unwrap_or_default();
+        let approvals = self
+            .snapshot
+            .as_ref()
+            .map(|s| (&s.approvals, s.project_root.as_str()));
+        tool_not_found(name, &self.desired, &self.gating, removed, approvals).unwrap_or_else(|| {
+            format!(
+                "Tool \"{name}\" not found: the tools of this gateway are named \
+                 mcp__<server>__<tool>; list them with tools/list."
+            )
+        })
     }
 
     async fn shutdown(mut self) {
@@ -929,7 +1210,14 @@ impl Host {
 }
 
 /// Marks a live entry failed with the kernel's backoff.
-fn fail(live: &mut Live, name: &str, error: String, now: Millis, seeds: &mut HashMap<String, u64>) {
+fn fail(
+    live: &mut Live,
+    name: &str,
+    error: String,
+    now: Millis,
+    seeds: &mut HashMap<String, u64>,
+    scale: f64,
+) {
     let seed = *seeds
         .entry(name.to_owned())
         .or_insert_with(|| seed_for(name));
@@ -940,12 +1228,48 @@ fn fail(live: &mut Live, name: &str, error: String, now: Millis, seeds: &mut Has
     live.attempts = live.attempts.saturating_add(1);
     let delay = backoff(live.attempts, seed);
     live.crash_loop = delay.crash_loop || live.unsupported;
-    live.retry_at = Some(now.saturating_add(delay.delay_ms));
+    live.retry_at = Some(now.saturating_add(scaled(delay.delay_ms, scale)));
     live.last_error = Some(error);
 }
 
+/// `ms` × `scale` (a non-finite or negative scale counts as 1).
+pub(crate) fn scaled(ms: u64, scale: f64) -> u64 {
+    if scale.is_finite() && scale >= 0.0 {
+        (ms as f64 * scale).round() as u64
+    } else {
+        ms
+    }
+}
+
+/// `ms` ÷ `scale`: a scaled duration back on the §9 clock.
+pub(crate) fn unscaled(ms: u64, scale: f64) -> u64 {
+    if scale.is_finite() && scale > 0.0 {
+        (ms as f64 / scale).min(u64::MAX as f64) as u64
+    } else {
+        ms
+    }
+}
+
+/// One digest per list of the merged catalog (order-sensitive).
+fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
+    fn digest<T: serde::Serialize>(items: &[T]) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for item in items {
+            serde_json::to_string(item)
+                .unwrap_or_default()
+                .hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+    (
+        digest(&catalog.tools),
+        digest(&catalog.prompts),
+        digest(&catalog.resources),
+    )
+}
+
 /// A per-server jitter seed (≤ 2^53): stable per name within a session.
-fn seed_for(name: &str) -> u64 {
+pub(crate) fn seed_for(name: &str) -> u64 {
     let digest = mcp_reconcile_kernel::identity::sha256_hex(name.as_bytes());
     u64::from_str_radix(&digest[..13], 16).unwrap_or(0)
 }

@@ -7,6 +7,9 @@
 //! * [`inputs`], [`approvals_store`], [`watcher`] — the files and their
 //!   changes;
 //! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE);
+//! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
+//! * [`view`] — what a session sees of a server (tool filters, qualified names);
+//! * [`pool`] — connections shared by several sessions in one process (pool mode);
 //! * [`ipc`], [`status`], [`demo`] — how the CLI talks to and shows a session;
 //! * [`redact`] — secrets never leave the host.
 //!
@@ -15,10 +18,13 @@
 
 pub mod approvals_store;
 pub mod demo;
+pub mod gateway;
 pub mod host;
 pub mod inputs;
 pub mod ipc;
+pub mod pool;
 pub mod redact;
 pub mod status;
 pub mod transport;
+pub mod view;
 pub mod watcher;

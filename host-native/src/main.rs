@@ -7,8 +7,10 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use mcp_reconcile::host::{Control, Host, HostEvent, HostOptions};
 use mcp_reconcile::inputs::{Inputs, LayerFlags};
-use mcp_reconcile::status::{action_line_json, plan_json, report_text, status_json, status_text};
-use mcp_reconcile::{demo, ipc, redact, watcher};
+use mcp_reconcile::status::{
+    action_line_json, failure_line, plan_json, report_text, status_json, status_text,
+};
+use mcp_reconcile::{demo, gateway, ipc, redact, watcher};
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::{assemble, Decision, ServerConfig};
 use serde_json::{json, Value};
@@ -53,6 +55,12 @@ enum Command {
     /// Reload the files now (no debounce); clears crash loops. SIGHUP to a
     /// running `watch` does the same.
     Reload(FlagsOnly),
+    /// Run as an MCP server (stdio) that offers the tools, prompts and
+    /// resources of every admitted server as `mcp__<server>__<name>`, keeps
+    /// them equal to the files, and sends `list_changed` when they change.
+    /// Configure it as an MCP client's only server to get hot reload.
+    /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
+    Serve(ServeArgs),
     /// Answer kernel JSON requests: one per stdin line, one response per
     /// stdout line (see README).
     ///
@@ -75,6 +83,16 @@ struct WatchArgs {
     /// Never ask on the terminal, even if stdin is one.
     #[arg(long)]
     no_prompt: bool,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    #[command(flatten)]
+    layers: LayerFlags,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback
+    /// only, e.g. 127.0.0.1:8931; port 0 picks one and prints the URL).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
 }
 
 #[derive(Args, Debug)]
@@ -129,7 +147,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval => eval(io::stdin().lock(), io::stdout().lock()),
-        command => runtime().and_then(|rt| rt.block_on(run(command))),
+        command => runtime().and_then(|rt| {
+            let result = rt.block_on(run(command));
+            // A blocking stdin read (serve on a terminal) must not hold up the exit.
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -150,6 +173,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Watch(args) => watch(args).await,
+        Command::Serve(args) => serve(args).await,
         Command::Status(args) => status(args).await,
         Command::Approve(args) => decide(args, Decision::Approved),
         Command::Reject(args) => decide(args, Decision::Rejected),
@@ -219,6 +243,7 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     let project_root = inputs.project_root().to_owned();
     let options = HostOptions {
         full_restart: args.full_restart,
+        backoff_scale: backoff_scale(),
         ..HostOptions::default()
     };
     let mut host = Host::new(inputs, options);
@@ -233,10 +258,11 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
                     let _ = writeln!(io::stderr(), "! {message}");
                 }
                 HostEvent::ClientUpdate(s) => {
-                    if let Some(error) = &s.last_error {
-                        say(&format!("  {} is {} — {error}\n", s.name, s.state));
+                    if let Some(line) = failure_line(&s) {
+                        say(&format!("{line}\n"));
                     }
                 }
+                HostEvent::CatalogChanged(_) => {}
                 HostEvent::ApprovalNeeded(servers) => {
                     for (name, config) in servers {
                         if !prompt {
@@ -311,6 +337,128 @@ fn say(text: &str) {
     let mut out = io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+}
+
+/// `MCP_RECONCILE_BACKOFF_SCALE`: multiplies retry delays. For tests only
+/// (e.g. `0.01` reaches the crash-loop threshold in about a second).
+fn backoff_scale() -> f64 {
+    std::env::var("MCP_RECONCILE_BACKOFF_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(1.0)
+}
+
+/// Logs to stderr (stdout may be the MCP channel), filtered by
+/// `MCP_RECONCILE_LOG` (default `warn`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_RECONCILE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
+        .try_init();
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging();
+    let inputs = Inputs::new(&args.layers)?;
+    let socket = ipc::socket_path(&inputs);
+    let (control_tx, control_rx) = mpsc::unbounded_channel();
+    let _guard = ipc::serve(&socket, control_tx.clone()).await?;
+    let (file_tx, file_rx) = mpsc::unbounded_channel();
+    let _watcher = watcher::watch(inputs.watched(), file_tx)?;
+    let options = HostOptions {
+        backoff_scale: backoff_scale(),
+        ..HostOptions::default()
+    };
+    let mut host = Host::new(inputs, options);
+    let mut log = host.subscribe();
+    let announcements = host.subscribe();
+    // Everything for people goes to stderr: stdout is the MCP channel.
+    let printer = tokio::spawn(async move {
+        while let Some(event) = log.recv().await {
+            match event {
+                HostEvent::PlanApplied(report) => eprint!("{}", report_text(&report)),
+                HostEvent::ReloadFailed(message) => eprintln!("! {message}"),
+                HostEvent::ClientUpdate(s) => {
+                    if let Some(line) = failure_line(&s) {
+                        eprintln!("{line}");
+                    }
+                }
+                HostEvent::ApprovalNeeded(servers) => {
+                    for (name, _) in servers {
+                        eprintln!(
+                            "! {name} needs approval (from a project file): run `mcp-reconcile approve {name}` (or `--all`) with the same flags"
+                        );
+                    }
+                }
+                HostEvent::CatalogChanged(_) => {}
+            }
+        }
+    });
+    let handle = gateway::HostHandle::new(control_tx.clone());
+    let gateway = gateway::Gateway::new(handle.clone());
+    let announcer = tokio::spawn(gateway.clone().announce(announcements));
+    let host_task = tokio::spawn(host.run(file_rx, control_rx));
+    drop(control_tx);
+    let result = match args.http {
+        None => serve_stdio(gateway).await,
+        Some(addr) => serve_http(addr, gateway).await,
+    };
+    handle.shutdown();
+    let _ = host_task.await;
+    printer.abort();
+    announcer.abort();
+    eprintln!("mcp-reconcile serve: stopped every server");
+    result
+}
+
+/// Until the client closes stdin (or SIGTERM / Ctrl-C).
+async fn serve_stdio(gateway: gateway::Gateway) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let service = tokio::select! {
+        service = gateway.serve(rmcp::transport::io::stdio_pipes()) => {
+            service.context("the MCP client did not complete the handshake on stdin/stdout")?
+        }
+        () = stop_signal() => return Ok(()),
+    };
+    let cancel = service.cancellation_token();
+    tokio::select! {
+        _ = service.waiting() => {}
+        () = stop_signal() => cancel.cancel(),
+    }
+    Ok(())
+}
+
+/// Until SIGTERM / Ctrl-C. Prints the URL on stdout.
+async fn serve_http(addr: std::net::SocketAddr, gateway: gateway::Gateway) -> anyhow::Result<()> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (bound, server) = gateway::serve_http(addr, gateway, stop.clone()).await?;
+    println!("http://{bound}/mcp");
+    let _ = io::stdout().flush();
+    eprintln!("mcp-reconcile serve: listening on http://{bound}/mcp");
+    stop_signal().await;
+    stop.cancel();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;
+    Ok(())
+}
+
+/// The first of SIGTERM and Ctrl-C.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 enum Answer {

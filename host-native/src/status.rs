@@ -5,13 +5,14 @@
 use std::fmt::Write as _;
 
 use mcp_reconcile_kernel::plan::{Action, Plan};
+use mcp_reconcile_kernel::Reason;
 use serde_json::{json, Value};
 
 use crate::host::{PlanReport, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
 /// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`;
-/// also `transport`, `resources`, `attempts`.
+/// also `transport`, `resources`, `attempts`, `retryInMs`.
 pub fn status_json(s: &ServerStatus) -> Value {
     json!({
         "name": s.name,
@@ -26,6 +27,7 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "spawns": s.spawns,
         "attempts": s.attempts,
         "lastError": s.last_error,
+        "retryInMs": s.retry_in_ms,
     })
 }
 
@@ -97,7 +99,16 @@ pub fn report_text(report: &PlanReport) -> String {
             let _ = write!(line, "  {} ms", step.elapsed.as_millis());
         }
         if let Some(error) = &step.error {
-            let _ = write!(line, "  — failed: {error}");
+            // The whole error (with the stderr tail) was printed by the failure line.
+            match error.split_once('\n') {
+                Some((first, _)) => {
+                    let first = first.trim_end_matches("; stderr:");
+                    let _ = write!(line, "  — failed: {first} (stderr above)");
+                }
+                None => {
+                    let _ = write!(line, "  — failed: {error}");
+                }
+            }
         }
         let _ = writeln!(out, "{line}");
     }
@@ -105,6 +116,26 @@ pub fn report_text(report: &PlanReport) -> String {
         let _ = writeln!(out, "  ! {error}");
     }
     out
+}
+
+/// The line `watch` and `serve` print when a server fails outside a pass
+/// (or a start fails): state, attempt, when it is retried, the error.
+pub fn failure_line(s: &ServerStatus) -> Option<String> {
+    let error = s.last_error.as_deref()?;
+    let next = match (s.reason, s.retry_in_ms) {
+        (Some(Reason::CrashLoop), _) => format!(
+            ", crash loop: not retried until its config changes, `mcp-reconcile reconnect {}` or `reload`",
+            s.name
+        ),
+        (_, Some(ms)) => format!(", retry in {ms} ms"),
+        _ => String::new(),
+    };
+    let attempt = if s.attempts > 0 {
+        format!(" (attempt {}{next})", s.attempts)
+    } else {
+        String::new()
+    };
+    Some(format!("  {} is {}{attempt} — {error}", s.name, s.state))
 }
 
 /// `status` for people: one line per server object (as [`status_json`]
@@ -119,6 +150,9 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         let mut line = format!("{:<24} {:<12}", text("name"), text("state"));
         if let Some(reason) = s.get("reason").and_then(Value::as_str) {
             let _ = write!(line, " {reason}");
+        }
+        if let Some(ms) = s.get("retryInMs").and_then(Value::as_u64) {
+            let _ = write!(line, " (retry in {ms} ms)");
         }
         if text("state") == "connected" {
             let count = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);

@@ -19,6 +19,7 @@
 //! 3. [`Connection::close`] stops both and the server (bounded; never hangs). A dropped
 //!    `Connection` is stopped the same way in the background.
 
+mod progress;
 mod remote;
 mod session;
 mod sse;
@@ -30,8 +31,11 @@ use std::time::Duration;
 
 use mcp_reconcile_kernel::ServerConfig;
 use mcp_reconcile_kernel::Transport as Kind;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::ServiceError;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, GetPromptRequest,
+    GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -39,10 +43,15 @@ use rmcp::{Peer, RoleClient};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-pub use rmcp::model::{CallToolResult, Prompt, Resource, Tool};
+pub use rmcp::model::{
+    CallToolResult, ElicitRequestParams, ElicitResult, GetPromptResult, ProgressNotificationParam,
+    Prompt, ReadResourceResult, Resource, Tool,
+};
 
 use crate::redact::{redact_all, secrets};
+use progress::ProgressRouter;
 use remote::{Failure, Watched};
 use session::{
     describe, describe_service_error, handshake, start, Ending, Handler, HandshakeFailure, Service,
@@ -85,7 +94,16 @@ pub struct ConnectOptions {
     pub handshake_timeout: Duration,
     /// A relative `cwd` is resolved against this (the project dir).
     pub base_dir: Option<PathBuf>,
+    /// Answers the server's `elicitation/create` requests. With one, the client declares the
+    /// elicitation capability; without (the host's default: nobody to ask), it declares none
+    /// and declines.
+    pub elicitation: Option<ElicitationResponder>,
 }
+
+/// Answers a server's elicitation request (see [`ConnectOptions::elicitation`]).
+pub type ElicitationResponder = Arc<
+    dyn Fn(ElicitRequestParams) -> futures::future::BoxFuture<'static, ElicitResult> + Send + Sync,
+>;
 
 /// Why a connection could not be made or a call failed. `message` is redacted, names the
 /// server and, for stdio, ends with the stderr tail.
@@ -113,6 +131,8 @@ pub enum ConnectErrorKind {
     Closed,
     /// A request on a live connection failed.
     Call,
+    /// The caller cancelled a forwarded request.
+    Cancelled,
 }
 
 /// How often a remote connection is pinged so a server that went away is noticed (streamable
@@ -125,6 +145,8 @@ const SERVICE_CLOSE: Duration = Duration::from_secs(3);
 /// After a failed handshake or an exit: how long to wait for the exit status and the last
 /// stderr lines before writing the message.
 const SETTLE: Duration = Duration::from_millis(500);
+/// How long a call that lost its connection waits for the reason (exit status, stderr tail).
+const ENDED_WAIT: Duration = Duration::from_secs(3);
 /// Bound on [`Connection::close`] as a whole, in case a stop step misbehaves.
 const CLOSE_LIMIT: Duration = Duration::from_secs(15);
 
@@ -143,6 +165,7 @@ pub async fn connect(
         name: name.to_owned(),
         secrets: secrets(config),
         call_timeout: call_timeout(config),
+        ended: tokio::sync::watch::Sender::new(None),
     };
     match config.transport() {
         Kind::Stdio => connect_stdio(ctx, config, opts).await,
@@ -171,6 +194,7 @@ pub struct Connection {
     pid: Option<u32>,
     catalog: Catalog,
     peer: Peer<RoleClient>,
+    progress: ProgressRouter,
     shutdown: Option<oneshot::Sender<()>>,
     monitor: Option<JoinHandle<()>>,
 }
@@ -202,6 +226,15 @@ impl Connection {
         self.peer.clone()
     }
 
+    /// A handle for forwarding requests from any task (see [`Caller`]).
+    pub fn caller(&self) -> Caller {
+        Caller {
+            ctx: self.ctx.clone(),
+            peer: self.peer.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+
     /// Calls tool `name` (its unqualified name on this server), bounded by the config's
     /// `timeout` (ms) or [`DEFAULT_CALL_TIMEOUT`].
     ///
@@ -217,24 +250,16 @@ impl Connection {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        match tokio::time::timeout(self.ctx.call_timeout, self.peer.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::TransportClosed)) => Err(self.ctx.error(
-                ConnectErrorKind::Closed,
-                &format!("cannot call `{name}`: the connection is closed"),
-            )),
-            Ok(Err(e)) => Err(self.ctx.error(
-                ConnectErrorKind::Call,
-                &format!("tools/call `{name}` failed: {}", describe_service_error(&e)),
-            )),
-            Err(_) => Err(self.ctx.error(
-                ConnectErrorKind::Call,
-                &format!(
-                    "tools/call `{name}` got no answer within {} ms (`timeout`)",
-                    self.ctx.call_timeout.as_millis()
+        self.caller()
+            .call_tool(params, None, CancellationToken::new())
+            .await
+            .map_err(|e| match e {
+                CallError::Mcp(error) => self.ctx.error(
+                    ConnectErrorKind::Call,
+                    &format!("tools/call `{name}` failed: {}", error.message),
                 ),
-            )),
-        }
+                CallError::Failed(error) => error,
+            })
     }
 
     /// Stops the connection and the server: cancels the MCP session (closing stdin for stdio),
@@ -264,11 +289,213 @@ impl Drop for Connection {
     }
 }
 
+/// Forwards requests to one live connection from any task, as a gateway does: with the
+/// caller's progress and cancellation, bounded by the config's `timeout`. It does not keep the
+/// connection alive: once the connection closes (the server exited, or the host stopped it), a
+/// pending request fails at once with [`ConnectErrorKind::Closed`] — it never hangs.
+#[derive(Clone)]
+pub struct Caller {
+    ctx: Arc<Ctx>,
+    peer: Peer<RoleClient>,
+    progress: ProgressRouter,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("server", &self.ctx.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a forwarded request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error (forward it as is).
+    #[error("{}", .0.message)]
+    Mcp(rmcp::ErrorData),
+    /// No answer: the connection closed, the `timeout` passed, the caller cancelled, or the
+    /// answer was not the expected kind. The message is redacted and names the server.
+    #[error("{0}")]
+    Failed(ConnectError),
+}
+
+impl Caller {
+    /// The server this caller talks to.
+    pub fn server(&self) -> &str {
+        &self.ctx.name
+    }
+
+    /// Forwards `tools/call` (`params.name` is the server's own tool name). Each progress
+    /// notification of the server for this call is sent to `progress` (with the server's
+    /// token; the receiver substitutes its own). Cancelling `cancel` sends
+    /// `notifications/cancelled` to the server and fails the call.
+    ///
+    /// # Errors
+    /// See [`CallError`]. A tool that ran and failed is a result with `is_error`, not an error.
+    pub async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, CallError> {
+        let what = format!("tools/call `{}`", params.name);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(&what, request, progress, cancel).await? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            ServerResult::EmptyResult(_) => Ok(CallToolResult::success(Vec::new())),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    /// Forwards `prompts/get`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, CallError> {
+        let what = format!("prompts/get `{}`", params.name);
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        match self
+            .request(&what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::GetPromptResult(result) => Ok(result),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    /// Forwards `resources/read`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, CallError> {
+        let what = format!("resources/read `{}`", params.uri);
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        match self
+            .request(&what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::ReadResourceResult(result) => Ok(result),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    fn unexpected(&self, what: &str) -> CallError {
+        CallError::Failed(self.ctx.error(
+            ConnectErrorKind::Call,
+            &format!(
+                "answered {what} with a result mcp-reconcile cannot forward \
+                 (input requests and tasks are not supported)"
+            ),
+        ))
+    }
+
+    async fn request(
+        &self,
+        what: &str,
+        request: ClientRequest,
+        progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+        cancel: CancellationToken,
+    ) -> Result<ServerResult, CallError> {
+        let closed = || async {
+            // The monitor records why the connection ended (exit status, stderr tail) a moment
+            // after the transport closes.
+            let mut ended = self.ctx.ended.subscribe();
+            let reason = tokio::time::timeout(ENDED_WAIT, ended.wait_for(Option::is_some))
+                .await
+                .ok()
+                .and_then(|r| r.ok().and_then(|v| v.clone()))
+                .unwrap_or_else(|| "the connection closed".to_owned());
+            CallError::Failed(self.ctx.error(
+                ConnectErrorKind::Closed,
+                &format!(
+                    "closed its connection before answering {what}: {reason}. mcp-reconcile \
+                     restarts failed servers on its own; call again once it is connected"
+                ),
+            ))
+        };
+        let mut handle = match self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(ServiceError::TransportClosed) => return Err(closed().await),
+            Err(e) => {
+                return Err(CallError::Failed(self.ctx.error(
+                    ConnectErrorKind::Call,
+                    &format!("{what} failed: {}", describe_service_error(&e)),
+                )))
+            }
+        };
+        let mut updates = progress.map(|forward| {
+            let (guard, rx) = self.progress.subscribe(handle.progress_token.clone());
+            (guard, rx, forward)
+        });
+        let deadline = tokio::time::sleep(self.ctx.call_timeout);
+        tokio::pin!(deadline);
+        loop {
+            let next_progress = async {
+                match updates.as_mut() {
+                    Some((_, rx, _)) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                response = &mut handle.rx => {
+                    return match response {
+                        Ok(Ok(result)) => Ok(result),
+                        Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
+                        Ok(Err(ServiceError::TransportClosed)) | Err(_) => Err(closed().await),
+                        Ok(Err(e)) => Err(CallError::Failed(self.ctx.error(
+                            ConnectErrorKind::Call,
+                            &format!("{what} failed: {}", describe_service_error(&e)),
+                        ))),
+                    };
+                }
+                () = cancel.cancelled() => {
+                    let reason = Some("cancelled by the client".to_owned());
+                    let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+                    return Err(CallError::Failed(self.ctx.error(
+                        ConnectErrorKind::Cancelled,
+                        &format!("{what} was cancelled by the client"),
+                    )));
+                }
+                () = &mut deadline => {
+                    let reason = Some("timeout".to_owned());
+                    let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+                    return Err(CallError::Failed(self.ctx.error(
+                        ConnectErrorKind::Call,
+                        &format!(
+                            "got no answer to {what} within {} ms (`timeout`)",
+                            self.ctx.call_timeout.as_millis()
+                        ),
+                    )));
+                }
+                Some(update) = next_progress => {
+                    if let Some((_, _, forward)) = updates.as_ref() {
+                        let _ = forward.send(update);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Per-connection facts every message needs.
 struct Ctx {
     name: String,
     secrets: Vec<String>,
     call_timeout: Duration,
+    /// Why the connection ended (redacted, without the server name), once it did.
+    ended: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl Ctx {
@@ -328,8 +555,14 @@ async fn connect_stdio(
     tracing::debug!(server = %ctx.name, pid = process.pid(), "spawned");
     let transport = AsyncRwTransport::new_client(pipes.stdout, pipes.stdin);
     let relist = Arc::new(Notify::new());
-    let outcome =
-        tokio::time::timeout_at(deadline, handshake(Handler::new(relist.clone()), transport)).await;
+    let outcome = tokio::time::timeout_at(
+        deadline,
+        handshake(
+            Handler::new(relist.clone(), opts.elicitation.clone()),
+            transport,
+        ),
+    )
+    .await;
     match outcome {
         Ok(Ok((service, catalog))) => {
             let pid = process.pid();
@@ -403,7 +636,10 @@ async fn connect_http(
     let relist = Arc::new(Notify::new());
     let outcome = tokio::time::timeout(
         opts.handshake_timeout,
-        handshake(Handler::new(relist.clone()), transport),
+        handshake(
+            Handler::new(relist.clone(), opts.elicitation.clone()),
+            transport,
+        ),
     )
     .await;
     finish_remote(ctx, opts, outcome, relist, failure, &url)
@@ -429,7 +665,7 @@ async fn connect_sse(
                 what: format!("could not open its SSE stream: {}", describe(&e)),
             })?;
         handshake(
-            Handler::new(relist.clone()),
+            Handler::new(relist.clone(), opts.elicitation.clone()),
             Watched::new(transport, failure.clone()),
         )
         .await

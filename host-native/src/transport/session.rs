@@ -11,19 +11,27 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, ClientRequest, Implementation, PingRequest};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    PingRequest, ProgressNotificationParam, ProtocolVersion,
+};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
+use super::progress::ProgressRouter;
 use super::remote::Failure;
 use super::stdio::ChildProcess;
 use super::{
     with_stderr, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Ctx,
-    KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
+    ElicitationResponder, KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
 };
+
+/// Why a requested close ended the connection, for calls that were still running.
+const STOPPED: &str = "mcp-reconcile stopped it (removed, changed, or reconnected)";
 
 /// How long a keepalive ping may go unanswered.
 const PING_TIMEOUT: Duration = Duration::from_secs(20);
@@ -96,15 +104,29 @@ pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, Str
 #[derive(Clone)]
 pub(super) struct Handler {
     relist: Arc<Notify>,
+    pub(super) progress: ProgressRouter,
+    elicitation: Option<ElicitationResponder>,
 }
 
 impl Handler {
-    pub(super) fn new(relist: Arc<Notify>) -> Self {
-        Handler { relist }
+    pub(super) fn new(relist: Arc<Notify>, elicitation: Option<ElicitationResponder>) -> Self {
+        Handler {
+            relist,
+            progress: ProgressRouter::default(),
+            elicitation,
+        }
     }
 }
 
 impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.dispatch(params);
+    }
+
     async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
         self.relist.notify_one();
     }
@@ -123,11 +145,31 @@ impl ClientHandler for Handler {
         self.relist.notify_one();
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(match &self.elicitation {
+            Some(responder) => responder(request).await,
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+
+    /// The newest protocol version that begins with `initialize` (the handshake this client
+    /// runs); elicitation only when someone answers it.
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation.is_some() {
+            let mut elicitation = ElicitationCapability::default();
+            elicitation.form = Some(FormElicitationCapability::default());
+            capabilities.elicitation = Some(elicitation);
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("mcp-reconcile", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
@@ -151,6 +193,7 @@ pub(super) fn start(
 ) -> Connection {
     let ctx = Arc::new(ctx);
     let peer = service.peer().clone();
+    let progress = service.service().progress.clone();
     let relister = tokio::spawn(follow_list_changes(
         ctx.clone(),
         peer.clone(),
@@ -174,6 +217,7 @@ pub(super) fn start(
         pid,
         catalog,
         peer,
+        progress,
         shutdown: Some(shutdown_tx),
         monitor: Some(monitor),
     }
@@ -276,11 +320,13 @@ async fn supervise(s: Supervised) {
 
     let error = match (ending, &cause) {
         (Ending::Process(mut process), Cause::Requested) => {
+            ctx.ended.send_replace(Some(STOPPED.to_owned()));
             process.stop().await;
             tracing::info!(server = %ctx.name, "closed");
             return;
         }
         (Ending::Remote(_), Cause::Requested) => {
+            ctx.ended.send_replace(Some(STOPPED.to_owned()));
             tracing::info!(server = %ctx.name, "closed");
             return;
         }
@@ -302,6 +348,7 @@ async fn supervise(s: Supervised) {
             format!("lost its connection: {reason}")
         }
     };
+    ctx.ended.send_replace(Some(ctx.redact(&error)));
     let error = ctx.redact(&format!("server `{}` {error}", ctx.name));
     tracing::warn!(server = %ctx.name, "{error}");
     let _ = events.send(ConnEvent::Closed {

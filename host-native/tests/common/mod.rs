@@ -151,6 +151,11 @@ impl Project {
     }
 
     pub fn watch_with(&self, extra: &[&str]) -> Watch {
+        self.watch_env(extra, &[])
+    }
+
+    /// `watch` with extra flags and environment variables.
+    pub fn watch_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Watch {
         let log = self.path("watch.log");
         let out = fs::File::create(&log).expect("log file");
         let err = out.try_clone().expect("log file");
@@ -164,6 +169,7 @@ impl Project {
                 &["--debounce-ms", "150"][..]
             })
             .arg("--no-prompt")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

@@ -1,0 +1,100 @@
+//! The host's MCP client (`mcp_reconcile::transport::connect` with an `httpUrl` config, exactly
+//! as the host connects a configured streamable-HTTP server) driven through the official MCP
+//! conformance suite's client scenarios. Run by `scripts/conformance.sh`:
+//! `conformance client --command "conformance_client" --scenario NAME` appends the test
+//! server's URL and sets `MCP_CONFORMANCE_SCENARIO`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use mcp_reconcile::transport::{connect, ConnectOptions, ElicitRequestParams, ElicitResult};
+use mcp_reconcile_kernel::json::{parse, Value};
+use mcp_reconcile_kernel::ServerConfig;
+use rmcp::model::ElicitationAction;
+use tokio::sync::mpsc;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance client: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
+    let url = std::env::args()
+        .next_back()
+        .filter(|a| a.starts_with("http"))
+        .ok_or_else(|| anyhow::anyhow!("usage: conformance_client URL"))?;
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let text = serde_json::json!({ "httpUrl": url }).to_string();
+    let Ok(Value::Object(object)) = parse(&text) else {
+        anyhow::bail!("cannot build the server config");
+    };
+    let config = ServerConfig(object);
+    let (events, _rx) = mpsc::unbounded_channel();
+    let options = ConnectOptions {
+        generation: 1,
+        events,
+        handshake_timeout: Duration::from_secs(10),
+        base_dir: None,
+        // The user of this client accepts every form with its defaults (SEP-1034).
+        elicitation: Some(Arc::new(|request| {
+            Box::pin(async move { accept_defaults(&request) })
+        })),
+    };
+    let conn = connect("conformance", &config, options).await?;
+    eprintln!(
+        "connected; tools: {:?}",
+        conn.catalog()
+            .tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect::<Vec<_>>()
+    );
+    let call = |name: &str, args: serde_json::Value| {
+        let arguments = args.as_object().cloned();
+        let name = name.to_owned();
+        let conn = &conn;
+        async move {
+            let result = conn.call_tool(&name, arguments).await?;
+            eprintln!("{name} → {:?}", result.content);
+            anyhow::Ok(())
+        }
+    };
+    match scenario.as_str() {
+        "tools_call" => call("add_numbers", serde_json::json!({"a": 5, "b": 3})).await?,
+        "sse-retry" => call("test_reconnection", serde_json::json!({})).await?,
+        "elicitation-sep1034-client-defaults" => {
+            call("test_client_elicitation_defaults", serde_json::json!({})).await?
+        }
+        _ => {}
+    }
+    conn.close().await;
+    Ok(())
+}
+
+/// Accepts a form elicitation with every default the schema gives; declines a URL one.
+fn accept_defaults(request: &ElicitRequestParams) -> ElicitResult {
+    let ElicitRequestParams::FormElicitationParams {
+        requested_schema, ..
+    } = request
+    else {
+        return ElicitResult::new(ElicitationAction::Decline);
+    };
+    let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+    let mut content = serde_json::Map::new();
+    if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
+        for (name, property) in properties {
+            if let Some(default) = property.get("default") {
+                content.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    ElicitResult::new(ElicitationAction::Accept).with_content(serde_json::Value::Object(content))
+}

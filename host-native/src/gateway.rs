@@ -1,0 +1,391 @@
+//! `mcp-reconcile serve`: one MCP server in front of a running [`Host`](crate::host::Host).
+//!
+//! Any MCP client that configures `mcp-reconcile serve --project .` as its only server gets the
+//! union of the admitted servers' tools, prompts and resources, and hot reload without knowing
+//! about it:
+//! * names are qualified `mcp__<server>__<name>` (tools after each server's `includeTools` /
+//!   `excludeTools`; resources keep their URIs);
+//! * `tools/call`, `prompts/get`, `resources/read` are routed by the host ([`Control::Route`])
+//!   and forwarded here, in the request's own task, with the client's progress token and
+//!   cancellation; the host loop never waits for a server;
+//! * a call to a tool that is not available returns the §4 message (removed, not allowed,
+//!   excluded, awaiting approval, rejected, not connected) as a tool error (`isError: true`);
+//! * after the host announces a catalog change ([`HostEvent::CatalogChanged`]), every client
+//!   gets `notifications/{tools,prompts,resources}/list_changed` for the lists that changed.
+//!
+//! Over stdio there is one client; over streamable HTTP ([`serve_http`], loopback only) every
+//! client session is served by a clone of the same [`Gateway`].
+
+use std::borrow::Cow;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Context;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities,
+    ServerConfig, ToolsCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::host::{Control, HostEvent, MergedCatalog, Route, StatusReport, Target};
+use crate::transport::CallError;
+
+/// Talks to a running host over its control channel.
+#[derive(Clone, Debug)]
+pub struct HostHandle {
+    control: mpsc::UnboundedSender<Control>,
+}
+
+/// The host stopped (it is shutting down).
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("the mcp-reconcile session is shutting down")]
+pub struct HostGone;
+
+impl HostHandle {
+    /// A handle over the sender whose receiver was given to
+    /// [`Host::run`](crate::host::Host::run).
+    pub fn new(control: mpsc::UnboundedSender<Control>) -> Self {
+        HostHandle { control }
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Control,
+    ) -> Result<T, HostGone> {
+        let (tx, rx) = oneshot::channel();
+        self.control.send(make(tx)).map_err(|_| HostGone)?;
+        rx.await.map_err(|_| HostGone)
+    }
+
+    /// The merged catalog (waits for the start pass).
+    ///
+    /// # Errors
+    /// [`HostGone`].
+    pub async fn catalog(&self) -> Result<MergedCatalog, HostGone> {
+        self.ask(Control::Catalog).await
+    }
+
+    /// Where `target` goes, or the message for the caller.
+    ///
+    /// # Errors
+    /// [`HostGone`].
+    pub async fn route(&self, target: Target) -> Result<Result<Route, String>, HostGone> {
+        self.ask(|tx| Control::Route(target, tx)).await
+    }
+
+    /// Every configured server's status.
+    ///
+    /// # Errors
+    /// [`HostGone`].
+    pub async fn status(&self) -> Result<StatusReport, HostGone> {
+        self.ask(Control::Status).await
+    }
+
+    /// Asks the host to stop every server and return from `run`.
+    pub fn shutdown(&self) {
+        let _ = self.control.send(Control::Shutdown);
+    }
+}
+
+/// The MCP server side of `serve`. Cheap to clone; clones share the client list.
+#[derive(Clone)]
+pub struct Gateway {
+    host: HostHandle,
+    clients: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway in front of the host behind `host`.
+    pub fn new(host: HostHandle) -> Self {
+        Gateway {
+            host,
+            clients: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Sends `list_changed` to every connected client for each
+    /// [`HostEvent::CatalogChanged`] in `events`; returns when `events` closes.
+    pub async fn announce(self, mut events: mpsc::UnboundedReceiver<HostEvent>) {
+        while let Some(event) = events.recv().await {
+            let HostEvent::CatalogChanged(change) = event else {
+                continue;
+            };
+            let clients: Vec<Peer<RoleServer>> = {
+                let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+                clients.retain(|peer| !peer.is_transport_closed());
+                clients.clone()
+            };
+            tracing::info!(
+                clients = clients.len(),
+                tools = change.tools,
+                prompts = change.prompts,
+                resources = change.resources,
+                "catalog changed"
+            );
+            for peer in clients {
+                if change.tools {
+                    let _ = peer.notify_tool_list_changed().await;
+                }
+                if change.prompts {
+                    let _ = peer.notify_prompt_list_changed().await;
+                }
+                if change.resources {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+        }
+    }
+
+    async fn catalog(&self) -> Result<MergedCatalog, ErrorData> {
+        self.host.catalog().await.map_err(gone)
+    }
+
+    async fn forward_call(
+        &self,
+        route: Route,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        let client_token = context.meta.get_progress_token();
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        let progress = client_token.is_some().then_some(progress_tx);
+        let cancel: CancellationToken = context.ct.child_token();
+        let caller = route.caller.clone();
+        // The upstream call runs in a task of its own: it is not tied to this request's
+        // task-local context, and it ends on its own when the connection closes.
+        let mut call =
+            tokio::spawn(async move { caller.call_tool(params, progress, cancel).await });
+        let mut last = f64::NEG_INFINITY;
+        let outcome = loop {
+            tokio::select! {
+                joined = &mut call => break joined,
+                Some(update) = progress_rx.recv() => {
+                    let Some(token) = client_token.clone() else { continue };
+                    // Progress must increase; notifications can overtake each other upstream.
+                    if update.progress <= last {
+                        continue;
+                    }
+                    last = update.progress;
+                    let mut param = ProgressNotificationParam::new(token, update.progress);
+                    param.total = update.total;
+                    param.message = update.message;
+                    let _ = context.peer.notify_progress(param).await;
+                }
+            }
+        };
+        match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(CallError::Mcp(error))) => {
+                CallToolResult::error(vec![ContentBlock::text(format!(
+                    "server \"{}\" answered tools/call `{}` with an error: {}",
+                    route.server, route.name, error.message
+                ))])
+            }
+            Ok(Err(CallError::Failed(error))) => {
+                CallToolResult::error(vec![ContentBlock::text(error.message)])
+            }
+            Err(join) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "forwarding tools/call `{}` to server \"{}\" failed: {join}",
+                route.name, route.server
+            ))]),
+        }
+    }
+}
+
+fn gone(e: HostGone) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let mut capabilities = ServerCapabilities::default();
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(true);
+        capabilities.tools = Some(tools);
+        let mut prompts = PromptsCapability::default();
+        prompts.list_changed = Some(true);
+        capabilities.prompts = Some(prompts);
+        let mut resources = ResourcesCapability::default();
+        resources.list_changed = Some(true);
+        capabilities.resources = Some(resources);
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-reconcile",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_instructions(
+                "mcp-reconcile: the tools, prompts and resources of every configured MCP \
+                 server, named mcp__<server>__<name>; the list follows the settings files \
+                 while the session runs (watch for list_changed).",
+            )
+    }
+
+    /// Versions that begin with `initialize`, where `list_changed` is a plain notification.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|peer| !peer.is_transport_closed());
+        clients.push(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.catalog().await?.tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let route = self
+            .host
+            .route(Target::Tool(name.clone()))
+            .await
+            .map_err(gone)?;
+        let result = match route {
+            Ok(route) => {
+                tracing::info!(tool = %name, server = %route.server, "forwarding tools/call");
+                self.forward_call(route, request, context).await
+            }
+            Err(message) => {
+                tracing::info!(tool = %name, "tool not available");
+                CallToolResult::error(vec![ContentBlock::text(message)])
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            self.catalog().await?.prompts,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let route = self
+            .host
+            .route(Target::Prompt(request.name.clone()))
+            .await
+            .map_err(gone)?
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let mut params = GetPromptRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        match route.caller.get_prompt(params).await {
+            Ok(result) => Ok(result.into()),
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(
+            self.catalog().await?.resources,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let route = self
+            .host
+            .route(Target::Resource(request.uri.clone()))
+            .await
+            .map_err(gone)?
+            .map_err(|message| ErrorData::resource_not_found(message, None))?;
+        match route.caller.read_resource(request).await {
+            Ok(result) => Ok(result.into()),
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+}
+
+/// Serves `gateway` over streamable HTTP at `http://ADDR/mcp`; every client session shares
+/// the one host. Only loopback addresses are accepted (port 0 picks a free port). Returns the
+/// bound address; the server stops when `stop` is cancelled.
+///
+/// # Errors
+/// A non-loopback address, or the address cannot be bound.
+pub async fn serve_http(
+    addr: SocketAddr,
+    gateway: Gateway,
+    stop: CancellationToken,
+) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    if !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "--http {addr}: only a loopback address (127.0.0.1, [::1]) is allowed; the gateway \
+             has no authentication"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = stop.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(gateway.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let task = tokio::spawn(async move {
+        let shutdown = async move { stop.cancelled().await };
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::warn!("the HTTP gateway stopped: {e}");
+        }
+    });
+    Ok((bound, task))
+}

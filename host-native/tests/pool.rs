@@ -1,0 +1,441 @@
+//! The shared pool as a Rust host embeds it: several sessions in one process over real fixture
+//! servers (spawn markers count processes).
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{alive, fixture, PATIENCE};
+use mcp_reconcile::host::Target;
+use mcp_reconcile::inputs::{Inputs, LayerFlags};
+use mcp_reconcile::pool::{PoolOptions, PooledStatus, SharedPool};
+use mcp_reconcile::transport::CallToolResult;
+use mcp_reconcile_kernel::{Decision, Reason};
+use serde_json::{json, Value};
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Dir {
+        let dir = Dir(tempfile::tempdir().expect("temp dir"));
+        fs::create_dir_all(dir.path("project")).expect("project dir");
+        dir
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.0.path().join(rel)
+    }
+
+    /// The files of session `session`: its own user settings; project, approvals shared.
+    fn inputs(&self, session: &str) -> Inputs {
+        let flags = LayerFlags {
+            user_settings: Some(self.path(&format!("{session}-settings.json"))),
+            workspace_settings: Some(self.path(&format!("{session}-workspace.json"))),
+            system_settings: Some(self.path("no-system.json")),
+            system_defaults: Some(self.path("no-defaults.json")),
+            project: Some(self.path("project")),
+            approvals: Some(self.path("approvals.json")),
+            state_dir: Some(self.path("state")),
+            ..LayerFlags::default()
+        };
+        Inputs::new(&flags).expect("inputs")
+    }
+
+    fn marker(&self, name: &str) -> PathBuf {
+        self.path(&format!("{name}.marker"))
+    }
+
+    fn server(&self, name: &str, tools: &str) -> Value {
+        json!({
+            "command": fixture().to_string_lossy(),
+            "args": ["--name", name, "--tools", tools, "--marker", self.marker(name).to_string_lossy()],
+        })
+    }
+
+    fn write(&self, path: &Path, value: &Value) {
+        let tmp = path.with_extension("tmp~");
+        fs::write(&tmp, serde_json::to_string_pretty(value).expect("json")).expect("write");
+        fs::rename(&tmp, path).expect("rename");
+    }
+
+    fn settings(&self, session: &str, servers: Value) {
+        self.write(
+            &self.path(&format!("{session}-settings.json")),
+            &json!({"mcpServers": servers}),
+        );
+    }
+
+    fn pids(&self, name: &str) -> Vec<u64> {
+        fs::read_to_string(self.marker(name))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("server "))
+            .filter_map(|p| p.trim().parse().ok())
+            .collect()
+    }
+}
+
+async fn wait_status(
+    pool: &SharedPool,
+    what: &str,
+    pred: impl Fn(&[PooledStatus]) -> bool,
+) -> Vec<PooledStatus> {
+    let start = Instant::now();
+    loop {
+        let status = pool.status().await.expect("pool runs");
+        if pred(&status) {
+            return status;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "timed out waiting for {what}: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn connected(status: &[PooledStatus], server: &str) -> bool {
+    status
+        .iter()
+        .any(|s| s.server == server && s.state == "connected")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_share_one_process_each_with_its_own_view_and_it_drains_after_the_last() {
+    let d = Dir::new();
+    let x = d.server("x", "echo,add");
+    let mut narrowed = x.clone();
+    narrowed["includeTools"] = json!(["echo"]);
+    narrowed["trust"] = json!(true);
+    d.settings("a", json!({"x": x}));
+    d.settings("b", json!({"x": narrowed}));
+    let pool = SharedPool::start(PoolOptions {
+        drain: Duration::from_millis(1500),
+        ..PoolOptions::default()
+    });
+    let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
+    let (mut a, mut b) = (pool.session("a"), pool.session("b"));
+    let (snap_a, snap_b) = (files_a.load(None), files_b.load(None));
+    // Concurrent acquires of one id spawn once.
+    let (ra, rb) = tokio::join!(a.apply(&snap_a), b.apply(&snap_b));
+    assert!(ra.expect("a applies").refused.is_empty());
+    assert!(rb.expect("b applies").refused.is_empty());
+    let s = wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+    assert_eq!(s.len(), 1, "one shared connection: {s:#?}");
+    assert_eq!(s[0].holders, ["a", "b"]);
+    assert_eq!(d.pids("x").len(), 1, "spawned once");
+    let pid = d.pids("x")[0];
+
+    // Each session's own view of the one process.
+    let names = |c: mcp_reconcile::host::MergedCatalog| -> Vec<String> {
+        c.tools.into_iter().map(|t| t.name.into_owned()).collect()
+    };
+    assert_eq!(
+        names(a.catalog().await.expect("catalog")),
+        ["mcp__x__echo", "mcp__x__add"]
+    );
+    assert_eq!(names(b.catalog().await.expect("catalog")), ["mcp__x__echo"]);
+    let hidden = b
+        .route(Target::Tool("mcp__x__add".into()))
+        .await
+        .expect("pool runs");
+    assert!(hidden.is_err(), "b's includeTools hides add");
+    let route = a
+        .route(Target::Tool("mcp__x__add".into()))
+        .await
+        .expect("pool runs")
+        .expect("a sees add");
+    let params = rmcp::model::CallToolRequestParams::new(route.name.clone()).with_arguments(
+        json!({"a": 2, "b": 3})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let result = route
+        .caller
+        .call_tool(params, None, tokio_util::sync::CancellationToken::new())
+        .await
+        .expect("forwarded");
+    assert_eq!(text(&result), "5");
+
+    // One releases: still alive, held by the other.
+    a.close().await;
+    let s = pool.status().await.expect("pool runs");
+    assert_eq!(s[0].holders, ["b"]);
+    assert!(alive(pid));
+
+    // The last releases: draining, still alive for now; gone after the drain delay.
+    b.close().await;
+    let s = pool.status().await.expect("pool runs");
+    assert!(s[0].draining, "{s:#?}");
+    assert!(alive(pid), "kept through the drain delay");
+    wait_status(&pool, "the drained connection closed", |s| s.is_empty()).await;
+    let start = Instant::now();
+    while alive(pid) && start.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(pid), "the server stopped after the drain delay");
+    assert_eq!(d.pids("x").len(), 1);
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reacquire_during_the_drain_keeps_the_process() {
+    let d = Dir::new();
+    d.settings("a", json!({"x": d.server("x", "echo")}));
+    let pool = SharedPool::start(PoolOptions {
+        drain: Duration::from_secs(30),
+        ..PoolOptions::default()
+    });
+    let mut files = d.inputs("a");
+    let mut a = pool.session("a");
+    a.apply(&files.load(None)).await.expect("applies");
+    wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+    a.close().await;
+    let mut again = pool.session("a2");
+    again.apply(&files.load(None)).await.expect("applies");
+    let s = pool.status().await.expect("pool runs");
+    assert_eq!((s.len(), s[0].draining), (1, false), "{s:#?}");
+    assert_eq!(d.pids("x").len(), 1, "not respawned");
+    pool.shutdown().await;
+    let pid = d.pids("x")[0];
+    assert!(!alive(pid), "shutdown stops every server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_gate_runs_before_any_acquire() {
+    let d = Dir::new();
+    let mcp_json = d.path("project/.mcp.json");
+    d.write(
+        &mcp_json,
+        &json!({"mcpServers": {"proj": d.server("proj", "echo")}}),
+    );
+    d.settings("a", json!({}));
+    d.settings("b", json!({}));
+    let pool = SharedPool::start(PoolOptions {
+        drain: Duration::from_millis(200),
+        ..PoolOptions::default()
+    });
+    let mut files = d.inputs("a");
+    let mut a = pool.session("a");
+
+    // Pending: never acquired, never spawned; asked about.
+    let applied = a.apply(&files.load(None)).await.expect("applies");
+    assert_eq!(applied.approval_needed, ["proj"]);
+    assert!(pool.status().await.expect("pool runs").is_empty());
+    assert!(a
+        .reconnect(Some("proj"))
+        .await
+        .expect("pool runs")
+        .is_empty());
+    let refused = a
+        .route(Target::Tool("mcp__proj__echo".into()))
+        .await
+        .expect("pool runs")
+        .expect_err("not available");
+    assert!(refused.contains("approv"), "{refused}");
+
+    // Rejected: still never; not asked again for the same config.
+    let snapshot = files.load(None);
+    let config = snapshot
+        .assembled()
+        .servers
+        .get("proj")
+        .cloned()
+        .expect("proj");
+    let root = files.project_root().to_owned();
+    let store = files.approvals_store().clone();
+    store
+        .decide(&root, "proj", &config, Decision::Rejected)
+        .expect("decide");
+    let applied = a.apply(&files.load(None)).await.expect("applies");
+    assert!(applied.approval_needed.is_empty(), "{applied:?}");
+    assert!(a.reconnect(None).await.expect("pool runs").is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(pool.status().await.expect("pool runs").is_empty());
+    assert!(
+        d.pids("proj").is_empty(),
+        "a rejected server is never spawned"
+    );
+    let refused = a
+        .route(Target::Tool("mcp__proj__echo".into()))
+        .await
+        .expect("pool runs")
+        .expect_err("not available");
+    assert!(refused.contains("rejected"), "{refused}");
+
+    // Its config edited: asked again, still not spawned.
+    d.write(
+        &mcp_json,
+        &json!({"mcpServers": {"proj": d.server("proj", "echo,add")}}),
+    );
+    let applied = a.apply(&files.load(None)).await.expect("applies");
+    assert_eq!(applied.approval_needed, ["proj"]);
+    assert!(d.pids("proj").is_empty());
+
+    // Approved: acquired; a second session attaches to the same process.
+    let snapshot = files.load(None);
+    let config = snapshot
+        .assembled()
+        .servers
+        .get("proj")
+        .cloned()
+        .expect("proj");
+    store
+        .decide(&root, "proj", &config, Decision::Approved)
+        .expect("decide");
+    a.apply(&files.load(None)).await.expect("applies");
+    wait_status(&pool, "proj connected", |s| connected(s, "proj")).await;
+    let mut files_b = d.inputs("b");
+    let mut b = pool.session("b");
+    b.apply(&files_b.load(None)).await.expect("applies");
+    let s = pool.status().await.expect("pool runs");
+    assert_eq!(s[0].holders, ["a", "b"]);
+    assert_eq!(d.pids("proj").len(), 1);
+
+    // Rejected again: both release it; it closes and no path brings it back.
+    store
+        .decide(&root, "proj", &config, Decision::Rejected)
+        .expect("decide");
+    let ra = a.apply(&files.load(None)).await.expect("applies");
+    let rb = b.apply(&files_b.load(None)).await.expect("applies");
+    assert!(ra.plan.actions.iter().any(|x| x.kind() == "disconnect"));
+    assert!(rb.plan.actions.iter().any(|x| x.kind() == "disconnect"));
+    wait_status(&pool, "proj closed", |s| s.is_empty()).await;
+    assert!(a.reconnect(None).await.expect("pool runs").is_empty());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(d.pids("proj").len(), 1, "never spawned again");
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears_it() {
+    let d = Dir::new();
+    let mut crashy = d.server("crashy", "echo");
+    if let Some(args) = crashy["args"].as_array_mut() {
+        args.extend([json!("--crash-after"), json!("150")]);
+    }
+    d.settings("a", json!({"crashy": crashy.clone()}));
+    d.settings("b", json!({"crashy": crashy}));
+    let pool = SharedPool::start(PoolOptions {
+        backoff_scale: 0.01,
+        drain: Duration::from_millis(200),
+        ..PoolOptions::default()
+    });
+    let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
+    let (mut a, mut b) = (pool.session("a"), pool.session("b"));
+    a.apply(&files_a.load(None)).await.expect("applies");
+    b.apply(&files_b.load(None)).await.expect("applies");
+    let s = wait_status(&pool, "crash loop", |s| {
+        s.iter().any(|x| x.reason == Some(Reason::CrashLoop))
+    })
+    .await;
+    assert_eq!((s.len(), s[0].attempts, s[0].spawns), (1, 8, 8), "{s:#?}");
+    assert!(s[0]
+        .last_error
+        .as_deref()
+        .is_some_and(|e| e.contains("crashing as asked")));
+    // One process per attempt, shared by both sessions: the pool retried, not each session.
+    assert_eq!(d.pids("crashy").len(), 8);
+    assert_eq!(
+        b.reconnect(Some("crashy")).await.expect("pool runs"),
+        ["crashy"]
+    );
+    wait_status(&pool, "a fresh start", |s| s[0].spawns > 8).await;
+    a.close().await;
+    b.close().await;
+    pool.shutdown().await;
+    for pid in d.pids("crashy") {
+        assert!(!alive(pid));
+    }
+}
+
+/// Only stdio is shared by default: a streamable HTTP server gets one private connection per
+/// session (shared once the host opts in), and an `sdk` server is never pooled (nor run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_servers_are_per_session_unless_opted_in_and_sdk_never_pooled() {
+    use std::os::unix::process::CommandExt;
+    use tokio::io::AsyncBufReadExt;
+
+    let d = Dir::new();
+    let mut command = std::process::Command::new(fixture());
+    command
+        .args(["--http", "127.0.0.1:0", "--name", "web"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let mut web = tokio::process::Command::from(command)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("fixture starts");
+    let _group = Group(web.id().unwrap_or(0));
+    let mut lines = tokio::io::BufReader::new(web.stdout.take().expect("stdout")).lines();
+    let url = tokio::time::timeout(PATIENCE, lines.next_line())
+        .await
+        .expect("URL in time")
+        .expect("stdout")
+        .expect("URL");
+    let servers = json!({
+        "web": {"httpUrl": url},
+        "inproc": {"type": "sdk", "command": "x"},
+    });
+    d.settings("a", servers.clone());
+    d.settings("b", servers);
+
+    for (pool_remote, expected_web) in [(false, 2), (true, 1)] {
+        let pool = SharedPool::start(PoolOptions {
+            pool_remote,
+            drain: Duration::from_millis(100),
+            ..PoolOptions::default()
+        });
+        let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
+        let (mut a, mut b) = (pool.session("a"), pool.session("b"));
+        a.apply(&files_a.load(None)).await.expect("applies");
+        b.apply(&files_b.load(None)).await.expect("applies");
+        let s = wait_status(&pool, "web connected", |s| {
+            s.iter()
+                .filter(|x| x.server == "web" && x.state == "connected")
+                .count()
+                == expected_web
+        })
+        .await;
+        let web: Vec<&PooledStatus> = s.iter().filter(|x| x.server == "web").collect();
+        assert_eq!(web.len(), expected_web, "{s:#?}");
+        assert!(web.iter().all(|x| x.private != pool_remote), "{s:#?}");
+        let inproc: Vec<&PooledStatus> = s.iter().filter(|x| x.server == "inproc").collect();
+        assert_eq!(inproc.len(), 2, "one per session: {s:#?}");
+        assert!(inproc.iter().all(|x| x.private));
+        wait_status(&pool, "sdk servers refused to run", |s| {
+            s.iter()
+                .filter(|x| x.server == "inproc")
+                .all(|x| x.reason == Some(Reason::CrashLoop))
+        })
+        .await;
+        a.close().await;
+        b.close().await;
+        wait_status(&pool, "all closed", |s| s.is_empty()).await;
+        pool.shutdown().await;
+    }
+}
+
+/// Kills a process group on drop.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}

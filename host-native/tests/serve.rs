@@ -1,0 +1,557 @@
+//! End-to-end: a real `mcp-reconcile serve` (child process, own process group) driven by
+//! rmcp's client over its stdin/stdout, with real fixture servers behind it.
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// What the client heard from the gateway.
+#[derive(Debug)]
+enum Heard {
+    ToolsChanged,
+    Progress(f64),
+}
+
+#[derive(Clone)]
+struct Listener {
+    heard: mpsc::UnboundedSender<Heard>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.heard.send(Heard::ToolsChanged);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.heard.send(Heard::Progress(params.progress));
+    }
+}
+
+/// A running `serve` with an rmcp client on its stdio; the process group is killed on drop.
+struct Served {
+    child: tokio::process::Child,
+    client: Option<RunningService<RoleClient, Listener>>,
+    heard: mpsc::UnboundedReceiver<Heard>,
+    log: std::path::PathBuf,
+}
+
+impl Served {
+    async fn start(p: &Project) -> Served {
+        let log = p.path("serve.log");
+        let err = fs::File::create(&log).expect("log file");
+        let mut command = std::process::Command::new(cli());
+        command
+            .arg("serve")
+            .args(p.flags())
+            .args(["--debounce-ms", "150"])
+            .env("MCP_RECONCILE_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .process_group(0);
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .expect("serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, heard) = mpsc::unbounded_channel();
+        let client = tokio::time::timeout(PATIENCE, Listener { heard: tx }.serve((stdout, stdin)))
+            .await
+            .expect("handshake in time")
+            .expect("the gateway completes the MCP handshake");
+        Served {
+            child,
+            client: Some(client),
+            heard,
+            log,
+        }
+    }
+
+    fn client(&self) -> &RunningService<RoleClient, Listener> {
+        self.client.as_ref().expect("client open")
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn tool_names(&self) -> Vec<String> {
+        let tools = tokio::time::timeout(PATIENCE, self.client().list_all_tools())
+            .await
+            .expect("tools/list in time")
+            .expect("tools/list");
+        tools.into_iter().map(|t| t.name.into_owned()).collect()
+    }
+
+    async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        tokio::time::timeout(PATIENCE, self.client().call_tool(params))
+            .await
+            .expect("tools/call in time")
+            .expect("tools/call answers (a tool error is a result)")
+    }
+
+    /// Waits for the next `tools/list_changed`, skipping progress.
+    async fn tools_changed(&mut self) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.heard.recv()).await {
+                Ok(Some(Heard::ToolsChanged)) => return,
+                Ok(Some(Heard::Progress(_))) => {}
+                _ => panic!("no tools/list_changed; log:\n{}", self.log()),
+            }
+        }
+    }
+
+    /// Closes the client's side (stdin EOF) and waits for `serve` to exit.
+    async fn close(mut self) -> std::process::ExitStatus {
+        if let Some(client) = self.client.take() {
+            let _ = client.cancel().await;
+        }
+        tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("serve exits once its client is gone")
+            .expect("wait")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let pgid = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Pids a fixture wrote to its marker file.
+fn pids(p: &Project, name: &str) -> Vec<u64> {
+    fs::read_to_string(p.marker(name))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("server "))
+        .filter_map(|pid| pid.trim().parse().ok())
+        .collect()
+}
+
+fn with_args(mut server: Value, extra: &[&str]) -> Value {
+    if let Some(args) = server["args"].as_array_mut() {
+        args.extend(extra.iter().map(|a| json!(a)));
+    }
+    server
+}
+
+async fn wait_until(what: &str, mut pred: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !pred() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sees_qualified_tools_edits_and_the_removed_message() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "a": p.server("a", "echo"),
+        "b": p.server("b", "echo,add"),
+    }}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
+    let mut served = Served::start(&p).await;
+
+    // The first listing already has both servers (it waits for the start pass).
+    let names = served.tool_names().await;
+    assert_eq!(names, ["mcp__a__echo", "mcp__b__echo", "mcp__b__add"]);
+
+    // Forwarded to b.
+    let sum = served.call("mcp__b__add", json!({"a": 2, "b": 3})).await;
+    assert_ne!(sum.is_error, Some(true), "{sum:?}");
+    assert_eq!(text(&sum), "5");
+
+    // The pending project server is not spawned; its tool says why.
+    let pending = served.call("mcp__proj__echo", json!({"text": "x"})).await;
+    assert_eq!(pending.is_error, Some(true));
+    assert!(text(&pending).contains("approv"), "{}", text(&pending));
+    assert_eq!(p.spawns("proj"), 0);
+
+    // Edit: remove a, add c → list_changed, and the new list.
+    p.write_settings(json!({"mcpServers": {
+        "b": p.server("b", "echo,add"),
+        "c": p.server("c", "echo"),
+    }}));
+    served.tools_changed().await;
+    let start = Instant::now();
+    let mut names = served.tool_names().await;
+    while names.iter().any(|n| n.starts_with("mcp__a__")) || !names.contains(&"mcp__c__echo".into())
+    {
+        assert!(start.elapsed() < PATIENCE, "list never settled: {names:?}");
+        served.tools_changed().await;
+        names = served.tool_names().await;
+    }
+    assert_eq!(names, ["mcp__b__echo", "mcp__b__add", "mcp__c__echo"]);
+
+    // The removed server's tool: the "removed" message as a tool error.
+    let removed = served.call("mcp__a__echo", json!({"text": "x"})).await;
+    assert_eq!(removed.is_error, Some(true));
+    let message = text(&removed);
+    assert!(
+        message.contains("removed") && message.contains("\"a\""),
+        "{message}"
+    );
+    // A name no server could own.
+    let unknown = served.call("nothing", json!({})).await;
+    assert_eq!(unknown.is_error, Some(true));
+
+    // b kept its process through the edit (spawned once).
+    assert_eq!(p.spawns("b"), 1);
+    assert_eq!(p.spawns("proj"), 0, "a pending server is never spawned");
+
+    // The client goes away: serve exits and stops every server.
+    let all: Vec<u64> = ["a", "b", "c"].iter().flat_map(|n| pids(&p, n)).collect();
+    assert_eq!(all.len(), 3);
+    let status = served.close().await;
+    assert!(status.success(), "serve exit status {status}");
+    wait_until("every server process gone", || {
+        all.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_are_forwarded() {
+    let p = Project::new();
+    let stderr_log = p.path("slow.stderr");
+    // The fixture's stderr goes to a file, so the test can see it was cancelled.
+    let fixture_args = p.server("slow", "sleep")["args"].clone();
+    let mut args = vec![
+        json!("-c"),
+        json!(format!(
+            "exec \"$0\" \"$@\" 2>>'{}'",
+            stderr_log.to_string_lossy()
+        )),
+        json!(fixture().to_string_lossy()),
+    ];
+    args.extend(fixture_args.as_array().cloned().unwrap_or_default());
+    p.write_settings(json!({"mcpServers": {"slow": {"command": "sh", "args": args}}}));
+    let mut served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__slow__sleep"]);
+
+    // Progress: rmcp's client sends a progress token with every request.
+    let done = served.call("mcp__slow__sleep", json!({"ms": 600})).await;
+    assert_eq!(text(&done), "slept 600 ms");
+    let mut progress = Vec::new();
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_millis(300), served.heard.recv()).await
+    {
+        if let Heard::Progress(value) = event {
+            progress.push(value);
+        }
+    }
+    assert!(!progress.is_empty(), "no progress forwarded");
+    assert!(
+        progress.windows(2).all(|w| w[0] < w[1]),
+        "progress increases: {progress:?}"
+    );
+
+    // Cancellation: the upstream sleep is cancelled too.
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("mcp__slow__sleep").with_arguments(
+            json!({"ms": 30000})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+    ));
+    let handle = served
+        .client()
+        .peer()
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .expect("request sent");
+    // Wait until the call is running upstream (progress arrives), then cancel.
+    let start = Instant::now();
+    loop {
+        match tokio::time::timeout(PATIENCE, served.heard.recv()).await {
+            Ok(Some(Heard::Progress(_))) => break,
+            Ok(Some(_)) => {}
+            _ => panic!("the long call never reported progress"),
+        }
+        assert!(start.elapsed() < PATIENCE);
+    }
+    handle
+        .cancel(Some("test cancels".into()))
+        .await
+        .expect("cancel sent");
+    wait_until("the fixture's sleep cancelled", || {
+        fs::read_to_string(&stderr_log).is_ok_and(|t| t.contains("sleep cancelled"))
+    })
+    .await;
+    // The gateway still works afterwards.
+    let again = served.call("mcp__slow__sleep", json!({"ms": 10})).await;
+    assert_eq!(text(&again), "slept 10 ms");
+    served.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_a_dying_server_fails_clearly_and_a_pending_one_never_spawns() {
+    let p = Project::new();
+    let dying = with_args(p.server("dying", "sleep"), &["--crash-after", "1500"]);
+    p.write_settings(json!({"mcpServers": {"dying": dying}}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__dying__sleep"]);
+    let started = Instant::now();
+    let result = served.call("mcp__dying__sleep", json!({"ms": 60000})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let message = text(&result);
+    assert!(
+        message.contains("dying") && message.contains("closed"),
+        "{message}"
+    );
+    assert!(
+        message.contains("crashing as asked"),
+        "the stderr tail says why: {message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the call failed when the server died, not at its timeout"
+    );
+    // status --json goes to the same session.
+    let s = p.status();
+    assert!(s
+        .iter()
+        .any(|x| x["name"] == "proj" && x["reason"] == "pending_approval"));
+    assert_eq!(p.spawns("proj"), 0);
+    served.close().await;
+}
+
+/// `serve --http 127.0.0.1:0`: every HTTP client is a session of the same host; each hears
+/// `list_changed`, also when a server changes its own list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_every_client_hears_list_changed() {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use tokio::io::AsyncBufReadExt;
+
+    let p = Project::new();
+    let late = with_args(p.server("late", "echo"), &["--change-tools-after", "1500"]);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "late": late}}));
+    let err = fs::File::create(p.path("serve.log")).expect("log file");
+    let mut command = std::process::Command::new(cli());
+    command
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err)
+        .process_group(0);
+    let mut child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("serve starts");
+    let group = Group(child.id().unwrap_or(0));
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = tokio::time::timeout(PATIENCE, stdout.next_line())
+        .await
+        .expect("the URL in time")
+        .expect("stdout")
+        .expect("a URL line");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("HTTP client");
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+        );
+        let (tx, heard) = mpsc::unbounded_channel();
+        let client = tokio::time::timeout(PATIENCE, Listener { heard: tx }.serve(transport))
+            .await
+            .expect("handshake in time")
+            .expect("handshake");
+        clients.push((client, heard));
+    }
+    for (client, _) in &clients {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let names: Vec<String> = tools.into_iter().map(|t| t.name.into_owned()).collect();
+        assert!(names.starts_with(&["mcp__a__echo".to_owned()]), "{names:?}");
+    }
+    // `late` adds a tool on its own after 1.5 s and says so: relayed to both clients.
+    for (client, heard) in &mut clients {
+        let start = Instant::now();
+        loop {
+            let names: Vec<String> = client
+                .list_all_tools()
+                .await
+                .expect("tools/list")
+                .into_iter()
+                .map(|t| t.name.into_owned())
+                .collect();
+            if names.contains(&"mcp__late__late".to_owned()) {
+                break;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "late tool never listed: {names:?}"
+            );
+            match tokio::time::timeout(PATIENCE, heard.recv()).await {
+                Ok(Some(_)) => {}
+                _ => panic!("no list_changed for the server's own change"),
+            }
+        }
+    }
+    // A settings edit: both hear it.
+    p.write_settings(
+        json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
+    );
+    for (client, heard) in &mut clients {
+        let start = Instant::now();
+        loop {
+            let names: Vec<String> = client
+                .list_all_tools()
+                .await
+                .expect("tools/list")
+                .into_iter()
+                .map(|t| t.name.into_owned())
+                .collect();
+            if names == ["mcp__a__echo", "mcp__b__echo"] {
+                break;
+            }
+            assert!(start.elapsed() < PATIENCE, "edit never seen: {names:?}");
+            let _ = tokio::time::timeout(PATIENCE, heard.recv()).await;
+        }
+    }
+    let pids_before: Vec<u64> = ["a", "b", "late"]
+        .iter()
+        .flat_map(|n| pids(&p, n))
+        .collect();
+    for (client, _) in clients {
+        let _ = client.cancel().await;
+    }
+    // SIGTERM stops serve and every server.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(group.0 as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("serve exits on SIGTERM")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+    wait_until("every server process gone", || {
+        pids_before.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}
+
+/// Kills a process group on drop.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// A server that hangs in its handshake does not hold up the first listing for its whole
+/// timeout: after a bounded wait the client gets what is connected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_server_does_not_block_the_first_listing() {
+    let p = Project::new();
+    let mut slow = with_args(p.server("slow", "echo"), &["--hang-handshake"]);
+    slow["discoveryTimeoutMs"] = json!(60000);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "slow": slow}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
+    let s = p.status();
+    assert_eq!(state_of(&s, "slow"), "connecting", "{s:#?}");
+    let all: Vec<u64> = ["a", "slow"].iter().flat_map(|n| pids(&p, n)).collect();
+    assert_eq!(all.len(), 2);
+    served.close().await;
+    wait_until("every server process gone, the connecting one too", || {
+        all.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_and_resources_are_offered_and_forwarded() {
+    let p = Project::new();
+    let rich = with_args(
+        p.server("rich", "echo"),
+        &["--prompts", "greet", "--resources", "1"],
+    );
+    p.write_settings(json!({"mcpServers": {"rich": rich}}));
+    let served = Served::start(&p).await;
+    let client = served.client();
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["mcp__rich__greet"]);
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = client
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new("mcp__rich__greet").with_arguments(args),
+        )
+        .await
+        .expect("prompts/get forwarded");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    let resources = client.list_all_resources().await.expect("resources/list");
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["fixture://resources/1"]);
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1",
+        ))
+        .await
+        .expect("resources/read forwarded");
+    assert!(format!("{:?}", read.contents).contains("fixture resource 1"));
+    assert!(client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("mcp__gone__greet"))
+        .await
+        .is_err());
+    served.close().await;
+}
