@@ -14,7 +14,7 @@ use mcp_reconcile_kernel::config::servers_to_value;
 use mcp_reconcile_kernel::gating::{compute_gating, Gating};
 use mcp_reconcile_kernel::plan::{online_of, online_to_value, Online};
 use mcp_reconcile_kernel::{
-    assemble, Approvals, Layer, LayerSource, Object, ServerConfig, Servers, Value,
+    approval_hash, assemble, Approvals, Layer, LayerSource, Object, ServerConfig, Servers, Value,
 };
 
 /// The sizes every op is measured at.
@@ -54,7 +54,7 @@ impl Scenario {
     /// Builds the scenario of `n` servers.
     pub fn new(n: usize) -> Self {
         let stride = (n / changed_count(n)).max(1);
-        let changed_idx: Vec<usize> = (0..changed_count(n))
+        let changed_idx: std::collections::BTreeSet<usize> = (0..changed_count(n))
             .map(|k| k * stride + stride / 2)
             .collect();
         let is_changed = |i: usize| changed_idx.contains(&i);
@@ -63,7 +63,9 @@ impl Scenario {
         let mut old_project = Servers::new();
         let mut new_project = Servers::new();
         let mut changed = Vec::new();
-        let mut approvals = Approvals::empty();
+        // Built as the file's JSON: `Approvals::record` copies the project's
+        // records on every call, which is quadratic over 20 000 servers.
+        let mut records = Object::new();
         for i in 0..n {
             let name = server_name(i);
             let old = server_config(i, false);
@@ -74,12 +76,13 @@ impl Scenario {
                 old.clone()
             };
             if i % 5 == 4 {
-                approvals.record(ROOT, &name, &old, mcp_reconcile_kernel::Decision::Approved);
-                if is_changed(i) {
-                    // The user approved the edited config too (the record is
-                    // per name, so this replaces the old one).
-                    approvals.record(ROOT, &name, &new, mcp_reconcile_kernel::Decision::Approved);
-                }
+                // The user approved the current config (the edited one for
+                // the changed servers).
+                let record = object([
+                    ("hash", approval_hash(&new).0.into()),
+                    ("status", "approved".into()),
+                ]);
+                records.insert(name.clone(), record);
                 old_project.insert(name.clone(), old);
                 new_project.insert(name, new);
             } else {
@@ -87,6 +90,7 @@ impl Scenario {
                 new_user.insert(name, new);
             }
         }
+        let approvals = Approvals::new(object([(ROOT, Value::Object(records))]));
         let layers = |user: Servers, project: Servers| {
             vec![
                 Layer {
