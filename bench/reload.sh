@@ -20,4 +20,16 @@ cargo build --locked --release -q -p mcp-reconcile -p mcp-reconcile-fixture
 echo "==> load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (numbers are noisy above ~0.5 per core)" >&2
 # Only `lo` exists in the new namespace: nothing here can reach anything but 127.0.0.1.
 unshare --net bash -c 'ip link set lo up && exec node bench/reload.mjs "$@"' reload "$@"
-node bench/report.mjs
+
+# The tables and the chart: docs/benchmarks-reload.svg for the default output folder, beside the
+# results otherwise.
+out=bench/results
+while [ $# -gt 0 ]; do
+  if [ "$1" = --out ] && [ $# -gt 1 ]; then out="$2"; fi
+  shift
+done
+if [ "$out" = bench/results ]; then
+  node bench/report.mjs --in "$out/reload.json"
+else
+  node bench/report.mjs --in "$out/reload.json" --svg "$out/reload.svg"
+fi
