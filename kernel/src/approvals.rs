@@ -149,12 +149,14 @@ impl Approvals {
         let Value::Object(store) = &mut self.store else {
             return;
         };
-        let mut project = match store.get(root) {
-            Some(Value::Object(project)) => project.clone(),
-            _ => Object::new(),
-        };
-        project.insert(name.to_owned(), Value::Object(entry));
-        store.insert(root.to_owned(), Value::Object(project));
+        // Update the project's records in place: copying them per decision
+        // made recording n decisions one by one quadratic.
+        if !matches!(store.get(root), Some(Value::Object(_))) {
+            store.insert(root.to_owned(), Value::Object(Object::new()));
+        }
+        if let Some(Value::Object(project)) = store.get_mut(root) {
+            project.insert(name.to_owned(), Value::Object(entry));
+        }
     }
 
     /// The project entry for `root` when it is an object.

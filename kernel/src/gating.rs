@@ -218,28 +218,36 @@ pub fn match_pattern(pattern: &str, name: &str) -> bool {
     if !pattern.contains(['*', '?']) {
         return pattern == name;
     }
+    // ASCII text has one UTF-16 code unit per byte: match the bytes without
+    // re-encoding (this runs for every server against every wildcard).
+    if pattern.is_ascii() && name.is_ascii() {
+        return glob(pattern.as_bytes(), name.as_bytes(), b'*', b'?');
+    }
     let pattern: Vec<u16> = pattern.encode_utf16().collect();
     let name: Vec<u16> = name.encode_utf16().collect();
-    const STAR: u16 = b'*' as u16;
-    const ANY: u16 = b'?' as u16;
+    glob(&pattern, &name, u16::from(b'*'), u16::from(b'?'))
+}
+
+/// Anchored glob over code units with backtracking to the last `*`.
+fn glob<T: Copy + Eq>(pattern: &[T], name: &[T], star: T, any: T) -> bool {
     let (mut ni, mut pi) = (0, 0);
-    let mut star: Option<(usize, usize)> = None; // (pattern index of `*`, name index)
+    let mut back: Option<(usize, usize)> = None; // (pattern index of `*`, name index)
     while ni < name.len() {
-        if pi < pattern.len() && (pattern[pi] == ANY || pattern[pi] == name[ni]) {
+        if pi < pattern.len() && (pattern[pi] == any || pattern[pi] == name[ni]) {
             ni += 1;
             pi += 1;
-        } else if pi < pattern.len() && pattern[pi] == STAR {
-            star = Some((pi, ni));
+        } else if pi < pattern.len() && pattern[pi] == star {
+            back = Some((pi, ni));
             pi += 1;
-        } else if let Some((star_pi, star_ni)) = star {
+        } else if let Some((star_pi, star_ni)) = back {
             pi = star_pi + 1;
             ni = star_ni + 1;
-            star = Some((star_pi, star_ni + 1));
+            back = Some((star_pi, star_ni + 1));
         } else {
             return false;
         }
     }
-    while pi < pattern.len() && pattern[pi] == STAR {
+    while pi < pattern.len() && pattern[pi] == star {
         pi += 1;
     }
     pi == pattern.len()

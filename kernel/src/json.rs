@@ -18,6 +18,10 @@ use std::cmp::Ordering;
 use std::fmt::{self, Write as _};
 
 use indexmap::IndexMap;
+// Member lookups hash short keys from local config files, millions of times
+// in a large plan: a fast non-keyed hash beats SipHash's flooding resistance,
+// which buys nothing here. Iteration order never depends on the hasher.
+use rustc_hash::FxBuildHasher;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
@@ -45,7 +49,7 @@ pub enum Value {
 /// keep the same order as the JSON they came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object<V = Value> {
-    members: IndexMap<String, V>,
+    members: IndexMap<String, V, FxBuildHasher>,
     /// How many leading members have integer-like keys (they sort first).
     index_keys: usize,
 }
@@ -65,7 +69,7 @@ pub enum ParseError {
 impl<V> Default for Object<V> {
     fn default() -> Self {
         Object {
-            members: IndexMap::new(),
+            members: IndexMap::default(),
             index_keys: 0,
         }
     }
@@ -179,7 +183,7 @@ impl<V> Object<V> {
         self,
         mut f: impl FnMut(&str, V) -> Result<W, E>,
     ) -> Result<Object<W>, E> {
-        let mut members = IndexMap::with_capacity(self.members.len());
+        let mut members = IndexMap::with_capacity_and_hasher(self.members.len(), FxBuildHasher);
         for (k, v) in self.members {
             let w = f(&k, v)?;
             members.insert(k, w);
