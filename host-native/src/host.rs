@@ -128,6 +128,42 @@ pub struct MergedCatalog {
     pub resources: Vec<Resource>,
 }
 
+/// Builds a [`MergedCatalog`] from per-server views, first name wins.
+#[derive(Default)]
+pub(crate) struct CatalogMerger {
+    merged: MergedCatalog,
+    tools: HashSet<String>,
+    prompts: HashSet<String>,
+    uris: HashSet<String>,
+}
+
+impl CatalogMerger {
+    /// Adds one server's view (already qualified), skipping names taken.
+    pub(crate) fn add(&mut self, view: Catalog) {
+        let (tools, prompts, uris) = (&mut self.tools, &mut self.prompts, &mut self.uris);
+        self.merged.tools.extend(
+            view.tools
+                .into_iter()
+                .filter(|t| tools.insert(t.name.to_string())),
+        );
+        self.merged.prompts.extend(
+            view.prompts
+                .into_iter()
+                .filter(|p| prompts.insert(p.name.clone())),
+        );
+        self.merged.resources.extend(
+            view.resources
+                .into_iter()
+                .filter(|r| uris.insert(r.uri.clone())),
+        );
+    }
+
+    /// The merged catalog.
+    pub(crate) fn finish(self) -> MergedCatalog {
+        self.merged
+    }
+}
+
 /// A request a gateway wants routed to the connection that serves it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -1084,27 +1120,11 @@ impl Host {
 
     /// See [`MergedCatalog`].
     pub fn merged_catalog(&self) -> MergedCatalog {
-        let mut merged = MergedCatalog::default();
-        let (mut tools, mut prompts, mut uris) = (HashSet::new(), HashSet::new(), HashSet::new());
+        let mut merger = CatalogMerger::default();
         for (name, live, _) in self.connected() {
-            let view = session_view(name, &live.config, &live.catalog);
-            merged.tools.extend(
-                view.tools
-                    .into_iter()
-                    .filter(|t| tools.insert(t.name.to_string())),
-            );
-            merged.prompts.extend(
-                view.prompts
-                    .into_iter()
-                    .filter(|p| prompts.insert(p.name.clone())),
-            );
-            merged.resources.extend(
-                view.resources
-                    .into_iter()
-                    .filter(|r| uris.insert(r.uri.clone())),
-            );
+            merger.add(session_view(name, &live.config, &live.catalog));
         }
-        merged
+        merger.finish()
     }
 
     /// The merged catalog for a client; from the first one on, changes are

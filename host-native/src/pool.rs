@@ -58,7 +58,7 @@ use mcp_reconcile_kernel::pool::{Acquire, Pool, Release, DEFAULT_DRAIN};
 use mcp_reconcile_kernel::{Gating, Millis, Reason, ServerConfig, Servers};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::host::{scaled, seed_for, unscaled, MergedCatalog, Route, Target};
+use crate::host::{scaled, seed_for, unscaled, CatalogMerger, MergedCatalog, Route, Target};
 use crate::inputs::Snapshot;
 use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
 use crate::view::{own_prompt_name, own_tool_name, session_view};
@@ -375,30 +375,13 @@ impl PoolSession {
     /// # Errors
     /// [`PoolGone`].
     pub async fn catalog(&self) -> Result<MergedCatalog, PoolGone> {
-        let mut merged = MergedCatalog::default();
-        let (mut tools, mut prompts, mut uris) = (HashSet::new(), HashSet::new(), HashSet::new());
+        let mut merger = CatalogMerger::default();
         for (name, config, held) in self.held().await? {
-            if held.caller.is_none() {
-                continue;
+            if held.caller.is_some() {
+                merger.add(session_view(&name, &config, &held.catalog));
             }
-            let view = session_view(&name, &config, &held.catalog);
-            merged.tools.extend(
-                view.tools
-                    .into_iter()
-                    .filter(|t| tools.insert(t.name.to_string())),
-            );
-            merged.prompts.extend(
-                view.prompts
-                    .into_iter()
-                    .filter(|p| prompts.insert(p.name.clone())),
-            );
-            merged.resources.extend(
-                view.resources
-                    .into_iter()
-                    .filter(|r| uris.insert(r.uri.clone())),
-            );
         }
-        Ok(merged)
+        Ok(merger.finish())
     }
 
     /// Where a request of this session goes; `Err` is the message for the caller (for a tool,
