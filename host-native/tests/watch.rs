@@ -36,6 +36,11 @@ fn only_the_added_removed_or_changed_server_is_touched() {
     assert_eq!(pid_of(&s, "a"), a);
     assert_eq!(pid_of(&s, "c"), c);
     assert_ne!(pid_of(&s, "b"), b);
+    // The old process is stopped in the background after its tools were purged.
+    let start = std::time::Instant::now();
+    while alive(b.unwrap_or(0)) && start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(!alive(b.unwrap_or(0)), "the old b process is gone");
 
     // Add d: nothing else restarts.
