@@ -30,7 +30,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
-use mcp_reconcile_kernel::backoff::{attempts_after_health, backoff};
 use mcp_reconcile_kernel::config::servers_to_value;
 use mcp_reconcile_kernel::gating::tool_not_found;
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
@@ -42,6 +41,7 @@ use mcp_reconcile_kernel::{
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::inputs::{InputError, Inputs, Snapshot};
+use crate::supervision::Supervision;
 use crate::transport::{
     self, Caller, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Prompt,
     Resource, Tool,
@@ -281,15 +281,10 @@ pub struct StatusReport {
 /// One server's live connection state.
 struct Live {
     config: ServerConfig,
-    status: Status,
-    attempts: u32,
-    retry_at: Option<Millis>,
-    crash_loop: bool,
+    health: Supervision,
     generation: u64,
     conn: Option<Connection>,
     catalog: Catalog,
-    last_error: Option<String>,
-    healthy_since: Option<Millis>,
     unsupported: bool,
 }
 
@@ -327,7 +322,6 @@ pub struct Host {
     previous: Previous,
     live: BTreeMap<String, Live>,
     spawns: HashMap<String, u64>,
-    seeds: HashMap<String, u64>,
     next_generation: u64,
     running: Option<Running>,
     retry_runs: u64,
@@ -379,7 +373,6 @@ impl Host {
             },
             live: BTreeMap::new(),
             spawns: HashMap::new(),
-            seeds: HashMap::new(),
             next_generation: 1,
             running: None,
             retry_runs: 0,
@@ -514,8 +507,7 @@ impl Host {
         let retry = self
             .live
             .values()
-            .filter(|l| l.status == Status::Failed && !l.crash_loop)
-            .filter_map(|l| l.retry_at)
+            .filter_map(|l| l.health.retry_due())
             .min();
         [self.scheduler.poll_timeout(), retry, self.waiters_deadline]
             .into_iter()
@@ -526,9 +518,10 @@ impl Host {
     /// A failed server's retry time came: run a pass (no file reload needed,
     /// but it goes through the same queue so passes never overlap).
     fn schedule_due_retries(&mut self, now: Millis) {
-        let due = self.live.values().any(|l| {
-            l.status == Status::Failed && !l.crash_loop && l.retry_at.is_some_and(|t| t <= now)
-        });
+        let due = self
+            .live
+            .values()
+            .any(|l| l.health.retry_due().is_some_and(|t| t <= now));
         if due && self.running.is_none() && !self.scheduler.is_running() {
             self.retry_runs += 1;
             self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
@@ -559,9 +552,7 @@ impl Host {
                 };
                 for name in &names {
                     if let Some(live) = self.live.get_mut(name) {
-                        live.attempts = 0;
-                        live.crash_loop = false;
-                        live.retry_at = None;
+                        live.health.forgive();
                     }
                 }
                 self.restart.extend(names.iter().cloned());
@@ -675,9 +666,7 @@ impl Host {
         self.snapshot = Some(snapshot);
         if std::mem::take(&mut self.clear_crash_loops) {
             for live in self.live.values_mut() {
-                live.crash_loop = false;
-                live.attempts = 0;
-                live.retry_at = None;
+                live.health.forgive();
             }
         }
         let trusted = self.snapshot.as_ref().is_some_and(|s| s.trusted);
@@ -793,21 +782,16 @@ impl Host {
         let (attempts, crash_loop) = self
             .live
             .get(name)
-            .map_or((0, false), |l| (l.attempts, l.crash_loop));
+            .map_or((0, false), |l| (l.health.attempts, l.health.crash_loop));
         let unsupported = matches!(config.transport(), Transport::Websocket | Transport::Sdk);
         self.live.insert(
             name.to_owned(),
             Live {
                 config: config.clone(),
-                status: Status::Connecting,
-                attempts,
-                retry_at: None,
-                crash_loop,
+                health: Supervision::connecting(attempts, crash_loop),
                 generation,
                 conn: None,
                 catalog: Catalog::default(),
-                last_error: None,
-                healthy_since: None,
                 unsupported,
             },
         );
@@ -857,20 +841,18 @@ impl Host {
                 Ok(conn) => {
                     live.catalog = conn.catalog().clone();
                     live.conn = Some(conn);
-                    live.status = Status::Connected;
-                    live.last_error = None;
-                    live.healthy_since = Some(now);
+                    live.health.connected(now);
                 }
                 Err(e) => {
                     let message = e.message.clone();
                     live.unsupported = e.kind == ConnectErrorKind::Unsupported;
-                    fail(
-                        live,
+                    let unsupported = live.unsupported;
+                    live.health.fail(
                         &done.name,
                         message.clone(),
                         now,
-                        &mut self.seeds,
                         self.options.backoff_scale,
+                        unsupported,
                     );
                     error = Some(message);
                 }
@@ -969,24 +951,9 @@ impl Host {
                 if let Some(conn) = live.conn.take() {
                     self.closing.spawn(conn.close());
                 }
-                if let Some(since) = live.healthy_since {
-                    // The healthy window scales with the backoff (tests).
-                    let healthy_for =
-                        unscaled(now.0.saturating_sub(since.0), self.options.backoff_scale);
-                    live.attempts = attempts_after_health(
-                        live.attempts,
-                        since,
-                        Millis(since.0.saturating_add(healthy_for)),
-                    );
-                }
-                fail(
-                    live,
-                    &server,
-                    error,
-                    now,
-                    &mut self.seeds,
-                    self.options.backoff_scale,
-                );
+                live.catalog = Catalog::default();
+                live.health
+                    .closed(&server, error, now, self.options.backoff_scale);
                 server
             }
         };
@@ -1003,10 +970,10 @@ impl Host {
                 name.clone(),
                 OnlineEntry {
                     config: live.config.clone(),
-                    status: live.status,
-                    attempts: live.attempts,
-                    retry_at: live.retry_at,
-                    crash_loop: live.crash_loop,
+                    status: live.health.status,
+                    attempts: live.health.attempts,
+                    retry_at: live.health.retry_at,
+                    crash_loop: live.health.crash_loop,
                 },
             );
         }
@@ -1070,28 +1037,28 @@ impl Host {
         let Some(live) = self.live.get(name) else {
             return Some(status);
         };
-        status.attempts = live.attempts;
-        status.last_error = live.last_error.clone();
-        status.state = match live.status {
+        status.attempts = live.health.attempts;
+        status.last_error = live.health.last_error.clone();
+        status.state = match live.health.status {
             Status::Connected => "connected",
             Status::Connecting => "connecting",
             Status::Failed => "failed",
             Status::Disconnected => "disconnected",
         };
-        if live.status == Status::Failed {
-            if !live.crash_loop && !live.unsupported {
+        if live.health.status == Status::Failed {
+            if !live.health.crash_loop && !live.unsupported {
                 let now = self.now();
-                status.retry_in_ms = live.retry_at.map(|at| at.0.saturating_sub(now.0));
+                status.retry_in_ms = live.health.retry_at.map(|at| at.0.saturating_sub(now.0));
             }
             status.reason = Some(if live.unsupported {
                 Reason::UnsupportedTransport
-            } else if live.crash_loop {
+            } else if live.health.crash_loop {
                 Reason::CrashLoop
             } else {
                 Reason::BackingOff
             });
         }
-        if live.status == Status::Connected {
+        if live.health.status == Status::Connected {
             status.tools = live.catalog.tools.len();
             status.prompts = live.catalog.prompts.len();
             status.resources = live.catalog.resources.len();
@@ -1114,7 +1081,7 @@ impl Host {
         self.desired.keys().filter_map(|name| {
             let live = self.live.get(name)?;
             let conn = live.conn.as_ref()?;
-            (live.status == Status::Connected).then_some((name, live, conn))
+            (live.health.status == Status::Connected).then_some((name, live, conn))
         })
     }
 
@@ -1229,47 +1196,6 @@ impl Host {
     }
 }
 
-/// Marks a live entry failed with the kernel's backoff.
-fn fail(
-    live: &mut Live,
-    name: &str,
-    error: String,
-    now: Millis,
-    seeds: &mut HashMap<String, u64>,
-    scale: f64,
-) {
-    let seed = *seeds
-        .entry(name.to_owned())
-        .or_insert_with(|| seed_for(name));
-    live.status = Status::Failed;
-    live.conn = None;
-    live.catalog = Catalog::default();
-    live.healthy_since = None;
-    live.attempts = live.attempts.saturating_add(1);
-    let delay = backoff(live.attempts, seed);
-    live.crash_loop = delay.crash_loop || live.unsupported;
-    live.retry_at = Some(now.saturating_add(scaled(delay.delay_ms, scale)));
-    live.last_error = Some(error);
-}
-
-/// `ms` × `scale` (a non-finite or negative scale counts as 1).
-pub(crate) fn scaled(ms: u64, scale: f64) -> u64 {
-    if scale.is_finite() && scale >= 0.0 {
-        (ms as f64 * scale).round() as u64
-    } else {
-        ms
-    }
-}
-
-/// `ms` ÷ `scale`: a scaled duration back on the §9 clock.
-pub(crate) fn unscaled(ms: u64, scale: f64) -> u64 {
-    if scale.is_finite() && scale > 0.0 {
-        (ms as f64 / scale).min(u64::MAX as f64) as u64
-    } else {
-        ms
-    }
-}
-
 /// One digest per list of the merged catalog (order-sensitive).
 fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
     fn digest<T: serde::Serialize>(items: &[T]) -> u64 {
@@ -1286,12 +1212,6 @@ fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
         digest(&catalog.prompts),
         digest(&catalog.resources),
     )
-}
-
-/// A per-server jitter seed (≤ 2^53): stable per name within a session.
-pub(crate) fn seed_for(name: &str) -> u64 {
-    let digest = mcp_reconcile_kernel::identity::sha256_hex(name.as_bytes());
-    u64::from_str_radix(&digest[..13], 16).unwrap_or(0)
 }
 
 fn describe_sources(sources: &[Source]) -> String {

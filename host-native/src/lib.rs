@@ -25,6 +25,7 @@ pub mod ipc;
 pub mod pool;
 pub mod redact;
 pub mod status;
+mod supervision;
 pub mod transport;
 pub mod view;
 pub mod watcher;

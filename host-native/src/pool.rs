@@ -48,7 +48,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approvals::Approvals;
-use mcp_reconcile_kernel::backoff::{attempts_after_health, backoff};
 use mcp_reconcile_kernel::config::servers_to_value;
 use mcp_reconcile_kernel::gating::tool_not_found;
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
@@ -58,8 +57,9 @@ use mcp_reconcile_kernel::pool::{Acquire, Pool, Release, DEFAULT_DRAIN};
 use mcp_reconcile_kernel::{Gating, Millis, Reason, ServerConfig, Servers};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::host::{scaled, seed_for, unscaled, CatalogMerger, MergedCatalog, Route, Target};
+use crate::host::{CatalogMerger, MergedCatalog, Route, Target};
 use crate::inputs::Snapshot;
+use crate::supervision::Supervision;
 use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
 use crate::view::{own_prompt_name, own_tool_name, session_view};
 
@@ -528,16 +528,11 @@ enum Key {
 struct Pooled {
     server: String,
     config: ServerConfig,
-    status: Status,
+    health: Supervision,
     conn: Option<Connection>,
     catalog: Catalog,
     generation: u64,
     spawns: u64,
-    attempts: u32,
-    retry_at: Option<Millis>,
-    crash_loop: bool,
-    healthy_since: Option<Millis>,
-    last_error: Option<String>,
 }
 
 struct StartDone {
@@ -567,7 +562,6 @@ struct Actor {
     start_rx: mpsc::UnboundedReceiver<StartDone>,
     limiter: Arc<Semaphore>,
     closing: tokio::task::JoinSet<()>,
-    seeds: HashMap<String, u64>,
 }
 
 impl Actor {
@@ -594,7 +588,6 @@ impl Actor {
             start_rx,
             limiter,
             closing: tokio::task::JoinSet::new(),
-            seeds: HashMap::new(),
         }
     }
 
@@ -791,10 +784,10 @@ impl Actor {
         }
         self.generations.remove(&pooled.generation);
         pooled.generation = generation;
-        pooled.status = Status::Connecting;
+        pooled.health.status = Status::Connecting;
         pooled.catalog = Catalog::default();
-        pooled.retry_at = None;
-        pooled.healthy_since = None;
+        pooled.health.retry_at = None;
+        pooled.health.healthy_since = None;
         if pooled.config.transport() == mcp_reconcile_kernel::Transport::Stdio {
             pooled.spawns += 1;
         }
@@ -841,13 +834,14 @@ impl Actor {
             Ok(conn) => {
                 pooled.catalog = conn.catalog().clone();
                 pooled.conn = Some(conn);
-                pooled.status = Status::Connected;
-                pooled.last_error = None;
-                pooled.healthy_since = Some(now);
+                pooled.health.connected(now);
             }
             Err(e) => {
                 let unsupported = e.kind == ConnectErrorKind::Unsupported;
-                fail(pooled, e.message, now, &mut self.seeds, scale, unsupported);
+                let server = pooled.server.clone();
+                pooled
+                    .health
+                    .fail(&server, e.message, now, scale, unsupported);
             }
         }
     }
@@ -878,15 +872,9 @@ impl Actor {
             if let Some(conn) = pooled.conn.take() {
                 self.closing.spawn(conn.close());
             }
-            if let Some(since) = pooled.healthy_since {
-                let healthy_for = unscaled(now.0.saturating_sub(since.0), scale);
-                pooled.attempts = attempts_after_health(
-                    pooled.attempts,
-                    since,
-                    Millis(since.0.saturating_add(healthy_for)),
-                );
-            }
-            fail(pooled, error, now, &mut self.seeds, scale, false);
+            pooled.catalog = Catalog::default();
+            let server = pooled.server.clone();
+            pooled.health.closed(&server, error, now, scale);
         }
     }
 
@@ -894,8 +882,7 @@ impl Actor {
         let retry = self
             .conns
             .values()
-            .filter(|p| p.status == Status::Failed && !p.crash_loop)
-            .filter_map(|p| p.retry_at)
+            .filter_map(|p| p.health.retry_due())
             .min();
         match (self.pool.poll_timeout(), retry) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -913,9 +900,9 @@ impl Actor {
             .conns
             .iter()
             .filter(|(_, p)| {
-                p.status == Status::Failed
-                    && !p.crash_loop
-                    && p.retry_at.is_some_and(|at| at <= now)
+                p.health.status == Status::Failed
+                    && !p.health.crash_loop
+                    && p.health.retry_at.is_some_and(|at| at <= now)
             })
             .map(|(key, _)| key.clone())
             .collect();
@@ -924,8 +911,8 @@ impl Actor {
                 self.start(&key);
             } else if let Some(pooled) = self.conns.get_mut(&key) {
                 // Nobody who may run it holds it: wait for an acquire or the drain.
-                pooled.retry_at = None;
-                pooled.crash_loop = true;
+                pooled.health.retry_at = None;
+                pooled.health.crash_loop = true;
             }
         }
     }
@@ -956,8 +943,7 @@ impl Actor {
             }
             names.push(pooled.server.clone());
             if let Some(pooled) = self.conns.get_mut(&key) {
-                pooled.attempts = 0;
-                pooled.crash_loop = false;
+                pooled.health.forgive();
             }
             self.start(&key);
         }
@@ -980,7 +966,7 @@ impl Actor {
                 caller: pooled
                     .conn
                     .as_ref()
-                    .filter(|_| pooled.status == Status::Connected)
+                    .filter(|_| pooled.health.status == Status::Connected)
                     .map(Connection::caller),
             })
             .collect()
@@ -999,8 +985,8 @@ impl Actor {
                     draining: !private && holders.is_empty(),
                     id,
                     server: p.server.clone(),
-                    state: p.status.as_str(),
-                    reason: (p.status == Status::Failed).then_some(if p.crash_loop {
+                    state: p.health.status.as_str(),
+                    reason: (p.health.status == Status::Failed).then_some(if p.health.crash_loop {
                         Reason::CrashLoop
                     } else {
                         Reason::BackingOff
@@ -1009,9 +995,9 @@ impl Actor {
                     private,
                     pid: p.conn.as_ref().and_then(Connection::pid),
                     spawns: p.spawns,
-                    attempts: p.attempts,
+                    attempts: p.health.attempts,
                     tools: p.catalog.tools.len(),
-                    last_error: p.last_error.clone(),
+                    last_error: p.health.last_error.clone(),
                 }
             })
             .collect()
@@ -1023,39 +1009,11 @@ impl Pooled {
         Pooled {
             server,
             config,
-            status: Status::Connecting,
+            health: Supervision::connecting(0, false),
             conn: None,
             catalog: Catalog::default(),
             generation: 0,
             spawns: 0,
-            attempts: 0,
-            retry_at: None,
-            crash_loop: false,
-            healthy_since: None,
-            last_error: None,
         }
     }
-}
-
-/// Marks a pooled connection failed with the kernel's backoff.
-fn fail(
-    pooled: &mut Pooled,
-    error: String,
-    now: Millis,
-    seeds: &mut HashMap<String, u64>,
-    scale: f64,
-    unsupported: bool,
-) {
-    let seed = *seeds
-        .entry(pooled.server.clone())
-        .or_insert_with(|| seed_for(&pooled.server));
-    pooled.status = Status::Failed;
-    pooled.conn = None;
-    pooled.catalog = Catalog::default();
-    pooled.healthy_since = None;
-    pooled.attempts = pooled.attempts.saturating_add(1);
-    let delay = backoff(pooled.attempts, seed);
-    pooled.crash_loop = delay.crash_loop || unsupported;
-    pooled.retry_at = Some(now.saturating_add(scaled(delay.delay_ms, scale)));
-    pooled.last_error = Some(error);
 }
