@@ -11,13 +11,15 @@
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
 //! * [`pool`] — connections shared by several sessions in one process (pool mode);
 //! * [`ipc`], [`status`], [`demo`] — how the CLI talks to and shows a session;
-//! * [`redact`] — secrets never leave the host.
+//! * [`redact`] — secrets never leave the host; [`display`] — nothing a
+//!   repository writes reaches a terminal unescaped.
 //!
 //! The kernel (`mcp-reconcile-kernel`) decides; this crate reads files,
 //! watches them, runs transports and executes the kernel's plans.
 
 pub mod approvals_store;
 pub mod demo;
+pub mod display;
 pub mod gateway;
 pub mod host;
 pub mod inputs;
