@@ -187,6 +187,10 @@ pub struct Gating {
     #[tsify(optional, type = "string[] | null")]
     #[serde(default)]
     pub cap: Option<Vec<String>>,
+    /// The workspace settings' own `mcp.allowed`: it only narrows (not set = no narrowing).
+    #[tsify(optional, type = "string[] | null")]
+    #[serde(default, rename = "workspaceAllowed")]
+    pub workspace_allowed: Option<Vec<String>>,
     /// Gated servers not approved yet (exact names).
     #[tsify(optional, type = "string[] | null")]
     #[serde(default)]
@@ -203,6 +207,10 @@ pub struct McpLists {
     #[tsify(optional, type = "string[] | null")]
     #[serde(default)]
     pub excluded: Option<Vec<String>>,
+    /// The workspace settings' own `mcp.allowed` (only narrows, SPEC §3.3).
+    #[tsify(optional, type = "string[] | null")]
+    #[serde(default, rename = "workspaceAllowed")]
+    pub workspace_allowed: Option<Vec<String>>,
 }
 
 /// A user's decision about one gated server's config (SPEC §5).
@@ -280,6 +288,11 @@ pub struct Layer {
     #[tsify(optional)]
     #[serde(default)]
     pub extension: Option<String>,
+    /// `"workspace"` on the `serverCommand` layer when `mcp.serverCommand`
+    /// came from the workspace settings (its server is then gated).
+    #[tsify(optional, type = "\"workspace\" | null")]
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 /// State of a live connection as the host reports it.

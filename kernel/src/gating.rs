@@ -15,6 +15,7 @@ use crate::api::{ApiError, Request};
 use crate::approvals::{pending_gated, request_approvals, ApprovalState, Approvals};
 use crate::config::{ServerConfig, Servers, Transport};
 use crate::json::{fast_deep_equal, DeepEqualError, Object, Value};
+use crate::settings::McpLists;
 
 /// Why a server is not connected, or why a plan did what it did.
 ///
@@ -74,6 +75,10 @@ pub struct Gating {
     pub allowed: Option<Vec<String>>,
     /// The launch flag `--allowed-mcp-server-names`; immutable per session.
     pub cap: Option<Vec<String>>,
+    /// `mcp.allowed` of the workspace settings (project-controlled): it can
+    /// only narrow, so a server must match it too when it is set (SPEC §3.3).
+    /// JSON `workspaceAllowed`.
+    pub workspace_allowed: Option<Vec<String>>,
     /// Exact names of gated servers not approved for their current config.
     pub pending: Option<Vec<String>>,
 }
@@ -108,6 +113,7 @@ impl Gating {
             excluded: string_list(object, "excluded")?,
             allowed: string_list(object, "allowed")?,
             cap: string_list(object, "cap")?,
+            workspace_allowed: string_list(object, "workspaceAllowed")?,
             pending: string_list(object, "pending")?,
         })
     }
@@ -132,14 +138,18 @@ impl Gating {
         if let Some(cap) = &self.cap {
             object.insert("cap".into(), list(cap));
         }
+        if let Some(narrow) = &self.workspace_allowed {
+            object.insert("workspaceAllowed".into(), list(narrow));
+        }
         Value::Object(object)
     }
 
-    /// Passes the allow side: matches `cap` (when set) and `allowed` (when set).
+    /// Passes the allow side: matches `cap` (when set), `allowed` (when set)
+    /// and `workspace_allowed` (when set).
     pub fn allows(&self, name: &str) -> bool {
         let passes =
             |list: &Option<Vec<String>>| list.as_ref().is_none_or(|l| matches_any(name, l));
-        passes(&self.cap) && passes(&self.allowed)
+        passes(&self.cap) && passes(&self.allowed) && passes(&self.workspace_allowed)
     }
 
     /// Matches `excluded`.
@@ -209,6 +219,7 @@ pub fn gating_equal(a: &Gating, b: &Gating) -> bool {
         && lenient(&a.pending, &b.pending)
         && strict(&a.allowed, &b.allowed)
         && strict(&a.cap, &b.cap)
+        && strict(&a.workspace_allowed, &b.workspace_allowed)
 }
 
 /// Whether `name` matches `pattern`: `*` is any run of UTF-16 code units
@@ -281,21 +292,23 @@ pub fn clean_list(list: &[String]) -> Vec<String> {
 /// * `excluded` = the settings list, cleaned (always set);
 /// * `allowed` = the settings list, cleaned, when set — never intersected
 ///   with the cap ([`Gating::allows`] applies both);
+/// * `workspace_allowed` = the workspace scope's own `mcp.allowed`, cleaned,
+///   when set: it narrows, never widens (SPEC §3.3);
 /// * `cap` = [`cap_from_cli`] of the launch flag's occurrences, when given;
 /// * `pending` = [`pending_gated`] (approval state not approved), unless `yolo`.
 pub fn compute_gating(
     servers: &Servers,
-    allowed: Option<&[String]>,
-    excluded: Option<&[String]>,
+    lists: &McpLists,
     cli_allowed: Option<&[String]>,
     approvals: &Approvals,
     root: &str,
     yolo: bool,
 ) -> Gating {
     Gating {
-        excluded: Some(excluded.map(clean_list).unwrap_or_default()),
-        allowed: allowed.map(clean_list),
+        excluded: Some(lists.excluded.as_deref().map(clean_list).unwrap_or_default()),
+        allowed: lists.allowed.as_deref().map(clean_list),
         cap: cli_allowed.map(cap_from_cli),
+        workspace_allowed: lists.workspace_allowed.as_deref().map(clean_list),
         pending: (!yolo).then(|| pending_gated(servers, approvals, root)),
     }
 }
@@ -510,7 +523,7 @@ fn unique_non_empty<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String>
     out
 }
 
-/// `gating`: `servers`, `settings: {allowed?, excluded?}`, `cliAllowed?`,
+/// `gating`: `servers`, `settings: {allowed?, excluded?, workspaceAllowed?}`, `cliAllowed?`,
 /// `approvals`, `projectRoot`, `yolo?`.
 pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
     let servers = req.servers("servers")?;
@@ -532,8 +545,11 @@ pub(crate) fn request_gating(req: &Request<'_>, servers: &Servers) -> Result<Gat
         }
     };
     let settings = Request { fields: &settings };
-    let allowed = settings.opt_string_list("allowed")?;
-    let excluded = settings.opt_string_list("excluded")?;
+    let lists = McpLists {
+        allowed: settings.opt_string_list("allowed")?,
+        excluded: settings.opt_string_list("excluded")?,
+        workspace_allowed: settings.opt_string_list("workspaceAllowed")?,
+    };
     let cli_allowed = req.opt_string_list("cliAllowed")?;
     let yolo = req.opt_bool("yolo")?.unwrap_or(false);
     let root = if yolo {
@@ -543,8 +559,7 @@ pub(crate) fn request_gating(req: &Request<'_>, servers: &Servers) -> Result<Gat
     };
     Ok(compute_gating(
         servers,
-        allowed.as_deref(),
-        excluded.as_deref(),
+        &lists,
         cli_allowed.as_deref(),
         &request_approvals(req),
         root,
@@ -671,8 +686,10 @@ mod tests {
         let a = Approvals::empty();
         let g = compute_gating(
             &s,
-            Some(&strings(&["a", "", "p", "a"])),
-            None,
+            &McpLists {
+                allowed: Some(strings(&["a", "", "p", "a"])),
+                ..McpLists::default()
+            },
             Some(&strings(&["a"])),
             &a,
             "/r",
@@ -685,8 +702,10 @@ mod tests {
         assert!(!g.allows("p"), "cap narrows even what allowed lists");
         let g = compute_gating(
             &s,
-            None,
-            Some(&strings(&[""])),
+            &McpLists {
+                excluded: Some(strings(&[""])),
+                ..McpLists::default()
+            },
             Some(&strings(&[""])),
             &a,
             "",
@@ -696,6 +715,49 @@ mod tests {
         assert_eq!(g.pending, None);
         assert_eq!(g.allowed, None);
         assert_eq!(g.to_value().to_json(), r#"{"excluded":[],"cap":[]}"#);
+    }
+
+    /// SPEC §3.3: a workspace `mcp.allowed` narrows the other scopes' list
+    /// and never widens it; alone it narrows "allow all".
+    #[test]
+    fn a_workspace_allow_list_only_narrows() {
+        let s = servers(r#"{"a":{"command":"a"},"b":{"command":"b"},"c":{"command":"c"}}"#);
+        let gate = |allowed: Option<&[&str]>, workspace: Option<&[&str]>| {
+            compute_gating(
+                &s,
+                &McpLists {
+                    allowed: allowed.map(strings),
+                    workspace_allowed: workspace.map(strings),
+                    excluded: None,
+                },
+                None,
+                &Approvals::empty(),
+                "/r",
+                false,
+            )
+        };
+        let admitted = |g: &Gating| {
+            ["a", "b", "c"]
+                .into_iter()
+                .filter(|n| g.allows(n))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(admitted(&gate(Some(&["a"]), Some(&["a", "b", "*"]))), ["a"]);
+        assert_eq!(admitted(&gate(Some(&["a", "b"]), Some(&["b", "c"]))), ["b"]);
+        assert_eq!(admitted(&gate(None, Some(&["c"]))), ["c"]);
+        assert_eq!(admitted(&gate(Some(&["a"]), Some(&[]))), Vec::<&str>::new());
+        assert_eq!(admitted(&gate(None, None)), ["a", "b", "c"]);
+        let g = gate(Some(&["a"]), Some(&["a", "b"]));
+        assert_eq!(
+            g.to_value().to_json(),
+            r#"{"excluded":[],"pending":[],"allowed":["a"],"workspaceAllowed":["a","b"]}"#
+        );
+        assert_eq!(Gating::from_value(&g.to_value()).as_ref(), Ok(&g));
+        assert!(!gating_equal(&g, &gate(Some(&["a"]), None)));
+        assert_eq!(
+            unavailable_reason("b", &s, &g, &[], None),
+            Some(Reason::NotAllowed)
+        );
     }
 
     #[test]

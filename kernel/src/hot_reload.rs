@@ -162,6 +162,7 @@ mod tests {
     use super::*;
     use crate::json::parse;
     use crate::sources::LayerSource;
+    use crate::settings::McpLists;
 
     fn layer(source: LayerSource, servers: &str) -> Layer {
         let servers =
@@ -170,6 +171,7 @@ mod tests {
             source,
             servers,
             extension: None,
+            from_workspace: false,
         }
     }
 
@@ -178,7 +180,9 @@ mod tests {
         hot_reload(
             previous,
             layers,
-            |s| gating::compute_gating(s, None, None, None, &approvals, "/r", yolo),
+            |s| {
+                gating::compute_gating(s, &McpLists::default(), None, &approvals, "/r", yolo)
+            },
             &approvals,
             "/r",
             yolo,

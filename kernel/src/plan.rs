@@ -585,6 +585,7 @@ impl Groups {
 struct Gate<'g> {
     cap: Option<Patterns<'g>>,
     allowed: Option<Patterns<'g>>,
+    workspace_allowed: Option<Patterns<'g>>,
     excluded: Option<Patterns<'g>>,
     pending: HashSet<&'g str>,
 }
@@ -594,6 +595,7 @@ impl<'g> Gate<'g> {
         Gate {
             cap: gating.cap.as_deref().map(Patterns::new),
             allowed: gating.allowed.as_deref().map(Patterns::new),
+            workspace_allowed: gating.workspace_allowed.as_deref().map(Patterns::new),
             excluded: gating.excluded.as_deref().map(Patterns::new),
             pending: gating
                 .pending
@@ -607,7 +609,7 @@ impl<'g> Gate<'g> {
     /// Same answer as [`Gating::denial`].
     fn denial(&self, name: &str, config: &ServerConfig) -> Option<Reason> {
         let allows = |list: &Option<Patterns<'_>>| list.as_ref().is_none_or(|p| p.matches(name));
-        if !(allows(&self.cap) && allows(&self.allowed)) {
+        if !(allows(&self.cap) && allows(&self.allowed) && allows(&self.workspace_allowed)) {
             Some(Reason::NotAllowed)
         } else if self.excluded.as_ref().is_some_and(|p| p.matches(name)) {
             Some(Reason::Excluded)
@@ -834,6 +836,7 @@ mod tests {
             allowed: Some(vec!["a?".into(), "b".into(), "2".into(), "z".into()]),
             excluded: Some(vec!["*1".into()]),
             pending: Some(vec!["b".into()]),
+            workspace_allowed: Some(vec!["a*".into(), "2".into(), "b".into()]),
         };
         let configs = servers(
             r#"{"a1":{"command":"x"},"ab":{"command":"x"},"b":{"command":"x"},"2":{"url":1},"z":{"command":"x"},"a":{"command":"x"}}"#,

@@ -57,18 +57,25 @@ pub fn parse_settings(text: &str, env: Option<&Object>) -> Result<Value, Setting
 /// `None` is "not set", which differs from `Some(vec![])` (deny all).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct McpLists {
-    /// `mcp.allowed` of all scopes.
+    /// `mcp.allowed` of every scope but the workspace.
     pub allowed: Option<Vec<String>>,
+    /// `mcp.allowed` of the workspace scope: project-controlled, so it only
+    /// narrows (a server must pass `allowed` when set **and** this when set).
+    pub workspace_allowed: Option<Vec<String>>,
     /// `mcp.excluded` of all scopes.
     pub excluded: Option<Vec<String>>,
 }
 
 impl McpLists {
-    /// `{allowed?, excluded?}`, a field omitted when not set (the shape the
-    /// `gating` and `hotReload` requests take as `settings`).
+    /// `{allowed?, excluded?, workspaceAllowed?}`, a field omitted when not
+    /// set (the shape the `gating` and `hotReload` requests take as `settings`).
     pub fn to_value(&self) -> Value {
         let mut out = Object::new();
-        for (key, list) in [("allowed", &self.allowed), ("excluded", &self.excluded)] {
+        for (key, list) in [
+            ("allowed", &self.allowed),
+            ("excluded", &self.excluded),
+            ("workspaceAllowed", &self.workspace_allowed),
+        ] {
             if let Some(list) = list {
                 let items = list.iter().map(|s| Value::from(s.as_str())).collect();
                 out.insert(key.into(), Value::Array(items));
@@ -86,12 +93,16 @@ impl McpLists {
 /// The arrays are concatenated, non-strings and empty strings are dropped,
 /// and duplicates are removed keeping the first. A list is set as soon as one
 /// scope writes it as an array, even an empty one; other values are ignored.
+///
+/// The workspace scope is project-controlled (SPEC §3.3, §13): its
+/// `mcp.allowed` is kept apart as [`McpLists::workspace_allowed`], which can
+/// only narrow; its `mcp.excluded` joins the others (it only adds).
 pub fn mcp_lists(scopes: &[(LayerSource, &Value)]) -> McpLists {
     let mut ordered: Vec<&(LayerSource, &Value)> = scopes.iter().collect();
     ordered.sort_by_key(|(source, _)| *source);
-    let merged = |key: &str| -> Option<Vec<String>> {
+    let merged = |key: &str, take: &dyn Fn(LayerSource) -> bool| -> Option<Vec<String>> {
         let mut out: Option<Vec<String>> = None;
-        for (_, settings) in &ordered {
+        for (_, settings) in ordered.iter().filter(|(source, _)| take(*source)) {
             let Some(Value::Array(items)) = mcp_field(settings, key) else {
                 continue;
             };
@@ -106,9 +117,11 @@ pub fn mcp_lists(scopes: &[(LayerSource, &Value)]) -> McpLists {
         }
         out
     };
+    let workspace = |source: LayerSource| source == LayerSource::Workspace;
     McpLists {
-        allowed: merged("allowed"),
-        excluded: merged("excluded"),
+        allowed: merged("allowed", &|source| !workspace(source)),
+        workspace_allowed: merged("allowed", &workspace),
+        excluded: merged("excluded", &|_| true),
     }
 }
 
@@ -417,6 +430,20 @@ mod tests {
         let empty = value(r#"{"mcp":{"excluded":[""]}}"#);
         let lists = mcp_lists(&[(LayerSource::Workspace, &empty)]);
         assert_eq!((lists.allowed, lists.excluded), (None, Some(vec![])));
+
+        // The workspace list stands apart (it narrows); its exclusions add.
+        let workspace = value(r#"{"mcp":{"allowed":["w","a"],"excluded":["x"]}}"#);
+        let lists = mcp_lists(&[
+            (LayerSource::Workspace, &workspace),
+            (LayerSource::User, &user),
+        ]);
+        assert_eq!(lists.allowed, Some(vec!["u".into(), "a".into()]));
+        assert_eq!(lists.workspace_allowed, Some(vec!["w".into(), "a".into()]));
+        assert_eq!(lists.excluded, Some(vec!["x".into()]));
+        assert_eq!(
+            lists.to_value().to_json(),
+            r#"{"allowed":["u","a"],"excluded":["x"],"workspaceAllowed":["w","a"]}"#
+        );
     }
 
     #[test]

@@ -118,6 +118,11 @@ pub struct Layer {
     pub servers: Servers,
     /// For extension layers: the extension's name, stamped as `extensionName`.
     pub extension: Option<String>,
+    /// For the `serverCommand` layer: `mcp.serverCommand` came from the
+    /// workspace settings file, so its server is project-controlled and
+    /// stamped `scope:"workspace"` (gated, SPEC §3.1 row 10). JSON:
+    /// `"scope": "workspace"` on the layer.
+    pub from_workspace: bool,
 }
 
 /// The result of [`assemble`]: the desired server map and where each entry
@@ -175,7 +180,11 @@ fn stamp(config: &ServerConfig, layer: &Layer) -> ServerConfig {
             entry.insert("extensionName".into(), extension.clone().into());
         }
     }
-    if let Some(scope) = layer.source.scope_stamp() {
+    let scope = match layer.source {
+        LayerSource::ServerCommand if layer.from_workspace => Some("workspace"),
+        source => source.scope_stamp(),
+    };
+    if let Some(scope) = scope {
         entry.insert(SCOPE.into(), scope.into());
     }
     ServerConfig(entry)
@@ -382,7 +391,7 @@ pub(crate) fn op_parse_mcp_json(req: &Request<'_>) -> Result<Value, ApiError> {
     Ok(Value::Object(out))
 }
 
-/// `assemble`: `layers: [{source, servers, extension?}]` → `{servers, sources}`.
+/// `assemble`: `layers: [{source, servers, extension?, scope?}]` → `{servers, sources}`.
 pub(crate) fn op_assemble(req: &Request<'_>) -> Result<Value, ApiError> {
     let assembled = assemble(&request_layers(req)?);
     let mut out = Object::new();
@@ -445,6 +454,16 @@ fn layer_from_value(index: usize, value: &Value) -> Result<Layer, ApiError> {
             )))
         }
     };
+    let from_workspace = match fields.get("scope") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) if s == "workspace" && source == LayerSource::ServerCommand => true,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "layers[{index}].scope: only a `serverCommand` layer takes a scope, and only \"workspace\"; found {}",
+                other.to_json()
+            )))
+        }
+    };
     let servers = match fields.get("servers") {
         None | Some(Value::Null) => Servers::new(),
         Some(Value::Object(entries)) => {
@@ -467,6 +486,7 @@ fn layer_from_value(index: usize, value: &Value) -> Result<Layer, ApiError> {
         source,
         servers,
         extension,
+        from_workspace,
     })
 }
 
@@ -490,6 +510,7 @@ mod tests {
                 _ => panic!("entry must be an object"),
             }),
             extension: None,
+            from_workspace: false,
         }
     }
 
@@ -572,6 +593,39 @@ mod tests {
             json_of(&out.servers),
             r#"{"p":{"command":"p","scope":"project"},"s":{"command":"s","scope":"system"},"c":{"command":"c"}}"#
         );
+    }
+
+    /// SPEC §3.1 row 10: `mcp.serverCommand` from the workspace settings is
+    /// project-controlled, so its server is stamped (and gated) as workspace;
+    /// from any other scope it carries no scope.
+    #[test]
+    fn a_workspace_server_command_is_stamped_workspace() {
+        let mut from_workspace = layer(
+            LayerSource::ServerCommand,
+            r#"{"mcp":{"command":"python3","scope":"user"}}"#,
+        );
+        from_workspace.from_workspace = true;
+        let out = assemble(&[from_workspace]);
+        assert_eq!(
+            json_of(&out.servers),
+            r#"{"mcp":{"command":"python3","scope":"workspace"}}"#
+        );
+        assert!(out.servers.get("mcp").is_some_and(ServerConfig::is_gated));
+        let out = assemble(&[layer(
+            LayerSource::ServerCommand,
+            r#"{"mcp":{"command":"python3"}}"#,
+        )]);
+        assert!(!out.servers.get("mcp").is_some_and(ServerConfig::is_gated));
+
+        let request = |layer: &str| {
+            crate::evaluate_str(&format!(r#"{{"op":"assemble","layers":[{layer}]}}"#))
+        };
+        assert_eq!(
+            request(r#"{"source":"serverCommand","scope":"workspace","servers":{"mcp":{"command":"x"}}}"#),
+            r#"{"ok":{"servers":{"mcp":{"command":"x","scope":"workspace"}},"sources":{"mcp":"serverCommand"}}}"#
+        );
+        assert!(request(r#"{"source":"user","scope":"workspace","servers":{}}"#)
+            .contains("invalid-request"));
     }
 
     #[test]

@@ -138,11 +138,12 @@ fn gating() -> impl Strategy<Value = Gating> {
         vec(select(NAMES.to_vec()), 0..3)
             .prop_map(|p| Some(p.into_iter().map(str::to_owned).collect())),
     ];
-    (patterns(2), patterns(3), patterns(4), pending).prop_map(
-        |(excluded, allowed, cap, pending)| Gating {
+    (patterns(2), patterns(3), patterns(4), patterns(3), pending).prop_map(
+        |(excluded, allowed, cap, workspace_allowed, pending)| Gating {
             excluded,
             allowed,
             cap,
+            workspace_allowed,
             pending,
         },
     )
@@ -394,7 +395,10 @@ proptest! {
         for list in [&mut w.gating.excluded, &mut w.gating.pending].into_iter().flatten() {
             list.retain(|p| !match_pattern(p, name));
         }
-        for list in [&mut w.gating.allowed, &mut w.gating.cap].into_iter().flatten() {
+        for list in [&mut w.gating.allowed, &mut w.gating.cap, &mut w.gating.workspace_allowed]
+            .into_iter()
+            .flatten()
+        {
             list.push(name.to_owned());
         }
         let plan = run(&w);
@@ -447,6 +451,23 @@ proptest! {
         };
         w.gating.allowed = Some(widened);
         prop_assert_eq!(run(&w), before);
+    }
+
+    /// SPEC §3.3: the workspace's own `mcp.allowed` only narrows. Whatever it
+    /// says, every server the plan starts is one the plan would also start
+    /// without it, with the same action.
+    #[test]
+    fn a_workspace_allow_list_never_widens(
+        mut w in world(),
+        workspace in vec(select(PATTERNS.to_vec()), 0..4),
+    ) {
+        w.gating.workspace_allowed = None;
+        let base = run(&w);
+        w.gating.workspace_allowed = Some(workspace.into_iter().map(str::to_owned).collect());
+        let narrowed = run(&w);
+        for action in narrowed.actions.iter().filter(|a| a.starts()) {
+            prop_assert!(base.actions.contains(action), "{:?} not in {:?}", action, base);
+        }
     }
 
     /// 5. Determinism: the same request gives the same bytes, and the JSON

@@ -97,11 +97,13 @@ impl Scenario {
                     source: LayerSource::User,
                     servers: user,
                     extension: None,
+                    from_workspace: false,
                 },
                 Layer {
                     source: LayerSource::Project,
                     servers: project,
                     extension: None,
+                    from_workspace: false,
                 },
             ]
         };
