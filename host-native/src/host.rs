@@ -41,6 +41,7 @@ use mcp_reconcile_kernel::{
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::inputs::{InputError, Inputs, Snapshot};
+use crate::review::ApprovalRequest;
 use crate::supervision::Supervision;
 use crate::transport::{
     self, Caller, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Prompt,
@@ -90,9 +91,9 @@ impl Default for HostOptions {
 pub enum HostEvent {
     /// A reconcile pass finished.
     PlanApplied(PlanReport),
-    /// Gated servers wait for a decision (name and the config a decision
-    /// would be bound to, map order).
-    ApprovalNeeded(Vec<(String, ServerConfig)>),
+    /// Gated servers wait for a decision (map order): each with the config a
+    /// decision would be bound to and what its review shows.
+    ApprovalNeeded(Vec<ApprovalRequest>),
     /// A reload could not be applied as a whole; what is broken.
     ReloadFailed(String),
     /// A server's state changed outside a pass (crash, catalog change).
@@ -622,7 +623,7 @@ impl Host {
     fn pass(&mut self, run: u64, changed: Option<&[Source]>, trigger: String, scheduled: bool) {
         let began = Instant::now();
         let now = self.now();
-        let snapshot = self.inputs.load(changed);
+        let snapshot = off_the_loop(|| self.inputs.load(changed));
         let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
         if !input_errors.is_empty() {
             self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
@@ -647,14 +648,15 @@ impl Host {
                 return;
             }
         };
-        let approval_needed: Vec<(String, ServerConfig)> = decision
+        let approval_needed: Vec<ApprovalRequest> = decision
             .promptable
             .iter()
-            .filter_map(|n| decision.servers.get(n).map(|cfg| (n.clone(), cfg.clone())))
+            .filter_map(|n| decision.servers.get(n).map(|cfg| (n, cfg)))
             .filter(|(n, cfg)| {
-                let key = (n.clone(), approval_hash(cfg).0);
+                let key = ((*n).clone(), approval_hash(cfg).0);
                 !self.prompted.contains(&key)
             })
+            .map(|(n, cfg)| ApprovalRequest::new(&snapshot, n, cfg))
             .collect();
         self.previous = Previous {
             servers: servers_to_value(&decision.servers),
@@ -748,7 +750,7 @@ impl Host {
             self.prompted.extend(
                 approval_needed
                     .iter()
-                    .map(|(n, cfg)| (n.clone(), approval_hash(cfg).0)),
+                    .map(|r| (r.name.clone(), r.hash.clone())),
             );
             self.emit(HostEvent::ApprovalNeeded(approval_needed));
         }
@@ -1228,4 +1230,16 @@ fn describe_sources(sources: &[Source]) -> String {
         })
         .collect();
     format!("change in {}", names.join(", "))
+}
+
+/// Runs blocking file work (reading the inputs) without stalling the other
+/// tasks of a multi-threaded runtime; inline elsewhere. The reads themselves
+/// are bounded and never wait on a FIFO ([`crate::inputs::read_text`]).
+fn off_the_loop<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
 }

@@ -25,7 +25,7 @@ use anyhow::{bail, Context};
 use mcp_reconcile_kernel::gating::compute_gating;
 use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::reload::Source;
-use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
+use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command, server_command};
 use mcp_reconcile_kernel::{
     assemble, parse_mcp_json, parse_settings, Approvals, Assembled, Gating, Layer, LayerSource,
     McpLists, Millis, ServerConfig, Servers, DEFAULT_DEBOUNCE,
@@ -357,6 +357,14 @@ pub struct Snapshot {
     /// cliConfig (one per `--mcp-config`), serverCommand (when
     /// `mcp.serverCommand` is set).
     pub layers: Vec<Layer>,
+    /// [`Snapshot::layers`] with the project-controlled ones (`.mcp.json`,
+    /// workspace settings, a workspace `mcp.serverCommand`) as their files
+    /// wrote them: `$VAR`s not expanded. What a review shows; never what runs.
+    pub written_layers: Vec<Layer>,
+    /// The project's `.mcp.json` (where project servers come from).
+    pub mcp_json: PathBuf,
+    /// The workspace settings file (where workspace servers come from).
+    pub workspace_settings: PathBuf,
     /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
     pub lists: McpLists,
     /// The `--allowed-mcp-server-names` occurrences as given (`None` when
@@ -380,8 +388,7 @@ impl Snapshot {
     pub fn gating_for(&self, servers: &Servers) -> Gating {
         compute_gating(
             servers,
-            self.lists.allowed.as_deref(),
-            self.lists.excluded.as_deref(),
+            &self.lists,
             self.cli_allowed.as_deref(),
             &self.approvals,
             &self.project_root,
@@ -630,6 +637,7 @@ impl Inputs {
                 source: file.kind,
                 servers: file.content().servers,
                 extension: None,
+                from_workspace: false,
             });
         }
         errors.extend(self.mcp_json.errors());
@@ -637,6 +645,7 @@ impl Inputs {
             source: LayerSource::Project,
             servers: self.mcp_json.servers(),
             extension: None,
+            from_workspace: false,
         });
         for config in &self.cli_configs {
             errors.extend(config.errors());
@@ -644,6 +653,7 @@ impl Inputs {
                 source: LayerSource::CliConfig,
                 servers: config.servers(),
                 extension: None,
+                from_workspace: false,
             });
         }
 
@@ -658,23 +668,60 @@ impl Inputs {
         let current = self.current_server_command(&scopes);
         let frozen = self.server_command.get_or_insert_with(|| {
             let parsed = current.text.as_deref().map(|text| {
-                server_command_config(text, &self.project_dir, &self.env)
-                    .map_err(|e| format!("{e}; fix mcp.serverCommand and restart mcp-reconcile"))
+                server_command_config(text, &self.project_dir, &|name| {
+                    self.env.vars.get(name).cloned()
+                })
+                .map_err(|e| format!("{e}; fix mcp.serverCommand and restart mcp-reconcile"))
+            });
+            // As written: the workspace file's own text (settings files are
+            // expanded when parsed), its `$VAR`s left in place.
+            let written_text = self
+                .settings
+                .iter()
+                .find(|f| {
+                    f.kind == LayerSource::Workspace && Some(&f.path) == current.file.as_ref()
+                })
+                .and_then(|f| f.good.as_ref()?.written_command.clone())
+                .or_else(|| current.text.clone());
+            let written = written_text.as_deref().and_then(|text| {
+                server_command_config(text, &self.project_dir, &|name| {
+                    Some(format!("${{{name}}}"))
+                })
+                .ok()
             });
             FrozenCommand {
                 current: current.clone(),
                 parsed,
+                written,
             }
         });
+        let mut written_layers = layers.clone();
+        written_layers[..self.settings.len()]
+            .iter_mut()
+            .zip(&self.settings)
+            .filter(|(_, file)| file.kind == LayerSource::Workspace)
+            .for_each(|(layer, file)| layer.servers = file.written());
+        if let Some(layer) = written_layers
+            .iter_mut()
+            .find(|l| l.source == LayerSource::Project)
+        {
+            layer.servers = self.mcp_json.written();
+        }
         match &frozen.parsed {
             Some(Ok(config)) => {
-                let mut servers = Servers::new();
-                servers.insert("mcp".into(), config.clone());
-                layers.push(Layer {
-                    source: LayerSource::ServerCommand,
-                    servers,
-                    extension: None,
-                });
+                let from_workspace = frozen.current.kind == Some(LayerSource::Workspace);
+                let layer = |config: &ServerConfig| {
+                    let mut servers = Servers::new();
+                    servers.insert("mcp".into(), config.clone());
+                    Layer {
+                        source: LayerSource::ServerCommand,
+                        servers,
+                        extension: None,
+                        from_workspace,
+                    }
+                };
+                layers.push(layer(config));
+                written_layers.push(layer(frozen.written.as_ref().unwrap_or(config)));
             }
             Some(Err(message)) => errors.push(InputError {
                 file: frozen.current.file.clone().unwrap_or_default(),
@@ -710,6 +757,9 @@ impl Inputs {
 
         Snapshot {
             layers,
+            written_layers,
+            mcp_json: self.paths.mcp_json.clone(),
+            workspace_settings: self.paths.workspace.clone(),
             lists,
             cli_allowed: self.cli_allowed.clone(),
             approvals,
@@ -734,10 +784,11 @@ impl Inputs {
                     .is_some_and(|mcp| mcp.contains_key("serverCommand"))
             })
             .max_by_key(|(file, _)| file.kind)
-            .map(|(file, _)| file.path.clone());
+            .map(|(file, _)| (file.path.clone(), file.kind));
         CommandSetting {
             text: merged_server_command(scopes),
-            file,
+            file: file.as_ref().map(|(path, _)| path.clone()),
+            kind: file.map(|(_, kind)| kind),
         }
     }
 }
@@ -759,6 +810,9 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 struct CommandSetting {
     text: Option<String>,
     file: Option<PathBuf>,
+    /// The scope of the file that sets it: the workspace one makes the `mcp`
+    /// server project-controlled (gated, SPEC §3.1 row 10).
+    kind: Option<LayerSource>,
 }
 
 /// `mcp.serverCommand` as read at start-up (it is restart-required).
@@ -766,13 +820,19 @@ struct CommandSetting {
 struct FrozenCommand {
     current: CommandSetting,
     parsed: Option<Result<ServerConfig, String>>,
+    /// The same command with `$VAR`s left as written (for review).
+    written: Option<ServerConfig>,
 }
 
 /// The `mcp` server of `mcp.serverCommand`: the command string split like a
 /// shell would (quotes, backslashes, `$VAR` from the environment), run in the
 /// project directory.
-fn server_command_config(text: &str, cwd: &Path, env: &HostEnv) -> Result<ServerConfig, String> {
-    let words = shell_words(text, &|name| env.vars.get(name).cloned())
+fn server_command_config(
+    text: &str,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, String> {
+    let words = shell_words(text, env)
         .map_err(|e| format!("cannot parse mcp.serverCommand {text:?}: {e}"))?;
     let Some((command, args)) = words.split_first() else {
         return Err(format!("mcp.serverCommand {text:?} names no command"));
@@ -928,19 +988,76 @@ fn kept_note(has_last_good: bool) -> &'static str {
     }
 }
 
+/// The largest input file read (settings, `.mcp.json`, `--mcp-config`,
+/// approvals): a repository's file is hostile input, and no real
+/// configuration comes near this.
+pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Reads a file as text; `None` when it does not exist.
-fn read_text(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| "it is not UTF-8 text".to_owned()),
+///
+/// Bounded and never waiting: the file is opened non-blocking (a FIFO does
+/// not wait for a writer), must be a regular file after symlinks are followed
+/// (a FIFO, socket, device such as `/dev/zero`, or directory is refused), and
+/// at most [`MAX_INPUT_BYTES`] are read (a larger file is an error).
+pub fn read_text(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
                 || e.kind() == std::io::ErrorKind::NotADirectory =>
         {
-            Ok(None)
+            return Ok(None)
         }
-        Err(e) => Err(format!("cannot read it: {e}")),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "it is not a regular file (it is {}); only regular files are read — replace it with a file",
+            file_kind(&meta.file_type())
+        ));
+    }
+    let too_large = || {
+        format!(
+            "it is larger than {} MiB; a configuration file is never that large — check what wrote it",
+            MAX_INPUT_BYTES / (1024 * 1024)
+        )
+    };
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| "it is not UTF-8 text".to_owned())
+}
+
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -977,6 +1094,10 @@ struct SettingsContent {
     value: Value,
     servers: Servers,
     entry_errors: Vec<String>,
+    /// Workspace settings only: the servers with `$VAR`s as written.
+    written: Option<Servers>,
+    /// Workspace settings only: `mcp.serverCommand` as written.
+    written_command: Option<String>,
 }
 
 impl SettingsContent {
@@ -1004,6 +1125,8 @@ impl SettingsContent {
             value,
             servers,
             entry_errors,
+            written: None,
+            written_command: None,
         }
     }
 }
@@ -1039,7 +1162,14 @@ impl SettingsFile {
         };
         match parse_settings(&text, Some(env)) {
             Ok(value) => {
-                self.good = Some(SettingsContent::from_value(value));
+                let mut content = SettingsContent::from_value(value);
+                if self.kind == LayerSource::Workspace {
+                    if let Ok(raw) = parse_settings(&text, None) {
+                        content.written_command = server_command(&raw);
+                        content.written = Some(SettingsContent::from_value(raw).servers);
+                    }
+                }
+                self.good = Some(content);
                 self.error = None;
             }
             Err(e) => {
@@ -1049,6 +1179,16 @@ impl SettingsFile {
                 ));
             }
         }
+    }
+
+    /// The servers in use as the file wrote them (workspace settings; other
+    /// scopes are the user's own and are returned as loaded).
+    fn written(&self) -> Servers {
+        let content = self.good.as_ref();
+        content
+            .and_then(|c| c.written.clone())
+            .or_else(|| content.map(|c| c.servers.clone()))
+            .unwrap_or_default()
     }
 
     /// The content in use: the last good one, or `{}`.
@@ -1075,6 +1215,8 @@ struct JsonFile {
     kind: JsonKind,
     loaded: bool,
     good: Option<(Servers, Vec<String>)>,
+    /// `.mcp.json` only: the servers in use with `$VAR`s as written.
+    written: Option<Servers>,
     error: Option<String>,
 }
 
@@ -1115,6 +1257,7 @@ impl JsonFile {
             kind,
             loaded: false,
             good: None,
+            written: None,
             error: None,
         }
     }
@@ -1127,6 +1270,7 @@ impl JsonFile {
                 Ok(Some(text)) => text,
                 Ok(None) => {
                     self.good = Some((Servers::new(), Vec::new()));
+                    self.written = None;
                     self.error = match self.kind {
                         JsonKind::CliFile(_) => {
                             Some("file not found — create it or fix the --mcp-config path".into())
@@ -1163,6 +1307,7 @@ impl JsonFile {
                     Some(Value::Object(_))
                 );
                 let result = parse_mcp_json(&text, Some(env), expand);
+                self.written = Some(parse_mcp_json(&text, None, false).servers);
                 let errors = if has_servers {
                     result
                         .errors
@@ -1204,6 +1349,11 @@ impl JsonFile {
             .as_ref()
             .map(|(s, _)| s.clone())
             .unwrap_or_default()
+    }
+
+    /// [`JsonFile::servers`] with `$VAR`s as written (`.mcp.json`).
+    fn written(&self) -> Servers {
+        self.written.clone().unwrap_or_else(|| self.servers())
     }
 
     fn errors(&self) -> Vec<InputError> {

@@ -26,6 +26,7 @@ pub mod inputs;
 pub mod ipc;
 pub mod pool;
 pub mod redact;
+pub mod review;
 pub mod status;
 mod supervision;
 pub mod transport;

@@ -5,14 +5,16 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
+use mcp_reconcile::display;
 use mcp_reconcile::host::{Control, Host, HostEvent, HostOptions};
 use mcp_reconcile::inputs::{Inputs, LayerFlags};
+use mcp_reconcile::review::{quoted, ApprovalRequest};
 use mcp_reconcile::status::{
     action_line_json, failure_line, plan_json, report_text, status_json, status_text,
 };
-use mcp_reconcile::{demo, gateway, ipc, redact, watcher};
+use mcp_reconcile::{demo, gateway, ipc, watcher};
 use mcp_reconcile_kernel::approvals::ApprovalState;
-use mcp_reconcile_kernel::{assemble, Decision, ServerConfig};
+use mcp_reconcile_kernel::{assemble, Decision};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -114,6 +116,11 @@ struct DecideArgs {
     /// Every gated server that is not already decided this way.
     #[arg(long)]
     all: bool,
+    /// Decide only if the entry still has this approval hash (as printed by
+    /// the prompt, by `watch`/`serve` and by an earlier `approve`): what was
+    /// reviewed is exactly what is decided; a changed entry is refused.
+    #[arg(long, value_name = "HASH", conflicts_with = "all")]
+    hash: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -255,7 +262,7 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
             match event {
                 HostEvent::PlanApplied(report) => say(&report_text(&report)),
                 HostEvent::ReloadFailed(message) => {
-                    let _ = writeln!(io::stderr(), "! {message}");
+                    let _ = writeln!(io::stderr(), "! {}", display::safe_multiline(&message));
                 }
                 HostEvent::ClientUpdate(s) => {
                     if let Some(line) = failure_line(&s) {
@@ -263,18 +270,16 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
                     }
                 }
                 HostEvent::CatalogChanged(_) => {}
-                HostEvent::ApprovalNeeded(servers) => {
-                    for (name, config) in servers {
+                HostEvent::ApprovalNeeded(requests) => {
+                    for request in requests {
                         if !prompt {
-                            say(&format!(
-                                "! {name} needs approval (from a project file): run `mcp-reconcile approve {name}` (or `--all`) with the same flags\n"
-                            ));
+                            say(&approval_hint(&request));
                             continue;
                         }
                         let answer = if decide_all {
                             Answer::Approve
                         } else {
-                            ask(&name, &config).await
+                            ask(&request).await
                         };
                         let decision = match answer {
                             Answer::Approve => Some(Decision::Approved),
@@ -286,10 +291,13 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
                             Answer::Skip => None,
                         };
                         if let Some(decision) = decision {
-                            if let Err(e) = store.decide(&project_root, &name, &config, decision) {
+                            let (name, config) = (&request.name, &request.config);
+                            if let Err(e) = store.decide(&project_root, name, config, decision) {
                                 let _ = writeln!(
                                     io::stderr(),
-                                    "! could not store the decision for {name}: {e:#}"
+                                    "! could not store the decision for {}: {}",
+                                    quoted(name),
+                                    display::safe(&format!("{e:#}"))
                                 );
                             }
                         }
@@ -381,17 +389,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         while let Some(event) = log.recv().await {
             match event {
                 HostEvent::PlanApplied(report) => eprint!("{}", report_text(&report)),
-                HostEvent::ReloadFailed(message) => eprintln!("! {message}"),
+                HostEvent::ReloadFailed(message) => {
+                    eprintln!("! {}", display::safe_multiline(&message));
+                }
                 HostEvent::ClientUpdate(s) => {
                     if let Some(line) = failure_line(&s) {
                         eprintln!("{line}");
                     }
                 }
-                HostEvent::ApprovalNeeded(servers) => {
-                    for (name, _) in servers {
-                        eprintln!(
-                            "! {name} needs approval (from a project file): run `mcp-reconcile approve {name}` (or `--all`) with the same flags"
-                        );
+                HostEvent::ApprovalNeeded(requests) => {
+                    for request in requests {
+                        eprint!("{}", approval_hint(&request));
                     }
                 }
                 HostEvent::CatalogChanged(_) => {}
@@ -468,10 +476,21 @@ enum Answer {
     Skip,
 }
 
-/// Asks on the terminal. Skip, Esc and end of input store nothing.
-async fn ask(name: &str, config: &ServerConfig) -> Answer {
-    let summary = describe(config);
-    println!("? {name} wants to start: {summary}");
+/// What `watch` (without a terminal) and `serve` print for a server that
+/// waits: its review and the command that approves exactly that entry.
+fn approval_hint(request: &ApprovalRequest) -> String {
+    format!(
+        "{}! {} needs approval (from a project file): run `{}` with the same flags to approve exactly this entry\n",
+        request.review(),
+        quoted(&request.name),
+        request.approve_command()
+    )
+}
+
+/// Asks on the terminal, after showing the review. Skip, Esc and end of
+/// input store nothing.
+async fn ask(request: &ApprovalRequest) -> Answer {
+    print!("{}", request.review());
     print!("  [a]pprove, [r]eject, approve [A]ll, [s]kip? ");
     let _ = io::stdout().flush();
     let line = tokio::task::spawn_blocking(|| {
@@ -490,24 +509,6 @@ async fn ask(name: &str, config: &ServerConfig) -> Answer {
         Some("r" | "reject" | "n" | "no") => Answer::Reject,
         _ => Answer::Skip,
     }
-}
-
-/// A one-line description of a config without secret values.
-fn describe(config: &ServerConfig) -> String {
-    let value = |key: &str| config.get(key).map(|v| v.to_json()).unwrap_or_default();
-    let mut parts = Vec::new();
-    for key in ["command", "args", "httpUrl", "url", "cwd"] {
-        if config.get(key).is_some() {
-            parts.push(format!("{key}={}", value(key)));
-        }
-    }
-    for key in ["env", "headers"] {
-        let keys = redact::keys_of(config, key);
-        if !keys.is_empty() {
-            parts.push(format!("{key} keys={}", keys.join(",")));
-        }
-    }
-    parts.join(" ")
 }
 
 async fn status(args: StatusArgs) -> anyhow::Result<()> {
@@ -540,7 +541,7 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{servers}");
         for error in &errors {
-            eprintln!("! {error}");
+            eprintln!("! {}", display::safe_multiline(error));
         }
         return Ok(());
     }
@@ -553,7 +554,7 @@ fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
     let mut inputs = Inputs::new(&args.layers)?;
     let snapshot = inputs.load(None);
     for error in &snapshot.errors {
-        eprintln!("! {error}");
+        eprintln!("! {}", display::safe_multiline(&error.to_string()));
     }
     let servers = assemble(&snapshot.layers).servers;
     let store = inputs.approvals_store();
@@ -561,10 +562,13 @@ fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
     let targets: Vec<String> = match &args.name {
         Some(name) => {
             let Some(config) = servers.get(name) else {
-                bail!("no configured server named \"{name}\"; run `mcp-reconcile status` with the same flags to list them");
+                bail!("no configured server named {}; run `mcp-reconcile status` with the same flags to list them", quoted(name));
             };
             if !config.is_gated() {
-                bail!("\"{name}\" does not come from a project-controlled file, so it needs no approval");
+                bail!(
+                    "{} does not come from a project-controlled file, so it needs no approval",
+                    quoted(name)
+                );
             }
             vec![name.clone()]
         }
@@ -589,13 +593,34 @@ fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
         Decision::Approved => "approved",
         Decision::Rejected => "rejected",
     };
-    for name in targets {
-        if let Some(config) = servers.get(&name) {
-            store
-                .decide(&root, &name, config, decision)
-                .with_context(|| format!("storing the decision for \"{name}\""))?;
-            println!("{verb} {name}");
+    // What is decided is exactly what is shown: one snapshot, read once.
+    let requests: Vec<ApprovalRequest> = targets
+        .iter()
+        .filter_map(|name| {
+            servers
+                .get(name)
+                .map(|config| ApprovalRequest::new(&snapshot, name, config))
+        })
+        .collect();
+    if let Some(expected) = &args.hash {
+        for request in &requests {
+            if !request.hash.eq_ignore_ascii_case(expected.trim()) {
+                print!("{}", request.review());
+                bail!(
+                    "{} changed since it was reviewed: its entry now hashes to {}, not {} — nothing was {verb}; review the entry above and run the command again with the new hash",
+                    quoted(&request.name),
+                    request.hash,
+                    display::safe(expected)
+                );
+            }
         }
+    }
+    for request in requests {
+        print!("{}", request.review());
+        store
+            .decide(&root, &request.name, &request.config, decision)
+            .with_context(|| format!("storing the decision for {}", quoted(&request.name)))?;
+        println!("{verb} {} (hash {})", quoted(&request.name), request.hash);
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use mcp_reconcile_kernel::plan::{Action, Plan};
 use mcp_reconcile_kernel::Reason;
 use serde_json::{json, Value};
 
+use crate::display::{decide_command, safe, safe_multiline};
 use crate::host::{PlanReport, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
@@ -55,7 +56,7 @@ pub fn action_line(action: &Action) -> String {
 /// [`action_line`] for a §10 action object.
 pub fn action_line_json(action: &Value) -> String {
     let text = |k: &str| action.get(k).and_then(Value::as_str).unwrap_or("");
-    let name = text("name");
+    let name = safe(text("name"));
     let reason = text("reason").replace('_', " ");
     match text("action") {
         "connect" => format!("+ connect {name}"),
@@ -90,7 +91,7 @@ pub fn report_text(report: &PlanReport) -> String {
         out,
         "reconcile #{} ({}) — {} ms",
         report.run,
-        report.trigger,
+        safe(&report.trigger),
         report.elapsed.as_millis()
     );
     for step in &report.steps {
@@ -100,6 +101,7 @@ pub fn report_text(report: &PlanReport) -> String {
         }
         if let Some(error) = &step.error {
             // The whole error (with the stderr tail) was printed by the failure line.
+            let error = safe_multiline(error);
             match error.split_once('\n') {
                 Some((first, _)) => {
                     let first = first.trim_end_matches("; stderr:");
@@ -113,7 +115,7 @@ pub fn report_text(report: &PlanReport) -> String {
         let _ = writeln!(out, "{line}");
     }
     for error in &report.input_errors {
-        let _ = writeln!(out, "  ! {error}");
+        let _ = writeln!(out, "  ! {}", safe_multiline(error));
     }
     out
 }
@@ -124,8 +126,8 @@ pub fn failure_line(s: &ServerStatus) -> Option<String> {
     let error = s.last_error.as_deref()?;
     let next = match (s.reason, s.retry_in_ms) {
         (Some(Reason::CrashLoop), _) => format!(
-            ", crash loop: not retried until its config changes, `mcp-reconcile reconnect {}` or `reload`",
-            s.name
+            ", crash loop: not retried until its config changes, `{}` or `reload`",
+            decide_command("reconnect", &s.name)
         ),
         (_, Some(ms)) => format!(", retry in {ms} ms"),
         _ => String::new(),
@@ -135,7 +137,12 @@ pub fn failure_line(s: &ServerStatus) -> Option<String> {
     } else {
         String::new()
     };
-    Some(format!("  {} is {}{attempt} — {error}", s.name, s.state))
+    Some(format!(
+        "  {} is {}{attempt} — {}",
+        safe(&s.name),
+        s.state,
+        safe_multiline(error)
+    ))
 }
 
 /// `status` for people: one line per server object (as [`status_json`]
@@ -147,9 +154,9 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
     }
     for s in servers {
         let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
-        let mut line = format!("{:<24} {:<12}", text("name"), text("state"));
+        let mut line = format!("{:<24} {:<12}", safe(text("name")), safe(text("state")));
         if let Some(reason) = s.get("reason").and_then(Value::as_str) {
-            let _ = write!(line, " {reason}");
+            let _ = write!(line, " {}", safe(reason));
         }
         if let Some(ms) = s.get("retryInMs").and_then(Value::as_u64) {
             let _ = write!(line, " (retry in {ms} ms)");
@@ -167,15 +174,15 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
             let _ = write!(line, " pid {pid}");
         }
         if let Some(approval) = s.get("approval").and_then(Value::as_str) {
-            let _ = write!(line, " [{approval}]");
+            let _ = write!(line, " [{}]", safe(approval));
         }
         if let Some(error) = s.get("lastError").and_then(Value::as_str) {
-            let _ = write!(line, " — {error}");
+            let _ = write!(line, " — {}", safe_multiline(error));
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
     for error in errors {
-        let _ = writeln!(out, "! {error}");
+        let _ = writeln!(out, "! {}", safe_multiline(error));
     }
     out
 }

@@ -305,7 +305,13 @@ pub fn compute_gating(
     yolo: bool,
 ) -> Gating {
     Gating {
-        excluded: Some(lists.excluded.as_deref().map(clean_list).unwrap_or_default()),
+        excluded: Some(
+            lists
+                .excluded
+                .as_deref()
+                .map(clean_list)
+                .unwrap_or_default(),
+        ),
         allowed: lists.allowed.as_deref().map(clean_list),
         cap: cli_allowed.map(cap_from_cli),
         workspace_allowed: lists.workspace_allowed.as_deref().map(clean_list),

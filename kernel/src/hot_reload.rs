@@ -161,8 +161,8 @@ pub(crate) fn op_hot_reload(req: &Request<'_>) -> Result<Value, ApiError> {
 mod tests {
     use super::*;
     use crate::json::parse;
-    use crate::sources::LayerSource;
     use crate::settings::McpLists;
+    use crate::sources::LayerSource;
 
     fn layer(source: LayerSource, servers: &str) -> Layer {
         let servers =
@@ -180,9 +180,7 @@ mod tests {
         hot_reload(
             previous,
             layers,
-            |s| {
-                gating::compute_gating(s, &McpLists::default(), None, &approvals, "/r", yolo)
-            },
+            |s| gating::compute_gating(s, &McpLists::default(), None, &approvals, "/r", yolo),
             &approvals,
             "/r",
             yolo,

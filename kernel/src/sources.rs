@@ -621,11 +621,15 @@ mod tests {
             crate::evaluate_str(&format!(r#"{{"op":"assemble","layers":[{layer}]}}"#))
         };
         assert_eq!(
-            request(r#"{"source":"serverCommand","scope":"workspace","servers":{"mcp":{"command":"x"}}}"#),
+            request(
+                r#"{"source":"serverCommand","scope":"workspace","servers":{"mcp":{"command":"x"}}}"#
+            ),
             r#"{"ok":{"servers":{"mcp":{"command":"x","scope":"workspace"}},"sources":{"mcp":"serverCommand"}}}"#
         );
-        assert!(request(r#"{"source":"user","scope":"workspace","servers":{}}"#)
-            .contains("invalid-request"));
+        assert!(
+            request(r#"{"source":"user","scope":"workspace","servers":{}}"#)
+                .contains("invalid-request")
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@ use mcp_reconcile_kernel::config::servers_to_value;
 use mcp_reconcile_kernel::gating::{compute_gating, Gating};
 use mcp_reconcile_kernel::plan::{online_of, online_to_value, Online};
 use mcp_reconcile_kernel::{
-    approval_hash, assemble, Approvals, Layer, LayerSource, Object, ServerConfig, Servers, Value,
+    approval_hash, assemble, Approvals, Layer, LayerSource, McpLists, Object, ServerConfig,
+    Servers, Value,
 };
 
 /// The sizes every op is measured at.
@@ -113,7 +114,11 @@ impl Scenario {
         let new_servers = assemble(&new_layers).servers;
         let excluded = vec!["legacy-*".to_owned(), "experimental-?".to_owned()];
         let gating_for = |servers: &Servers, approvals: &Approvals| {
-            compute_gating(servers, None, Some(&excluded), None, approvals, ROOT, false)
+            let lists = McpLists {
+                excluded: Some(excluded.clone()),
+                ..McpLists::default()
+            };
+            compute_gating(servers, &lists, None, approvals, ROOT, false)
         };
         let new_gating = gating_for(&new_servers, &approvals);
         // Before the edit the project servers were approved for their old
@@ -224,17 +229,11 @@ impl Scenario {
 /// The hot-reload gating function a host passes: settings `excluded`, no
 /// `allowed`, no launch cap.
 pub fn gating_for(scenario: &Scenario) -> impl Fn(&Servers) -> Gating + '_ {
-    move |servers| {
-        compute_gating(
-            servers,
-            None,
-            Some(&scenario.excluded),
-            None,
-            &scenario.approvals,
-            ROOT,
-            false,
-        )
-    }
+    let lists = McpLists {
+        excluded: Some(scenario.excluded.clone()),
+        ..McpLists::default()
+    };
+    move |servers| compute_gating(servers, &lists, None, &scenario.approvals, ROOT, false)
 }
 
 /// How many servers the edit changes: ~1 %, at least one.
