@@ -991,3 +991,459 @@ pub(crate) fn op_lsp_plan(req: &Request<'_>) -> Result<Value, ApiError> {
     };
     Ok(lsp_plan(&desired, &online, ctx).to_value())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::evaluate_str;
+
+    const ROOT: &str = "/home/dev/repo";
+
+    fn obj(text: &str) -> Object {
+        match json::parse(text) {
+            Ok(Value::Object(o)) => o,
+            other => panic!("not an object: {other:?}"),
+        }
+    }
+
+    fn entry(text: &str, scope: LspScope) -> LspEntry {
+        LspEntry {
+            config: obj(text),
+            scope,
+        }
+    }
+
+    fn online(config: &str, status: Status) -> OnlineEntry {
+        OnlineEntry {
+            status,
+            ..OnlineEntry::connected(ServerConfig(obj(config)))
+        }
+    }
+
+    fn approvals_for(decisions: &[(&str, &str, &str)]) -> Approvals {
+        let mut project = Object::new();
+        for (name, config, status) in decisions {
+            let mut record = Object::new();
+            record.insert("hash".into(), lsp_approval_hash(&obj(config)).0.into());
+            record.insert("status".into(), (*status).into());
+            project.insert((*name).into(), Value::Object(record));
+        }
+        let mut store = Object::new();
+        store.insert(ROOT.into(), Value::Object(project));
+        Approvals::new(Value::Object(store))
+    }
+
+    fn plan_of(
+        desired: &[(&str, LspEntry)],
+        on: &[(&str, OnlineEntry)],
+        ap: &Approvals,
+    ) -> Vec<String> {
+        let desired: LspServers = desired
+            .iter()
+            .map(|(n, e)| ((*n).to_owned(), e.clone()))
+            .collect();
+        let on: Online = on
+            .iter()
+            .map(|(n, e)| ((*n).to_owned(), e.clone()))
+            .collect();
+        let ctx = LspPlanContext {
+            approvals: ap,
+            project_root: ROOT,
+            trusted_folder: true,
+            now: Millis(1000),
+        };
+        lsp_plan(&desired, &on, ctx)
+            .actions
+            .iter()
+            .map(|a| a.to_value().to_json())
+            .collect()
+    }
+
+    const BASE: &str = r#"{"command":"node","args":["ls.js"],"settings":{"a":1}}"#;
+
+    #[test]
+    fn defaults_do_not_change_the_seed_id() {
+        let id = lsp_seed_id("j", &obj(r#"{"command":"pylsp"}"#));
+        for text in [
+            r#"{"command":"pylsp","args":[]}"#,
+            r#"{"command":"pylsp","args":null,"env":{}}"#,
+            r#"{"command":"pylsp","transport":"stdio","socket":null}"#,
+            r#"{"command":"pylsp","settings":{"x":1},"extensionToLanguage":{".py":"python"}}"#,
+            r#"{"command":"pylsp","startupTimeout":1,"maxRestarts":0,"restartOnCrash":false}"#,
+            r#"{"command":"pylsp","x-unknown":true,"scope":"project","trustRequired":true}"#,
+        ] {
+            assert_eq!(lsp_seed_id("j", &obj(text)), id, "{text}");
+        }
+        assert_ne!(lsp_seed_id("k", &obj(r#"{"command":"pylsp"}"#)), id);
+    }
+
+    #[test]
+    fn seed_id_is_key_order_independent_and_keeps_array_order() {
+        let a = lsp_seed_id("s", &obj(r#"{"command":"x","env":{"B":"2","A":"1"}}"#));
+        let b = lsp_seed_id("s", &obj(r#"{"env":{"A":"1","B":"2"},"command":"x"}"#));
+        assert_eq!(a, b);
+        let c = lsp_seed_id("s", &obj(r#"{"command":"x","args":["1","2"]}"#));
+        let d = lsp_seed_id("s", &obj(r#"{"command":"x","args":["2","1"]}"#));
+        assert_ne!(c, d);
+        assert!(lsp_seed_id("a::b", &obj("{}")).0.starts_with("a::b::"));
+        assert_eq!(lsp_seed_id("a::b", &obj("{}")).0.len(), "a::b::".len() + 16);
+    }
+
+    #[test]
+    fn approval_hash_covers_settings_but_not_routing_or_policy() {
+        let base = lsp_approval_hash(&obj(BASE));
+        let same = lsp_approval_hash(&obj(
+            r#"{"settings":{"a":1},"args":["ls.js"],"command":"node","scope":"project",
+                "extensionToLanguage":{".js":"js"},"startupTimeout":1,"shutdownTimeout":2,
+                "restartOnCrash":false,"maxRestarts":1,"trustRequired":false}"#,
+        ));
+        assert_eq!(base, same);
+        for text in [
+            r#"{"command":"node","args":["ls.js"],"settings":{"a":2}}"#,
+            r#"{"command":"node","args":["ls.js"],"settings":{"a":1},"initializationOptions":{}}"#,
+            r#"{"command":"node","args":["ls.js"],"settings":{"a":1},"x-note":"n"}"#,
+            // As written: an explicit default is a different text.
+            r#"{"command":"node","args":["ls.js"],"settings":{"a":1},"env":{}}"#,
+        ] {
+            assert_ne!(lsp_approval_hash(&obj(text)), base, "{text}");
+        }
+        assert_eq!(base.0.len(), 64);
+    }
+
+    #[test]
+    fn changed_fields_are_sorted_and_defaulted() {
+        let before = obj(r#"{"command":"a","transport":"stdio","settings":{}}"#);
+        let after = obj(
+            r#"{"command":"b","args":["x"],"workspaceFolder":"sub","startupTimeout":10000,
+                "shutdownTimeout":1,"extensionToLanguage":{".a":"a"}}"#,
+        );
+        assert_eq!(
+            seed_changes(&before, &after),
+            ["args", "command", "workspaceFolder"]
+        );
+        assert_eq!(
+            live_changes(&before, &after),
+            ["extensionToLanguage", "shutdownTimeout"]
+        );
+    }
+
+    #[test]
+    fn live_edit_reconfigures_and_seed_edit_restarts() {
+        let ap = Approvals::empty();
+        let edited = r#"{"command":"node","args":["ls.js"],"settings":{"a":2}}"#;
+        let got = plan_of(
+            &[("j", entry(edited, LspScope::User))],
+            &[("j", online(BASE, Status::Connected))],
+            &ap,
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"reconfigure","name":"j","changed":["settings"]}"#]
+        );
+        let edited = r#"{"command":"node","args":["ls.js","-v"],"settings":{"a":2}}"#;
+        let got = plan_of(
+            &[("j", entry(edited, LspScope::User))],
+            &[("j", online(BASE, Status::Connected))],
+            &ap,
+        );
+        assert!(got[0].starts_with(r#"{"action":"restart","name":"j","from":"j::"#));
+        assert!(got[0].ends_with(r#""changed":["args"]}"#), "{got:?}");
+    }
+
+    #[test]
+    fn a_failed_server_with_a_live_edit_retries_instead_of_reconfiguring() {
+        let edited = r#"{"command":"node","args":["ls.js"],"settings":{"a":2}}"#;
+        let mut failed = online(BASE, Status::Failed);
+        failed.attempts = 2;
+        let got = plan_of(
+            &[("j", entry(edited, LspScope::User))],
+            &[("j", failed.clone())],
+            &Approvals::empty(),
+        );
+        assert_eq!(got, [r#"{"action":"retry","name":"j","attempt":3}"#]);
+        failed.crash_loop = true;
+        let got = plan_of(
+            &[("j", entry(edited, LspScope::User))],
+            &[("j", failed.clone())],
+            &Approvals::empty(),
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"skip","name":"j","reason":"crash_loop"}"#]
+        );
+        failed.crash_loop = false;
+        failed.retry_at = Some(Millis(1001));
+        let got = plan_of(
+            &[("j", entry(edited, LspScope::User))],
+            &[("j", failed)],
+            &Approvals::empty(),
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"skip","name":"j","reason":"backing_off"}"#]
+        );
+    }
+
+    #[test]
+    fn project_entries_wait_for_approval() {
+        let edited = r#"{"command":"node","args":["ls.js"],"settings":{"a":2}}"#;
+        // Not online, no record: never started.
+        let got = plan_of(
+            &[("p", entry(BASE, LspScope::Project))],
+            &[],
+            &Approvals::empty(),
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"skip","name":"p","reason":"pending_approval"}"#]
+        );
+        // Running the approved config while an edit waits: keep, untouched.
+        let ap = approvals_for(&[("p", BASE, "approved")]);
+        let got = plan_of(
+            &[("p", entry(edited, LspScope::Project))],
+            &[("p", online(BASE, Status::Connected))],
+            &ap,
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"keep","name":"p","reason":"pending_approval"}"#]
+        );
+        // Running something never approved: stop it.
+        let got = plan_of(
+            &[("p", entry(edited, LspScope::Project))],
+            &[("p", online(BASE, Status::Connected))],
+            &Approvals::empty(),
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"disconnect","name":"p","reason":"pending_approval"}"#]
+        );
+        // Rejected: stop it, and never start it.
+        let ap = approvals_for(&[("p", edited, "rejected")]);
+        let got = plan_of(
+            &[("p", entry(edited, LspScope::Project))],
+            &[("p", online(BASE, Status::Connected))],
+            &ap,
+        );
+        assert_eq!(
+            got,
+            [r#"{"action":"disconnect","name":"p","reason":"rejected"}"#]
+        );
+        let got = plan_of(&[("p", entry(edited, LspScope::Project))], &[], &ap);
+        assert_eq!(got, [r#"{"action":"skip","name":"p","reason":"rejected"}"#]);
+        // Approved: connect.
+        let ap = approvals_for(&[("p", edited, "approved")]);
+        let got = plan_of(&[("p", entry(edited, LspScope::Project))], &[], &ap);
+        assert!(got[0].starts_with(r#"{"action":"connect","name":"p","to":"p::"#));
+    }
+
+    #[test]
+    fn plan_groups_and_orders_actions() {
+        let ap = Approvals::empty();
+        let got = plan_of(
+            &[
+                ("b", entry(BASE, LspScope::User)),
+                ("a", entry(BASE, LspScope::Project)),
+                ("c", entry(r#"{"command":"z"}"#, LspScope::User)),
+            ],
+            &[
+                ("gone", online(BASE, Status::Connected)),
+                ("c", online(r#"{"command":"y"}"#, Status::Connected)),
+            ],
+            &ap,
+        );
+        let kinds: Vec<&str> = got
+            .iter()
+            .map(|a| a.split(',').next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                r#"{"action":"disconnect""#,
+                r#"{"action":"restart""#,
+                r#"{"action":"connect""#,
+                r#"{"action":"skip""#
+            ]
+        );
+        assert!(got[0].contains(r#""name":"gone""#));
+        assert!(got[2].contains(r#""name":"b""#));
+        assert!(got[3].contains(r#""name":"a""#));
+    }
+
+    #[test]
+    fn untrusted_folder_is_a_single_noop() {
+        let desired: LspServers = [("j".to_owned(), entry(BASE, LspScope::User))]
+            .into_iter()
+            .collect();
+        let ap = Approvals::empty();
+        let ctx = LspPlanContext {
+            approvals: &ap,
+            project_root: ROOT,
+            trusted_folder: false,
+            now: Millis(0),
+        };
+        let plan = lsp_plan(&desired, &Online::new(), ctx);
+        assert_eq!(
+            plan.to_value().to_json(),
+            r#"{"actions":[{"action":"noop","reason":"untrusted_folder"}]}"#
+        );
+    }
+
+    #[test]
+    fn parse_keeps_valid_entries_and_reports_each_invalid_one() {
+        let text = "\u{feff}// language servers\n{\n\
+            \"ok\": {\"command\": \"$BIN/pylsp\", \"args\": [\"${MODE}\"], \"x\": 1, \"scope\": \"user\"},\n\
+            \"noCommand\": {\"args\": []},\n\
+            \"badTypes\": {\"command\": \"x\", \"args\": \"-v\", \"env\": {\"A\": 1}},\n\
+            \"tcp\": {\"transport\": \"tcp\", \"socket\": {\"host\": \"localhost\", \"port\": 2087}},\n\
+            \"tcpNoSocket\": {\"transport\": \"tcp\"},\n\
+            \"outside\": {\"command\": \"x\", \"workspaceFolder\": \"../other\"},\n\
+            \"inside\": {\"command\": \"x\", \"workspaceFolder\": \"a/../b/./c\"},\n\
+            \"notObject\": 5\n}";
+        let mut env = Object::new();
+        env.insert("BIN".into(), "/opt/bin".into());
+        env.insert("MODE".into(), "--stdio".into());
+        let parsed = parse_lsp_json(
+            text,
+            LspParseOptions {
+                env: Some(&env),
+                ..LspParseOptions::default()
+            },
+        );
+        let names: Vec<&String> = parsed.servers.keys().collect();
+        assert_eq!(names, ["ok", "tcp", "inside"]);
+        assert_eq!(
+            Value::Object(parsed.servers.get("ok").cloned().unwrap_or_default()).to_json(),
+            r#"{"command":"/opt/bin/pylsp","args":["--stdio"],"x":1,"scope":"project"}"#
+        );
+        assert_eq!(parsed.errors.len(), 5, "{:?}", parsed.errors);
+        let bad = parsed
+            .errors
+            .iter()
+            .find(|e| e.contains("\"badTypes\""))
+            .cloned()
+            .unwrap_or_default();
+        assert!(bad.contains("`args`") && bad.contains("`env`"), "{bad}");
+        assert!(parsed
+            .errors
+            .iter()
+            .any(|e| e.contains("\"noCommand\"") && e.contains("`command`")));
+    }
+
+    #[test]
+    fn parse_without_expansion_and_with_a_root() {
+        let text = r#"{"a": {"command": "$X", "workspaceFolder": "/repo/sub"},
+                       "b": {"command": "y", "workspaceFolder": "/elsewhere"}}"#;
+        let mut env = Object::new();
+        env.insert("X".into(), "expanded".into());
+        let parsed = parse_lsp_json(
+            text,
+            LspParseOptions {
+                env: Some(&env),
+                expand: false,
+                scope: LspScope::User,
+                project_root: Some("/repo"),
+            },
+        );
+        assert_eq!(parsed.servers.keys().collect::<Vec<_>>(), ["a"]);
+        assert_eq!(
+            parsed.servers.get("a").and_then(|a| a.get("command")),
+            Some(&Value::from("$X"))
+        );
+        assert_eq!(
+            parsed.servers.get("a").and_then(|a| a.get("scope")),
+            Some(&Value::from("user"))
+        );
+        assert_eq!(parsed.errors.len(), 1);
+        // Without a root, an absolute folder cannot be shown to be inside.
+        let parsed = parse_lsp_json(text, LspParseOptions::default());
+        assert_eq!(parsed.errors.len(), 2);
+    }
+
+    #[test]
+    fn parse_whole_file_errors() {
+        for text in ["", "[]", "{\"a\": {},}", "null", "// only a comment"] {
+            let parsed = parse_lsp_json(text, LspParseOptions::default());
+            assert!(parsed.servers.is_empty(), "{text}");
+            assert_eq!(parsed.errors.len(), 1, "{text}");
+        }
+        let parsed = parse_lsp_json("{}", LspParseOptions::default());
+        assert!(parsed.servers.is_empty() && parsed.errors.is_empty());
+    }
+
+    #[test]
+    fn folder_checks_are_lexical() {
+        assert!(folder_inside("", None));
+        assert!(folder_inside(".", None));
+        assert!(folder_inside("a/b/..", None));
+        assert!(!folder_inside("a/../..", None));
+        assert!(!folder_inside("..\\x", None));
+        assert!(folder_inside("/r/a", Some("/r")));
+        assert!(folder_inside("/r", Some("/r/")));
+        assert!(!folder_inside("/rx", Some("/r")));
+        assert!(!folder_inside("/r/../etc", Some("/r")));
+        assert!(!folder_inside("C:\\x", None));
+    }
+
+    #[test]
+    fn merge_lets_project_entries_win_whole() {
+        let user: Object<Object> = [
+            ("a".to_owned(), obj(r#"{"command":"u","settings":{"x":1}}"#)),
+            ("b".to_owned(), obj(r#"{"command":"u","scope":"project"}"#)),
+        ]
+        .into_iter()
+        .collect();
+        let project: Object<Object> = [("a".to_owned(), obj(r#"{"command":"p"}"#))]
+            .into_iter()
+            .collect();
+        let merged = merge_lsp(&user, &project);
+        let a = merged.get("a").cloned();
+        assert_eq!(a.as_ref().map(|e| e.scope), Some(LspScope::Project));
+        assert_eq!(
+            a.map(|e| Value::Object(e.config).to_json()),
+            Some(r#"{"command":"p","scope":"project"}"#.to_owned())
+        );
+        assert_eq!(merged.get("b").map(|e| e.scope), Some(LspScope::User));
+        assert_eq!(merged.keys().collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn malformed_requests_are_typed_errors() {
+        for line in [
+            r#"{"op":"lspPlan"}"#,
+            r#"{"op":"lspPlan","desired":[],"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
+            r#"{"op":"lspPlan","desired":{"a":1},"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
+            r#"{"op":"lspPlan","desired":{"a":{"command":"x"}},"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
+            r#"{"op":"lspPlan","desired":{"a":{"scope":"workspace"}},"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
+            r#"{"op":"lspPlan","desired":{},"online":{"a":{"config":{},"status":"up"}},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
+            r#"{"op":"lspPlan","desired":{},"online":{},"projectRoot":"/r","trustedFolder":true,"now":-1}"#,
+            r#"{"op":"lspSeedId","name":"a","config":[]}"#,
+            r#"{"op":"lspSeedId","config":{}}"#,
+            r#"{"op":"lspApprovalHash","config":"x"}"#,
+            r#"{"op":"parseLspJson","text":5}"#,
+            r#"{"op":"parseLspJson","text":"{}","scope":"system"}"#,
+            r#"{"op":"parseLspJson","text":"{}","env":[]}"#,
+        ] {
+            let response = evaluate_str(line);
+            assert!(
+                response.starts_with(r#"{"error":{"kind":"invalid-request""#),
+                "{line} → {response}"
+            );
+        }
+    }
+
+    #[test]
+    fn ops_answer_like_the_public_vectors() {
+        let response = evaluate_str(
+            r#"{"op":"lspSeedId","name":"pyls","config":{"command":"node","env":{"B":"2","A":"1"},"settings":{"json":{"validate":{"enable":false}}}}}"#,
+        );
+        assert_eq!(response, r#"{"ok":"pyls::32ec4e19d714e5db"}"#);
+        let response = evaluate_str(
+            r#"{"op":"lspApprovalHash","config":{"command":"/usr/bin/clangd","args":[],"extensionToLanguage":{".yaml":"yaml"},"scope":"user"}}"#,
+        );
+        assert_eq!(
+            response,
+            r#"{"ok":"c9b557d47d92832f09ce63552d0b09f65aa3d7b81f2435e627ee50ac1e3ec5d4"}"#
+        );
+    }
+}
