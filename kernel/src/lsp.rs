@@ -647,7 +647,8 @@ pub fn lsp_online_of(desired: &LspServers, approvals: &Approvals, project_root: 
 /// What [`parse_lsp_json`] read from a `.lsp.json` (or the user file).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct LspJson {
-    /// The valid entries, expanded and stamped with `scope`, in map order.
+    /// The valid entries, expanded, a written `scope` removed (and the
+    /// requested one stamped), in map order.
     pub servers: Object<Object>,
     /// One sentence per problem: the file is unreadable or not an object, or
     /// an entry is invalid (naming the entry, the field and what to do).
@@ -662,9 +663,10 @@ pub struct LspParseOptions<'a> {
     pub env: Option<&'a Object>,
     /// `false` turns expansion off (yolo mode).
     pub expand: bool,
-    /// The scope stamped on every entry (a `scope` written in the file is
-    /// replaced, never trusted).
-    pub scope: LspScope,
+    /// The scope to stamp on every entry, if any. A `scope` written in the
+    /// file is removed either way: provenance comes from which file it is,
+    /// never from the file's own claim ([`merge_lsp`] stamps it too).
+    pub scope: Option<LspScope>,
     /// The project root: an absolute `workspaceFolder` must lie inside it.
     /// Without it, only relative folders that stay inside are accepted.
     pub project_root: Option<&'a str>,
@@ -675,7 +677,7 @@ impl Default for LspParseOptions<'_> {
         LspParseOptions {
             env: None,
             expand: true,
-            scope: LspScope::Project,
+            scope: None,
             project_root: None,
         }
     }
@@ -686,7 +688,8 @@ impl Default for LspParseOptions<'_> {
 /// A BOM is stripped and comments are allowed; otherwise strict JSON. The
 /// top level must be an object mapping names to entries, else one error and
 /// no servers. Each entry is expanded (see [`EXPANDED_FIELDS`]), checked,
-/// and either kept (unknown fields included, `scope` stamped) or reported
+/// and either kept (unknown fields included, a written `scope` replaced by
+/// [`LspParseOptions::scope`] or removed) or reported
 /// with one message listing every problem and skipped; the other entries
 /// still load.
 pub fn parse_lsp_json(text: &str, options: LspParseOptions<'_>) -> LspJson {
@@ -736,7 +739,9 @@ pub fn parse_lsp_json(text: &str, options: LspParseOptions<'_>) -> LspJson {
             continue;
         }
         entry.remove(SCOPE);
-        entry.insert(SCOPE.into(), options.scope.as_str().into());
+        if let Some(scope) = options.scope {
+            entry.insert(SCOPE.into(), scope.as_str().into());
+        }
         out.servers.insert(name.clone(), entry);
     }
     out
@@ -913,7 +918,8 @@ fn folder_inside(folder: &str, project_root: Option<&str>) -> bool {
 // JSON API
 
 /// `parseLspJson`: `text`, `env`?, `expand`? (default true), `scope`?
-/// (default `"project"`), `projectRoot`? → `{servers, errors}`.
+/// (`"user"` / `"project"`: stamp it; default none), `projectRoot`? →
+/// `{servers, errors}`.
 pub(crate) fn op_parse_lsp_json(req: &Request<'_>) -> Result<Value, ApiError> {
     let text = req.str("text")?;
     let env = match req.get("env") {
@@ -927,13 +933,13 @@ pub(crate) fn op_parse_lsp_json(req: &Request<'_>) -> Result<Value, ApiError> {
         }
     };
     let scope = match req.opt_str("scope")? {
-        None => LspScope::Project,
-        Some(s) => LspScope::parse(s).ok_or_else(|| {
+        None => None,
+        Some(s) => Some(LspScope::parse(s).ok_or_else(|| {
             ApiError::invalid(format!(
                 "field `scope` must be \"user\" or \"project\", found {}",
                 Value::from(s).to_json()
             ))
-        })?,
+        })?),
     };
     let options = LspParseOptions {
         env,
@@ -1314,7 +1320,7 @@ mod tests {
         assert_eq!(names, ["ok", "tcp", "inside"]);
         assert_eq!(
             Value::Object(parsed.servers.get("ok").cloned().unwrap_or_default()).to_json(),
-            r#"{"command":"/opt/bin/pylsp","args":["--stdio"],"x":1,"scope":"project"}"#
+            r#"{"command":"/opt/bin/pylsp","args":["--stdio"],"x":1}"#
         );
         assert_eq!(parsed.errors.len(), 5, "{:?}", parsed.errors);
         let bad = parsed
@@ -1341,7 +1347,7 @@ mod tests {
             LspParseOptions {
                 env: Some(&env),
                 expand: false,
-                scope: LspScope::User,
+                scope: Some(LspScope::User),
                 project_root: Some("/repo"),
             },
         );

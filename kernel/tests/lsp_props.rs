@@ -711,7 +711,7 @@ proptest! {
     }
 
     /// Parsing: an object file splits into kept entries and one error per
-    /// skipped entry; kept entries carry the scope stamp; any text is total.
+    /// skipped entry; a written scope never survives; any text is total.
     #[test]
     fn parse_accounts_for_every_entry(entries in vec((select(NAMES.to_vec()), any_value()), 0..6)) {
         let file: Object = entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -719,7 +719,7 @@ proptest! {
         let parsed = parse_lsp_json(&text, LspParseOptions::default());
         prop_assert_eq!(parsed.servers.len() + parsed.errors.len(), file.len());
         for (_, entry) in &parsed.servers {
-            prop_assert_eq!(entry.get("scope"), Some(&Value::from("project")));
+            prop_assert!(entry.get("scope").is_none(), "a written scope survived");
         }
     }
 
