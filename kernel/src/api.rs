@@ -142,6 +142,10 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
         "assemble" => crate::sources::op_assemble(&req),
         "settingsDiff" => crate::settings::op_settings_diff(&req),
         "restartRequired" => crate::settings::op_restart_required(&req),
+        "parseLspJson" => crate::lsp::op_parse_lsp_json(&req),
+        "lspSeedId" => crate::lsp::op_lsp_seed_id(&req),
+        "lspApprovalHash" => crate::lsp::op_lsp_approval_hash(&req),
+        "lspPlan" => crate::lsp::op_lsp_plan(&req),
         other => Err(ApiError {
             kind: ErrorKind::UnknownOp,
             message: format!("unknown op {}", Value::from(other).to_json()),

@@ -115,6 +115,20 @@ impl Approvals {
     /// stored status when a well-formed record's hash equals
     /// `approval_hash(config)`, else [`ApprovalState::Pending`].
     pub fn state(&self, root: &str, name: &str, config: &ServerConfig) -> ApprovalState {
+        self.state_with_hash(root, name, || approval_hash(config).0)
+    }
+
+    /// The state of server `name` under project `root` for a config whose
+    /// approval hash `hash` computes (called only when a record exists): the
+    /// stored status when a well-formed record's hash equals it, else
+    /// [`ApprovalState::Pending`]. Lets other kinds of servers (language
+    /// servers, SPEC §14.3) share the record format with their own hash.
+    pub fn state_with_hash(
+        &self,
+        root: &str,
+        name: &str,
+        hash: impl FnOnce() -> String,
+    ) -> ApprovalState {
         let Some(record) = self.project(root).and_then(|p| p.get(name)) else {
             return ApprovalState::Pending;
         };
@@ -124,7 +138,7 @@ impl Approvals {
         let hash_matches = record
             .get("hash")
             .and_then(Value::as_str)
-            .is_some_and(|hash| hash == approval_hash(config).0);
+            .is_some_and(|stored| stored == hash());
         if !hash_matches {
             return ApprovalState::Pending;
         }

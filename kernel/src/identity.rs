@@ -169,6 +169,14 @@ pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
     ApprovalHash(sha256_hex(text.as_bytes()))
 }
 
+/// `JSON.stringify` text of `value` with every object at any depth re-emitted
+/// with its keys sorted by UTF-16 code units (the canonical form of §2.3, also
+/// used by the language-server identities of §14.2). A `__proto__` key is
+/// dropped, as the TypeScript host's rebuild by assignment drops it.
+pub fn sorted_json(value: &Value) -> String {
+    sorted_deep(value).to_json()
+}
+
 fn sorted_deep(value: &Value) -> Value {
     match value {
         Value::Object(object) => {

@@ -18,6 +18,7 @@ pub mod gating;
 pub mod hot_reload;
 pub mod identity;
 pub mod json;
+pub mod lsp;
 pub mod plan;
 pub mod pool;
 pub mod reload;
@@ -36,6 +37,10 @@ pub use identity::{
     approval_hash, connection_id, session_key, ApprovalHash, ConnectionId, SessionKey,
 };
 pub use json::{Object, Value};
+pub use lsp::{
+    lsp_approval_hash, lsp_plan, lsp_seed_id, parse_lsp_json, LspAction, LspEntry, LspPlan,
+    LspScope, LspSeedId, LspServers,
+};
 pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Status};
 pub use pool::{Acquire, Pool, Release};
 pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE};
