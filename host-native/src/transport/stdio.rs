@@ -15,6 +15,11 @@
 //! the pipes open), and the stop sequence uses 1 s graces where rmcp waits 3 s + 3 s. The MCP
 //! side is rmcp's own `AsyncRwTransport` over the same pipes, which is what `TokioChildProcess`
 //! wraps.
+//!
+//! On Linux every spawned leader also gets `PR_SET_PDEATHSIG(SIGKILL)` before it execs
+//! ([`die_with_parent`]): if the host is killed without a chance to run its stop sequence
+//! (`kill -9`, OOM killer), the kernel kills the server too instead of leaving it running with
+//! nobody to talk to. A server that ignores stdin EOF would otherwise outlive the host forever.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -96,6 +101,9 @@ impl ChildProcess {
             .stderr(Stdio::piped())
             // Backstop for a runtime that shuts down under us: the leader at least dies.
             .kill_on_drop(true);
+
+        #[cfg(target_os = "linux")]
+        die_with_parent(&mut command);
 
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader());
@@ -219,6 +227,41 @@ impl Drop for ChildProcess {
         if !self.stopped {
             self.kill_group();
         }
+    }
+}
+
+/// Makes the child get SIGKILL when the host dies (`PR_SET_PDEATHSIG`), set between fork and
+/// exec.
+///
+/// The death signal fires when the *thread* that forked exits, not only the process: spawn from
+/// runtime worker threads (they live as long as the runtime, whose end stops every server
+/// anyway), never from a `spawn_blocking` thread, which exits when idle.
+///
+/// If the host already died between fork and `prctl`, the signal would never come: the child
+/// compares `getppid()` with the host's pid after setting it and refuses to exec (the spawn
+/// fails, which nobody is left to see).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut tokio::process::Command) {
+    use nix::sys::prctl::set_pdeathsig;
+    use nix::unistd::getppid;
+
+    let host = Pid::this();
+    // SAFETY: `pre_exec` runs in the forked child before exec, where only async-signal-safe
+    // operations are allowed. The closure makes exactly two system calls (prctl, getppid) and
+    // builds an `io::Error` from a raw errno, which does not allocate; it touches no lock, no
+    // allocator and no state shared with other threads of the parent. `host` is a plain integer
+    // copied in before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            set_pdeathsig(Signal::SIGKILL)
+                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+            if getppid() != host {
+                // The host died before the death signal was armed: do not start an orphan.
+                return Err(std::io::Error::from_raw_os_error(Errno::ESRCH as i32));
+            }
+            Ok(())
+        });
     }
 }
 
