@@ -1,5 +1,5 @@
 //! What streamable HTTP and legacy SSE share: the HTTP client (no proxy, the configured
-//! headers), and [`Watched`], a transport wrapper that turns the first transport failure into
+//! headers, redirects only within the origin), and [`Watched`], a transport wrapper that turns the first transport failure into
 //! the end of the connection and remembers why (the HTTP status or transport error), because
 //! rmcp's service loop only says "closed".
 
@@ -23,12 +23,51 @@ const TRANSPORT_HEADERS: [&str; 4] = [
     "last-event-id",
 ];
 
-/// An HTTP client that never goes through a proxy (servers are reached as configured).
+/// How many redirects (all within the origin) one request may follow.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// An HTTP client that never goes through a proxy (servers are reached as configured) and
+/// follows redirects only within the origin ([`redirect_policy`]).
 pub fn http_client() -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .no_proxy()
+        .redirect(redirect_policy())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Follows a redirect only to the origin (scheme, host and port) of the request's first URL,
+/// at most [`MAX_REDIRECTS`] times; a redirect to another origin fails the request.
+///
+/// reqwest keeps every header on a redirect except `Authorization`, `Cookie` and the like,
+/// which it drops only when the host changes; the configured headers (an `X-Api-Key`, say)
+/// would reach whatever host the server redirects to. Stopping at the origin boundary means
+/// they never leave the origin the user configured.
+pub fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let next = attempt.url();
+        let first = attempt.previous().first();
+        if first.is_some_and(|first| first.origin() != next.origin()) {
+            let message = cross_origin_message(next.as_str());
+            return attempt.error(message);
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!(
+                "stopped after {MAX_REDIRECTS} redirects; use the final URL in the config"
+            ));
+        }
+        attempt.follow()
+    })
+}
+
+/// Why a cross-origin redirect was not followed (the target URL with its credentials
+/// masked).
+pub fn cross_origin_message(target: &str) -> String {
+    format!(
+        "redirected to another origin ({}); headers are not sent there — use the final URL \
+         in the config",
+        crate::redact::mask_url(target)
+    )
 }
 
 /// The configured `headers`, every value marked sensitive (never printed by `Debug`). Headers
