@@ -250,6 +250,108 @@ mod tests {
         );
     }
 
+    /// A one-request-per-connection HTTP server on 127.0.0.1 that answers with `respond(head)`
+    /// and records every request head it saw.
+    async fn tiny_server(
+        respond: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).into_owned();
+                log.lock().expect("log").push(head.clone());
+                let _ = socket.write_all(respond(&head).as_bytes()).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        (port, seen)
+    }
+
+    fn redirect_to(location: &str) -> String {
+        format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+    }
+
+    const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+
+    #[tokio::test]
+    async fn configured_headers_never_follow_a_redirect_to_another_origin() {
+        let (other, other_seen) = tiny_server(|_| OK.to_owned()).await;
+        let target = format!("http://127.0.0.1:{other}/mcp?api_key=leaked");
+        let (first, first_seen) = tiny_server(move |_| redirect_to(&target)).await;
+        let client = http_client().expect("client");
+        let error = client
+            .post(format!("http://127.0.0.1:{first}/mcp"))
+            .header("X-Api-Key", "hdr-secret")
+            .send()
+            .await
+            .expect_err("a cross-origin redirect is refused");
+        let text = super::super::session::describe(&error);
+        assert!(
+            text.contains("redirected to another origin (http://127.0.0.1:")
+                && text.contains("headers are not sent there — use the final URL in the config")
+                && text.contains("api_key=***")
+                && !text.contains("leaked"),
+            "{text}"
+        );
+        assert_eq!(first_seen.lock().expect("log").len(), 1);
+        assert!(
+            other_seen.lock().expect("log").is_empty(),
+            "the other origin got a request"
+        );
+    }
+
+    #[tokio::test]
+    async fn same_origin_redirects_are_followed_up_to_the_limit() {
+        let (port, seen) = tiny_server(|head| {
+            let path = head.split_whitespace().nth(1).unwrap_or("/");
+            match path.strip_prefix("/hop/").and_then(|n| n.parse::<usize>().ok()) {
+                Some(0) => OK.to_owned(),
+                Some(n) => redirect_to(&format!("/hop/{}", n - 1)),
+                None => OK.to_owned(),
+            }
+        })
+        .await;
+        let client = http_client().expect("client");
+        let response = client
+            .get(format!("http://127.0.0.1:{port}/hop/{MAX_REDIRECTS}"))
+            .header("X-Api-Key", "hdr-secret")
+            .send()
+            .await
+            .expect("ten same-origin redirects are followed");
+        assert!(response.status().is_success());
+        let heads = seen.lock().expect("log").clone();
+        assert_eq!(heads.len(), MAX_REDIRECTS + 1);
+        assert!(heads
+            .iter()
+            .all(|h| h.to_ascii_lowercase().contains("x-api-key: hdr-secret")));
+
+        let error = client
+            .get(format!("http://127.0.0.1:{port}/hop/{}", MAX_REDIRECTS + 1))
+            .send()
+            .await
+            .expect_err("one more is too many");
+        assert!(
+            super::super::session::describe(&error).contains("stopped after 10 redirects"),
+            "{error}"
+        );
+    }
+
     #[tokio::test]
     async fn the_first_failure_wins_and_wakes_waiters() {
         let failure = Failure::default();
