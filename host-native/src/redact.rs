@@ -108,7 +108,10 @@ fn url_parts(url: &str) -> UrlParts<'_> {
         }
     }
     let after_authority = authority_start.unwrap_or(0);
-    let Some(q) = url[after_authority..].find('?').map(|i| i + after_authority + 1) else {
+    let Some(q) = url[after_authority..]
+        .find('?')
+        .map(|i| i + after_authority + 1)
+    else {
         return parts;
     };
     let query_end = url[q..].find('#').map_or(url.len(), |i| i + q);
@@ -244,7 +247,11 @@ mod tests {
             mask_url("http://h/p?access_token=a&client_secret=b&X-Api-Key=c&my_token=d&sig=e&page=2"),
             "http://h/p?access_token=***&client_secret=***&X-Api-Key=***&my_token=***&sig=***&page=2"
         );
-        assert_eq!(mask_url("http://h/a@b?q=1"), "http://h/a@b?q=1", "@ in the path is no userinfo");
+        assert_eq!(
+            mask_url("http://h/a@b?q=1"),
+            "http://h/a@b?q=1",
+            "@ in the path is no userinfo"
+        );
         assert_eq!(mask_url("http://h/?key="), "http://h/?key=");
         assert_eq!(mask_url("not a url"), "not a url");
     }
@@ -255,13 +262,24 @@ mod tests {
             r#"{"httpUrl":"https://bob:pa%24%24word@mcp.example.com/x?api_key=KEY-123&page=7","url":"http://h/s?signature=abc%2Fdef"}"#,
         );
         let s = secrets(&c);
-        for expected in ["bob:pa%24%24word", "pa%24%24word", "pa$$word", "bob", "KEY-123", "abc%2Fdef", "abc/def"] {
+        for expected in [
+            "bob:pa%24%24word",
+            "pa%24%24word",
+            "pa$$word",
+            "bob",
+            "KEY-123",
+            "abc%2Fdef",
+            "abc/def",
+        ] {
             assert!(s.iter().any(|x| x == expected), "{expected} in {s:?}");
         }
         assert!(!s.iter().any(|x| x == "7" || x == "page"));
         let text = "at https://bob:pa%24%24word@mcp.example.com/x?api_key=KEY-123&page=7 failed";
         let redacted = redact(text, &c);
-        assert!(!redacted.contains("KEY-123") && !redacted.contains("word"), "{redacted}");
+        assert!(
+            !redacted.contains("KEY-123") && !redacted.contains("word"),
+            "{redacted}"
+        );
         assert!(redacted.contains("page=7"), "{redacted}");
     }
 }

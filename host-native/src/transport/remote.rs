@@ -320,7 +320,10 @@ mod tests {
     async fn same_origin_redirects_are_followed_up_to_the_limit() {
         let (port, seen) = tiny_server(|head| {
             let path = head.split_whitespace().nth(1).unwrap_or("/");
-            match path.strip_prefix("/hop/").and_then(|n| n.parse::<usize>().ok()) {
+            match path
+                .strip_prefix("/hop/")
+                .and_then(|n| n.parse::<usize>().ok())
+            {
                 Some(0) => OK.to_owned(),
                 Some(n) => redirect_to(&format!("/hop/{}", n - 1)),
                 None => OK.to_owned(),
