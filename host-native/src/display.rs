@@ -137,10 +137,7 @@ mod tests {
         assert_eq!(shell_arg(""), "''");
         assert_eq!(shell_arg("a\u{1b}[2J'"), r"$'a\x1b[2J\''");
         assert_eq!(shell_arg("-rf"), "'-rf'");
-        assert_eq!(
-            decide_command("approve", "-x"),
-            "mcp-reconcile approve -- '-x'"
-        );
+        assert_eq!(decide_command("approve", "-x"), "mcp-reconcile approve -- '-x'");
         assert_eq!(
             decide_command("approve", "lint; rm"),
             "mcp-reconcile approve 'lint; rm'"
