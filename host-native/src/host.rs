@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::config::servers_to_value;
-use mcp_reconcile_kernel::gating::tool_not_found;
+use mcp_reconcile_kernel::gating::{tool_not_found, tool_prefix};
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan, Status};
 use mcp_reconcile_kernel::reload::{self, Outcome, ReloadScheduler, Source};
@@ -129,18 +129,104 @@ pub struct MergedCatalog {
     pub resources: Vec<Resource>,
 }
 
-/// Builds a [`MergedCatalog`] from per-server views, first name wins.
+/// Which server owns each tool prefix `mcp__<sanitized name>__`: the first
+/// admitted server in settings order that claims it. Sanitizing maps
+/// `fs.tools` and `fs_tools` to the same prefix; without an owner, a project
+/// server `fs.tools` could take over the tools of a trusted `fs_tools` (or
+/// have calls meant for them routed to it). A server whose prefix is owned by
+/// another contributes nothing to the merged catalog and is never routed to,
+/// whether or not the owner is connected right now.
 #[derive(Default)]
+pub(crate) struct PrefixOwners {
+    owners: HashMap<String, String>,
+}
+
+impl PrefixOwners {
+    /// Owners among `servers` (admitted ones, settings order).
+    pub(crate) fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut owners = HashMap::new();
+        for server in servers {
+            owners
+                .entry(tool_prefix(server))
+                .or_insert_with(|| server.to_owned());
+        }
+        PrefixOwners { owners }
+    }
+
+    /// The admitted servers of `servers` under `gating`, settings order.
+    pub(crate) fn admitted(servers: &Servers, gating: &Gating) -> Self {
+        Self::new(
+            servers
+                .iter()
+                .filter(|(name, config)| gating.denial(name, config).is_none())
+                .map(|(name, _)| name.as_str()),
+        )
+    }
+
+    /// The other server that owns `server`'s prefix, if one does.
+    pub(crate) fn taken_by(&self, server: &str) -> Option<&str> {
+        self.owners
+            .get(&tool_prefix(server))
+            .map(String::as_str)
+            .filter(|owner| *owner != server)
+    }
+
+    /// Whether `server` may offer tools (no other server owns its prefix).
+    pub(crate) fn owns(&self, server: &str) -> bool {
+        self.taken_by(server).is_none()
+    }
+}
+
+/// Why `server` is not offered: `owner` holds its tool prefix.
+pub(crate) fn prefix_taken(server: &str, owner: &str) -> String {
+    format!(
+        "server \"{}\" is not offered: its tool prefix {} is taken by \"{}\"; rename one of them",
+        crate::display::safe(server),
+        crate::display::safe(&tool_prefix(server)),
+        crate::display::safe(owner)
+    )
+}
+
+/// Warns once for each prefix collision among the admitted servers of `new` that was not one
+/// among those of `old` (so a pass that changes nothing stays quiet).
+pub(crate) fn warn_new_collisions(old: &PrefixOwners, new: &PrefixOwners, servers: &Servers) {
+    for server in servers.keys() {
+        if let Some(owner) = new.taken_by(server) {
+            if old.taken_by(server) != Some(owner) {
+                tracing::warn!("{}", prefix_taken(server, owner));
+            }
+        }
+    }
+}
+
+/// Builds a [`MergedCatalog`] from per-server views, first name wins; a
+/// server whose prefix another owns ([`PrefixOwners`]) adds nothing.
 pub(crate) struct CatalogMerger {
     merged: MergedCatalog,
+    owners: PrefixOwners,
     tools: HashSet<String>,
     prompts: HashSet<String>,
     uris: HashSet<String>,
 }
 
 impl CatalogMerger {
-    /// Adds one server's view (already qualified), skipping names taken.
-    pub(crate) fn add(&mut self, view: Catalog) {
+    /// A merger whose servers' prefixes are owned as `owners` says.
+    pub(crate) fn new(owners: PrefixOwners) -> Self {
+        CatalogMerger {
+            merged: MergedCatalog::default(),
+            owners,
+            tools: HashSet::new(),
+            prompts: HashSet::new(),
+            uris: HashSet::new(),
+        }
+    }
+
+    /// Adds `server`'s view (already qualified), skipping names taken; nothing
+    /// when another server owns its prefix.
+    pub(crate) fn add(&mut self, server: &str, view: Catalog) {
+        if !self.owners.owns(server) {
+            return;
+        }
         let (tools, prompts, uris) = (&mut self.tools, &mut self.prompts, &mut self.uris);
         self.merged.tools.extend(
             view.tools
@@ -663,6 +749,11 @@ impl Host {
             gating: decision.gating.clone(),
             removed: decision.removed.clone(),
         };
+        warn_new_collisions(
+            &PrefixOwners::admitted(&self.desired, &self.gating),
+            &PrefixOwners::admitted(&decision.servers, &decision.gating),
+            &decision.servers,
+        );
         self.desired = decision.servers;
         self.gating = decision.gating;
         self.snapshot = Some(snapshot);
@@ -1041,6 +1132,9 @@ impl Host {
         };
         status.attempts = live.health.attempts;
         status.last_error = live.health.last_error.clone();
+        if let Some(owner) = PrefixOwners::admitted(&self.desired, &self.gating).taken_by(name) {
+            status.last_error = Some(prefix_taken(name, owner));
+        }
         status.state = match live.health.status {
             Status::Connected => "connected",
             Status::Connecting => "connecting",
@@ -1089,9 +1183,9 @@ impl Host {
 
     /// See [`MergedCatalog`].
     pub fn merged_catalog(&self) -> MergedCatalog {
-        let mut merger = CatalogMerger::default();
+        let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
         for (name, live, _) in self.connected() {
-            merger.add(session_view(name, &live.config, &live.catalog));
+            merger.add(name, session_view(name, &live.config, &live.catalog));
         }
         merger.finish()
     }
@@ -1140,15 +1234,19 @@ impl Host {
 
     /// See [`Control::Route`].
     fn route(&self, target: Target) -> Result<Route, String> {
+        let owners = PrefixOwners::admitted(&self.desired, &self.gating);
+        let mut connected = self
+            .connected()
+            .filter(|(server, _, _)| owners.owns(server));
         let found = match &target {
-            Target::Tool(name) => self.connected().find_map(|(server, live, conn)| {
+            Target::Tool(name) => connected.find_map(|(server, live, conn)| {
                 own_tool_name(server, &live.config, &live.catalog, name)
                     .map(|own| (server, own, conn))
             }),
-            Target::Prompt(name) => self.connected().find_map(|(server, live, conn)| {
+            Target::Prompt(name) => connected.find_map(|(server, live, conn)| {
                 own_prompt_name(server, &live.catalog, name).map(|own| (server, own, conn))
             }),
-            Target::Resource(uri) => self.connected().find_map(|(server, live, conn)| {
+            Target::Resource(uri) => connected.find_map(|(server, live, conn)| {
                 live.catalog
                     .resources
                     .iter()

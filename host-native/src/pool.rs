@@ -57,7 +57,7 @@ use mcp_reconcile_kernel::pool::{Acquire, Pool, Release, DEFAULT_DRAIN};
 use mcp_reconcile_kernel::{Gating, Millis, Reason, ServerConfig, Servers};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::host::{CatalogMerger, MergedCatalog, Route, Target};
+use crate::host::{warn_new_collisions, CatalogMerger, MergedCatalog, PrefixOwners, Route, Target};
 use crate::inputs::Snapshot;
 use crate::supervision::Supervision;
 use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
@@ -337,6 +337,11 @@ impl PoolSession {
             gating: decision.gating.clone(),
             removed: decision.removed.clone(),
         };
+        warn_new_collisions(
+            &PrefixOwners::admitted(&self.desired, &self.gating),
+            &PrefixOwners::admitted(&decision.servers, &decision.gating),
+            &decision.servers,
+        );
         self.desired = decision.servers;
         self.gating = decision.gating;
         self.approvals = snapshot.approvals.clone();
@@ -375,10 +380,10 @@ impl PoolSession {
     /// # Errors
     /// [`PoolGone`].
     pub async fn catalog(&self) -> Result<MergedCatalog, PoolGone> {
-        let mut merger = CatalogMerger::default();
+        let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
         for (name, config, held) in self.held().await? {
             if held.caller.is_some() {
-                merger.add(session_view(&name, &config, &held.catalog));
+                merger.add(&name, session_view(&name, &config, &held.catalog));
             }
         }
         Ok(merger.finish())
@@ -390,8 +395,9 @@ impl PoolSession {
     /// # Errors
     /// [`PoolGone`].
     pub async fn route(&self, target: Target) -> Result<Result<Route, String>, PoolGone> {
+        let owners = PrefixOwners::admitted(&self.desired, &self.gating);
         for (server, config, held) in self.held().await? {
-            let Some(caller) = held.caller else {
+            let Some(caller) = held.caller.filter(|_| owners.owns(&server)) else {
                 continue;
             };
             let name = match &target {

@@ -1,6 +1,12 @@
 //! Keeps secrets out of output and logs (SPEC §9, §11): env and header
 //! values of a server's config are shown as keys only, and any text that
 //! leaves the host (stderr tails, HTTP errors, status) is scrubbed of them.
+//!
+//! URLs carry secrets too: the userinfo of `https://user:pass@host/` and the
+//! values of query parameters whose name looks like a credential
+//! (`?api_key=…`, `token`, `sig`, …, see [`is_secret_param`]). Those of a
+//! config's `url` / `httpUrl` are [`secrets`] like header values, and a URL
+//! printed as such goes through [`mask_url`].
 
 use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::ServerConfig;
@@ -9,7 +15,8 @@ use mcp_reconcile_kernel::ServerConfig;
 pub const MASK: &str = "***";
 
 /// The secret values of `config`: every string value of `env` and `headers`,
-/// plus the `oauth.clientSecret`. Values shorter than 3 characters are left
+/// the `oauth.clientSecret`, and the URL secrets of `url` and `httpUrl` (see
+/// [`url_secrets`]). Values shorter than 3 characters are left
 /// out (masking every "1" in a message would make it unreadable and hides
 /// nothing worth hiding).
 pub fn secrets(config: &ServerConfig) -> Vec<String> {
@@ -22,6 +29,11 @@ pub fn secrets(config: &ServerConfig) -> Vec<String> {
     if let Some(Value::Object(oauth)) = config.get("oauth") {
         if let Some(secret) = oauth.get("clientSecret").and_then(Value::as_str) {
             out.push(secret.to_owned());
+        }
+    }
+    for field in ["url", "httpUrl"] {
+        if let Some(url) = config.get(field).and_then(Value::as_str) {
+            out.extend(url_secrets(url));
         }
     }
     out.retain(|s| s.chars().count() >= 3);
@@ -45,6 +57,155 @@ pub fn redact_all(text: &str, secrets: &[String]) -> String {
         }
     }
     out
+}
+
+/// Whether a query parameter named `name` carries a credential: `token`,
+/// `access_token`, `key`, `api_key`, `apikey`, `secret`, `client_secret`,
+/// `password`, `passwd`, `auth`, `sig`, `signature`, `code` (an OAuth
+/// authorization code), or any name ending in
+/// `_key`, `-key`, `_token`, `-token`, `_secret`, `-secret` (ASCII case
+/// ignored, after percent-decoding).
+pub fn is_secret_param(name: &str) -> bool {
+    const NAMES: [&str; 13] = [
+        "token",
+        "access_token",
+        "key",
+        "api_key",
+        "apikey",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "auth",
+        "sig",
+        "signature",
+        "code",
+    ];
+    const SUFFIXES: [&str; 6] = ["_key", "-key", "_token", "-token", "_secret", "-secret"];
+    let name = percent_decode(name).to_ascii_lowercase();
+    NAMES.contains(&name.as_str()) || SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// The parts of `url` (as written, not normalized) a URL masks: the
+/// userinfo (the text before the last `@` of the authority) and the
+/// `(name, value)` query pairs, each with its byte range in `url`.
+struct UrlParts<'a> {
+    userinfo: Option<(usize, &'a str)>,
+    query: Vec<(&'a str, usize, &'a str)>,
+}
+
+fn url_parts(url: &str) -> UrlParts<'_> {
+    let mut parts = UrlParts {
+        userinfo: None,
+        query: Vec::new(),
+    };
+    let authority_start = url.find("://").map(|i| i + 3);
+    if let Some(start) = authority_start {
+        let rest = &url[start..];
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            parts.userinfo = Some((start, &rest[..at]));
+        }
+    }
+    let after_authority = authority_start.unwrap_or(0);
+    let Some(q) = url[after_authority..]
+        .find('?')
+        .map(|i| i + after_authority + 1)
+    else {
+        return parts;
+    };
+    let query_end = url[q..].find('#').map_or(url.len(), |i| i + q);
+    let mut offset = q;
+    for pair in url[q..query_end].split('&') {
+        if let Some((name, value)) = pair.split_once('=') {
+            parts.query.push((name, offset + name.len() + 1, value));
+        }
+        offset += pair.len() + 1;
+    }
+    parts
+}
+
+/// `url` with its userinfo replaced by `***` (`https://***@host/`) and the
+/// value of every secret query parameter ([`is_secret_param`]) by `***`;
+/// everything else as written. For any text that prints a URL itself.
+pub fn mask_url(url: &str) -> String {
+    let parts = url_parts(url);
+    // (start, end) byte ranges to replace, in order.
+    let mut ranges = Vec::new();
+    if let Some((start, userinfo)) = parts.userinfo {
+        ranges.push((start, start + userinfo.len()));
+    }
+    for (name, start, value) in parts.query {
+        if is_secret_param(name) && !value.is_empty() {
+            ranges.push((start, start + value.len()));
+        }
+    }
+    let mut out = String::with_capacity(url.len());
+    let mut at = 0;
+    for (start, end) in ranges {
+        out.push_str(&url[at..start]);
+        out.push_str(MASK);
+        at = end;
+    }
+    out.push_str(&url[at..]);
+    out
+}
+
+/// The secrets of one configured URL: the whole userinfo, its user and
+/// password parts, and the value of every secret query parameter, each as
+/// written and percent-decoded (an error message may show either form).
+pub fn url_secrets(url: &str) -> Vec<String> {
+    let parts = url_parts(url);
+    let mut raw = Vec::new();
+    if let Some((_, userinfo)) = parts.userinfo {
+        raw.push(userinfo);
+        if let Some((user, password)) = userinfo.split_once(':') {
+            raw.extend([user, password]);
+        }
+    }
+    raw.extend(
+        parts
+            .query
+            .iter()
+            .filter(|(name, _, _)| is_secret_param(name))
+            .map(|(_, _, value)| *value),
+    );
+    let mut out = Vec::new();
+    for secret in raw.into_iter().filter(|s| !s.is_empty()) {
+        out.push(secret.to_owned());
+        let decoded = percent_decode(&secret.replace('+', " "));
+        if decoded != secret {
+            out.push(decoded);
+        }
+        let decoded = percent_decode(secret);
+        if decoded != secret {
+            out.push(decoded);
+        }
+    }
+    out
+}
+
+/// `text` with `%XX` escapes decoded (invalid ones and non-UTF-8 results
+/// kept as they are).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
 /// The keys of a map field (`env`, `headers`), for display without values.
@@ -74,5 +235,51 @@ mod tests {
             "failed: TOKEN=*** sent *** with *** and 1 retry"
         );
         assert_eq!(keys_of(&c, "env"), ["TOKEN", "N"]);
+    }
+
+    #[test]
+    fn url_userinfo_and_secret_query_values_are_masked() {
+        assert_eq!(
+            mask_url("https://alice:s3cr%40t@example.com:8443/mcp?api_key=K1&x=1&Token=T2#f"),
+            "https://***@example.com:8443/mcp?api_key=***&x=1&Token=***#f"
+        );
+        assert_eq!(
+            mask_url("http://h/p?access_token=a&client_secret=b&X-Api-Key=c&my_token=d&sig=e&page=2"),
+            "http://h/p?access_token=***&client_secret=***&X-Api-Key=***&my_token=***&sig=***&page=2"
+        );
+        assert_eq!(
+            mask_url("http://h/a@b?q=1"),
+            "http://h/a@b?q=1",
+            "@ in the path is no userinfo"
+        );
+        assert_eq!(mask_url("http://h/?key="), "http://h/?key=");
+        assert_eq!(mask_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn url_credentials_of_the_config_are_secrets() {
+        let c = cfg(
+            r#"{"httpUrl":"https://bob:pa%24%24word@mcp.example.com/x?api_key=KEY-123&page=7","url":"http://h/s?signature=abc%2Fdef"}"#,
+        );
+        let s = secrets(&c);
+        for expected in [
+            "bob:pa%24%24word",
+            "pa%24%24word",
+            "pa$$word",
+            "bob",
+            "KEY-123",
+            "abc%2Fdef",
+            "abc/def",
+        ] {
+            assert!(s.iter().any(|x| x == expected), "{expected} in {s:?}");
+        }
+        assert!(!s.iter().any(|x| x == "7" || x == "page"));
+        let text = "at https://bob:pa%24%24word@mcp.example.com/x?api_key=KEY-123&page=7 failed";
+        let redacted = redact(text, &c);
+        assert!(
+            !redacted.contains("KEY-123") && !redacted.contains("word"),
+            "{redacted}"
+        );
+        assert!(redacted.contains("page=7"), "{redacted}");
     }
 }

@@ -678,7 +678,8 @@ fn check_http_url(url: &str) -> Result<(), String> {
     match reqwest::Url::parse(url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(()),
         _ => Err(format!(
-            "has an invalid URL `{url}` (expected http:// or https://)"
+            "has an invalid URL `{}` (expected http:// or https://)",
+            crate::redact::mask_url(url)
         )),
     }
 }
@@ -691,6 +692,7 @@ fn finish_remote(
     failure: Failure,
     url: &str,
 ) -> Result<Connection, ConnectError> {
+    let url = crate::redact::mask_url(url);
     match outcome {
         Ok(Ok((service, catalog))) => Ok(start(
             ctx,

@@ -1,5 +1,5 @@
 //! What streamable HTTP and legacy SSE share: the HTTP client (no proxy, the configured
-//! headers), and [`Watched`], a transport wrapper that turns the first transport failure into
+//! headers, redirects only within the origin), and [`Watched`], a transport wrapper that turns the first transport failure into
 //! the end of the connection and remembers why (the HTTP status or transport error), because
 //! rmcp's service loop only says "closed".
 
@@ -23,12 +23,51 @@ const TRANSPORT_HEADERS: [&str; 4] = [
     "last-event-id",
 ];
 
-/// An HTTP client that never goes through a proxy (servers are reached as configured).
+/// How many redirects (all within the origin) one request may follow.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// An HTTP client that never goes through a proxy (servers are reached as configured) and
+/// follows redirects only within the origin ([`redirect_policy`]).
 pub fn http_client() -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .no_proxy()
+        .redirect(redirect_policy())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Follows a redirect only to the origin (scheme, host and port) of the request's first URL,
+/// at most [`MAX_REDIRECTS`] times; a redirect to another origin fails the request.
+///
+/// reqwest keeps every header on a redirect except `Authorization`, `Cookie` and the like,
+/// which it drops only when the host changes; the configured headers (an `X-Api-Key`, say)
+/// would reach whatever host the server redirects to. Stopping at the origin boundary means
+/// they never leave the origin the user configured.
+pub fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let next = attempt.url();
+        let first = attempt.previous().first();
+        if first.is_some_and(|first| first.origin() != next.origin()) {
+            let message = cross_origin_message(next.as_str());
+            return attempt.error(message);
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!(
+                "stopped after {MAX_REDIRECTS} redirects; use the final URL in the config"
+            ));
+        }
+        attempt.follow()
+    })
+}
+
+/// Why a cross-origin redirect was not followed (the target URL with its credentials
+/// masked).
+pub fn cross_origin_message(target: &str) -> String {
+    format!(
+        "redirected to another origin ({}); headers are not sent there — use the final URL \
+         in the config",
+        crate::redact::mask_url(target)
+    )
 }
 
 /// The configured `headers`, every value marked sensitive (never printed by `Debug`). Headers
@@ -208,6 +247,111 @@ mod tests {
         assert!(
             bad.contains("`headers.X`") && !bad.contains("a\nb"),
             "{bad}"
+        );
+    }
+
+    /// A one-request-per-connection HTTP server on 127.0.0.1 that answers with `respond(head)`
+    /// and records every request head it saw.
+    async fn tiny_server(
+        respond: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).into_owned();
+                log.lock().expect("log").push(head.clone());
+                let _ = socket.write_all(respond(&head).as_bytes()).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        (port, seen)
+    }
+
+    fn redirect_to(location: &str) -> String {
+        format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+    }
+
+    const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+
+    #[tokio::test]
+    async fn configured_headers_never_follow_a_redirect_to_another_origin() {
+        let (other, other_seen) = tiny_server(|_| OK.to_owned()).await;
+        let target = format!("http://127.0.0.1:{other}/mcp?api_key=leaked");
+        let (first, first_seen) = tiny_server(move |_| redirect_to(&target)).await;
+        let client = http_client().expect("client");
+        let error = client
+            .post(format!("http://127.0.0.1:{first}/mcp"))
+            .header("X-Api-Key", "hdr-secret")
+            .send()
+            .await
+            .expect_err("a cross-origin redirect is refused");
+        let text = super::super::session::describe(&error);
+        assert!(
+            text.contains("redirected to another origin (http://127.0.0.1:")
+                && text.contains("headers are not sent there — use the final URL in the config")
+                && text.contains("api_key=***")
+                && !text.contains("leaked"),
+            "{text}"
+        );
+        assert_eq!(first_seen.lock().expect("log").len(), 1);
+        assert!(
+            other_seen.lock().expect("log").is_empty(),
+            "the other origin got a request"
+        );
+    }
+
+    #[tokio::test]
+    async fn same_origin_redirects_are_followed_up_to_the_limit() {
+        let (port, seen) = tiny_server(|head| {
+            let path = head.split_whitespace().nth(1).unwrap_or("/");
+            match path
+                .strip_prefix("/hop/")
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                Some(0) => OK.to_owned(),
+                Some(n) => redirect_to(&format!("/hop/{}", n - 1)),
+                None => OK.to_owned(),
+            }
+        })
+        .await;
+        let client = http_client().expect("client");
+        let response = client
+            .get(format!("http://127.0.0.1:{port}/hop/{MAX_REDIRECTS}"))
+            .header("X-Api-Key", "hdr-secret")
+            .send()
+            .await
+            .expect("ten same-origin redirects are followed");
+        assert!(response.status().is_success());
+        let heads = seen.lock().expect("log").clone();
+        assert_eq!(heads.len(), MAX_REDIRECTS + 1);
+        assert!(heads
+            .iter()
+            .all(|h| h.to_ascii_lowercase().contains("x-api-key: hdr-secret")));
+
+        let error = client
+            .get(format!("http://127.0.0.1:{port}/hop/{}", MAX_REDIRECTS + 1))
+            .send()
+            .await
+            .expect_err("one more is too many");
+        assert!(
+            super::super::session::describe(&error).contains("stopped after 10 redirects"),
+            "{error}"
         );
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
-    PingRequest, ProgressNotificationParam, ProtocolVersion,
+    PaginatedRequestParams, PingRequest, ProgressNotificationParam, ProtocolVersion,
 };
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpError;
@@ -25,6 +25,8 @@ use tokio::task::JoinHandle;
 use super::progress::ProgressRouter;
 use super::remote::Failure;
 use super::stdio::ChildProcess;
+use crate::view::drop_invalid_names;
+
 use super::{
     with_stderr, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Ctx,
     ElicitationResponder, KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
@@ -73,29 +75,87 @@ where
     }
 }
 
-/// Lists every page of tools, prompts and resources the server has capabilities for.
-pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, String> {
+/// Most pages one listing (`tools/list`, `prompts/list`, `resources/list`) may take.
+pub const MAX_LIST_PAGES: usize = 100;
+/// Most items one listing may return, over all its pages.
+pub const MAX_LIST_ITEMS: usize = 10_000;
+
+/// Why listing the catalog failed.
+#[derive(Debug)]
+pub(super) enum ListError {
+    /// The request failed (transport, MCP error).
+    Failed(String),
+    /// The server broke a listing cap ([`MAX_LIST_PAGES`], [`MAX_LIST_ITEMS`]): it is
+    /// misbehaving and the connection ends, as after a crash.
+    Misbehaving(String),
+}
+
+impl std::fmt::Display for ListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListError::Failed(e) | ListError::Misbehaving(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Follows `nextCursor` from the first page of `method`, at most [`MAX_LIST_PAGES`] pages and
+/// [`MAX_LIST_ITEMS`] items (rmcp's own `list_all_*` follow a server's cursors forever).
+async fn list_pages<T, F, Fut>(method: &str, mut page: F) -> Result<Vec<T>, ListError>
+where
+    F: FnMut(Option<PaginatedRequestParams>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let mut items = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let (page_items, next) = page(params).await.map_err(|e| {
+            ListError::Failed(format!("{method} failed: {}", describe_service_error(&e)))
+        })?;
+        if items.len() + page_items.len() > MAX_LIST_ITEMS {
+            return Err(ListError::Misbehaving(format!(
+                "{method} returned more than {MAX_LIST_ITEMS} items; the server is misbehaving"
+            )));
+        }
+        items.extend(page_items);
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(items),
+        }
+    }
+    Err(ListError::Misbehaving(format!(
+        "{method} returned more than {MAX_LIST_PAGES} pages; the server is misbehaving"
+    )))
+}
+
+/// Lists every page of tools, prompts and resources the server has capabilities for, within
+/// the caps of [`list_pages`].
+pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, ListError> {
     let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
     let offers =
         |has: fn(&rmcp::model::ServerCapabilities) -> bool| capabilities.as_ref().is_none_or(has);
     let mut catalog = Catalog::default();
     if offers(|c| c.tools.is_some()) {
-        catalog.tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {}", describe_service_error(&e)))?;
+        catalog.tools = list_pages("tools/list", |p| async move {
+            peer.list_tools(p).await.map(|r| (r.tools, r.next_cursor))
+        })
+        .await?;
     }
     if offers(|c| c.prompts.is_some()) {
-        catalog.prompts = peer
-            .list_all_prompts()
-            .await
-            .map_err(|e| format!("prompts/list failed: {}", describe_service_error(&e)))?;
+        catalog.prompts = list_pages("prompts/list", |p| async move {
+            peer.list_prompts(p)
+                .await
+                .map(|r| (r.prompts, r.next_cursor))
+        })
+        .await?;
     }
     if offers(|c| c.resources.is_some()) {
-        catalog.resources = peer
-            .list_all_resources()
-            .await
-            .map_err(|e| format!("resources/list failed: {}", describe_service_error(&e)))?;
+        catalog.resources = list_pages("resources/list", |p| async move {
+            peer.list_resources(p)
+                .await
+                .map(|r| (r.resources, r.next_cursor))
+        })
+        .await?;
     }
     Ok(catalog)
 }
@@ -192,6 +252,7 @@ pub(super) fn start(
     pid: Option<u32>,
 ) -> Connection {
     let ctx = Arc::new(ctx);
+    let catalog = drop_invalid_names(&ctx.name, catalog);
     let peer = service.peer().clone();
     let progress = service.service().progress.clone();
     let relister = tokio::spawn(follow_list_changes(
@@ -224,21 +285,23 @@ pub(super) fn start(
 }
 
 /// Re-lists the whole catalog after each (coalesced) `list_changed`, one listing at a time, so
-/// events arrive in order and the last one is current.
+/// events arrive in order and the last one is current. Returns (ending the connection) when a
+/// listing breaks a cap: why the server is misbehaving.
 async fn follow_list_changes(
     ctx: Arc<Ctx>,
     peer: Peer<RoleClient>,
     relist: Arc<Notify>,
     generation: u64,
     events: mpsc::UnboundedSender<ConnEvent>,
-) {
+) -> Option<String> {
     loop {
         relist.notified().await;
         if peer.is_transport_closed() {
-            return;
+            return None;
         }
         match tokio::time::timeout(RELIST_TIMEOUT, list_catalog(&peer)).await {
             Ok(Ok(catalog)) => {
+                let catalog = drop_invalid_names(&ctx.name, catalog);
                 tracing::info!(server = %ctx.name, tools = catalog.tools.len(), "catalog changed");
                 let event = ConnEvent::CatalogChanged {
                     server: ctx.name.clone(),
@@ -246,11 +309,12 @@ async fn follow_list_changes(
                     catalog,
                 };
                 if events.send(event).is_err() {
-                    return;
+                    return None;
                 }
             }
+            Ok(Err(ListError::Misbehaving(e))) => return Some(e),
             Ok(Err(e)) => {
-                tracing::warn!(server = %ctx.name, "re-listing after list_changed: {}", ctx.redact(&e));
+                tracing::warn!(server = %ctx.name, "re-listing after list_changed: {}", ctx.redact(&e.to_string()));
             }
             Err(_) => tracing::warn!(server = %ctx.name, "re-listing after list_changed timed out"),
         }
@@ -262,7 +326,7 @@ struct Supervised {
     generation: u64,
     events: mpsc::UnboundedSender<ConnEvent>,
     service: Service,
-    relister: JoinHandle<()>,
+    relister: JoinHandle<Option<String>>,
     ending: Ending,
     shutdown: oneshot::Receiver<()>,
 }
@@ -273,6 +337,8 @@ enum Cause {
     ServiceEnded,
     Exited,
     KeepaliveFailed(String),
+    /// A re-listing broke a cap (why).
+    Misbehaving(String),
 }
 
 /// Waits for a requested close or the connection's own end, then tears everything down; on its
@@ -283,9 +349,9 @@ async fn supervise(s: Supervised) {
         generation,
         events,
         service,
-        relister,
         mut ending,
         mut shutdown,
+        mut relister,
     } = s;
     let peer = service.peer().clone();
     let cancel = service.cancellation_token();
@@ -310,6 +376,7 @@ async fn supervise(s: Supervised) {
                 Cause::ServiceEnded
             }
             cause = ended_on_its_own => cause,
+            Ok(Some(why)) = &mut relister => Cause::Misbehaving(why),
         }
     };
     relister.abort();
@@ -330,6 +397,11 @@ async fn supervise(s: Supervised) {
             tracing::info!(server = %ctx.name, "closed");
             return;
         }
+        (Ending::Process(mut process), Cause::Misbehaving(why)) => {
+            process.stop().await;
+            format!("{why}; stopped it")
+        }
+        (Ending::Remote(_), Cause::Misbehaving(why)) => format!("{why}; disconnected"),
         (Ending::Process(mut process), _) => {
             let status = match process.wait_exit(SETTLE).await {
                 Some(status) => format!("exited ({status})"),

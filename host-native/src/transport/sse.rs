@@ -22,10 +22,11 @@ use rmcp::RoleClient;
 use sse_stream::{Sse, SseStream};
 
 use super::remote::Failure;
+use crate::redact::mask_url;
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
-/// Why the SSE transport failed.
+/// Why the SSE transport failed. Every URL in it went through [`mask_url`].
 #[derive(Debug, thiserror::Error)]
 pub enum SseError {
     #[error("{0} is not an http(s) URL")]
@@ -81,9 +82,10 @@ impl SseTransport {
         headers: HeaderMap,
         failure: Failure,
     ) -> Result<Self, SseError> {
-        let base = Url::parse(url).map_err(|_| SseError::BadUrl(url.to_owned()))?;
+        let shown = mask_url(url);
+        let base = Url::parse(url).map_err(|_| SseError::BadUrl(shown.clone()))?;
         if !matches!(base.scheme(), "http" | "https") {
-            return Err(SseError::BadUrl(url.to_owned()));
+            return Err(SseError::BadUrl(shown));
         }
         let response = client
             .get(base.clone())
@@ -92,12 +94,12 @@ impl SseTransport {
             .send()
             .await
             .map_err(|source| SseError::Connect {
-                url: url.to_owned(),
+                url: shown.clone(),
                 source: source.without_url(),
             })?;
         if !response.status().is_success() {
             return Err(SseError::OpenStatus {
-                url: url.to_owned(),
+                url: shown,
                 status: response.status().as_u16(),
             });
         }
@@ -112,7 +114,7 @@ impl SseTransport {
             .starts_with("text/event-stream")
         {
             return Err(SseError::NotEventStream {
-                url: url.to_owned(),
+                url: shown,
                 content_type,
             });
         }
@@ -138,7 +140,7 @@ impl SseTransport {
                 None => return Err(SseError::NoEndpoint),
             }
         };
-        tracing::debug!(%endpoint, "legacy SSE session opened");
+        tracing::debug!(endpoint = %mask_url(endpoint.as_str()), "legacy SSE session opened");
         Ok(SseTransport {
             client,
             endpoint,
@@ -162,7 +164,7 @@ impl Transport<RoleClient> for SseTransport {
             .post(self.endpoint.clone())
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let url = self.endpoint.to_string();
+        let url = mask_url(self.endpoint.as_str());
         async move {
             let response = request
                 .body(body?)

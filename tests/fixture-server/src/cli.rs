@@ -98,6 +98,32 @@ pub struct Args {
     /// request gets 200 with a garbage `application/json` body).
     #[arg(long, env = "FIXTURE_GARBAGE", value_parser = BoolishValueParser::new())]
     pub garbage: bool,
+
+    /// A catalog fault: `endless-pages` answers every `tools/list` with the tools and a
+    /// `nextCursor`, forever; `bad-names` also offers tools and prompts named as MCP clients
+    /// reject (see [`bad_names`]) next to the valid ones.
+    #[arg(long, env = "FIXTURE_FAULT", value_name = "FAULT", value_enum)]
+    pub fault: Option<Fault>,
+}
+
+/// What `--fault` breaks in the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// Every `tools/list` page has a next cursor.
+    EndlessPages,
+    /// Tools and prompts with invalid names too.
+    BadNames,
+}
+
+/// The extra tool and prompt names `--fault bad-names` offers: a control sequence, 5,000
+/// characters, a space, and a valid 120-character name whose qualified name is too long.
+pub fn bad_names() -> Vec<String> {
+    vec![
+        "bad\u{1b}[2Jname".to_owned(),
+        "x".repeat(5000),
+        "with space".to_owned(),
+        "q".repeat(120),
+    ]
 }
 
 const AFTER_HELP: &str = "\

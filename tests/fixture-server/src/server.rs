@@ -18,7 +18,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use crate::cli::{Args, PromptKind, ToolKind};
+use crate::cli::{bad_names, Args, Fault, PromptKind, ToolKind};
 
 /// What every connection offers; shared by all HTTP sessions.
 #[derive(Debug)]
@@ -29,6 +29,7 @@ pub struct Catalog {
     pub resources: u32,
     pub tool_prefix: String,
     pub change_tools_after: Option<Duration>,
+    pub fault: Option<Fault>,
 }
 
 impl Catalog {
@@ -40,6 +41,7 @@ impl Catalog {
             resources: args.resources,
             tool_prefix: args.tool_prefix.clone(),
             change_tools_after: args.change_tools_after.map(Duration::from_millis),
+            fault: args.fault,
         }
     }
 }
@@ -148,7 +150,7 @@ impl ServerHandler for Fixture {
         let mut tools = ToolsCapability::default();
         tools.list_changed = Some(self.catalog.change_tools_after.is_some());
         capabilities.tools = Some(tools);
-        if !self.catalog.prompts.is_empty() {
+        if !self.catalog.prompts.is_empty() || self.catalog.fault == Some(Fault::BadNames) {
             capabilities.prompts = Some(PromptsCapability::default());
         }
         if self.catalog.resources > 0 {
@@ -189,7 +191,20 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.offered_tools().map(|t| self.describe(t)).collect();
+        let mut tools: Vec<Tool> = self.offered_tools().map(|t| self.describe(t)).collect();
+        match self.catalog.fault {
+            Some(Fault::EndlessPages) => {
+                let mut page = ListToolsResult::with_all_items(tools);
+                page.next_cursor = Some("fixture-next-page".to_owned());
+                return Ok(page);
+            }
+            Some(Fault::BadNames) => {
+                tools.extend(bad_names().into_iter().map(|name| {
+                    Tool::new(name, "A badly named tool.", object_schema(json!({}), &[]))
+                }))
+            }
+            None => {}
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -214,8 +229,20 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let prompts = self.catalog.prompts.iter().map(|&p| describe_prompt(p));
-        Ok(ListPromptsResult::with_all_items(prompts.collect()))
+        let mut prompts: Vec<Prompt> = self
+            .catalog
+            .prompts
+            .iter()
+            .map(|&p| describe_prompt(p))
+            .collect();
+        if self.catalog.fault == Some(Fault::BadNames) {
+            prompts.extend(
+                bad_names()
+                    .into_iter()
+                    .map(|name| Prompt::new(name, Some("A badly named prompt."), None)),
+            );
+        }
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(

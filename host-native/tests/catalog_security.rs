@@ -1,0 +1,188 @@
+//! End-to-end: what a server lists cannot hurt the host or its clients. A server that pages
+//! `tools/list` forever ends `failed` (bounded), tools and prompts with names MCP clients
+//! reject are dropped while the valid ones are offered, and a server whose sanitized tool
+//! prefix another server owns is neither offered nor routed to.
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+
+use common::*;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+/// A running `serve` with an rmcp client on its stdio; the process group is killed on drop.
+struct Served {
+    child: tokio::process::Child,
+    client: RunningService<RoleClient, ()>,
+    log: std::path::PathBuf,
+}
+
+impl Served {
+    async fn start(p: &Project) -> Served {
+        let log = p.path("serve.log");
+        let err = fs::File::create(&log).expect("log file");
+        let mut command = std::process::Command::new(cli());
+        command
+            .arg("serve")
+            .args(p.flags())
+            .args(["--debounce-ms", "150"])
+            .env("MCP_RECONCILE_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .process_group(0);
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .expect("serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let client = tokio::time::timeout(PATIENCE, ().serve((stdout, stdin)))
+            .await
+            .expect("handshake in time")
+            .expect("the gateway completes the MCP handshake");
+        Served { child, client, log }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn tool_names(&self) -> Vec<String> {
+        let tools = tokio::time::timeout(PATIENCE, self.client.list_all_tools())
+            .await
+            .expect("tools/list in time")
+            .expect("tools/list");
+        tools.into_iter().map(|t| t.name.into_owned()).collect()
+    }
+
+    async fn prompt_names(&self) -> Vec<String> {
+        let prompts = tokio::time::timeout(PATIENCE, self.client.list_all_prompts())
+            .await
+            .expect("prompts/list in time")
+            .expect("prompts/list");
+        prompts.into_iter().map(|p| p.name).collect()
+    }
+
+    async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        tokio::time::timeout(PATIENCE, self.client.call_tool(params))
+            .await
+            .expect("tools/call in time")
+            .expect("tools/call answers (a tool error is a result)")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let pgid = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+fn with_args(mut server: Value, extra: &[&str]) -> Value {
+    if let Some(args) = server["args"].as_array_mut() {
+        args.extend(extra.iter().map(|a| json!(a)));
+    }
+    server
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn last_error(status: &[Value], name: &str) -> String {
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .and_then(|s| s["lastError"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_server_that_pages_forever_ends_failed_with_the_pages_error() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "endless": with_args(p.server("endless", "echo"), &["--fault", "endless-pages"]),
+        "fine": p.server("fine", "echo"),
+    }}));
+    let watch = p.watch();
+    let status = p.wait_for("endless to fail", |s| {
+        state_of(s, "endless") == "failed" && state_of(s, "fine") == "connected"
+    });
+    let error = last_error(&status, "endless");
+    assert!(
+        error.contains("tools/list returned more than 100 pages; the server is misbehaving"),
+        "{error}"
+    );
+    drop(watch);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_tool_and_prompt_names_are_dropped_and_valid_ones_offered() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "bad": with_args(p.server("bad", "echo"), &["--prompts", "greet", "--fault", "bad-names"]),
+    }}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__bad__echo"]);
+    assert_eq!(served.prompt_names().await, ["mcp__bad__greet"]);
+    let echoed = served.call("mcp__bad__echo", json!({"text": "hi"})).await;
+    assert_eq!(text(&echoed), "hi");
+
+    let log = served.log();
+    let warnings = log
+        .lines()
+        .filter(|l| l.contains("not offering tool"))
+        .count();
+    assert_eq!(warnings, 4, "one warning per dropped tool:\n{log}");
+    assert!(
+        log.contains(r#"not offering tool "bad\e[2Jname""#),
+        "the control sequence is escaped:\n{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "no raw escape in the log");
+    assert!(log.contains("(5000 characters)"), "{log}");
+    assert!(log.contains("more than 128"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_server_with_the_same_tool_prefix_is_not_offered_nor_routed_to() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "fs_tools": p.server("fs_tools", "echo"),
+        "fs.tools": p.server("fs.tools", "echo,add"),
+    }}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__fs_tools__echo"]);
+
+    // `add` only exists on the later server: the call must not reach it.
+    let sum = served
+        .call("mcp__fs_tools__add", json!({"a": 2, "b": 3}))
+        .await;
+    assert_eq!(sum.is_error, Some(true), "{}", text(&sum));
+    assert!(!text(&sum).contains('5'), "{}", text(&sum));
+    assert!(p.spawns("fs.tools") >= 1, "the later server still runs");
+
+    let status = p.status();
+    let error = last_error(&status, "fs.tools");
+    let expected = "server \"fs.tools\" is not offered: its tool prefix mcp__fs_tools__ is taken \
+                    by \"fs_tools\"; rename one of them";
+    assert_eq!(error, expected);
+    assert!(served.log().contains(expected), "{}", served.log());
+    assert_eq!(last_error(&status, "fs_tools"), "");
+}
