@@ -238,14 +238,7 @@ fn brief(config: &ServerConfig) -> String {
             let shown = if key == "command" {
                 s.clone()
             } else {
-                // Scheme and host only: a URL can carry credentials.
-                s.split(['?', '#'])
-                    .next()
-                    .unwrap_or_default()
-                    .rsplit('@')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned()
+                crate::redact::mask_url(s)
             };
             return format!("{key} {}", safe(&Value::from(shown.as_str()).to_json()));
         }
