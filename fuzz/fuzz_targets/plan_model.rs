@@ -49,6 +49,7 @@ struct Input {
     excluded: Option<Vec<u8>>,
     allowed: Option<Vec<u8>>,
     cap: Option<Vec<u8>>,
+    workspace_allowed: Option<Vec<u8>>,
     pending: Option<Vec<u8>>,
     trusted: bool,
     pool: bool,
@@ -155,6 +156,7 @@ fuzz_target!(|input: Input| {
         excluded: list(&input.excluded, pattern),
         allowed: list(&input.allowed, pattern),
         cap: list(&input.cap, pattern),
+        workspace_allowed: list(&input.workspace_allowed, pattern),
         pending: list(&input.pending, name),
     };
     let mode = if input.pool { Mode::Pool } else { Mode::Session };
