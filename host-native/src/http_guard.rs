@@ -37,7 +37,7 @@ use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 /// The default of `--max-sessions`.
-pub const DEFAULT_MAX_SESSIONS: usize = 64;
+pub const DEFAULT_MAX_SESSIONS: u32 = 64;
 /// The default of `--session-idle-secs`.
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 600;
 
@@ -209,7 +209,7 @@ impl GuardOptions {
         GuardOptions {
             token,
             allowed_origins: Vec::new(),
-            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS as usize,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
         }
     }
