@@ -23,6 +23,7 @@ use tokio::io::AsyncBufReadExt;
 /// A running `serve --http`; its process group is killed on drop.
 struct Served {
     child: tokio::process::Child,
+    _group: Group,
     url: String,
     port: u16,
     token_file: PathBuf,
@@ -47,6 +48,8 @@ impl Served {
         let mut child = tokio::process::Command::from(command)
             .spawn()
             .expect("serve starts");
+        // From here on a failed assertion still kills serve.
+        let group = Group(child.id().expect("a pid"));
         let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut lines = Vec::new();
         for _ in 0..2 {
@@ -55,7 +58,6 @@ impl Served {
                 .expect("serve prints in time")
                 .expect("stdout");
             let Some(line) = line else {
-                let _ = child.kill().await;
                 panic!(
                     "serve did not print its URL and token file; log:\n{}",
                     fs::read_to_string(&log).unwrap_or_default()
@@ -72,6 +74,7 @@ impl Served {
             .unwrap_or_else(|| panic!("unexpected URL {url}"));
         Served {
             child,
+            _group: group,
             url,
             port,
             token_file,
@@ -89,17 +92,21 @@ impl Served {
     }
 
     /// SIGTERM, then waits for the exit.
-    async fn stop(mut self) -> std::process::ExitStatus {
-        if let Some(pid) = self.child.id() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        tokio::time::timeout(PATIENCE, self.child.wait())
+    async fn stop(self) -> std::process::ExitStatus {
+        let Served {
+            mut child, _group, ..
+        } = self;
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(_group.0 as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let status = tokio::time::timeout(PATIENCE, child.wait())
             .await
             .expect("serve exits on SIGTERM")
-            .expect("wait")
+            .expect("wait");
+        // Reaped: its pid may be reused, so the guard must not signal it any more.
+        std::mem::forget(_group);
+        status
     }
 
     /// A POST of `body` to /mcp with the MCP headers and `headers`.
@@ -141,12 +148,15 @@ impl Served {
     }
 }
 
-impl Drop for Served {
+/// Kills a process group on drop.
+struct Group(u32);
+
+impl Drop for Group {
     fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let pgid = nix::unistd::Pid::from_raw(pid as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
@@ -513,13 +523,13 @@ async fn refused_start(p: &Project, extra: &[&str]) -> String {
         .kill_on_drop(true)
         .spawn()
         .expect("serve starts");
-    let pid = child.id().unwrap_or(0);
-    let output = tokio::time::timeout(PATIENCE, child.wait_with_output()).await;
-    let _ = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    let output = output.expect("serve refuses in time").expect("output");
+    let group = Group(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("serve refuses to start in time (the guard kills it otherwise)")
+        .expect("output");
+    // It exited by itself and was reaped: its pid may be reused.
+    std::mem::forget(group);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
