@@ -109,11 +109,11 @@ struct ServeArgs {
     /// With --http: at most N MCP sessions at once; a new one beyond that
     /// gets 503.
     #[arg(long, value_name = "N", default_value_t = mcp_reconcile::http_guard::DEFAULT_MAX_SESSIONS,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..), requires = "http")]
     max_sessions: u32,
     /// With --http: close a session after SECS without a request.
     #[arg(long, value_name = "SECS", default_value_t = mcp_reconcile::http_guard::DEFAULT_SESSION_IDLE_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
     session_idle_secs: u64,
 }
 
