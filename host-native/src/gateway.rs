@@ -13,8 +13,9 @@
 //! * after the host announces a catalog change ([`HostEvent::CatalogChanged`]), every client
 //!   gets `notifications/{tools,prompts,resources}/list_changed` for the lists that changed.
 //!
-//! Over stdio there is one client; over streamable HTTP ([`serve_http`], loopback only) every
-//! client session is served by a clone of the same [`Gateway`].
+//! Over stdio there is one client; over streamable HTTP ([`serve_http`], loopback only, behind
+//! [`http_guard`](crate::http_guard)) every client session is served by a clone of the same
+//! [`Gateway`].
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -344,24 +345,30 @@ impl ServerHandler for Gateway {
 }
 
 /// Serves `gateway` over streamable HTTP at `http://ADDR/mcp`; every client session shares
-/// the one host. Only loopback addresses are accepted (port 0 picks a free port). Returns the
-/// bound address; the server stops when `stop` is cancelled.
+/// the one host. Only loopback addresses are accepted (port 0 picks a free port). Every
+/// request passes [`http_guard::check`](crate::http_guard::check) first (Host, Origin, bearer
+/// token, session cap); sessions idle for `guard.session_idle` are closed. Returns the bound
+/// address; the server stops when `stop` is cancelled.
 ///
 /// # Errors
 /// A non-loopback address, or the address cannot be bound.
 pub async fn serve_http(
     addr: SocketAddr,
     gateway: Gateway,
+    guard: crate::http_guard::GuardOptions,
     stop: CancellationToken,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use crate::http_guard::{check, Guard};
+    use rmcp::transport::streamable_http_server::session::local::{
+        LocalSessionManager, SessionConfig,
+    };
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
     if !addr.ip().is_loopback() {
         anyhow::bail!(
             "--http {addr}: only a loopback address (127.0.0.1, [::1]) is allowed; the gateway \
-             has no authentication"
+             must not be reachable from other machines"
         );
     }
     let listener = tokio::net::TcpListener::bind(addr)
@@ -370,14 +377,21 @@ pub async fn serve_http(
     let bound = listener
         .local_addr()
         .context("cannot read the bound address")?;
-    let mut config = StreamableHttpServerConfig::default();
+    let mut config = StreamableHttpServerConfig::default()
+        // Also rmcp's own DNS-rebinding check, with the port (the guard checks first).
+        .with_allowed_hosts(Guard::loopback_hosts(bound.port()));
     config.cancellation_token = stop.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(gateway.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let mut sessions = LocalSessionManager::default();
+    let mut session_config = SessionConfig::default();
+    // An idle session's worker stops and rmcp removes it from the manager.
+    session_config.keep_alive = Some(guard.session_idle);
+    sessions.session_config = session_config;
+    let sessions = Arc::new(sessions);
+    let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
+    let guard = Arc::new(Guard::new(guard, bound.port(), sessions));
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(guard, check));
     let task = tokio::spawn(async move {
         let shutdown = async move { stop.cancelled().await };
         if let Err(e) = axum::serve(listener, router)

@@ -22,6 +22,7 @@ pub mod demo;
 pub mod display;
 pub mod gateway;
 pub mod host;
+pub mod http_guard;
 pub mod inputs;
 pub mod ipc;
 pub mod pool;

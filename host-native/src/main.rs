@@ -92,9 +92,31 @@ struct ServeArgs {
     #[command(flatten)]
     layers: LayerFlags,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback
-    /// only, e.g. 127.0.0.1:8931; port 0 picks one and prints the URL).
+    /// only, e.g. 127.0.0.1:8931; port 0 picks one). Prints the URL, then
+    /// the path of the file holding the bearer token every request must
+    /// send as `Authorization: Bearer <token>` (a new random token per run,
+    /// in a 0600 file in the state dir, removed at exit).
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
+    /// With --http: use the token on the first line of this file instead of
+    /// a random one. The file must not be accessible by group or others
+    /// (`chmod 600`).
+    #[arg(long, value_name = "PATH", requires = "http")]
+    token_file: Option<std::path::PathBuf>,
+    /// With --http: let browser pages from ORIGIN call (exact match, e.g.
+    /// http://localhost:5173; repeatable). Requests with any other Origin
+    /// header are refused (403); requests without one are not affected.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// With --http: at most N MCP sessions at once; a new one beyond that
+    /// gets 503.
+    #[arg(long, value_name = "N", default_value_t = mcp_reconcile::http_guard::DEFAULT_MAX_SESSIONS,
+          value_parser = clap::value_parser!(u32).range(1..), requires = "http")]
+    max_sessions: u32,
+    /// With --http: close a session after SECS without a request.
+    #[arg(long, value_name = "SECS", default_value_t = mcp_reconcile::http_guard::DEFAULT_SESSION_IDLE_SECS,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    session_idle_secs: u64,
 }
 
 #[derive(Args, Debug)]
@@ -413,7 +435,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(control_tx);
     let result = match args.http {
         None => serve_stdio(gateway).await,
-        Some(addr) => serve_http(addr, gateway).await,
+        Some(addr) => serve_http(addr, &args, gateway).await,
     };
     handle.shutdown();
     let _ = host_task.await;
@@ -440,16 +462,47 @@ async fn serve_stdio(gateway: gateway::Gateway) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Until SIGTERM / Ctrl-C. Prints the URL on stdout.
-async fn serve_http(addr: std::net::SocketAddr, gateway: gateway::Gateway) -> anyhow::Result<()> {
+/// Until SIGTERM / Ctrl-C. Prints the URL on stdout, then the path of the
+/// token file (both also on stderr); the token itself is never printed.
+async fn serve_http(
+    addr: std::net::SocketAddr,
+    args: &ServeArgs,
+    gateway: gateway::Gateway,
+) -> anyhow::Result<()> {
+    use mcp_reconcile::http_guard::{GuardOptions, Token, TokenFile};
+    // Kept until the server stopped: dropping it removes the file.
+    let mut written = None;
+    let (token, token_path) = match &args.token_file {
+        Some(path) => (Token::from_file(path)?, path.clone()),
+        None => {
+            let inputs = Inputs::new(&args.layers)?;
+            let token = Token::generate()?;
+            let file = TokenFile::write(inputs.state_dir(), &inputs.session_id(), &token)?;
+            let path = file.path().to_owned();
+            written = Some(file);
+            (token, path)
+        }
+    };
+    let guard = GuardOptions {
+        token,
+        allowed_origins: args.allow_origin.clone(),
+        max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        session_idle: std::time::Duration::from_secs(args.session_idle_secs),
+    };
     let stop = tokio_util::sync::CancellationToken::new();
-    let (bound, server) = gateway::serve_http(addr, gateway, stop.clone()).await?;
+    let (bound, server) = gateway::serve_http(addr, gateway, guard, stop.clone()).await?;
     println!("http://{bound}/mcp");
+    println!("{}", token_path.display());
     let _ = io::stdout().flush();
-    eprintln!("mcp-reconcile serve: listening on http://{bound}/mcp");
+    eprintln!(
+        "mcp-reconcile serve: listening on http://{bound}/mcp; every request must send \
+         `Authorization: Bearer <token>` with the token in {}",
+        token_path.display()
+    );
     stop_signal().await;
     stop.cancel();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;
+    drop(written);
     Ok(())
 }
 

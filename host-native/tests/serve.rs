@@ -393,6 +393,14 @@ async fn over_http_every_client_hears_list_changed() {
         .expect("stdout")
         .expect("a URL line");
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // The next line is the file with this run's bearer token.
+    let token_file = tokio::time::timeout(PATIENCE, stdout.next_line())
+        .await
+        .expect("the token file in time")
+        .expect("stdout")
+        .expect("a token file line");
+    let token = fs::read_to_string(&token_file).expect("the token file");
+    let token = token.trim().to_owned();
 
     let mut clients = Vec::new();
     for _ in 0..2 {
@@ -402,7 +410,7 @@ async fn over_http_every_client_hears_list_changed() {
             .expect("HTTP client");
         let transport = StreamableHttpClientTransport::with_client(
             http,
-            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+            StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token.clone()),
         );
         let (tx, heard) = mpsc::unbounded_channel();
         let client = tokio::time::timeout(PATIENCE, Listener { heard: tx }.serve(transport))

@@ -1,0 +1,586 @@
+//! End-to-end: `mcp-reconcile serve --http` is not an open door. A real `serve` (child
+//! process, own process group, killed on drop) on 127.0.0.1, driven with raw HTTP requests
+//! (reqwest) and with rmcp's client: bearer token, Origin / Host checks, session cap, idle
+//! expiry, the token file's mode and lifetime, `--token-file`.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+
+/// A running `serve --http`; its process group is killed on drop.
+struct Served {
+    child: tokio::process::Child,
+    _group: Group,
+    url: String,
+    port: u16,
+    token_file: PathBuf,
+    log: PathBuf,
+}
+
+impl Served {
+    /// Starts `serve --http 127.0.0.1:0` with `extra` flags; reads the URL and the token
+    /// file's path from stdout.
+    async fn start(p: &Project, extra: &[&str]) -> Served {
+        let log = p.path("serve.log");
+        let err = fs::File::create(&log).expect("log file");
+        let mut command = std::process::Command::new(cli());
+        command
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(p.flags())
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .process_group(0);
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .expect("serve starts");
+        // From here on a failed assertion still kills serve.
+        let group = Group(child.id().expect("a pid"));
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let line = tokio::time::timeout(PATIENCE, stdout.next_line())
+                .await
+                .expect("serve prints in time")
+                .expect("stdout");
+            let Some(line) = line else {
+                panic!(
+                    "serve did not print its URL and token file; log:\n{}",
+                    fs::read_to_string(&log).unwrap_or_default()
+                );
+            };
+            lines.push(line);
+        }
+        let token_file = PathBuf::from(lines.pop().unwrap_or_default());
+        let url = lines.pop().unwrap_or_default();
+        let port = url
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected URL {url}"));
+        Served {
+            child,
+            _group: group,
+            url,
+            port,
+            token_file,
+            log,
+        }
+    }
+
+    fn token(&self) -> String {
+        let text = fs::read_to_string(&self.token_file).expect("the token file");
+        text.lines().next().unwrap_or_default().trim().to_owned()
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then waits for the exit.
+    async fn stop(self) -> std::process::ExitStatus {
+        let Served {
+            mut child, _group, ..
+        } = self;
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(_group.0 as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let status = tokio::time::timeout(PATIENCE, child.wait())
+            .await
+            .expect("serve exits on SIGTERM")
+            .expect("wait");
+        // Reaped: its pid may be reused, so the guard must not signal it any more.
+        std::mem::forget(_group);
+        status
+    }
+
+    /// A POST of `body` to /mcp with the MCP headers and `headers`.
+    async fn post(&self, body: &Value, headers: &[(&str, &str)]) -> Reply {
+        let mut request = http()
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        send(request).await
+    }
+
+    /// An `initialize` POST; on success the reply has the new session's id.
+    async fn initialize(&self, headers: &[(&str, &str)]) -> Reply {
+        self.post(&initialize_body(), headers).await
+    }
+
+    /// A complete handshake (initialize + initialized) with the token; the session id.
+    async fn open_session(&self) -> String {
+        let auth = self.bearer();
+        let reply = self.initialize(&[("authorization", &auth)]).await;
+        assert_eq!(reply.status, 200, "initialize: {reply:?}");
+        let session = reply.session.clone().expect("an Mcp-Session-Id");
+        let done = self
+            .post(
+                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                &[("authorization", &auth), ("mcp-session-id", &session)],
+            )
+            .await;
+        assert_eq!(done.status, 202, "initialized: {done:?}");
+        session
+    }
+
+    fn bearer(&self) -> String {
+        format!("Bearer {}", self.token())
+    }
+}
+
+/// Kills a process group on drop.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// What came back from one request.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    www_authenticate: Option<String>,
+    session: Option<String>,
+    body: String,
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("HTTP client")
+}
+
+async fn send(request: reqwest::RequestBuilder) -> Reply {
+    let response = tokio::time::timeout(PATIENCE, request.send())
+        .await
+        .expect("an answer in time")
+        .expect("an HTTP answer");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let status = response.status().as_u16();
+    let www_authenticate = header("www-authenticate");
+    let session = header("mcp-session-id");
+    let body = tokio::time::timeout(PATIENCE, response.text())
+        .await
+        .expect("the body in time")
+        .unwrap_or_default();
+    Reply {
+        status,
+        www_authenticate,
+        session,
+        body,
+    }
+}
+
+fn initialize_body() -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "security-test", "version": "0"},
+        },
+    })
+}
+
+fn tools_list_body() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+}
+
+/// A 401 as the guard sends it.
+fn assert_unauthorized(reply: &Reply, what: &str) {
+    assert_eq!(reply.status, 401, "{what}: {reply:?}");
+    assert!(
+        reply
+            .www_authenticate
+            .as_deref()
+            .is_some_and(|v| v.starts_with("Bearer")),
+        "{what}: no `WWW-Authenticate: Bearer`: {reply:?}"
+    );
+    assert!(reply.session.is_none(), "{what}: a session was opened");
+    assert!(!reply.body.contains("mcp__"), "{what}: tools leaked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_token_nothing_is_listed_and_with_it_tools_work() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let served = Served::start(&p, &[]).await;
+
+    // The token file: in the state dir, named after the session, owner-only, 64 hex digits.
+    assert!(
+        served.token_file.starts_with(p.path("state")),
+        "{}",
+        served.token_file.display()
+    );
+    let name = served
+        .token_file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        name.starts_with("serve-") && name.ends_with(".token"),
+        "{name}"
+    );
+    let mode = fs::metadata(&served.token_file)
+        .expect("token file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "token file mode {mode:o}");
+    let token = served.token();
+    assert_eq!(token.len(), 64, "{token:?}");
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token:?}");
+
+    // No token, a wrong token of the same length, a short one, another scheme: 401.
+    assert_unauthorized(&served.initialize(&[]).await, "no token");
+    let wrong = format!("Bearer {}", "0".repeat(64));
+    assert_unauthorized(
+        &served.initialize(&[("authorization", &wrong)]).await,
+        "wrong token",
+    );
+    let short = format!("Bearer {}", &token[..10]);
+    assert_unauthorized(
+        &served.initialize(&[("authorization", &short)]).await,
+        "a prefix of the token",
+    );
+    let basic = format!("Basic {token}");
+    assert_unauthorized(
+        &served.initialize(&[("authorization", &basic)]).await,
+        "another scheme",
+    );
+
+    // A real session, then tools/list on it without the token: 401, nothing listed.
+    let session = served.open_session().await;
+    let listed = served
+        .post(&tools_list_body(), &[("mcp-session-id", &session)])
+        .await;
+    assert_unauthorized(&listed, "tools/list on a session without the token");
+    let auth = served.bearer();
+    let listed = served
+        .post(
+            &tools_list_body(),
+            &[("mcp-session-id", &session), ("authorization", &auth)],
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(listed.body.contains("mcp__a__echo"), "{listed:?}");
+
+    // rmcp's client without the token cannot even shake hands.
+    let transport = StreamableHttpClientTransport::with_client(
+        http(),
+        StreamableHttpClientTransportConfig::with_uri(served.url.clone()),
+    );
+    let refused = tokio::time::timeout(PATIENCE, ().serve(transport))
+        .await
+        .expect("an answer in time");
+    assert!(refused.is_err(), "handshake without a token succeeded");
+
+    // With it: tools listed, a call is forwarded.
+    let transport = StreamableHttpClientTransport::with_client(
+        http(),
+        StreamableHttpClientTransportConfig::with_uri(served.url.clone())
+            .auth_header(token.clone()),
+    );
+    let client = tokio::time::timeout(PATIENCE, ().serve(transport))
+        .await
+        .expect("handshake in time")
+        .expect("handshake with the token");
+    let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
+        .await
+        .expect("tools/list in time")
+        .expect("tools/list");
+    let names: Vec<String> = tools.into_iter().map(|t| t.name.into_owned()).collect();
+    assert_eq!(names, ["mcp__a__echo"]);
+    let mut params = CallToolRequestParams::new("mcp__a__echo");
+    if let Value::Object(args) = json!({"text": "through the guard"}) {
+        params = params.with_arguments(args);
+    }
+    let result = tokio::time::timeout(PATIENCE, client.call_tool(params))
+        .await
+        .expect("tools/call in time")
+        .expect("tools/call");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    assert_eq!(text, ["through the guard"]);
+    let _ = client.cancel().await;
+
+    // The token never reaches the log; the file is gone once serve stopped.
+    let token_file = served.token_file.clone();
+    let log = served.log();
+    assert!(!log.contains(&token), "the token was logged:\n{log}");
+    assert!(log.contains(&token_file.display().to_string()), "{log}");
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+    assert!(
+        !token_file.exists(),
+        "the token file outlived serve: {}",
+        token_file.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_origins_and_foreign_hosts_are_refused() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let served = Served::start(&p, &["--allow-origin", "http://localhost:5173"]).await;
+    let auth = served.bearer();
+
+    let evil = served
+        .initialize(&[("authorization", &auth), ("origin", "http://evil.example")])
+        .await;
+    assert_eq!(
+        evil.status, 403,
+        "a foreign origin, with the token: {evil:?}"
+    );
+    assert!(evil.session.is_none());
+    assert!(evil.body.contains("--allow-origin"), "{evil:?}");
+    // Exact match only: another port of an allowed host is another origin.
+    let near = served
+        .initialize(&[
+            ("authorization", &auth),
+            ("origin", "http://localhost:5174"),
+        ])
+        .await;
+    assert_eq!(near.status, 403, "{near:?}");
+    // A foreign origin without the token is refused too (and does not learn more).
+    let evil = served
+        .initialize(&[("origin", "http://evil.example")])
+        .await;
+    assert_eq!(evil.status, 403, "{evil:?}");
+
+    let allowed = served
+        .initialize(&[
+            ("authorization", &auth),
+            ("origin", "http://localhost:5173"),
+        ])
+        .await;
+    assert_eq!(allowed.status, 200, "the allowed origin: {allowed:?}");
+    assert!(allowed.session.is_some(), "{allowed:?}");
+    // The allowed origin still needs the token.
+    let allowed_no_token = served
+        .initialize(&[("origin", "http://localhost:5173")])
+        .await;
+    assert_unauthorized(&allowed_no_token, "allowed origin without the token");
+
+    // DNS rebinding: a page at evil.example resolving to 127.0.0.1 sends its own Host.
+    let port = served.port;
+    for host in [
+        "evil.example".to_owned(),
+        format!("evil.example:{port}"),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        "127.0.0.1".to_owned(),
+    ] {
+        let reply = served
+            .initialize(&[("authorization", &auth), ("host", &host)])
+            .await;
+        assert_eq!(reply.status, 403, "Host {host}: {reply:?}");
+        assert!(reply.session.is_none(), "Host {host}: {reply:?}");
+    }
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let reply = served
+            .initialize(&[("authorization", &auth), ("host", &host)])
+            .await;
+        assert_eq!(reply.status, 200, "Host {host}: {reply:?}");
+    }
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_beyond_max_sessions_get_503_until_one_closes() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let served = Served::start(&p, &["--max-sessions", "2"]).await;
+    let auth = served.bearer();
+
+    let first = served.open_session().await;
+    let _second = served.open_session().await;
+    let third = served.initialize(&[("authorization", &auth)]).await;
+    assert_eq!(
+        third.status, 503,
+        "a third session while two are open: {third:?}"
+    );
+    assert!(third.session.is_none(), "{third:?}");
+    assert!(third.body.contains("--max-sessions 2"), "{third:?}");
+    // Requests on an open session still work.
+    let listed = served
+        .post(
+            &tools_list_body(),
+            &[("mcp-session-id", &first), ("authorization", &auth)],
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+
+    // Closing one (DELETE) makes room.
+    let closed = send(
+        http()
+            .delete(&served.url)
+            .header("authorization", &auth)
+            .header("mcp-session-id", &first),
+    )
+    .await;
+    assert!(
+        (200..300).contains(&closed.status),
+        "DELETE of a session: {closed:?}"
+    );
+    let third = served.initialize(&[("authorization", &auth)]).await;
+    assert_eq!(third.status, 200, "after a DELETE: {third:?}");
+    assert!(third.session.is_some(), "{third:?}");
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_is_closed_and_makes_room() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let served = Served::start(&p, &["--max-sessions", "1", "--session-idle-secs", "1"]).await;
+    let auth = served.bearer();
+
+    let session = served.open_session().await;
+    let opened = Instant::now();
+    let second = served.initialize(&[("authorization", &auth)]).await;
+    assert_eq!(second.status, 503, "{second:?}");
+    // After a second without a request the first is closed and a new one is admitted.
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let next = served.initialize(&[("authorization", &auth)]).await;
+        if next.status == 200 {
+            break;
+        }
+        assert_eq!(next.status, 503, "{next:?}");
+        assert!(
+            opened.elapsed() < PATIENCE,
+            "the idle session was never closed"
+        );
+    }
+    assert!(opened.elapsed() >= Duration::from_millis(900));
+    // The closed session is gone.
+    let stale = served
+        .post(
+            &tools_list_body(),
+            &[("mcp-session-id", &session), ("authorization", &auth)],
+        )
+        .await;
+    assert_eq!(
+        stale.status, 404,
+        "a request on the expired session: {stale:?}"
+    );
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
+/// Runs `serve --http` expecting it to refuse to start; its stderr.
+async fn refused_start(p: &Project, extra: &[&str]) -> String {
+    let mut command = std::process::Command::new(cli());
+    command
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(p.flags())
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = tokio::process::Command::from(command)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve starts");
+    let group = Group(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("serve refuses to start in time (the guard kills it otherwise)")
+        .expect("output");
+    // It exited by itself and was reaped: its pid may be reused.
+    std::mem::forget(group);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "serve started: {stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains("http://"), "serve listened: {stdout}");
+    stderr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_file_must_be_private_and_non_empty() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let file = p.path("my.token");
+    let token = "a-token-the-user-chose-0123456789";
+    fs::write(&file, format!("{token}\nsecond line is ignored\n")).expect("write");
+    let path = file.to_string_lossy().into_owned();
+
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).expect("chmod");
+    let stderr = refused_start(&p, &["--token-file", &path]).await;
+    assert!(
+        stderr.contains("chmod 600") && stderr.contains(&path),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(token), "the token was printed: {stderr}");
+
+    let empty = p.path("empty.token");
+    fs::write(&empty, "  \n").expect("write");
+    fs::set_permissions(&empty, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let stderr = refused_start(&p, &["--token-file", &empty.to_string_lossy()]).await;
+    assert!(stderr.contains("empty"), "{stderr}");
+
+    // A private file: its first line is the token; no other token file is written.
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let served = Served::start(&p, &["--token-file", &path]).await;
+    assert_eq!(served.token_file, file);
+    assert_eq!(served.token(), token);
+    let ok = served
+        .initialize(&[("authorization", &format!("Bearer {token}"))])
+        .await;
+    assert_eq!(ok.status, 200, "{ok:?}");
+    let generated: Vec<_> = fs::read_dir(p.path("state"))
+        .expect("state dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".token"))
+        .collect();
+    assert!(generated.is_empty(), "{generated:?}");
+    let log = served.log();
+    assert!(!log.contains(token), "the token was logged:\n{log}");
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+    assert!(file.exists(), "the user's token file must be kept");
+}
