@@ -394,6 +394,11 @@ fn init_logging() {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging();
     let inputs = Inputs::new(&args.layers)?;
+    // The HTTP guard before any server starts: a bad --token-file stops here.
+    let http = match args.http {
+        Some(addr) => Some((addr, http_guard(&args, &inputs)?)),
+        None => None,
+    };
     let socket = ipc::socket_path(&inputs);
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let _guard = ipc::serve(&socket, control_tx.clone()).await?;
@@ -433,9 +438,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let announcer = tokio::spawn(gateway.clone().announce(announcements));
     let host_task = tokio::spawn(host.run(file_rx, control_rx));
     drop(control_tx);
-    let result = match args.http {
+    let result = match http {
         None => serve_stdio(gateway).await,
-        Some(addr) => serve_http(addr, &args, gateway).await,
+        Some((addr, guard)) => serve_http(addr, guard, gateway).await,
     };
     handle.shutdown();
     let _ = host_task.await;
@@ -462,35 +467,51 @@ async fn serve_stdio(gateway: gateway::Gateway) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `serve --http` requires of every request: the bearer token (from
+/// `--token-file`, or generated into a 0600 file in the state dir, removed
+/// when the returned guard is dropped), the allowed origins, the session caps.
+struct HttpGuard {
+    options: mcp_reconcile::http_guard::GuardOptions,
+    token_path: std::path::PathBuf,
+    _written: Option<mcp_reconcile::http_guard::TokenFile>,
+}
+
+fn http_guard(args: &ServeArgs, inputs: &Inputs) -> anyhow::Result<HttpGuard> {
+    use mcp_reconcile::http_guard::{GuardOptions, Token, TokenFile};
+    let (token, token_path, written) = match &args.token_file {
+        Some(path) => (Token::from_file(path)?, path.clone(), None),
+        None => {
+            let token = Token::generate()?;
+            let file = TokenFile::write(inputs.state_dir(), &inputs.session_id(), &token)?;
+            (token, file.path().to_owned(), Some(file))
+        }
+    };
+    Ok(HttpGuard {
+        options: GuardOptions {
+            token,
+            allowed_origins: args.allow_origin.clone(),
+            max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+            session_idle: std::time::Duration::from_secs(args.session_idle_secs),
+        },
+        token_path,
+        _written: written,
+    })
+}
+
 /// Until SIGTERM / Ctrl-C. Prints the URL on stdout, then the path of the
 /// token file (both also on stderr); the token itself is never printed.
 async fn serve_http(
     addr: std::net::SocketAddr,
-    args: &ServeArgs,
+    guard: HttpGuard,
     gateway: gateway::Gateway,
 ) -> anyhow::Result<()> {
-    use mcp_reconcile::http_guard::{GuardOptions, Token, TokenFile};
-    // Kept until the server stopped: dropping it removes the file.
-    let mut written = None;
-    let (token, token_path) = match &args.token_file {
-        Some(path) => (Token::from_file(path)?, path.clone()),
-        None => {
-            let inputs = Inputs::new(&args.layers)?;
-            let token = Token::generate()?;
-            let file = TokenFile::write(inputs.state_dir(), &inputs.session_id(), &token)?;
-            let path = file.path().to_owned();
-            written = Some(file);
-            (token, path)
-        }
-    };
-    let guard = GuardOptions {
-        token,
-        allowed_origins: args.allow_origin.clone(),
-        max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
-        session_idle: std::time::Duration::from_secs(args.session_idle_secs),
-    };
+    let HttpGuard {
+        options,
+        token_path,
+        _written: written,
+    } = guard;
     let stop = tokio_util::sync::CancellationToken::new();
-    let (bound, server) = gateway::serve_http(addr, gateway, guard, stop.clone()).await?;
+    let (bound, server) = gateway::serve_http(addr, gateway, options, stop.clone()).await?;
     println!("http://{bound}/mcp");
     println!("{}", token_path.display());
     let _ = io::stdout().flush();
