@@ -35,6 +35,7 @@ use mcp_reconcile_kernel::gating::{tool_not_found, tool_prefix};
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan, Status};
 use mcp_reconcile_kernel::reload::{self, Outcome, ReloadScheduler, Source};
+use mcp_reconcile_kernel::supervise::{seed_for, Supervision};
 use mcp_reconcile_kernel::{
     approval_hash, assemble, Gating, Millis, Reason, ServerConfig, Servers, Transport,
 };
@@ -42,7 +43,6 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::inputs::{InputError, Inputs, Snapshot};
 use crate::review::ApprovalRequest;
-use crate::supervision::Supervision;
 use crate::transport::{
     self, Caller, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Prompt,
     Resource, Tool,
@@ -372,7 +372,6 @@ struct Live {
     generation: u64,
     conn: Option<Connection>,
     catalog: Catalog,
-    unsupported: bool,
 }
 
 /// Outcome of one start task.
@@ -535,6 +534,18 @@ impl Host {
         Millis(u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX))
     }
 
+    /// Now on the supervision clock (SPEC §9 time, what the kernel's
+    /// supervision and plans see): the real clock, sped up by the test-only
+    /// backoff scale.
+    fn policy_now(&self) -> Millis {
+        policy_time(self.now(), self.options.backoff_scale)
+    }
+
+    /// A supervision-clock time on the real clock.
+    fn real_at(&self, at: Millis) -> Millis {
+        real_time(at, self.options.backoff_scale)
+    }
+
     fn emit(&mut self, event: HostEvent) {
         self.observers.retain(|tx| tx.send(event.clone()).is_ok());
     }
@@ -576,7 +587,7 @@ impl Host {
                 () = sleep => {
                     let now = self.now();
                     self.scheduler.handle_timeout(now);
-                    self.schedule_due_retries(now);
+                    self.schedule_due_retries();
                     if self.waiters_deadline.is_some_and(|at| at <= now) {
                         // Slow servers: answer with what is connected; the rest
                         // arrives as list_changed.
@@ -595,7 +606,8 @@ impl Host {
             .live
             .values()
             .filter_map(|l| l.health.retry_due())
-            .min();
+            .min()
+            .map(|at| self.real_at(at));
         [self.scheduler.poll_timeout(), retry, self.waiters_deadline]
             .into_iter()
             .flatten()
@@ -604,11 +616,9 @@ impl Host {
 
     /// A failed server's retry time came: run a pass (no file reload needed,
     /// but it goes through the same queue so passes never overlap).
-    fn schedule_due_retries(&mut self, now: Millis) {
-        let due = self
-            .live
-            .values()
-            .any(|l| l.health.retry_due().is_some_and(|t| t <= now));
+    fn schedule_due_retries(&mut self) {
+        let now = self.policy_now();
+        let due = self.live.values().any(|l| l.health.is_due(now));
         if due && self.running.is_none() && !self.scheduler.is_running() {
             self.retry_runs += 1;
             self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
@@ -669,7 +679,7 @@ impl Host {
                     &gating,
                     snapshot.trusted,
                     self.options.mode,
-                    self.now(),
+                    self.policy_now(),
                 )
                 .map_err(|e| e.to_string());
                 let _ = reply.send(result);
@@ -785,7 +795,7 @@ impl Host {
             &self.gating,
             trusted,
             self.options.mode,
-            now,
+            self.policy_now(),
         );
         let plan = match result {
             Ok(plan) => plan,
@@ -876,7 +886,6 @@ impl Host {
             .live
             .get(name)
             .map_or((0, false), |l| (l.health.attempts, l.health.crash_loop));
-        let unsupported = matches!(config.transport(), Transport::Websocket | Transport::Sdk);
         self.live.insert(
             name.to_owned(),
             Live {
@@ -885,7 +894,6 @@ impl Host {
                 generation,
                 conn: None,
                 catalog: Catalog::default(),
-                unsupported,
             },
         );
         if config.transport() == Transport::Stdio {
@@ -917,7 +925,7 @@ impl Host {
 
     fn handle_start_done(&mut self, done: StartDone) {
         self.catalog_dirty = true;
-        let now = self.now();
+        let now = self.policy_now();
         let elapsed = done.started.elapsed();
         let current = self
             .live
@@ -938,15 +946,9 @@ impl Host {
                 }
                 Err(e) => {
                     let message = e.message.clone();
-                    live.unsupported = e.kind == ConnectErrorKind::Unsupported;
-                    let unsupported = live.unsupported;
-                    live.health.fail(
-                        &done.name,
-                        message.clone(),
-                        now,
-                        self.options.backoff_scale,
-                        unsupported,
-                    );
+                    let unsupported = e.kind == ConnectErrorKind::Unsupported;
+                    live.health
+                        .fail(seed_for(&done.name), message.clone(), now, unsupported);
                     error = Some(message);
                 }
             }
@@ -1012,7 +1014,7 @@ impl Host {
 
     fn handle_conn_event(&mut self, event: ConnEvent) {
         self.catalog_dirty = true;
-        let now = self.now();
+        let now = self.policy_now();
         let server = match event {
             ConnEvent::CatalogChanged {
                 server,
@@ -1045,8 +1047,7 @@ impl Host {
                     self.closing.spawn(conn.close());
                 }
                 live.catalog = Catalog::default();
-                live.health
-                    .closed(&server, error, now, self.options.backoff_scale);
+                live.health.closed(seed_for(&server), error, now);
                 server
             }
         };
@@ -1130,30 +1131,17 @@ impl Host {
         let Some(live) = self.live.get(name) else {
             return Some(status);
         };
-        status.attempts = live.health.attempts;
-        status.last_error = live.health.last_error.clone();
+        let view = live.health.view(self.policy_now());
+        status.attempts = view.attempts;
+        status.last_error = view.last_error;
         if let Some(owner) = PrefixOwners::admitted(&self.desired, &self.gating).taken_by(name) {
             status.last_error = Some(prefix_taken(name, owner));
         }
-        status.state = match live.health.status {
-            Status::Connected => "connected",
-            Status::Connecting => "connecting",
-            Status::Failed => "failed",
-            Status::Disconnected => "disconnected",
-        };
-        if live.health.status == Status::Failed {
-            if !live.health.crash_loop && !live.unsupported {
-                let now = self.now();
-                status.retry_in_ms = live.health.retry_at.map(|at| at.0.saturating_sub(now.0));
-            }
-            status.reason = Some(if live.unsupported {
-                Reason::UnsupportedTransport
-            } else if live.health.crash_loop {
-                Reason::CrashLoop
-            } else {
-                Reason::BackingOff
-            });
-        }
+        status.state = view.state.as_str();
+        status.reason = view.reason;
+        status.retry_in_ms = view
+            .retry_in_ms
+            .map(|ms| real_time(Millis(ms), self.options.backoff_scale).0);
         if live.health.status == Status::Connected {
             status.tools = live.catalog.tools.len();
             status.prompts = live.catalog.prompts.len();
@@ -1340,4 +1328,21 @@ fn off_the_loop<T>(work: impl FnOnce() -> T) -> T {
         }
         _ => work(),
     }
+}
+
+/// The real clock's `now` on the supervision clock: divided by the
+/// test-only backoff scale (1 in production: the same clock).
+pub(crate) fn policy_time(now: Millis, scale: f64) -> Millis {
+    if scale == 1.0 || !scale.is_finite() || scale <= 0.0 {
+        return now;
+    }
+    Millis((now.0 as f64 / scale.max(1e-6)).min(u64::MAX as f64) as u64)
+}
+
+/// A supervision-clock time (or span) on the real clock.
+pub(crate) fn real_time(at: Millis, scale: f64) -> Millis {
+    if scale == 1.0 || !scale.is_finite() || scale <= 0.0 {
+        return at;
+    }
+    Millis((at.0 as f64 * scale.max(1e-6)).round().min(u64::MAX as f64) as u64)
 }

@@ -29,7 +29,6 @@ pub mod pool;
 pub mod redact;
 pub mod review;
 pub mod status;
-mod supervision;
 pub mod transport;
 pub mod view;
 pub mod watcher;

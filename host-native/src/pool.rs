@@ -57,11 +57,12 @@ use mcp_reconcile_kernel::pool::{Acquire, Pool, Release, DEFAULT_DRAIN};
 use mcp_reconcile_kernel::{Gating, Millis, Reason, ServerConfig, Servers};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
+use crate::host::{policy_time, real_time};
 use crate::host::{warn_new_collisions, CatalogMerger, MergedCatalog, PrefixOwners, Route, Target};
 use crate::inputs::Snapshot;
-use crate::supervision::Supervision;
 use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
 use crate::view::{own_prompt_name, own_tool_name, session_view};
+use mcp_reconcile_kernel::supervise::{seed_for, Supervision};
 
 /// How a [`SharedPool`] behaves.
 #[derive(Clone, Debug)]
@@ -601,6 +602,11 @@ impl Actor {
         Millis(u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX))
     }
 
+    /// Now on the supervision clock (see the session host's).
+    fn policy_now(&self) -> Millis {
+        policy_time(self.now(), self.options.backoff_scale)
+    }
+
     async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
         let mut shutdown_reply = None;
         loop {
@@ -790,10 +796,8 @@ impl Actor {
         }
         self.generations.remove(&pooled.generation);
         pooled.generation = generation;
-        pooled.health.status = Status::Connecting;
+        pooled.health.restart();
         pooled.catalog = Catalog::default();
-        pooled.health.retry_at = None;
-        pooled.health.healthy_since = None;
         if pooled.config.transport() == mcp_reconcile_kernel::Transport::Stdio {
             pooled.spawns += 1;
         }
@@ -821,7 +825,6 @@ impl Actor {
     }
 
     fn start_done(&mut self, done: StartDone) {
-        let now = self.now();
         let current = self
             .conns
             .get(&done.key)
@@ -832,7 +835,7 @@ impl Actor {
             }
             return;
         }
-        let scale = self.options.backoff_scale;
+        let now = self.policy_now();
         let Some(pooled) = self.conns.get_mut(&done.key) else {
             return;
         };
@@ -844,17 +847,14 @@ impl Actor {
             }
             Err(e) => {
                 let unsupported = e.kind == ConnectErrorKind::Unsupported;
-                let server = pooled.server.clone();
-                pooled
-                    .health
-                    .fail(&server, e.message, now, scale, unsupported);
+                let seed = seed_for(&pooled.server);
+                pooled.health.fail(seed, e.message, now, unsupported);
             }
         }
     }
 
     fn conn_event(&mut self, event: ConnEvent) {
-        let now = self.now();
-        let scale = self.options.backoff_scale;
+        let now = self.policy_now();
         let (generation, catalog, error) = match event {
             ConnEvent::CatalogChanged {
                 generation,
@@ -879,8 +879,8 @@ impl Actor {
                 self.closing.spawn(conn.close());
             }
             pooled.catalog = Catalog::default();
-            let server = pooled.server.clone();
-            pooled.health.closed(&server, error, now, scale);
+            let seed = seed_for(&pooled.server);
+            pooled.health.closed(seed, error, now);
         }
     }
 
@@ -889,7 +889,8 @@ impl Actor {
             .conns
             .values()
             .filter_map(|p| p.health.retry_due())
-            .min();
+            .min()
+            .map(|at| real_time(at, self.options.backoff_scale));
         match (self.pool.poll_timeout(), retry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -898,6 +899,7 @@ impl Actor {
 
     fn timeout(&mut self) {
         let now = self.now();
+        let policy_now = self.policy_now();
         for close in self.pool.handle_timeout(now) {
             tracing::debug!(id = %close.id, "drained; closing");
             self.close_key(&Key::Shared(close.id));
@@ -905,11 +907,7 @@ impl Actor {
         let due: Vec<Key> = self
             .conns
             .iter()
-            .filter(|(_, p)| {
-                p.health.status == Status::Failed
-                    && !p.health.crash_loop
-                    && p.health.retry_at.is_some_and(|at| at <= now)
-            })
+            .filter(|(_, p)| p.health.is_due(policy_now))
             .map(|(key, _)| key.clone())
             .collect();
         for key in due {
@@ -917,8 +915,7 @@ impl Actor {
                 self.start(&key);
             } else if let Some(pooled) = self.conns.get_mut(&key) {
                 // Nobody who may run it holds it: wait for an acquire or the drain.
-                pooled.health.retry_at = None;
-                pooled.health.crash_loop = true;
+                pooled.health.park();
             }
         }
     }
@@ -992,11 +989,7 @@ impl Actor {
                     id,
                     server: p.server.clone(),
                     state: p.health.status.as_str(),
-                    reason: (p.health.status == Status::Failed).then_some(if p.health.crash_loop {
-                        Reason::CrashLoop
-                    } else {
-                        Reason::BackingOff
-                    }),
+                    reason: p.health.view(Millis::ZERO).reason,
                     holders,
                     private,
                     pid: p.conn.as_ref().and_then(Connection::pid),

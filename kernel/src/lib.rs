@@ -24,6 +24,7 @@ pub mod pool;
 pub mod reload;
 pub mod settings;
 pub mod sources;
+pub mod supervise;
 pub mod time;
 
 pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};

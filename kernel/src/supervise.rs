@@ -1,0 +1,232 @@
+//! Supervision policy (SPEC §9): one connection's failure bookkeeping and
+//! the status a host shows for it, with time passed in.
+//!
+//! A host (the session host, the shared pool, the TypeScript `Reconciler`)
+//! keeps one [`Supervision`] per connection and tells it what happened —
+//! a start began ([`Supervision::connecting`]), succeeded
+//! ([`Supervision::connected`]), failed ([`Supervision::fail`]), a live
+//! connection ended ([`Supervision::closed`]), the user forgave it
+//! ([`Supervision::forgive`]) — and asks when it is due
+//! ([`Supervision::retry_due`]) and how to show it ([`Supervision::view`]).
+//! Delays come from [`backoff`]; a connection that stayed healthy for
+//! [`HEALTHY_RESET`] starts over.
+
+use crate::backoff::{attempts_after_health, backoff};
+use crate::gating::Reason;
+use crate::identity::sha256_hex;
+use crate::plan::Status;
+use crate::time::Millis;
+
+/// How one connection is doing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Supervision {
+    /// Its state.
+    pub status: Status,
+    /// Consecutive failures (drives the backoff).
+    pub attempts: u32,
+    /// When a failed connection may be retried.
+    pub retry_at: Option<Millis>,
+    /// Failed too often in a row (or can never work): not retried on a
+    /// timer until its config changes or the user reconnects it.
+    pub crash_loop: bool,
+    /// The transport can never work here (`unsupported_transport`).
+    pub unsupported: bool,
+    /// Since when it has been up (for the healthy reset).
+    pub healthy_since: Option<Millis>,
+    /// The last error, as the host will show it (already redacted).
+    pub last_error: Option<String>,
+}
+
+/// What a host shows for a supervised connection (the `state`, `reason`,
+/// `attempts`, `retryInMs` and `lastError` of `status --json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    /// `connecting`, `connected`, `failed` or `disconnected`.
+    pub state: Status,
+    /// Why a failed connection is not up: `unsupported_transport`,
+    /// `crash_loop` or `backing_off`; `None` otherwise.
+    pub reason: Option<Reason>,
+    /// Consecutive failures.
+    pub attempts: u32,
+    /// Milliseconds until a failed connection is retried (`None` when it is
+    /// not failed or will not be retried on a timer).
+    pub retry_in_ms: Option<u64>,
+    /// The last error.
+    pub last_error: Option<String>,
+}
+
+impl Supervision {
+    /// A start in progress, carrying the failure count and crash-loop state
+    /// of earlier attempts.
+    pub fn connecting(attempts: u32, crash_loop: bool) -> Self {
+        Supervision {
+            status: Status::Connecting,
+            attempts,
+            retry_at: None,
+            crash_loop,
+            unsupported: false,
+            healthy_since: None,
+            last_error: None,
+        }
+    }
+
+    /// A start begins again for this connection (a retry): failures are kept.
+    pub fn restart(&mut self) {
+        self.status = Status::Connecting;
+        self.retry_at = None;
+        self.healthy_since = None;
+    }
+
+    /// The start succeeded. Failures are forgotten only once it stayed
+    /// healthy (see [`Supervision::closed`]).
+    pub fn connected(&mut self, now: Millis) {
+        self.status = Status::Connected;
+        self.last_error = None;
+        self.healthy_since = Some(now);
+    }
+
+    /// A live connection ended on its own: failed, unless it had been healthy
+    /// for [`HEALTHY_RESET`](crate::backoff::HEALTHY_RESET), in which case it
+    /// starts over at attempt 1.
+    pub fn closed(&mut self, seed: u64, error: String, now: Millis) {
+        if let Some(since) = self.healthy_since {
+            self.attempts = attempts_after_health(self.attempts, since, now);
+        }
+        self.fail(seed, error, now, false);
+    }
+
+    /// A start or a connection failed: one more consecutive failure, the
+    /// [`backoff`] delay until the next retry, crash loop after too many (or
+    /// at once for a transport that can never work).
+    pub fn fail(&mut self, seed: u64, error: String, now: Millis, unsupported: bool) {
+        self.status = Status::Failed;
+        self.healthy_since = None;
+        self.attempts = self.attempts.saturating_add(1);
+        let delay = backoff(self.attempts, seed);
+        self.unsupported = unsupported;
+        self.crash_loop = delay.crash_loop || unsupported;
+        self.retry_at = Some(now.saturating_add(delay.delay_ms));
+        self.last_error = Some(error);
+    }
+
+    /// Nobody who may run it holds it any more: it is not retried on a timer.
+    pub fn park(&mut self) {
+        self.retry_at = None;
+        self.crash_loop = true;
+    }
+
+    /// Clears failure and crash-loop state (manual reconnect, reload).
+    pub fn forgive(&mut self) {
+        self.attempts = 0;
+        self.crash_loop = false;
+        self.retry_at = None;
+    }
+
+    /// When a failed connection is due for a retry (`None`: never, or not
+    /// failed).
+    pub fn retry_due(&self) -> Option<Millis> {
+        (self.status == Status::Failed && !self.crash_loop)
+            .then_some(self.retry_at)
+            .flatten()
+    }
+
+    /// Whether a failed connection is due at `now`.
+    pub fn is_due(&self, now: Millis) -> bool {
+        self.retry_due().is_some_and(|at| at <= now)
+    }
+
+    /// How to show it at `now`.
+    pub fn view(&self, now: Millis) -> View {
+        let failed = self.status == Status::Failed;
+        let reason = failed.then_some(if self.unsupported {
+            Reason::UnsupportedTransport
+        } else if self.crash_loop {
+            Reason::CrashLoop
+        } else {
+            Reason::BackingOff
+        });
+        let retry_in_ms = self
+            .retry_due()
+            .filter(|_| !self.unsupported)
+            .map(|at| at.0.saturating_sub(now.0));
+        View {
+            state: self.status,
+            reason,
+            attempts: self.attempts,
+            retry_in_ms,
+            last_error: self.last_error.clone(),
+        }
+    }
+}
+
+/// A per-connection jitter seed (≤ 2^53), stable per name: the first 13 hex
+/// digits of the name's sha256.
+pub fn seed_for(name: &str) -> u64 {
+    let digest = sha256_hex(name.as_bytes());
+    u64::from_str_radix(digest.get(..13).unwrap_or("0"), 16).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backoff::{CRASH_LOOP_ATTEMPTS, HEALTHY_RESET, MAX_SEED};
+
+    #[test]
+    fn failures_back_off_then_crash_loop_and_forgiveness_starts_over() {
+        let seed = seed_for("srv");
+        assert!(seed <= MAX_SEED);
+        let mut s = Supervision::connecting(0, false);
+        let mut now = Millis(1_000);
+        for attempt in 1..=CRASH_LOOP_ATTEMPTS {
+            s.fail(seed, format!("boom {attempt}"), now, false);
+            assert_eq!(s.attempts, attempt);
+            let delay = backoff(attempt, seed).delay_ms;
+            assert_eq!(s.retry_at, Some(now.saturating_add(delay)));
+            let view = s.view(now);
+            assert_eq!(view.state, Status::Failed);
+            if attempt < CRASH_LOOP_ATTEMPTS {
+                assert_eq!(view.reason, Some(Reason::BackingOff));
+                assert_eq!(view.retry_in_ms, Some(delay));
+                assert!(!s.is_due(now) && s.is_due(Millis(now.0 + delay)));
+                s.restart();
+            } else {
+                assert_eq!(view.reason, Some(Reason::CrashLoop));
+                assert_eq!((view.retry_in_ms, s.retry_due()), (None, None));
+            }
+            now = now.saturating_add(delay);
+        }
+        s.forgive();
+        assert_eq!((s.attempts, s.crash_loop, s.retry_at), (0, false, None));
+    }
+
+    #[test]
+    fn a_connection_healthy_for_five_minutes_starts_over() {
+        let seed = seed_for("srv");
+        let mut s = Supervision::connecting(3, false);
+        s.connected(Millis(0));
+        assert_eq!(s.view(Millis(5)).reason, None);
+        s.closed(seed, "gone".into(), HEALTHY_RESET);
+        assert_eq!(s.attempts, 1, "healthy long enough: attempt 1 again");
+
+        let mut s = Supervision::connecting(3, false);
+        s.connected(Millis(0));
+        s.closed(seed, "gone".into(), Millis(HEALTHY_RESET.0 - 1));
+        assert_eq!(s.attempts, 4, "not healthy long enough: counting on");
+    }
+
+    #[test]
+    fn an_unsupported_transport_is_never_retried() {
+        let mut s = Supervision::connecting(0, false);
+        s.fail(seed_for("ws"), "websocket".into(), Millis(0), true);
+        let view = s.view(Millis(0));
+        assert_eq!(view.reason, Some(Reason::UnsupportedTransport));
+        assert_eq!((view.retry_in_ms, s.retry_due()), (None, None));
+    }
+
+    #[test]
+    fn seeds_are_the_hosts_seeds() {
+        // The value the native host and the TypeScript bridge used before
+        // the policy moved into the kernel (first 13 hex digits of sha256).
+        assert_eq!(seed_for(""), 0x000e_3b0c_4429_8fc1);
+    }
+}
