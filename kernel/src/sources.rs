@@ -95,16 +95,16 @@ impl fmt::Display for LayerSource {
 /// A `source` string that names no layer kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown layer source \"{0}\"")]
-pub struct UnknownSource(pub String);
+pub struct UnknownLayerSource(pub String);
 
 impl FromStr for LayerSource {
-    type Err = UnknownSource;
+    type Err = UnknownLayerSource;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         LayerSource::ALL
             .into_iter()
             .find(|source| source.as_str() == s)
-            .ok_or_else(|| UnknownSource(s.to_owned()))
+            .ok_or_else(|| UnknownLayerSource(s.to_owned()))
     }
 }
 
