@@ -6,8 +6,8 @@
 //! through [`evaluate`], so every host answers byte for byte alike.
 //!
 //! This layer sits on top of the domain modules and nothing below imports
-//! it: [`request`] decodes fields, [`ops`] holds one codec per op (decode the
-//! request, call the typed domain function, encode the result), [`error`]
+//! it: `request` decodes fields, `ops` holds one codec per op (decode the
+//! request, call the typed domain function, encode the result), `error`
 //! maps domain errors onto [`ErrorKind`]s, and this file is the op table.
 
 mod error;
