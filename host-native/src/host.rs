@@ -34,7 +34,7 @@ use mcp_reconcile_kernel::config::servers_to_value;
 use mcp_reconcile_kernel::gating::{tool_not_found, tool_prefix};
 use mcp_reconcile_kernel::hot_reload::{hot_reload, Previous};
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan, Status};
-use mcp_reconcile_kernel::reload::{self, Outcome, ReloadScheduler, Source};
+use mcp_reconcile_kernel::reload::{self, FileSource, Outcome, ReloadScheduler};
 use mcp_reconcile_kernel::supervise::{seed_for, Supervision};
 use mcp_reconcile_kernel::{
     approval_hash, assemble, Gating, Millis, Reason, ServerConfig, Servers, Transport,
@@ -554,7 +554,7 @@ impl Host {
     /// reconciles on file events and control requests, supervises servers.
     pub async fn run(
         mut self,
-        mut files: mpsc::UnboundedReceiver<Source>,
+        mut files: mpsc::UnboundedReceiver<FileSource>,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let mut files_open = true;
@@ -694,11 +694,11 @@ impl Host {
         if self.running.is_some() {
             return;
         }
-        if let Some(reload::Action::Reconcile {
+        if let Some(reload::Step::Reconcile {
             run,
             sources,
             manual,
-        }) = self.scheduler.poll_action()
+        }) = self.scheduler.poll_step()
         {
             let changed = if run == 1 || manual {
                 None
@@ -716,7 +716,7 @@ impl Host {
 
     /// One reconcile pass: reload inputs (`None`: all, `Some(&[])`: none),
     /// decide, tear down, start.
-    fn pass(&mut self, run: u64, changed: Option<&[Source]>, trigger: String, scheduled: bool) {
+    fn pass(&mut self, run: u64, changed: Option<&[FileSource]>, trigger: String, scheduled: bool) {
         let began = Instant::now();
         let now = self.now();
         let snapshot = off_the_loop(|| self.inputs.load(changed));
@@ -1302,17 +1302,17 @@ fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
     )
 }
 
-fn describe_sources(sources: &[Source]) -> String {
+fn describe_sources(sources: &[FileSource]) -> String {
     if sources.is_empty() {
         return "reload".into();
     }
     let names: Vec<String> = sources
         .iter()
         .map(|s| match s {
-            Source::Settings(id) => format!("{id} settings"),
-            Source::McpJson => ".mcp.json".to_owned(),
-            Source::Approvals => "approvals".to_owned(),
-            Source::McpConfig(id) => format!("--mcp-config {id}"),
+            FileSource::Settings(id) => format!("{id} settings"),
+            FileSource::McpJson => ".mcp.json".to_owned(),
+            FileSource::Approvals => "approvals".to_owned(),
+            FileSource::McpConfig(id) => format!("--mcp-config {id}"),
         })
         .collect();
     format!("change in {}", names.join(", "))

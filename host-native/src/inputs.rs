@@ -24,7 +24,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context};
 use mcp_reconcile_kernel::gating::compute_gating;
 use mcp_reconcile_kernel::json::{self, Object, Value};
-use mcp_reconcile_kernel::reload::Source;
+use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command, server_command};
 use mcp_reconcile_kernel::{
     assemble, parse_mcp_json, parse_settings, Approvals, Assembled, Gating, Layer, LayerSource,
@@ -524,14 +524,14 @@ impl Inputs {
     /// Every input file with the source its change is reported as: the
     /// settings files (no workspace file in an untrusted folder),
     /// `.mcp.json`, the approvals file and each `--mcp-config` file.
-    pub fn watched(&self) -> Vec<(PathBuf, Source)> {
-        let mut out: Vec<(PathBuf, Source)> = self
+    pub fn watched(&self) -> Vec<(PathBuf, FileSource)> {
+        let mut out: Vec<(PathBuf, FileSource)> = self
             .settings
             .iter()
             .map(|f| (f.path.clone(), f.source()))
             .collect();
-        out.push((self.paths.mcp_json.clone(), Source::McpJson));
-        out.push((self.paths.approvals.clone(), Source::Approvals));
+        out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
+        out.push((self.paths.approvals.clone(), FileSource::Approvals));
         for config in &self.cli_configs {
             if let (Some(path), Some(source)) = (config.kind.path(), config.kind.source()) {
                 out.push((path.to_path_buf(), source));
@@ -543,15 +543,16 @@ impl Inputs {
     /// Reloads the inputs named in `changed` (all of them for `None`, and
     /// every input not loaded yet) and returns what they hold now. A file
     /// that fails to load keeps its last good content and adds an error.
-    pub fn load(&mut self, changed: Option<&[Source]>) -> Snapshot {
-        let wanted =
-            |loaded: bool, source: &Source| !loaded || changed.is_none_or(|c| c.contains(source));
+    pub fn load(&mut self, changed: Option<&[FileSource]>) -> Snapshot {
+        let wanted = |loaded: bool, source: &FileSource| {
+            !loaded || changed.is_none_or(|c| c.contains(source))
+        };
         for file in &mut self.settings {
             if wanted(file.loaded, &file.source()) {
                 file.reload(&self.expansion_env);
             }
         }
-        if wanted(self.mcp_json.loaded, &Source::McpJson) {
+        if wanted(self.mcp_json.loaded, &FileSource::McpJson) {
             self.mcp_json.reload(&self.expansion_env, !self.yolo);
         }
         for config in &mut self.cli_configs {
@@ -563,7 +564,7 @@ impl Inputs {
                 config.reload(&self.expansion_env, false);
             }
         }
-        if self.approvals.is_none() || changed.is_none_or(|c| c.contains(&Source::Approvals)) {
+        if self.approvals.is_none() || changed.is_none_or(|c| c.contains(&FileSource::Approvals)) {
             self.approvals = Some(self.store.load());
         }
         self.snapshot()
@@ -1142,8 +1143,8 @@ impl SettingsFile {
         }
     }
 
-    fn source(&self) -> Source {
-        Source::Settings(self.kind.as_str().to_owned())
+    fn source(&self) -> FileSource {
+        FileSource::Settings(self.kind.as_str().to_owned())
     }
 
     fn reload(&mut self, env: &Object) {
@@ -1235,10 +1236,10 @@ impl JsonKind {
         }
     }
 
-    fn source(&self) -> Option<Source> {
+    fn source(&self) -> Option<FileSource> {
         match self {
-            JsonKind::McpJson(_) => Some(Source::McpJson),
-            JsonKind::CliFile(p) => Some(Source::McpConfig(p.to_string_lossy().into_owned())),
+            JsonKind::McpJson(_) => Some(FileSource::McpJson),
+            JsonKind::CliFile(p) => Some(FileSource::McpConfig(p.to_string_lossy().into_owned())),
             JsonKind::CliInline(_) => None,
         }
     }

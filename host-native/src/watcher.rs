@@ -1,5 +1,5 @@
 //! File watching: turns filesystem events into the kernel's reload
-//! [`Source`]s (SPEC §8).
+//! [`FileSource`]s (SPEC §8).
 //!
 //! Files are not watched themselves: their **parent directories** are
 //! (non-recursively), so that
@@ -27,7 +27,7 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use anyhow::Context;
-use mcp_reconcile_kernel::reload::Source;
+use mcp_reconcile_kernel::reload::FileSource;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc::UnboundedSender;
@@ -72,7 +72,7 @@ impl Drop for Watcher {
 }
 
 /// Starts watching `files`; every event that concerns one of them sends its
-/// [`Source`] to `events` (a file listed under several sources sends each).
+/// [`FileSource`] to `events` (a file listed under several sources sends each).
 ///
 /// Directories that cannot be watched (e.g. permission denied) are logged
 /// and retried on the next event; they do not fail the call.
@@ -81,8 +81,8 @@ impl Drop for Watcher {
 /// When the platform's file watcher cannot be created (e.g. the inotify
 /// instance limit is reached).
 pub fn watch(
-    files: Vec<(PathBuf, Source)>,
-    events: UnboundedSender<Source>,
+    files: Vec<(PathBuf, FileSource)>,
+    events: UnboundedSender<FileSource>,
 ) -> anyhow::Result<Watcher> {
     let (raw_tx, raw_rx) = mpsc::channel::<notify::Result<notify::Event>>();
     let watcher = notify::recommended_watcher(raw_tx)
@@ -118,7 +118,7 @@ fn run(
     raw: mpsc::Receiver<notify::Result<notify::Event>>,
     inner: &Mutex<Option<RecommendedWatcher>>,
     state: &Mutex<Arming>,
-    events: &UnboundedSender<Source>,
+    events: &UnboundedSender<FileSource>,
 ) {
     for event in raw {
         let event = match event {
@@ -131,7 +131,7 @@ fn run(
         if is_read_only(&event.kind) && !event.need_rescan() {
             continue;
         }
-        let mut hits: Vec<Source> = Vec::new();
+        let mut hits: Vec<FileSource> = Vec::new();
         {
             let mut guard = inner.lock().unwrap_or_else(PoisonError::into_inner);
             let Some(watcher) = guard.as_mut() else {
@@ -165,9 +165,9 @@ fn is_read_only(kind: &EventKind) -> bool {
 /// Which directories must be watched for the files, and which event paths
 /// mean which source.
 struct Arming {
-    files: Vec<(PathBuf, Source)>,
+    files: Vec<(PathBuf, FileSource)>,
     /// Event path → the sources it concerns.
-    routes: BTreeMap<PathBuf, Vec<Source>>,
+    routes: BTreeMap<PathBuf, Vec<FileSource>>,
     /// Per file (same index as `files`): the directories covering it.
     covering: Vec<Vec<PathBuf>>,
     /// Directories with a live watch.
@@ -177,7 +177,7 @@ struct Arming {
 }
 
 impl Arming {
-    fn new(files: Vec<(PathBuf, Source)>) -> Self {
+    fn new(files: Vec<(PathBuf, FileSource)>) -> Self {
         let covering = vec![Vec::new(); files.len()];
         Arming {
             files,
@@ -192,13 +192,13 @@ impl Arming {
     /// directories and unwatches stale ones. Returns the sources of files
     /// whose covering directories changed (a directory or link target
     /// appeared or vanished, so the file may have changed unseen).
-    fn rearm(&mut self, watcher: &mut RecommendedWatcher) -> Vec<Source> {
+    fn rearm(&mut self, watcher: &mut RecommendedWatcher) -> Vec<FileSource> {
         let mut changed = Vec::new();
         // A directory can appear between computing a cover and arming the
         // watch on its parent; computing again once the watches are in place
         // catches it. Bounded: a few levels can appear at once, no more.
         for _ in 0..8 {
-            let mut routes: BTreeMap<PathBuf, Vec<Source>> = BTreeMap::new();
+            let mut routes: BTreeMap<PathBuf, Vec<FileSource>> = BTreeMap::new();
             let mut wanted: BTreeSet<PathBuf> = BTreeSet::new();
             for (i, (file, source)) in self.files.iter().enumerate() {
                 let cover = cover(file);

@@ -12,7 +12,7 @@ use mcp_reconcile::approvals_store::{backup_path, ApprovalsStore};
 use mcp_reconcile::inputs::{HostEnv, Inputs, LayerFlags, LayerPaths, Layout, Snapshot};
 use mcp_reconcile::watcher;
 use mcp_reconcile_kernel::json::{self, Value};
-use mcp_reconcile_kernel::reload::Source;
+use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::{ApprovalState, Decision, LayerSource, ServerConfig};
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -288,7 +288,7 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
 
     // Half-written: the old servers and lists stay, the error names the file.
     write(&user, r#"{"mcpServers": {"a": {"command": "#);
-    let snap = inputs.load(Some(&[Source::Settings("user".into())]));
+    let snap = inputs.load(Some(&[FileSource::Settings("user".into())]));
     assert_eq!(layer_names(&snap, LayerSource::User), ["a", "b"]);
     assert_eq!(snap.lists.excluded, Some(vec!["b".to_owned()]));
     assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
@@ -308,7 +308,7 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
 
     // Valid again: applied, error gone.
     write(&user, r#"{"mcpServers": {"c": {"command": "z"}}}"#);
-    let snap = inputs.load(Some(&[Source::Settings("user".into())]));
+    let snap = inputs.load(Some(&[FileSource::Settings("user".into())]));
     assert_eq!(layer_names(&snap, LayerSource::User), ["c"]);
     assert!(snap.errors.is_empty(), "{:?}", snap.errors);
     assert_eq!(snap.lists.excluded, None);
@@ -352,14 +352,14 @@ fn only_the_changed_files_are_reloaded() {
         &w.project().join(".mcp.json"),
         r#"{"mcpServers": {"p": {"command": "x"}}}"#,
     );
-    let snap = inputs.load(Some(&[Source::McpJson]));
+    let snap = inputs.load(Some(&[FileSource::McpJson]));
     assert_eq!(
         layer_names(&snap, LayerSource::User),
         ["a"],
         "user not reread"
     );
     assert_eq!(layer_names(&snap, LayerSource::Project), ["p"]);
-    let snap = inputs.load(Some(&[Source::Settings("user".into())]));
+    let snap = inputs.load(Some(&[FileSource::Settings("user".into())]));
     assert_eq!(layer_names(&snap, LayerSource::User), ["b"]);
 }
 
@@ -449,10 +449,9 @@ fn an_untrusted_folder_has_no_workspace_settings() {
         .iter()
         .all(|l| l.source != LayerSource::Workspace));
     assert_eq!(snap.lists.excluded, None);
-    assert!(inputs
-        .watched()
-        .iter()
-        .all(|(p, s)| *p != w.workspace_settings() && *s != Source::Settings("workspace".into())));
+    assert!(inputs.watched().iter().all(
+        |(p, s)| *p != w.workspace_settings() && *s != FileSource::Settings("workspace".into())
+    ));
 }
 
 #[test]
@@ -516,7 +515,7 @@ fn mcp_json_servers_are_stamped_project_and_gated() {
 
     // Broken `.mcp.json`: last good servers stay.
     write(&w.project().join(".mcp.json"), "{\"mcpServers\": ");
-    let snap = inputs.load(Some(&[Source::McpJson]));
+    let snap = inputs.load(Some(&[FileSource::McpJson]));
     assert_eq!(layer_names(&snap, LayerSource::Project), ["p", "web"]);
     // The parse error, then the entry error of the content still in use.
     assert_eq!(snap.errors.len(), 2, "{:?}", snap.errors);
@@ -563,11 +562,14 @@ fn mcp_config_takes_inline_json_and_files() {
         ..w.flags()
     });
     let watched = inputs.watched();
-    assert!(watched.contains(&(file.clone(), Source::McpConfig(file.display().to_string()))));
-    assert!(watched.contains(&(w.project().join(".mcp.json"), Source::McpJson)));
+    assert!(watched.contains(&(
+        file.clone(),
+        FileSource::McpConfig(file.display().to_string())
+    )));
+    assert!(watched.contains(&(w.project().join(".mcp.json"), FileSource::McpJson)));
     assert!(watched.contains(&(
         inputs.approvals_store().path().to_path_buf(),
-        Source::Approvals
+        FileSource::Approvals
     )));
     let snap = inputs.load(None);
     assert_eq!(
@@ -582,7 +584,7 @@ fn mcp_config_takes_inline_json_and_files() {
 
     // The file is watched and reloaded like any other input.
     write(&file, r#"{"g": {"command": "x"}}"#);
-    let snap = inputs.load(Some(&[Source::McpConfig(file.display().to_string())]));
+    let snap = inputs.load(Some(&[FileSource::McpConfig(file.display().to_string())]));
     assert_eq!(
         layer_names(&snap, LayerSource::CliConfig),
         ["inline", "wrapped", "g"]
@@ -773,7 +775,7 @@ fn a_malformed_file_fails_closed_and_is_backed_up_before_replacing() {
             & 0o777,
         0o600
     );
-    let snap = inputs.load(Some(&[Source::Approvals]));
+    let snap = inputs.load(Some(&[FileSource::Approvals]));
     assert!(snap.errors.is_empty(), "{:?}", snap.errors);
     assert_eq!(snap.gating_for(&servers).pending, Some(vec![]));
 }
@@ -850,7 +852,7 @@ const WAIT: Duration = Duration::from_secs(20);
 const QUIET: Duration = Duration::from_millis(700);
 
 /// The next event is `want` (after a [`settle`], nothing else is queued).
-async fn expect_source(rx: &mut UnboundedReceiver<Source>, want: &Source) {
+async fn expect_source(rx: &mut UnboundedReceiver<FileSource>, want: &FileSource) {
     match tokio::time::timeout(WAIT, rx.recv()).await {
         Ok(Some(got)) => assert_eq!(got, *want, "the event's source"),
         Ok(None) => panic!("watcher channel closed"),
@@ -860,7 +862,7 @@ async fn expect_source(rx: &mut UnboundedReceiver<Source>, want: &Source) {
 
 /// Waits until no event arrived for a quiet period (the rest of the previous
 /// step's burst), so the next step starts from an empty queue.
-async fn settle(rx: &mut UnboundedReceiver<Source>) {
+async fn settle(rx: &mut UnboundedReceiver<FileSource>) {
     for _ in 0..20 {
         tokio::time::sleep(QUIET).await;
         if rx.try_recv().is_err() {
@@ -872,18 +874,18 @@ async fn settle(rx: &mut UnboundedReceiver<Source>) {
 }
 
 /// Nothing arrives within a quiet period.
-async fn expect_quiet(rx: &mut UnboundedReceiver<Source>) {
+async fn expect_quiet(rx: &mut UnboundedReceiver<FileSource>) {
     tokio::time::sleep(QUIET).await;
-    let got: Vec<Source> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    let got: Vec<FileSource> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     assert!(got.is_empty(), "unexpected events: {got:?}");
 }
 
-fn user() -> Source {
-    Source::Settings("user".into())
+fn user() -> FileSource {
+    FileSource::Settings("user".into())
 }
 
-fn workspace() -> Source {
-    Source::Settings("workspace".into())
+fn workspace() -> FileSource {
+    FileSource::Settings("workspace".into())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -898,7 +900,7 @@ async fn watcher_reports_writes_renames_and_recreation() {
     let _watcher = watcher::watch(
         vec![
             (settings.clone(), user()),
-            (approvals.clone(), Source::Approvals),
+            (approvals.clone(), FileSource::Approvals),
         ],
         tx,
     )
@@ -926,7 +928,7 @@ async fn watcher_reports_writes_renames_and_recreation() {
 
     // A file that did not exist at start (the approvals file) appears.
     fs::write(&approvals, "{}").expect("write approvals");
-    expect_source(&mut rx, &Source::Approvals).await;
+    expect_source(&mut rx, &FileSource::Approvals).await;
     settle(&mut rx).await;
 
     // Unrelated files in the same directory are ignored; so are reads.
@@ -1013,18 +1015,18 @@ async fn watcher_covers_every_input_of_an_inputs_set() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let _watcher = watcher::watch(inputs.watched(), tx).expect("watch");
     for (path, source) in [
-        (w.project().join(".mcp.json"), Source::McpJson),
+        (w.project().join(".mcp.json"), FileSource::McpJson),
         (w.user_settings(), user()),
         (w.workspace_settings(), workspace()),
         (
             w.path("etc/system-defaults.json"),
-            Source::Settings("systemDefaults".into()),
+            FileSource::Settings("systemDefaults".into()),
         ),
         (
             extra.clone(),
-            Source::McpConfig(extra.display().to_string()),
+            FileSource::McpConfig(extra.display().to_string()),
         ),
-        (w.path("state/approvals.json"), Source::Approvals),
+        (w.path("state/approvals.json"), FileSource::Approvals),
     ] {
         write(&path, "{}");
         expect_source(&mut rx, &source).await;

@@ -18,7 +18,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::{ApiError, Request};
 use crate::config::{ServerConfig, Servers};
 use crate::identity::approval_hash;
 use crate::json::{Object, Value};
@@ -237,42 +236,6 @@ fn gated_where(
         .filter(|(name, config)| config.is_gated() && keep(approvals.state(root, name, config)))
         .map(|(name, _)| name.clone())
         .collect()
-}
-
-/// `approvalState`: `approvals`, `projectRoot`, `name`, `config`.
-pub(crate) fn op_approval_state(req: &Request<'_>) -> Result<Value, ApiError> {
-    let approvals = request_approvals(req);
-    let state = approvals.state(
-        req.str("projectRoot")?,
-        req.str("name")?,
-        &req.config("config")?,
-    );
-    Ok(state.as_str().into())
-}
-
-/// `pendingGated`: `servers`, `approvals`, `projectRoot`.
-pub(crate) fn op_pending_gated(req: &Request<'_>) -> Result<Value, ApiError> {
-    let servers = req.servers("servers")?;
-    let names = pending_gated(&servers, &request_approvals(req), req.str("projectRoot")?);
-    Ok(names_value(names))
-}
-
-/// `promptable`: `servers`, `approvals`, `projectRoot`.
-pub(crate) fn op_promptable(req: &Request<'_>) -> Result<Value, ApiError> {
-    let servers = req.servers("servers")?;
-    let names = promptable(&servers, &request_approvals(req), req.str("projectRoot")?);
-    Ok(names_value(names))
-}
-
-/// The request's `approvals` store; absent, `null` or malformed reads as
-/// empty (fail closed).
-pub(crate) fn request_approvals(req: &Request<'_>) -> Approvals {
-    Approvals::new(req.get("approvals").cloned().unwrap_or_default())
-}
-
-/// A list of names as a JSON array.
-pub(crate) fn names_value(names: Vec<String>) -> Value {
-    Value::Array(names.into_iter().map(Value::String).collect())
 }
 
 #[cfg(test)]

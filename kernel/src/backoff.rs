@@ -5,9 +5,7 @@
 //! same delay (no randomness in the kernel), while different servers spread
 //! their retries apart.
 
-use crate::api::{ApiError, Request};
-use crate::json::{Object, Value};
-use crate::plan::{whole_number, Millis};
+use crate::time::Millis;
 
 /// Consecutive failures from which a server is in crash loop: it stays
 /// `failed` until its config changes or the user reconnects it.
@@ -52,7 +50,7 @@ pub fn attempts_after_health(attempts: u32, healthy_since: Millis, now: Millis) 
 }
 
 /// [`backoff`] for any failure count the JSON API can carry.
-fn backoff_wide(attempts: u64, seed: u64) -> Backoff {
+pub(crate) fn backoff_wide(attempts: u64, seed: u64) -> Backoff {
     if attempts == 0 {
         return Backoff {
             delay_ms: 0,
@@ -80,27 +78,6 @@ fn splitmix64(x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Op `backoff`: `{attempts, seed}` → `{delayMs, crashLoop}`.
-pub(crate) fn op_backoff(req: &Request<'_>) -> Result<Value, ApiError> {
-    let attempts = count(req, "attempts", u64::MAX)?;
-    let seed = count(req, "seed", MAX_SEED)?;
-    let result = backoff_wide(attempts, seed);
-    let mut object = Object::new();
-    object.insert("delayMs".into(), Value::Number(result.delay_ms as f64));
-    object.insert("crashLoop".into(), result.crash_loop.into());
-    Ok(Value::Object(object))
-}
-
-fn count(req: &Request<'_>, field: &str, max: u64) -> Result<u64, ApiError> {
-    let value = req.raw(field)?;
-    whole_number(value, max).ok_or_else(|| {
-        ApiError::invalid(format!(
-            "field `{field}` must be an integer from 0 to {max}, found {}",
-            value.to_json()
-        ))
-    })
 }
 
 #[cfg(test)]

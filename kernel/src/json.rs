@@ -815,6 +815,18 @@ impl fmt::Display for Value {
     }
 }
 
+/// A JSON number that is a whole number in `0..=max` (and below 2^64, so the
+/// conversion is exact); `-0` counts as 0.
+pub fn whole_number(value: &Value, max: u64) -> Option<u64> {
+    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+    let n = value.as_f64()?;
+    if !((0.0..TWO_POW_64).contains(&n) && n.fract() == 0.0) {
+        return None;
+    }
+    let n = n as u64;
+    (n <= max).then_some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -905,5 +917,16 @@ mod tests {
         assert!(parse(&deep).is_err());
         let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
         assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn whole_numbers() {
+        assert_eq!(whole_number(&Value::Number(-0.0), 5), Some(0));
+        assert_eq!(whole_number(&Value::Number(5.0), 5), Some(5));
+        assert_eq!(whole_number(&Value::Number(6.0), 5), None);
+        assert_eq!(whole_number(&Value::Number(1.5), 5), None);
+        assert_eq!(whole_number(&Value::Number(-1.0), 5), None);
+        assert_eq!(whole_number(&Value::Number(1e300), u64::MAX), None);
+        assert_eq!(whole_number(&Value::String("1".into()), 5), None);
     }
 }

@@ -8,6 +8,11 @@
 //!
 //! Everything is also reachable through one JSON request/response vocabulary,
 //! [`api::evaluate`], so the same conformance vectors run against every host.
+//! [`api`] is a layer on top of the domain modules: it decodes requests,
+//! calls their typed functions and encodes the results, and no domain module
+//! depends on it (`tests/architecture.rs` checks this, and that no kernel
+//! source touches the file system, network, clock, threads, processes or
+//! environment).
 #![deny(missing_docs)]
 
 pub mod api;

@@ -15,14 +15,14 @@
 //! programs named there. [`lsp_plan`] never starts, restarts or reconfigures
 //! a project entry that is not approved for its current config.
 
-use crate::api::{ApiError, Request};
-use crate::approvals::{request_approvals, ApprovalState, Approvals};
+use crate::approvals::{ApprovalState, Approvals};
 use crate::config::{ServerConfig, SCOPE};
 use crate::gating::Reason;
 use crate::identity::{sha256_hex, sorted_json, ApprovalHash};
-use crate::json::{self, Object, Value};
-use crate::plan::{online_from_value, whole_number, Millis, Online, OnlineEntry, Status};
+use crate::json::{self, whole_number, Object, Value};
+use crate::plan::{Online, OnlineEntry, Status};
 use crate::sources::expand_env_vars;
+use crate::time::Millis;
 
 /// Seed fields (restart on change) and their defaults, in the order of the
 /// seed object of SPEC §14.2.
@@ -914,94 +914,9 @@ fn folder_inside(folder: &str, project_root: Option<&str>) -> bool {
     }
 }
 
-// ---------------------------------------------------------------------------
-// JSON API
-
-/// `parseLspJson`: `text`, `env`?, `expand`? (default true), `scope`?
-/// (`"user"` / `"project"`: stamp it; default none), `projectRoot`? →
-/// `{servers, errors}`.
-pub(crate) fn op_parse_lsp_json(req: &Request<'_>) -> Result<Value, ApiError> {
-    let text = req.str("text")?;
-    let env = match req.get("env") {
-        None => None,
-        Some(Value::Object(env)) => Some(env),
-        Some(other) => {
-            return Err(ApiError::invalid(format!(
-                "field `env` must be an object, found {}",
-                other.preview(60)
-            )))
-        }
-    };
-    let scope = match req.opt_str("scope")? {
-        None => None,
-        Some(s) => Some(LspScope::parse(s).ok_or_else(|| {
-            ApiError::invalid(format!(
-                "field `scope` must be \"user\" or \"project\", found {}",
-                Value::from(s).to_json()
-            ))
-        })?),
-    };
-    let options = LspParseOptions {
-        env,
-        expand: req.opt_bool("expand")?.unwrap_or(true),
-        scope,
-        project_root: req.opt_str("projectRoot")?,
-    };
-    let parsed = parse_lsp_json(text, options);
-    let mut out = Object::new();
-    out.insert(
-        "servers".into(),
-        Value::Object(parsed.servers.map_values(|_, entry| Value::Object(entry))),
-    );
-    out.insert(
-        "errors".into(),
-        Value::Array(parsed.errors.into_iter().map(Value::String).collect()),
-    );
-    Ok(Value::Object(out))
-}
-
-/// `lspSeedId`: `name`, `config` → `"<name>::<16hex>"`.
-pub(crate) fn op_lsp_seed_id(req: &Request<'_>) -> Result<Value, ApiError> {
-    Ok(lsp_seed_id(req.str("name")?, req.object("config")?)
-        .0
-        .into())
-}
-
-/// `lspApprovalHash`: `config` → 64-hex string.
-pub(crate) fn op_lsp_approval_hash(req: &Request<'_>) -> Result<Value, ApiError> {
-    Ok(lsp_approval_hash(req.object("config")?).0.into())
-}
-
-/// `lspPlan`: `desired`, `online`, `approvals`, `projectRoot`,
-/// `trustedFolder`, `now` → `{actions}`.
-pub(crate) fn op_lsp_plan(req: &Request<'_>) -> Result<Value, ApiError> {
-    let desired = lsp_servers_from_value(req.raw("desired")?)
-        .map_err(|e| ApiError::invalid(format!("field `desired`: {e}")))?;
-    let online = online_from_value(req.raw("online")?)
-        .map_err(|e| ApiError::invalid(format!("field `online`: {e}")))?;
-    let approvals = request_approvals(req);
-    let project_root = req.str("projectRoot")?;
-    let trusted_folder = req.bool("trustedFolder")?;
-    let now = req.raw("now")?;
-    let now = whole_number(now, u64::MAX).map(Millis).ok_or_else(|| {
-        ApiError::invalid(format!(
-            "field `now` must be a non-negative integer, found {}",
-            now.preview(60)
-        ))
-    })?;
-    let ctx = LspPlanContext {
-        approvals: &approvals,
-        project_root,
-        trusted_folder,
-        now,
-    };
-    Ok(lsp_plan(&desired, &online, ctx).to_value())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::evaluate_str;
 
     const ROOT: &str = "/home/dev/repo";
 
@@ -1411,45 +1326,5 @@ mod tests {
         );
         assert_eq!(merged.get("b").map(|e| e.scope), Some(LspScope::User));
         assert_eq!(merged.keys().collect::<Vec<_>>(), ["a", "b"]);
-    }
-
-    #[test]
-    fn malformed_requests_are_typed_errors() {
-        for line in [
-            r#"{"op":"lspPlan"}"#,
-            r#"{"op":"lspPlan","desired":[],"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
-            r#"{"op":"lspPlan","desired":{"a":1},"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
-            r#"{"op":"lspPlan","desired":{"a":{"command":"x"}},"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
-            r#"{"op":"lspPlan","desired":{"a":{"scope":"workspace"}},"online":{},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
-            r#"{"op":"lspPlan","desired":{},"online":{"a":{"config":{},"status":"up"}},"projectRoot":"/r","trustedFolder":true,"now":0}"#,
-            r#"{"op":"lspPlan","desired":{},"online":{},"projectRoot":"/r","trustedFolder":true,"now":-1}"#,
-            r#"{"op":"lspSeedId","name":"a","config":[]}"#,
-            r#"{"op":"lspSeedId","config":{}}"#,
-            r#"{"op":"lspApprovalHash","config":"x"}"#,
-            r#"{"op":"parseLspJson","text":5}"#,
-            r#"{"op":"parseLspJson","text":"{}","scope":"system"}"#,
-            r#"{"op":"parseLspJson","text":"{}","env":[]}"#,
-        ] {
-            let response = evaluate_str(line);
-            assert!(
-                response.starts_with(r#"{"error":{"kind":"invalid-request""#),
-                "{line} → {response}"
-            );
-        }
-    }
-
-    #[test]
-    fn ops_answer_like_the_public_vectors() {
-        let response = evaluate_str(
-            r#"{"op":"lspSeedId","name":"pyls","config":{"command":"node","env":{"B":"2","A":"1"},"settings":{"json":{"validate":{"enable":false}}}}}"#,
-        );
-        assert_eq!(response, r#"{"ok":"pyls::32ec4e19d714e5db"}"#);
-        let response = evaluate_str(
-            r#"{"op":"lspApprovalHash","config":{"command":"/usr/bin/clangd","args":[],"extensionToLanguage":{".yaml":"yaml"},"scope":"user"}}"#,
-        );
-        assert_eq!(
-            response,
-            r#"{"ok":"c9b557d47d92832f09ce63552d0b09f65aa3d7b81f2435e627ee50ac1e3ec5d4"}"#
-        );
     }
 }

@@ -10,13 +10,12 @@
 
 use std::collections::HashSet;
 
-use crate::api::{ApiError, Request};
 use crate::config::{ServerConfig, Servers, Transport};
 use crate::gating::{match_pattern, Gating, Reason};
 use crate::identity::{self, ConnectionId, IdentityError};
-use crate::json::{self, Object, Value};
+use crate::json::{self, whole_number, Object, Value};
 
-pub use crate::time::Millis;
+use crate::time::Millis;
 
 /// Whose connections a plan is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -281,12 +280,6 @@ pub enum PlanError {
         /// What is wrong with its config.
         source: IdentityError,
     },
-}
-
-impl From<PlanError> for ApiError {
-    fn from(e: PlanError) -> Self {
-        ApiError::config(e.to_string())
-    }
 }
 
 /// The plan that brings `online` to the admitted part of `desired` (SPEC §6).
@@ -777,43 +770,6 @@ fn entry_from_value(value: &Value) -> Result<OnlineEntry, String> {
     })
 }
 
-/// A JSON number that is a whole number in `0..=max` (and below 2^64, so the
-/// conversion is exact); `-0` counts as 0.
-pub(crate) fn whole_number(value: &Value, max: u64) -> Option<u64> {
-    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
-    let n = value.as_f64()?;
-    if !((0.0..TWO_POW_64).contains(&n) && n.fract() == 0.0) {
-        return None;
-    }
-    let n = n as u64;
-    (n <= max).then_some(n)
-}
-
-/// Op `plan`: `{desired, online, gating, trustedFolder, mode, now}` →
-/// `{actions}`.
-pub(crate) fn op_plan(req: &Request<'_>) -> Result<Value, ApiError> {
-    let desired = req.servers("desired")?;
-    let online = online_from_value(req.raw("online")?)
-        .map_err(|e| ApiError::invalid(format!("field `online`: {e}")))?;
-    let gating = req.gating("gating")?;
-    let trusted_folder = req.bool("trustedFolder")?;
-    let mode = req.str("mode")?;
-    let mode = Mode::parse(mode).ok_or_else(|| {
-        ApiError::invalid(format!(
-            "field `mode` must be \"session\" or \"pool\", found {}",
-            Value::from(mode).to_json()
-        ))
-    })?;
-    let now = req.raw("now")?;
-    let now = whole_number(now, u64::MAX).map(Millis).ok_or_else(|| {
-        ApiError::invalid(format!(
-            "field `now` must be a non-negative integer, found {}",
-            now.to_json()
-        ))
-    })?;
-    Ok(plan(&desired, &online, &gating, trusted_folder, mode, now)?.to_value())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -901,16 +857,5 @@ mod tests {
             })
             .collect();
         assert_eq!(changed, [vec!["type"], vec!["httpUrl", "url"]]);
-    }
-
-    #[test]
-    fn whole_numbers() {
-        assert_eq!(whole_number(&Value::Number(-0.0), 5), Some(0));
-        assert_eq!(whole_number(&Value::Number(5.0), 5), Some(5));
-        assert_eq!(whole_number(&Value::Number(6.0), 5), None);
-        assert_eq!(whole_number(&Value::Number(1.5), 5), None);
-        assert_eq!(whole_number(&Value::Number(-1.0), 5), None);
-        assert_eq!(whole_number(&Value::Number(1e300), u64::MAX), None);
-        assert_eq!(whole_number(&Value::String("1".into()), 5), None);
     }
 }

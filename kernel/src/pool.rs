@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use crate::config::{ServerConfig, Transport};
 use crate::gating::{Gating, Reason};
 use crate::identity::ConnectionId;
-use crate::plan::Millis;
+use crate::time::Millis;
 
 /// How long a connection nobody holds stays open, by default.
 pub const DEFAULT_DRAIN: Millis = Millis(30_000);

@@ -17,7 +17,7 @@ pub const DEFAULT_DEBOUNCE: Millis = Millis(300);
 /// new kind should fail to compile in a host that does not know it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "id", rename_all = "kebab-case")]
-pub enum Source {
+pub enum FileSource {
     /// A settings layer, named by the host (e.g. `"user"`, `"workspace"`).
     Settings(String),
     /// The project's `.mcp.json`.
@@ -38,9 +38,9 @@ pub enum Outcome {
     Failed,
 }
 
-/// What the host must do next, from [`ReloadScheduler::poll_action`].
+/// What the host must do next, from [`ReloadScheduler::poll_step`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub enum Step {
     /// Start reconcile run number `run`: reload the changed inputs, compute
     /// the next state (SPEC §7 `hotReload`), execute the plan, then report
     /// [`ReloadScheduler::handle_reconcile_done`].
@@ -51,7 +51,7 @@ pub enum Action {
         /// The inputs that changed since the previous run started, each once,
         /// in the order they first changed. The host reloads only these
         /// (every input on the start-up run or when `manual` is set).
-        sources: Vec<Source>,
+        sources: Vec<FileSource>,
         /// A manual reload (`reload` command, SIGHUP, `/reload`) is among the
         /// requests this run answers; the host reloads every input.
         manual: bool,
@@ -67,7 +67,7 @@ pub struct ReloadCounts {
     pub manual_reloads: u64,
     /// Times the debounce ran out.
     pub debounce_fires: u64,
-    /// Runs started (actions handed out).
+    /// Runs started (steps handed out).
     pub runs_started: u64,
     /// Runs that ended with [`Outcome::Ok`].
     pub runs_succeeded: u64,
@@ -90,8 +90,8 @@ pub struct ReloadCounts {
 ///    watched input, [`handle_manual_reload`](Self::handle_manual_reload),
 ///    and [`handle_reconcile_done`](Self::handle_reconcile_done) when a run
 ///    ends (successfully or not).
-/// 3. After each input, call [`poll_action`](Self::poll_action) until it
-///    returns `None`, and execute each [`Action::Reconcile`] (it returns at
+/// 3. After each input, call [`poll_step`](Self::poll_step) until it
+///    returns `None`, and execute each [`Step::Reconcile`] (it returns at
 ///    most one before that run is reported done).
 /// 4. Call [`poll_timeout`](Self::poll_timeout) and arm one timer for the
 ///    returned instant (none if `None`), replacing any earlier timer.
@@ -130,10 +130,10 @@ pub struct ReloadScheduler {
     /// When the pending debounce runs out.
     deadline: Option<Millis>,
     /// Sources changed since the last run started, in first-change order.
-    pending: IndexSet<Source>,
+    pending: IndexSet<FileSource>,
     /// A run has been requested and not yet started (while a run is active:
     /// the dirty flag).
-    request: Option<Request>,
+    request: Option<RunRequest>,
     /// The active run's number.
     running: Option<u64>,
     /// The number of the last run started; 0 before the first.
@@ -144,29 +144,29 @@ pub struct ReloadScheduler {
 
 /// What the outstanding requests ask for, merged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Request {
+struct RunRequest {
     /// A manual reload is among them.
     manual: bool,
     /// Start without waiting for a pending debounce (manual or start-up).
     immediate: bool,
 }
 
-impl Request {
-    const DEBOUNCED: Request = Request {
+impl RunRequest {
+    const DEBOUNCED: RunRequest = RunRequest {
         manual: false,
         immediate: false,
     };
-    const STARTUP: Request = Request {
+    const STARTUP: RunRequest = RunRequest {
         manual: false,
         immediate: true,
     };
-    const MANUAL: Request = Request {
+    const MANUAL: RunRequest = RunRequest {
         manual: true,
         immediate: true,
     };
 
-    fn merge(self, other: Request) -> Request {
-        Request {
+    fn merge(self, other: RunRequest) -> RunRequest {
+        RunRequest {
             manual: self.manual || other.manual,
             immediate: self.immediate || other.immediate,
         }
@@ -208,7 +208,7 @@ impl ReloadScheduler {
     /// debounce. Does nothing once a run has been started.
     pub fn start(&mut self) {
         if self.last_run == 0 && self.running.is_none() {
-            self.request_run(Request::STARTUP);
+            self.request_run(RunRequest::STARTUP);
         }
     }
 
@@ -228,7 +228,7 @@ impl ReloadScheduler {
 
     /// A watched input changed: `source` joins the set the next run reloads
     /// and the shared debounce restarts from `now`.
-    pub fn handle_file_event(&mut self, now: Millis, source: Source) {
+    pub fn handle_file_event(&mut self, now: Millis, source: FileSource) {
         self.advance(now);
         self.counts.file_events = self.counts.file_events.saturating_add(1);
         self.pending.insert(source);
@@ -243,7 +243,7 @@ impl ReloadScheduler {
         self.counts.manual_reloads = self.counts.manual_reloads.saturating_add(1);
         self.deadline = None;
         self.last_event = None;
-        self.request_run(Request::MANUAL);
+        self.request_run(RunRequest::MANUAL);
     }
 
     /// The active run ended. Ignored if no run is active.
@@ -275,10 +275,10 @@ impl ReloadScheduler {
         self.deadline
     }
 
-    /// The next thing to do. Returns an [`Action::Reconcile`] when a run is
+    /// The next thing to do. Returns a [`Step::Reconcile`] when a run is
     /// requested, none is active and the request need not wait for a pending
     /// debounce; the run counts as active from then on.
-    pub fn poll_action(&mut self) -> Option<Action> {
+    pub fn poll_step(&mut self) -> Option<Step> {
         if self.running.is_some() {
             return None;
         }
@@ -294,7 +294,7 @@ impl ReloadScheduler {
         self.running = Some(run);
         self.counts.runs_started = self.counts.runs_started.saturating_add(1);
         let sources = std::mem::take(&mut self.pending).into_iter().collect();
-        Some(Action::Reconcile {
+        Some(Step::Reconcile {
             run,
             sources,
             manual: request.manual,
@@ -333,7 +333,7 @@ impl ReloadScheduler {
     }
 
     /// The sources the next run will reload, in first-change order.
-    pub fn pending_sources(&self) -> impl ExactSizeIterator<Item = &Source> + '_ {
+    pub fn pending_sources(&self) -> impl ExactSizeIterator<Item = &FileSource> + '_ {
         self.pending.iter()
     }
 
@@ -362,11 +362,11 @@ impl ReloadScheduler {
         // A debounce whose sources an earlier run already took has nothing
         // left to reload.
         if !self.pending.is_empty() {
-            self.request_run(Request::DEBOUNCED);
+            self.request_run(RunRequest::DEBOUNCED);
         }
     }
 
-    fn request_run(&mut self, request: Request) {
+    fn request_run(&mut self, request: RunRequest) {
         self.request = Some(match self.request {
             Some(earlier) => earlier.merge(request),
             None => request,
@@ -380,12 +380,12 @@ mod tests {
 
     const D: Millis = DEFAULT_DEBOUNCE;
 
-    fn settings(layer: &str) -> Source {
-        Source::Settings(layer.to_owned())
+    fn settings(layer: &str) -> FileSource {
+        FileSource::Settings(layer.to_owned())
     }
 
-    fn reconcile(run: u64, sources: &[Source], manual: bool) -> Option<Action> {
-        Some(Action::Reconcile {
+    fn reconcile(run: u64, sources: &[FileSource], manual: bool) -> Option<Step> {
+        Some(Step::Reconcile {
             run,
             sources: sources.to_vec(),
             manual,
@@ -395,9 +395,9 @@ mod tests {
     /// A scheduler whose start-up run 1 has already ended.
     fn idle_after_startup() -> ReloadScheduler {
         let mut s = ReloadScheduler::starting(D);
-        assert_eq!(s.poll_action(), reconcile(1, &[], false));
+        assert_eq!(s.poll_step(), reconcile(1, &[], false));
         s.handle_reconcile_done(Millis(0), Outcome::Ok);
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         s
     }
 
@@ -405,31 +405,31 @@ mod tests {
     fn startup_is_run_one_and_ready_at_once() {
         let mut s = ReloadScheduler::starting(D);
         assert_eq!(s.poll_timeout(), None);
-        assert_eq!(s.poll_action(), reconcile(1, &[], false));
+        assert_eq!(s.poll_step(), reconcile(1, &[], false));
         assert!(s.is_running());
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         s.start();
         s.handle_reconcile_done(Millis(5), Outcome::Ok);
-        assert_eq!(s.poll_action(), None, "start() after run 1 does nothing");
+        assert_eq!(s.poll_step(), None, "start() after run 1 does nothing");
     }
 
     #[test]
     fn events_during_startup_give_one_follow_up() {
         let mut s = ReloadScheduler::starting(D);
-        assert!(s.poll_action().is_some());
-        s.handle_file_event(Millis(10), Source::McpJson);
+        assert!(s.poll_step().is_some());
+        s.handle_file_event(Millis(10), FileSource::McpJson);
         assert!(s.is_dirty());
         s.handle_timeout(Millis(310));
-        assert_eq!(s.poll_action(), None, "never two runs at once");
+        assert_eq!(s.poll_step(), None, "never two runs at once");
         s.handle_reconcile_done(Millis(400), Outcome::Ok);
-        assert_eq!(s.poll_action(), reconcile(2, &[Source::McpJson], false));
+        assert_eq!(s.poll_step(), reconcile(2, &[FileSource::McpJson], false));
     }
 
     #[test]
     fn burst_of_events_coalesces_into_one_run() {
         let mut s = idle_after_startup();
         s.handle_file_event(Millis(0), settings("user"));
-        s.handle_file_event(Millis(100), Source::McpJson);
+        s.handle_file_event(Millis(100), FileSource::McpJson);
         s.handle_file_event(Millis(250), settings("user"));
         assert_eq!(
             s.poll_timeout(),
@@ -437,11 +437,11 @@ mod tests {
             "each event restarts it"
         );
         s.handle_timeout(Millis(549));
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         s.handle_timeout(Millis(550));
         assert_eq!(
-            s.poll_action(),
-            reconcile(2, &[settings("user"), Source::McpJson], false)
+            s.poll_step(),
+            reconcile(2, &[settings("user"), FileSource::McpJson], false)
         );
         assert_eq!(s.poll_timeout(), None);
         assert_eq!(s.counts().debounce_fires, 1);
@@ -450,36 +450,29 @@ mod tests {
     #[test]
     fn manual_reload_skips_the_debounce_and_takes_its_sources() {
         let mut s = idle_after_startup();
-        s.handle_file_event(Millis(0), Source::Approvals);
+        s.handle_file_event(Millis(0), FileSource::Approvals);
         s.handle_manual_reload(Millis(10));
         assert_eq!(s.poll_timeout(), None);
-        assert_eq!(s.poll_action(), reconcile(2, &[Source::Approvals], true));
+        assert_eq!(s.poll_step(), reconcile(2, &[FileSource::Approvals], true));
         s.handle_reconcile_done(Millis(20), Outcome::Ok);
         s.handle_timeout(Millis(1000));
-        assert_eq!(
-            s.poll_action(),
-            None,
-            "no stale run for a cancelled debounce"
-        );
+        assert_eq!(s.poll_step(), None, "no stale run for a cancelled debounce");
     }
 
     #[test]
     fn requests_during_a_run_give_exactly_one_follow_up() {
         let mut s = idle_after_startup();
         s.handle_manual_reload(Millis(0));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
         s.handle_manual_reload(Millis(1));
         s.handle_file_event(Millis(2), settings("workspace"));
         s.handle_timeout(Millis(302));
         s.handle_manual_reload(Millis(303));
         assert!(s.is_dirty());
         s.handle_reconcile_done(Millis(400), Outcome::Ok);
-        assert_eq!(
-            s.poll_action(),
-            reconcile(3, &[settings("workspace")], true)
-        );
+        assert_eq!(s.poll_step(), reconcile(3, &[settings("workspace")], true));
         s.handle_reconcile_done(Millis(500), Outcome::Ok);
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         assert_eq!(s.poll_timeout(), None);
     }
 
@@ -487,9 +480,9 @@ mod tests {
     fn a_failure_alone_never_schedules_a_rerun() {
         let mut s = idle_after_startup();
         s.handle_manual_reload(Millis(0));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
         s.handle_reconcile_done(Millis(50), Outcome::Failed);
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         assert_eq!(s.poll_timeout(), None);
         assert_eq!(s.last_outcome(), Some(Outcome::Failed));
         assert_eq!(s.counts().runs_failed, 1);
@@ -499,27 +492,27 @@ mod tests {
     fn a_failed_dirty_run_still_gets_its_one_follow_up() {
         let mut s = idle_after_startup();
         s.handle_manual_reload(Millis(0));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
         s.handle_manual_reload(Millis(5));
         s.handle_reconcile_done(Millis(50), Outcome::Failed);
-        assert_eq!(s.poll_action(), reconcile(3, &[], true));
+        assert_eq!(s.poll_step(), reconcile(3, &[], true));
         s.handle_reconcile_done(Millis(60), Outcome::Failed);
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
     }
 
     #[test]
     fn debounce_firing_during_a_run_marks_dirty_and_follows_at_run_end() {
         let mut s = idle_after_startup();
         s.handle_manual_reload(Millis(0));
-        assert!(s.poll_action().is_some());
-        s.handle_file_event(Millis(10), Source::McpConfig("/tmp/x.json".into()));
+        assert!(s.poll_step().is_some());
+        s.handle_file_event(Millis(10), FileSource::McpConfig("/tmp/x.json".into()));
         s.handle_timeout(Millis(310));
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         assert!(s.is_run_requested());
         s.handle_reconcile_done(Millis(900), Outcome::Ok);
         assert_eq!(
-            s.poll_action(),
-            reconcile(3, &[Source::McpConfig("/tmp/x.json".into())], false)
+            s.poll_step(),
+            reconcile(3, &[FileSource::McpConfig("/tmp/x.json".into())], false)
         );
     }
 
@@ -527,31 +520,31 @@ mod tests {
     fn follow_up_waits_for_a_debounce_still_pending_at_run_end() {
         let mut s = idle_after_startup();
         s.handle_manual_reload(Millis(0));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
         s.handle_file_event(Millis(10), settings("user"));
         s.handle_timeout(Millis(310)); // fired: dirty
-        s.handle_file_event(Millis(350), Source::McpJson); // new burst
+        s.handle_file_event(Millis(350), FileSource::McpJson); // new burst
         s.handle_reconcile_done(Millis(400), Outcome::Ok);
-        assert_eq!(s.poll_action(), None, "waits for the quiet period");
+        assert_eq!(s.poll_step(), None, "waits for the quiet period");
         assert_eq!(s.poll_timeout(), Some(Millis(650)));
         s.handle_timeout(Millis(650));
         assert_eq!(
-            s.poll_action(),
-            reconcile(3, &[settings("user"), Source::McpJson], false)
+            s.poll_step(),
+            reconcile(3, &[settings("user"), FileSource::McpJson], false)
         );
         s.handle_reconcile_done(Millis(700), Outcome::Ok);
-        assert_eq!(s.poll_action(), None, "one follow-up for both");
+        assert_eq!(s.poll_step(), None, "one follow-up for both");
     }
 
     #[test]
     fn manual_during_a_run_does_not_wait_for_a_pending_debounce() {
         let mut s = idle_after_startup();
         s.handle_manual_reload(Millis(0));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
         s.handle_manual_reload(Millis(5));
-        s.handle_file_event(Millis(10), Source::Approvals);
+        s.handle_file_event(Millis(10), FileSource::Approvals);
         s.handle_reconcile_done(Millis(20), Outcome::Ok);
-        assert_eq!(s.poll_action(), reconcile(3, &[Source::Approvals], true));
+        assert_eq!(s.poll_step(), reconcile(3, &[FileSource::Approvals], true));
         assert_eq!(s.poll_timeout(), None);
     }
 
@@ -560,7 +553,7 @@ mod tests {
         let mut s = ReloadScheduler::new(D);
         s.handle_reconcile_done(Millis(5), Outcome::Ok);
         s.handle_reconcile_done(Millis(6), Outcome::Failed);
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         assert_eq!(s.counts().stray_completions, 2);
         assert_eq!(s.last_outcome(), None);
     }
@@ -568,68 +561,64 @@ mod tests {
     #[test]
     fn time_going_backwards_is_clamped() {
         let mut s = idle_after_startup();
-        s.handle_file_event(Millis(1000), Source::McpJson);
-        s.handle_file_event(Millis(10), Source::Approvals);
+        s.handle_file_event(Millis(1000), FileSource::McpJson);
+        s.handle_file_event(Millis(10), FileSource::Approvals);
         assert_eq!(s.now(), Millis(1000));
         assert_eq!(s.poll_timeout(), Some(Millis(1300)));
         s.handle_timeout(Millis(20));
-        assert_eq!(s.poll_action(), None);
+        assert_eq!(s.poll_step(), None);
         s.handle_timeout(Millis(1300));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
     }
 
     #[test]
     fn a_late_host_still_fires_the_due_debounce_first() {
         let mut s = idle_after_startup();
-        s.handle_file_event(Millis(0), Source::McpJson);
+        s.handle_file_event(Millis(0), FileSource::McpJson);
         // The host never called handle_timeout at 300: the debounce ran out
         // (a run is requested) but the new burst's debounce is pending, so
         // the run waits for it and answers both.
-        s.handle_file_event(Millis(1000), Source::Approvals);
-        assert_eq!(
-            s.poll_action(),
-            None,
-            "the ready run waits for the new burst"
-        );
+        s.handle_file_event(Millis(1000), FileSource::Approvals);
+        assert_eq!(s.poll_step(), None, "the ready run waits for the new burst");
         s.handle_timeout(Millis(1300));
         assert_eq!(
-            s.poll_action(),
-            reconcile(2, &[Source::McpJson, Source::Approvals], false)
+            s.poll_step(),
+            reconcile(2, &[FileSource::McpJson, FileSource::Approvals], false)
         );
     }
 
     #[test]
     fn zero_debounce_fires_on_the_next_timeout_call() {
         let mut s = ReloadScheduler::new(Millis::ZERO);
-        s.handle_file_event(Millis(7), Source::McpJson);
+        s.handle_file_event(Millis(7), FileSource::McpJson);
         assert_eq!(s.poll_timeout(), Some(Millis(7)));
         s.handle_timeout(Millis(7));
-        assert_eq!(s.poll_action(), reconcile(1, &[Source::McpJson], false));
+        assert_eq!(s.poll_step(), reconcile(1, &[FileSource::McpJson], false));
     }
 
     #[test]
     fn set_debounce_retimes_the_pending_debounce() {
         let mut s = ReloadScheduler::new(D);
-        s.handle_file_event(Millis(100), Source::McpJson);
+        s.handle_file_event(Millis(100), FileSource::McpJson);
         s.set_debounce(Millis(50));
         assert_eq!(s.debounce(), Millis(50));
         assert_eq!(s.poll_timeout(), Some(Millis(150)));
-        s.handle_file_event(Millis(120), Source::McpJson);
+        s.handle_file_event(Millis(120), FileSource::McpJson);
         assert_eq!(s.poll_timeout(), Some(Millis(170)));
     }
 
     #[test]
     fn huge_times_saturate() {
         let mut s = ReloadScheduler::new(Millis(u64::MAX));
-        s.handle_file_event(Millis(u64::MAX - 1), Source::McpJson);
+        s.handle_file_event(Millis(u64::MAX - 1), FileSource::McpJson);
         assert_eq!(s.poll_timeout(), Some(Millis(u64::MAX)));
         s.handle_timeout(Millis(u64::MAX));
-        assert!(s.poll_action().is_some());
+        assert!(s.poll_step().is_some());
     }
 
     #[test]
     fn source_serializes_with_kind_and_id() {
-        let text = serde_json::to_string(&vec![settings("user"), Source::McpJson]).ok();
+        let text = serde_json::to_string(&vec![settings("user"), FileSource::McpJson]).ok();
         assert_eq!(
             text.as_deref(),
             Some(r#"[{"kind":"settings","id":"user"},{"kind":"mcp-json"}]"#)

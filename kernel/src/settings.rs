@@ -6,7 +6,6 @@
 //! * [`settings_diff`] lists the leaf paths an edit changed, and
 //!   [`restart_required`] says which of them only take effect after a restart.
 
-use crate::api::{ApiError, ErrorKind, Request};
 use crate::json::{self, cmp_utf16, Object, Value};
 use crate::sources::{expand_env_vars, LayerSource};
 
@@ -301,59 +300,6 @@ pub fn is_restart_required(path: &str, schema: Option<&Object>) -> bool {
             Some(dot) => prefix = &prefix[..dot],
             None => return false,
         }
-    }
-}
-
-/// `parseSettings`: `text`, `env`? → the settings object.
-pub(crate) fn op_parse_settings(req: &Request<'_>) -> Result<Value, ApiError> {
-    let text = req.str("text")?;
-    let env = optional_object(req, "env")?;
-    parse_settings(text, env).map_err(|e| ApiError {
-        kind: ErrorKind::InvalidJson,
-        message: e.to_string(),
-    })
-}
-
-/// `settingsDiff`: `old`, `new` (objects or null) → [path].
-pub(crate) fn op_settings_diff(req: &Request<'_>) -> Result<Value, ApiError> {
-    let empty = Value::Object(Object::new());
-    let old = optional_object(req, "old")?;
-    let new = optional_object(req, "new")?;
-    let (old, new) = (
-        old.map_or(empty.clone(), |o| Value::Object(o.clone())),
-        new.map_or(empty, |o| Value::Object(o.clone())),
-    );
-    Ok(Value::Array(
-        settings_diff(&old, &new)
-            .into_iter()
-            .map(Value::String)
-            .collect(),
-    ))
-}
-
-/// `restartRequired`: `paths`, `schema`? → `{suppressed, perPath}`.
-pub(crate) fn op_restart_required(req: &Request<'_>) -> Result<Value, ApiError> {
-    let paths = req.string_list("paths")?;
-    let schema = optional_object(req, "schema")?;
-    let result = restart_required(&paths, schema);
-    let mut out = Object::new();
-    out.insert("suppressed".into(), result.suppressed.into());
-    out.insert(
-        "perPath".into(),
-        Value::Object(result.per_path.map_values(|_, b| b.into())),
-    );
-    Ok(Value::Object(out))
-}
-
-/// An optional object field (`null` or absent is `None`).
-fn optional_object<'a>(req: &Request<'a>, field: &str) -> Result<Option<&'a Object>, ApiError> {
-    match req.get(field) {
-        None => Ok(None),
-        Some(Value::Object(o)) => Ok(Some(o)),
-        Some(other) => Err(ApiError::invalid(format!(
-            "field `{field}` must be an object, found {}",
-            other.to_json()
-        ))),
     }
 }
 

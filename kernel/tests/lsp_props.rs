@@ -17,7 +17,8 @@ use mcp_reconcile_kernel::lsp::{
     lsp_approval_hash, lsp_approval_state, lsp_online_of, lsp_plan, lsp_seed_id, parse_lsp_json,
     LspAction, LspEntry, LspParseOptions, LspPlan, LspPlanContext, LspScope, LspServers,
 };
-use mcp_reconcile_kernel::plan::{Millis, Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::time::Millis;
 use proptest::collection::{btree_map, vec};
 use proptest::option;
 use proptest::prelude::*;

@@ -15,9 +15,10 @@ use mcp_reconcile_kernel::gating::{match_pattern, Gating, Reason};
 use mcp_reconcile_kernel::identity::{connection_id, session_key, ConnectionId};
 use mcp_reconcile_kernel::json::{Object, Value};
 use mcp_reconcile_kernel::plan::{
-    online_of, online_to_value, plan, Action, Millis, Mode, Online, OnlineEntry, Plan, Status,
+    online_of, online_to_value, plan, Action, Mode, Online, OnlineEntry, Plan, Status,
 };
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
+use mcp_reconcile_kernel::time::Millis;
 use mcp_reconcile_kernel::{backoff, evaluate};
 use proptest::collection::vec;
 use proptest::option;

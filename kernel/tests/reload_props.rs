@@ -2,17 +2,17 @@
 //! what a well-behaved host saw while driving it with a virtual clock through
 //! a random script of steps.
 
-use mcp_reconcile_kernel::reload::{Action, Outcome, ReloadScheduler, Source};
+use mcp_reconcile_kernel::reload::{self, FileSource, Outcome, ReloadScheduler};
 use mcp_reconcile_kernel::Millis;
 use proptest::prelude::*;
 
-fn source(i: u8) -> Source {
+fn source(i: u8) -> FileSource {
     match i % 5 {
-        0 => Source::Settings("user".into()),
-        1 => Source::Settings("workspace".into()),
-        2 => Source::McpJson,
-        3 => Source::Approvals,
-        _ => Source::McpConfig("extra.json".into()),
+        0 => FileSource::Settings("user".into()),
+        1 => FileSource::Settings("workspace".into()),
+        2 => FileSource::McpJson,
+        3 => FileSource::Approvals,
+        _ => FileSource::McpConfig("extra.json".into()),
     }
 }
 
@@ -46,13 +46,13 @@ fn debounce() -> impl Strategy<Value = u64> {
 #[derive(Clone, Debug, PartialEq)]
 enum Entry {
     Startup,
-    Event(Source),
+    Event(FileSource),
     Manual,
     /// The host's timer fired and the debounce ran out.
     Fire,
     Start {
         run: u64,
-        sources: Vec<Source>,
+        sources: Vec<FileSource>,
         manual: bool,
     },
     End {
@@ -133,11 +133,11 @@ impl Host {
     /// timer whenever it is due.
     fn run_until(&mut self, target: u64) {
         loop {
-            while let Some(Action::Reconcile {
+            while let Some(reload::Step::Reconcile {
                 run,
                 sources,
                 manual,
-            }) = self.scheduler.poll_action()
+            }) = self.scheduler.poll_step()
             {
                 assert_eq!(self.active, None, "two runs at once");
                 self.active = Some(run);
@@ -186,7 +186,7 @@ impl Host {
         self.starts().count() - before
     }
 
-    fn starts(&self) -> impl Iterator<Item = (usize, u64, &Vec<Source>, bool)> + '_ {
+    fn starts(&self) -> impl Iterator<Item = (usize, u64, &Vec<FileSource>, bool)> + '_ {
         self.log
             .iter()
             .enumerate()
@@ -209,8 +209,8 @@ fn run_script(debounce: u64, startup: bool, steps: &[Step]) -> Host {
     host
 }
 
-fn dedup(sources: impl Iterator<Item = Source>) -> Vec<Source> {
-    let mut out: Vec<Source> = Vec::new();
+fn dedup(sources: impl Iterator<Item = FileSource>) -> Vec<FileSource> {
+    let mut out: Vec<FileSource> = Vec::new();
     for s in sources {
         if !out.contains(&s) {
             out.push(s);
@@ -335,7 +335,7 @@ proptest! {
         // A quiet period always drains.
         prop_assert_eq!(host.active, None);
         prop_assert!(!host.scheduler.is_running());
-        prop_assert_eq!(host.scheduler.poll_action(), None);
+        prop_assert_eq!(host.scheduler.poll_step(), None);
         prop_assert_eq!(host.scheduler.poll_timeout(), None);
         prop_assert_eq!(host.scheduler.pending_sources().len(), 0);
         prop_assert!(!host.scheduler.is_run_requested());
@@ -434,7 +434,7 @@ proptest! {
                 7 => s.start(),
                 _ => {}
             }
-            if let Some(Action::Reconcile { run, .. }) = s.poll_action() {
+            if let Some(reload::Step::Reconcile { run, .. }) = s.poll_step() {
                 prop_assert_eq!(active, None, "two runs at once");
                 prop_assert_eq!(run, last_run + 1);
                 active = Some(run);

@@ -1,0 +1,151 @@
+//! Source ops: `parseMcpJson`, `assemble`, and the `layers` decoder
+//! `hotReload` shares.
+
+use crate::api::{ApiError, Request};
+use crate::config::{servers_to_value, ServerConfig, Servers};
+use crate::json::{Object, Value};
+use crate::sources::{assemble, parse_mcp_json, Layer, LayerSource};
+
+/// `parseMcpJson`: `text`, `env`?, `expand`? (default true) → `{servers, errors}`.
+pub(crate) fn op_parse_mcp_json(req: &Request<'_>) -> Result<Value, ApiError> {
+    let text = req.str("text")?;
+    let env = match req.get("env") {
+        None => None,
+        Some(Value::Object(env)) => Some(env),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "field `env` must be an object, found {}",
+                other.to_json()
+            )))
+        }
+    };
+    let expand = req.opt_bool("expand")?.unwrap_or(true);
+    let parsed = parse_mcp_json(text, env, expand);
+    let mut out = Object::new();
+    out.insert("servers".into(), servers_to_value(&parsed.servers));
+    out.insert(
+        "errors".into(),
+        Value::Array(parsed.errors.into_iter().map(Value::String).collect()),
+    );
+    Ok(Value::Object(out))
+}
+
+/// `assemble`: `layers: [{source, servers, extension?, scope?}]` → `{servers, sources}`.
+pub(crate) fn op_assemble(req: &Request<'_>) -> Result<Value, ApiError> {
+    let assembled = assemble(&request_layers(req)?);
+    let mut out = Object::new();
+    out.insert("servers".into(), servers_to_value(&assembled.servers));
+    out.insert(
+        "sources".into(),
+        Value::Object(assembled.sources.map_values(|_, s| s.as_str().into())),
+    );
+    Ok(Value::Object(out))
+}
+
+/// The request's `layers` array, each checked and read.
+pub(crate) fn request_layers(req: &Request<'_>) -> Result<Vec<Layer>, ApiError> {
+    let layers = match req.raw("layers")? {
+        Value::Array(items) => items,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "field `layers` must be an array, found {}",
+                other.to_json()
+            )))
+        }
+    };
+    layers
+        .iter()
+        .enumerate()
+        .map(|(i, layer)| layer_from_value(i, layer))
+        .collect()
+}
+
+fn layer_from_value(index: usize, value: &Value) -> Result<Layer, ApiError> {
+    let Value::Object(fields) = value else {
+        return Err(ApiError::invalid(format!(
+            "layers[{index}] must be an object, found {}",
+            value.to_json()
+        )));
+    };
+    let source = match fields.get("source") {
+        Some(Value::String(s)) => s
+            .parse::<LayerSource>()
+            .map_err(|e| ApiError::invalid(format!("layers[{index}]: {e}")))?,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "layers[{index}].source must be a string, found {}",
+                other.to_json()
+            )))
+        }
+        None => {
+            return Err(ApiError::invalid(format!(
+                "layers[{index}] has no `source`"
+            )))
+        }
+    };
+    let extension = match fields.get("extension") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "layers[{index}].extension must be a string, found {}",
+                other.to_json()
+            )))
+        }
+    };
+    let from_workspace = match fields.get("scope") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) if s == "workspace" && source == LayerSource::ServerCommand => true,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "layers[{index}].scope: only a `serverCommand` layer takes a scope, and only \"workspace\"; found {}",
+                other.to_json()
+            )))
+        }
+    };
+    let servers = match fields.get("servers") {
+        None | Some(Value::Null) => Servers::new(),
+        Some(Value::Object(entries)) => {
+            entries.clone().try_map_values(|name, entry| match entry {
+                Value::Object(o) => Ok(ServerConfig(o)),
+                other => Err(ApiError::invalid(format!(
+                    "layers[{index}] ({source}): server \"{name}\" must be an object, found {}",
+                    other.to_json()
+                ))),
+            })?
+        }
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "layers[{index}] ({source}): `servers` must be an object, found {}",
+                other.to_json()
+            )))
+        }
+    };
+    Ok(Layer {
+        source,
+        servers,
+        extension,
+        from_workspace,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_json_op_rejects_malformed_layers() {
+        let run = |text: &str| crate::api::evaluate_str(text);
+        assert!(
+            run(r#"{"op":"assemble","layers":[{"source":"global","servers":{}}]}"#)
+                .contains("invalid-request")
+        );
+        let bad = run(r#"{"op":"assemble","layers":[{"source":"user","servers":{"srv":5}}]}"#);
+        assert!(bad.contains("invalid-request") && bad.contains("srv") && bad.contains("user"));
+        assert!(run(r#"{"op":"assemble","layers":{}}"#).contains("invalid-request"));
+        assert_eq!(
+            run(
+                r#"{"op":"assemble","layers":[{"source":"extension","servers":{"e":{}},"extension":"x"}]}"#
+            ),
+            r#"{"ok":{"servers":{"e":{"extensionName":"x"}},"sources":{"e":"extension"}}}"#
+        );
+    }
+}
