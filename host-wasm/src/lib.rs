@@ -253,4 +253,12 @@ ops! {
     "hotReload" => hot_reload(HotReloadRequest) -> HotReloadOutcome;
     #[doc = "Delay before the next retry of a failed server (SPEC §9)."]
     "backoff" => backoff(BackoffRequest) -> BackoffDelay;
+    #[doc = "Parses `.lsp.json` text (SPEC §14.1)."]
+    "parseLspJson" => parse_lsp_json(ParseLspJsonRequest) -> ParsedLspJson;
+    #[doc = "A language server's launch-seed id (SPEC §14.2)."]
+    "lspSeedId" => lsp_seed_id(LspSeedIdRequest) -> LspSeedId;
+    #[doc = "A language-server entry's approval hash (SPEC §14.2)."]
+    "lspApprovalHash" => lsp_approval_hash(LspApprovalHashRequest) -> ApprovalHash;
+    #[doc = "The language-server plan: restart, reconfigure or keep (SPEC §14.2)."]
+    "lspPlan" => lsp_plan(LspPlanRequest) -> LspPlan;
 }

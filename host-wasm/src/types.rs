@@ -608,6 +608,127 @@ pub struct BackoffRequest {
     pub seed: f64,
 }
 
+// Language servers (SPEC §14).
+
+/// A `.lsp.json` entry (SPEC §14.1). Known fields are typed for editors;
+/// unknown fields are kept (they count in the approval hash).
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct LspEntry {
+    #[tsify(optional)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Json>,
+    #[tsify(optional, type = "string[]")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Json>,
+    #[tsify(optional, type = "Record<string, string>")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Json>,
+    /// `"stdio"` (default), `"tcp"` or `"socket"`.
+    #[tsify(optional, type = "\"stdio\" | \"tcp\" | \"socket\"")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Json>,
+    /// A path, or `{host, port}`.
+    #[tsify(optional, type = "string | { host: string; port: number }")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<Json>,
+    #[tsify(optional, type = "string")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_folder: Option<Json>,
+    #[tsify(optional, type = "unknown")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initialization_options: Option<Json>,
+    /// Pushed live with `workspace/didChangeConfiguration`.
+    #[tsify(optional, type = "Record<string, unknown>")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Json>,
+    /// `".ext"` → language id; routes files (live).
+    #[tsify(optional, type = "Record<string, string>")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension_to_language: Option<Json>,
+    /// `"user"` or `"project"` (stamped by the host; a file's own is dropped).
+    #[tsify(optional, type = "\"user\" | \"project\"")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Json>,
+    /// Everything else: `startupTimeout`, `shutdownTimeout`, `restartOnCrash`,
+    /// `maxRestarts`, `trustRequired`, unknown keys.
+    #[serde(flatten)]
+    #[tsify(type = "Record<string, unknown>")]
+    pub other: BTreeMap<String, Json>,
+}
+
+/// Language-server entries by name, in map order.
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone, Default)]
+#[serde(transparent)]
+pub struct LspServers(pub BTreeMap<String, LspEntry>);
+
+/// One live language server: the entry it was started with and how it is doing.
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LspOnlineEntry {
+    pub config: LspEntry,
+    pub status: Status,
+    #[tsify(optional)]
+    #[serde(default)]
+    pub attempts: Option<f64>,
+    #[tsify(optional)]
+    #[serde(default)]
+    pub retry_at: Option<f64>,
+    #[tsify(optional)]
+    #[serde(default)]
+    pub crash_loop: Option<bool>,
+}
+
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParseLspJsonRequest {
+    pub text: String,
+    /// Variables for `$VAR` / `${VAR}` expansion.
+    #[tsify(optional, type = "Record<string, string | undefined>")]
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Expand variables (default true).
+    #[tsify(optional)]
+    #[serde(default)]
+    pub expand: Option<bool>,
+    /// Stamp every entry with this scope (default: none).
+    #[tsify(optional, type = "\"user\" | \"project\"")]
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Checks an absolute `workspaceFolder` against it.
+    #[tsify(optional)]
+    #[serde(default)]
+    pub project_root: Option<String>,
+}
+
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LspSeedIdRequest {
+    pub name: String,
+    pub config: LspEntry,
+}
+
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LspApprovalHashRequest {
+    pub config: LspEntry,
+}
+
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LspPlanRequest {
+    /// Every entry carries `scope`: `"user"` or `"project"`.
+    pub desired: LspServers,
+    pub online: BTreeMap<String, LspOnlineEntry>,
+    #[tsify(optional, type = "Approvals | null")]
+    #[serde(default)]
+    pub approvals: Option<Approvals>,
+    pub project_root: String,
+    pub trusted_folder: bool,
+    /// Milliseconds on the host's clock.
+    pub now: f64,
+}
+
 // Results: each op's `ok` value (SPEC §10).
 
 /// `"<name>::<16 hex>"`.
@@ -697,4 +818,58 @@ pub struct HotReloadOutcome {
 pub struct BackoffDelay {
     pub delay_ms: f64,
     pub crash_loop: bool,
+}
+
+/// What `parseLspJson` read.
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ParsedLspJson {
+    pub servers: LspServers,
+    /// One sentence per invalid entry (name, field, what to do).
+    pub errors: Vec<String>,
+}
+
+/// `"<name>::<16 hex>"`: the launch seed's id (SPEC §14.2).
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(transparent)]
+pub struct LspSeedId(pub String);
+
+/// One step of a language-server plan (SPEC §14.2).
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "action", rename_all = "camelCase", deny_unknown_fields)]
+pub enum LspPlanAction {
+    /// Start a server that is not online.
+    Connect { name: String, to: String },
+    /// A seed field changed: stop the process and start a new one.
+    Restart {
+        name: String,
+        from: String,
+        to: String,
+        changed: Vec<String>,
+    },
+    /// Only live fields changed: push the settings, keep the process.
+    Reconfigure { name: String, changed: Vec<String> },
+    /// Try a failed or disconnected server again.
+    Retry { name: String, attempt: f64 },
+    /// Stop a server.
+    Disconnect { name: String, reason: Reason },
+    /// Leave it running (`pending_approval`: the last approved entry keeps
+    /// running while an edit waits for approval).
+    Keep {
+        name: String,
+        #[tsify(optional)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<Reason>,
+    },
+    /// Do not start (or restart) a server.
+    Skip { name: String, reason: Reason },
+    /// Nothing at all happens (untrusted folder).
+    Noop { reason: Reason },
+}
+
+/// A language-server plan: one action per name in desired ∪ online.
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct LspPlan {
+    pub actions: Vec<LspPlanAction>,
 }
