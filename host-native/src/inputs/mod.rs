@@ -1,9 +1,9 @@
 //! The files a session reads (SPEC §3, §5, §8): which ones, from which
 //! flags, and what they hold right now.
 //!
-//! Every command takes the same [`LayerFlags`], so each finds the same files
-//! and the same running session ([`Inputs::session_id`]). [`Inputs`] resolves
-//! the paths once (the project root is canonicalized once, and that one
+//! Every command takes the same file flags, turned into the same
+//! [`Options`], so each finds the same files and the same running session
+//! ([`Inputs::session_id`]). [`Inputs`] resolves the paths once (the project root is canonicalized once, and that one
 //! string keys approvals for reads and writes alike), then
 //! [`Inputs::load`] reads the files that changed and returns a [`Snapshot`]:
 //! the kernel layers, the `mcp.allowed` / `mcp.excluded` lists, the
@@ -16,6 +16,11 @@
 //! * a malformed approvals file is reported and reads as empty (fail closed:
 //!   every gated server is pending);
 //! * an untrusted folder contributes no workspace settings at all.
+//!
+//! Parts: `paths` (layouts, default locations, [`Options`], [`HostEnv`],
+//! [`LayerPaths`]), `files` (the per-file reloaders with their last good
+//! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
+
 mod files;
 mod paths;
 mod shell_words;
@@ -35,7 +40,7 @@ use mcp_reconcile_kernel::{
 use crate::approvals_store::ApprovalsStore;
 pub use files::{read_text, MAX_INPUT_BYTES};
 use files::{JsonFile, JsonKind, SettingsFile};
-pub use paths::{HostEnv, LayerFlags, LayerPaths, Layout, LAYOUT_HELP};
+pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use shell_words::server_command_config;
 pub use shell_words::shell_words;
 
@@ -139,13 +144,13 @@ impl std::fmt::Debug for Inputs {
 }
 
 impl Inputs {
-    /// Resolves every path from `flags` and this process's environment; no
+    /// Resolves every path from the options `flags` and this process's environment; no
     /// file is read yet (see [`Inputs::load`]).
     ///
     /// # Errors
     /// When the project directory does not exist, its path is not UTF-8, or a
     /// default path needs a home directory that is unknown.
-    pub fn new(flags: &LayerFlags) -> anyhow::Result<Inputs> {
+    pub fn new(flags: &Options) -> anyhow::Result<Inputs> {
         Inputs::with_env(flags, HostEnv::from_process()?)
     }
 
@@ -153,7 +158,7 @@ impl Inputs {
     ///
     /// # Errors
     /// As [`Inputs::new`].
-    pub fn with_env(flags: &LayerFlags, env: HostEnv) -> anyhow::Result<Inputs> {
+    pub fn with_env(flags: &Options, env: HostEnv) -> anyhow::Result<Inputs> {
         let given = flags.project.as_deref().unwrap_or(Path::new("."));
         let project_dir = env.absolute(given).canonicalize().with_context(|| {
             format!(

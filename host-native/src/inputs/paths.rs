@@ -26,7 +26,7 @@ $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 missing file counts as {}.";
 
 /// Which default files to read (see [`LAYOUT_HELP`]).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// mcp-reconcile's own files under XDG directories.
     #[default]
@@ -45,50 +45,44 @@ impl Layout {
     }
 }
 
-/// The flags every command accepts to find its files and its session.
-#[derive(clap::Args, Clone, Debug, Default)]
-#[command(next_help_heading = "Files and session (the same for every command)")]
-pub struct LayerFlags {
-    /// User settings file (JSON with comments) [default: from --layout]
-    #[arg(long, value_name = "PATH")]
+/// Where a session's files are and how they are treated: what the command
+/// line's file flags say (the binary turns its flags into this), so every
+/// command given the same flags finds the same files and session. `None` /
+/// empty means "from the layout" (see [`LAYOUT_HELP`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// User settings file (JSON with comments).
     pub user_settings: Option<PathBuf>,
-    /// Workspace settings file; its servers need approval [default: from --layout]
-    #[arg(long, value_name = "PATH")]
+    /// Workspace settings file; its servers need approval.
     pub workspace_settings: Option<PathBuf>,
-    /// System settings file; overrides user and workspace [default: from --layout]
-    #[arg(long, value_name = "PATH")]
+    /// System settings file; overrides user and workspace.
     pub system_settings: Option<PathBuf>,
-    /// System defaults file; below the user settings [default: from --layout]
-    #[arg(long, value_name = "PATH")]
+    /// System defaults file; below the user settings.
     pub system_defaults: Option<PathBuf>,
-    /// Project directory: its `.mcp.json` is read and it keys approvals [default: current directory]
-    #[arg(long, value_name = "DIR")]
+    /// Project directory: its `.mcp.json` is read and it keys approvals
+    /// (default: the current directory).
     pub project: Option<PathBuf>,
-    /// Extra servers: a JSON file or inline JSON, with or without {"mcpServers": …}; repeatable
-    #[arg(long = "mcp-config", value_name = "FILE|JSON")]
+    /// Extra servers: each a JSON file or inline JSON, with or without
+    /// `{"mcpServers": …}`.
     pub mcp_config: Vec<String>,
-    /// Upper bound on admitted server names (patterns with * and ?, comma-separated;
-    /// repeatable). Settings can narrow it, never widen it; "" admits nothing
-    #[arg(long = "allowed-mcp-server-names", value_name = "LIST")]
+    /// Upper bound on admitted server names, one entry per occurrence of the
+    /// flag (patterns with `*` and `?`, comma-separated). Settings can narrow
+    /// it, never widen it; `""` admits nothing; empty means no bound.
     pub allowed_mcp_server_names: Vec<String>,
-    /// Approvals file [default: from --layout]
-    #[arg(long, value_name = "FILE")]
+    /// Approvals file.
     pub approvals: Option<PathBuf>,
-    /// Treat the project folder as untrusted: no workspace settings, nothing connects
-    #[arg(long)]
+    /// Treat the project folder as untrusted: no workspace settings, nothing
+    /// connects.
     pub untrusted: bool,
     /// Turn the approval gate off: project servers connect without asking
-    /// (and `$VAR`s in .mcp.json are not expanded)
-    #[arg(long)]
+    /// (and `$VAR`s in `.mcp.json` are not expanded).
     pub yolo: bool,
-    /// Quiet period after a file change before reloading, in ms [default: 300]
-    #[arg(long, value_name = "N")]
+    /// Quiet period after a file change before reloading, in ms (default 300).
     pub debounce_ms: Option<u64>,
-    /// Default file set: `default` or `qwen`
-    #[arg(long, value_enum, default_value_t = Layout::Default, value_name = "NAME", long_help = LAYOUT_HELP)]
+    /// Default file set.
     pub layout: Layout,
-    /// Where a running session keeps its socket [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
-    #[arg(long, value_name = "DIR")]
+    /// Where a running session keeps its socket (default
+    /// `$XDG_STATE_HOME/mcp-reconcile` or `~/.local/state/mcp-reconcile`).
     pub state_dir: Option<PathBuf>,
 }
 
@@ -188,12 +182,12 @@ pub struct LayerPaths {
 }
 
 impl LayerPaths {
-    /// Resolves every path from `flags` (relative ones against `env.cwd`),
+    /// Resolves every path from the options `flags` (relative ones against `env.cwd`),
     /// filling the rest from the layout (see [`LAYOUT_HELP`]).
     ///
     /// # Errors
     /// When a default needs the home directory and none is known.
-    pub fn resolve(flags: &LayerFlags, project_dir: &Path, env: &HostEnv) -> anyhow::Result<Self> {
+    pub fn resolve(flags: &Options, project_dir: &Path, env: &HostEnv) -> anyhow::Result<Self> {
         let explicit = |flag: &Option<PathBuf>| flag.as_deref().map(|p| env.absolute(p));
         let xdg = |var: &str, fallback: &[&str], what: &str| -> anyhow::Result<PathBuf> {
             match env.var(var).map(PathBuf::from) {
@@ -317,53 +311,6 @@ pub(super) fn clean(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A command that takes the layer flags.
-    #[derive(clap::Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        flags: LayerFlags,
-    }
-
-    #[test]
-    fn flags_parse_and_the_help_teaches_the_layouts() {
-        use clap::{CommandFactory, Parser};
-        Cli::command().debug_assert();
-        let cli = Cli::try_parse_from([
-            "x",
-            "--layout",
-            "qwen",
-            "--mcp-config",
-            r#"{"a":{"command":"b"}}"#,
-            "--mcp-config",
-            "extra.json",
-            "--allowed-mcp-server-names",
-            "a,b",
-            "--allowed-mcp-server-names",
-            "",
-            "--untrusted",
-            "--debounce-ms",
-            "50",
-        ])
-        .expect("parse");
-        assert_eq!(cli.flags.layout, Layout::Qwen);
-        assert_eq!(cli.flags.mcp_config.len(), 2);
-        assert_eq!(cli.flags.allowed_mcp_server_names, ["a,b", ""]);
-        assert!(cli.flags.untrusted && !cli.flags.yolo);
-        assert_eq!(cli.flags.debounce_ms, Some(50));
-        let defaults = Cli::try_parse_from(["x"]).expect("parse");
-        assert_eq!(defaults.flags.layout, Layout::Default);
-        assert!(defaults.flags.allowed_mcp_server_names.is_empty());
-
-        let help = Cli::command().render_long_help().to_string();
-        for needle in [
-            "~/.qwen/settings.json",
-            "mcpApprovals.json",
-            "--workspace-settings",
-        ] {
-            assert!(help.contains(needle), "{needle} missing from:\n{help}");
-        }
-    }
 
     #[test]
     fn clean_folds_dots() {
