@@ -3,9 +3,12 @@
 //!
 //! A Unix socket in the state directory, named by the session id (a hash of
 //! the project root and every input path), so every command given the same
-//! flags finds the same session. One JSON request line in, one JSON
-//! response line out: `{"cmd":"status"|"reload"|"plan"|"reconnect","name"?}`
-//! → `{"ok": …}` or `{"error": "…"}`.
+//! flags finds the same session. One JSON request line in (a
+//! [`SessionRequest`], e.g. `{"cmd":"status"}` or
+//! `{"cmd":"reconnect","name":null}`), one JSON response line out:
+//! `{"ok": …}` or `{"error": "…"}`. The client is the `mcp-reconcile`
+//! binary's; it sends [`SessionRequest::line`] and reads at most
+//! [`MAX_RESPONSE`] bytes of answer.
 //!
 //! Only the user running the session may talk to it, whatever the umask:
 //! * the state directory is created 0700; an existing one of ours with group
@@ -19,7 +22,7 @@
 //! * a request line is at most [`MAX_REQUEST`] bytes (a longer one gets an
 //!   error and the connection is closed, nothing more is read) and must
 //!   arrive within [`READ_TIMEOUT`]; at most [`MAX_CONNECTIONS`] are served
-//!   at once. The client reads at most [`MAX_RESPONSE`] bytes of answer.
+//!   at once. A client reads at most [`MAX_RESPONSE`] bytes of answer.
 
 use std::fs;
 use std::io;
@@ -29,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -45,9 +49,56 @@ pub fn socket_path(inputs: &Inputs) -> PathBuf {
         .join(format!("{}.sock", inputs.session_id()))
 }
 
+/// One request on the session socket, as one JSON line:
+/// `{"cmd":"status"}`, `{"cmd":"plan"}`, `{"cmd":"reload"}`,
+/// `{"cmd":"reconnect","name":"a"}` (`"name":null` for every server).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "lowercase")]
+pub enum SessionRequest {
+    /// Every configured server's status and the input problems
+    /// ([`report_json`]).
+    Status,
+    /// Dry run: what a reconcile would do now ([`plan_json`]).
+    Plan,
+    /// Reload the files now (no debounce); clears crash loops. Answers `true`.
+    Reload,
+    /// Clear a server's failure / crash-loop state and restart it now.
+    /// Answers the names restarted.
+    Reconnect {
+        /// The server; `None` for every configured one.
+        name: Option<String>,
+    },
+}
+
+impl SessionRequest {
+    /// The request line as sent: the JSON object and a newline.
+    pub fn line(&self) -> String {
+        // A tagged enum of strings always serializes.
+        serde_json::to_string(self).map_or_else(|_| "{}\n".to_owned(), |json| json + "\n")
+    }
+
+    /// Reads one request line (without or with its newline); `Err` is the
+    /// message the client gets.
+    ///
+    /// # Errors
+    /// The line is not JSON, names no known command, or a known command's
+    /// fields have the wrong type.
+    pub fn parse(line: &[u8]) -> Result<SessionRequest, String> {
+        let value: Value =
+            serde_json::from_slice(line).map_err(|e| format!("request is not JSON: {e}"))?;
+        let cmd = value.get("cmd").and_then(Value::as_str).map(str::to_owned);
+        serde_json::from_value(value).map_err(|e| match cmd.as_deref() {
+            Some(known @ ("status" | "plan" | "reload" | "reconnect")) => {
+                format!("malformed {known:?} request: {e}")
+            }
+            other => format!("unknown command {other:?}"),
+        })
+    }
+}
+
 /// The longest request line the session reads (without its newline).
 pub const MAX_REQUEST: usize = 64 * 1024;
-/// The longest answer line [`request`] reads (without its newline).
+/// The longest answer line a client reads (without its newline).
 pub const MAX_RESPONSE: usize = 8 * 1024 * 1024;
 /// How long a client may take to send its request line, and to take the answer.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -234,9 +285,9 @@ async fn answer(stream: UnixStream, control: mpsc::UnboundedSender<Control>) -> 
     let response = if line.strip_suffix(b"\n").unwrap_or(&line).len() > MAX_REQUEST {
         json!({"error": format!("the request is longer than {MAX_REQUEST} bytes")})
     } else {
-        match serde_json::from_slice::<Value>(&line) {
-            Ok(request) => handle(&request, &control).await,
-            Err(e) => json!({"error": format!("request is not JSON: {e}")}),
+        match SessionRequest::parse(&line) {
+            Ok(request) => handle(request, &control).await,
+            Err(message) => json!({ "error": message }),
         }
     };
     let sent = async {
@@ -248,93 +299,38 @@ async fn answer(stream: UnixStream, control: mpsc::UnboundedSender<Control>) -> 
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
 }
 
-async fn handle(request: &Value, control: &mpsc::UnboundedSender<Control>) -> Value {
-    let gone = || json!({"error": "the session is shutting down"});
-    match request.get("cmd").and_then(Value::as_str) {
-        Some("status") => {
-            let (tx, rx) = oneshot::channel();
-            if control.send(Control::Status(tx)).is_err() {
-                return gone();
-            }
-            rx.await
-                .map_or_else(|_| gone(), |report| json!({"ok": report_json(&report)}))
-        }
-        Some("reload") => {
-            let (tx, rx) = oneshot::channel();
-            if control.send(Control::Reload(tx)).is_err() {
-                return gone();
-            }
-            rx.await.map_or_else(|_| gone(), |()| json!({"ok": true}))
-        }
-        Some("reconnect") => {
-            let name = request
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let (tx, rx) = oneshot::channel();
-            if control.send(Control::Reconnect(name, tx)).is_err() {
-                return gone();
-            }
-            match rx.await {
-                Ok(Ok(names)) => json!({"ok": names}),
-                Ok(Err(message)) => json!({"error": message}),
-                Err(_) => gone(),
-            }
-        }
-        Some("plan") => {
-            let (tx, rx) = oneshot::channel();
-            if control.send(Control::Plan(tx)).is_err() {
-                return gone();
-            }
-            match rx.await {
-                Ok(Ok(plan)) => json!({"ok": plan_json(&plan)}),
-                Ok(Err(message)) => json!({"error": message}),
-                Err(_) => gone(),
-            }
-        }
-        other => json!({"error": format!("unknown command {other:?}")}),
+/// Answers one request by asking the host over `control`.
+async fn handle(request: SessionRequest, control: &mpsc::UnboundedSender<Control>) -> Value {
+    let answer = match request {
+        SessionRequest::Status => ask(control, Control::Status)
+            .await
+            .map(|report| Ok(report_json(&report))),
+        SessionRequest::Reload => ask(control, Control::Reload)
+            .await
+            .map(|()| Ok(json!(true))),
+        SessionRequest::Reconnect { name } => ask(control, |tx| Control::Reconnect(name, tx))
+            .await
+            .map(|names| names.map(|names| json!(names))),
+        SessionRequest::Plan => ask(control, Control::Plan)
+            .await
+            .map(|plan| plan.map(|plan| plan_json(&plan))),
+    };
+    match answer {
+        Some(Ok(ok)) => json!({ "ok": ok }),
+        Some(Err(message)) => json!({ "error": message }),
+        None => json!({"error": "the session is shutting down"}),
     }
 }
 
-/// Sends one request to the running session. `Ok(None)` when no session is
-/// running for these files. At most [`MAX_RESPONSE`] bytes of answer are read.
-///
-/// # Errors
-/// The session answered with something that is not JSON, an overlong
-/// answer, or nothing at all, or the socket broke mid-request.
-pub async fn request(path: &Path, request: &Value) -> anyhow::Result<Option<Value>> {
-    let Ok(stream) = UnixStream::connect(path).await else {
-        return Ok(None);
-    };
-    let (read, mut write) = stream.into_split();
-    write.write_all(format!("{request}\n").as_bytes()).await?;
-    write.shutdown().await?;
-    let mut reader = BufReader::new(read.take(MAX_RESPONSE as u64 + 1));
-    let mut line = Vec::new();
-    reader.read_until(b'\n', &mut line).await?;
-    if line.is_empty() {
-        anyhow::bail!(
-            "the session at {} closed the connection without answering; it may run as another \
-             user (only the same user may connect) or be shutting down",
-            path.display()
-        );
-    }
-    if line.strip_suffix(b"\n").unwrap_or(&line).len() > MAX_RESPONSE {
-        anyhow::bail!(
-            "the session at {} answered with more than {MAX_RESPONSE} bytes; not reading it",
-            path.display()
-        );
-    }
-    let response: Value = serde_json::from_slice(&line).with_context(|| {
-        format!(
-            "the session at {} answered with something that is not JSON",
-            path.display()
-        )
-    })?;
-    if let Some(message) = response.get("error").and_then(Value::as_str) {
-        anyhow::bail!("{message}");
-    }
-    Ok(Some(response.get("ok").cloned().unwrap_or(Value::Null)))
+/// Sends the host one [`Control`] message carrying a reply channel and waits
+/// for the reply; `None` when the host is gone (shutting down).
+async fn ask<T>(
+    control: &mpsc::UnboundedSender<Control>,
+    message: impl FnOnce(oneshot::Sender<T>) -> Control,
+) -> Option<T> {
+    let (tx, rx) = oneshot::channel();
+    control.send(message(tx)).ok()?;
+    rx.await.ok()
 }
 
 #[cfg(test)]
@@ -349,5 +345,45 @@ mod tests {
         // Root is another user too: the session trusts only its own uid.
         assert!(admit_peer(Ok(0), 1000).is_err());
         assert!(admit_peer(Err(io::ErrorKind::Unsupported.into()), 1000).is_err());
+    }
+
+    #[test]
+    fn requests_keep_their_wire_format() {
+        let cases = [
+            (SessionRequest::Status, r#"{"cmd":"status"}"#),
+            (SessionRequest::Plan, r#"{"cmd":"plan"}"#),
+            (SessionRequest::Reload, r#"{"cmd":"reload"}"#),
+            (
+                SessionRequest::Reconnect { name: None },
+                r#"{"cmd":"reconnect","name":null}"#,
+            ),
+            (
+                SessionRequest::Reconnect {
+                    name: Some("a".into()),
+                },
+                r#"{"cmd":"reconnect","name":"a"}"#,
+            ),
+        ];
+        for (request, wire) in cases {
+            assert_eq!(request.line(), format!("{wire}\n"));
+            assert_eq!(SessionRequest::parse(wire.as_bytes()), Ok(request.clone()));
+            assert_eq!(
+                SessionRequest::parse(request.line().as_bytes()),
+                Ok(request)
+            );
+        }
+        // What older clients send is still understood.
+        assert_eq!(
+            SessionRequest::parse(br#"{"cmd":"reconnect"}"#),
+            Ok(SessionRequest::Reconnect { name: None })
+        );
+        let unknown = SessionRequest::parse(br#"{"cmd":"nope"}"#).expect_err("unknown");
+        assert!(unknown.starts_with("unknown command"), "{unknown}");
+        let no_cmd = SessionRequest::parse(b"{}").expect_err("no cmd");
+        assert!(no_cmd.starts_with("unknown command"), "{no_cmd}");
+        let not_json = SessionRequest::parse(b"status").expect_err("not JSON");
+        assert!(not_json.starts_with("request is not JSON"), "{not_json}");
+        let bad = SessionRequest::parse(br#"{"cmd":"reconnect","name":5}"#).expect_err("bad");
+        assert!(bad.contains("malformed"), "{bad}");
     }
 }

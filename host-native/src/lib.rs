@@ -10,15 +10,18 @@
 //! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
 //! * [`pool`] — connections shared by several sessions in one process (pool mode);
-//! * [`ipc`], [`status`], [`demo`] — how the CLI talks to and shows a session;
+//! * [`ipc`], [`status`] — the session socket a running session answers on,
+//!   and the JSON it carries;
 //! * [`redact`] — secrets never leave the host; [`display`] — nothing a
 //!   repository writes reaches a terminal unescaped.
 //!
 //! The kernel (`mcp-reconcile-kernel`) decides; this crate reads files,
-//! watches them, runs transports and executes the kernel's plans.
+//! watches them, runs transports and executes the kernel's plans. The command
+//! line (flags, the socket client, the text people read, the demo) is the
+//! `mcp-reconcile` binary's own: this library never depends on clap
+//! (`tests/architecture.rs` checks it).
 
 pub mod approvals_store;
-pub mod demo;
 pub mod display;
 pub mod gateway;
 pub mod host;

@@ -21,10 +21,10 @@
 //!   the threshold; `reconnect` clears it.
 //!
 //! ```no_run
-//! use mcp_reconcile::inputs::{Inputs, LayerFlags};
+//! use mcp_reconcile::inputs::{Inputs, Options};
 //! use mcp_reconcile::pool::{PoolOptions, SharedPool};
 //!
-//! # async fn demo(flags_a: LayerFlags, flags_b: LayerFlags) -> anyhow::Result<()> {
+//! # async fn demo(flags_a: Options, flags_b: Options) -> anyhow::Result<()> {
 //! let pool = SharedPool::start(PoolOptions::default());
 //! let (mut files_a, mut files_b) = (Inputs::new(&flags_a)?, Inputs::new(&flags_b)?);
 //! let mut a = pool.session("chat-1");

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_reconcile::approvals_store::{backup_path, ApprovalsStore};
-use mcp_reconcile::inputs::{HostEnv, Inputs, LayerFlags, LayerPaths, Layout, Snapshot};
+use mcp_reconcile::inputs::{HostEnv, Inputs, LayerPaths, Layout, Options, Snapshot};
 use mcp_reconcile::watcher;
 use mcp_reconcile_kernel::json::{self, Value};
 use mcp_reconcile_kernel::reload::FileSource;
@@ -57,16 +57,16 @@ impl World {
     }
 
     /// Flags with every file inside the world (default layout).
-    fn flags(&self) -> LayerFlags {
-        LayerFlags {
+    fn flags(&self) -> Options {
+        Options {
             project: Some(self.project()),
             system_settings: Some(self.path("etc/settings.json")),
             system_defaults: Some(self.path("etc/system-defaults.json")),
-            ..LayerFlags::default()
+            ..Options::default()
         }
     }
 
-    fn inputs(&self, flags: &LayerFlags) -> Inputs {
+    fn inputs(&self, flags: &Options) -> Inputs {
         Inputs::with_env(flags, self.env()).expect("inputs")
     }
 
@@ -105,9 +105,9 @@ fn cfg(text: &str) -> ServerConfig {
 #[test]
 fn default_layout_paths() {
     let w = World::new();
-    let inputs = w.inputs(&LayerFlags {
+    let inputs = w.inputs(&Options {
         project: Some(w.project()),
-        ..LayerFlags::default()
+        ..Options::default()
     });
     let p = inputs.paths();
     assert_eq!(p.user, w.user_settings());
@@ -134,7 +134,7 @@ fn default_layout_paths() {
         w.path("cfg").display().to_string(),
     );
     env.vars.insert("XDG_STATE_HOME".into(), "relative".into());
-    let p = LayerPaths::resolve(&LayerFlags::default(), &w.project(), &env).expect("paths");
+    let p = LayerPaths::resolve(&Options::default(), &w.project(), &env).expect("paths");
     assert_eq!(p.user, w.path("cfg/mcp-reconcile/settings.json"));
     assert_eq!(p.approvals, w.path("cfg/mcp-reconcile/approvals.json"));
     assert_eq!(p.state_dir, w.home().join(".local/state/mcp-reconcile"));
@@ -143,9 +143,9 @@ fn default_layout_paths() {
 #[test]
 fn qwen_layout_paths_are_the_typescript_cli_defaults() {
     let w = World::new();
-    let flags = LayerFlags {
+    let flags = Options {
         layout: Layout::Qwen,
-        ..LayerFlags::default()
+        ..Options::default()
     };
     let p = LayerPaths::resolve(&flags, &w.project(), &w.env()).expect("paths");
     assert_eq!(p.user, w.home().join(".qwen/settings.json"));
@@ -188,7 +188,7 @@ fn qwen_layout_paths_are_the_typescript_cli_defaults() {
 #[test]
 fn explicit_flags_override_the_layout_and_resolve_against_the_cwd() {
     let w = World::new();
-    let flags = LayerFlags {
+    let flags = Options {
         layout: Layout::Qwen,
         user_settings: Some("u/../user.json".into()),
         workspace_settings: Some(w.path("ws.json")),
@@ -196,7 +196,7 @@ fn explicit_flags_override_the_layout_and_resolve_against_the_cwd() {
         system_defaults: Some(w.path("etc/d.json")),
         approvals: Some("./a.json".into()),
         state_dir: Some(w.path("state")),
-        ..LayerFlags::default()
+        ..Options::default()
     };
     let p = LayerPaths::resolve(&flags, &w.project(), &w.env()).expect("paths");
     assert_eq!(p.user, w.project().join("user.json"));
@@ -212,7 +212,7 @@ fn project_root_is_the_real_path_and_keys_the_session() {
     let w = World::new();
     let link = w.path("link-to-project");
     std::os::unix::fs::symlink(w.project(), &link).expect("symlink");
-    let via_link = w.inputs(&LayerFlags {
+    let via_link = w.inputs(&Options {
         project: Some(link),
         ..w.flags()
     });
@@ -223,23 +223,23 @@ fn project_root_is_the_real_path_and_keys_the_session() {
     assert_eq!(direct.session_id().len(), 16);
 
     // Flags that do not pick files (or pick no other settings file) keep it.
-    let same = w.inputs(&LayerFlags {
+    let same = w.inputs(&Options {
         yolo: true,
         debounce_ms: Some(5),
         mcp_config: vec![r#"{"x":{"command":"y"}}"#.into()],
         ..w.flags()
     });
     assert_eq!(same.session_id(), direct.session_id());
-    let other = w.inputs(&LayerFlags {
+    let other = w.inputs(&Options {
         user_settings: Some(w.path("other.json")),
         ..w.flags()
     });
     assert_ne!(other.session_id(), direct.session_id());
 
     let missing = Inputs::with_env(
-        &LayerFlags {
+        &Options {
             project: Some(w.path("nope")),
-            ..LayerFlags::default()
+            ..Options::default()
         },
         w.env(),
     );
@@ -409,7 +409,7 @@ fn lists_merge_across_scopes_and_gating_applies_the_cap() {
         &w.path("etc/settings.json"),
         r#"{"mcp": {"excluded": ["s", "d"]}}"#,
     );
-    let mut inputs = w.inputs(&LayerFlags {
+    let mut inputs = w.inputs(&Options {
         allowed_mcp_server_names: vec!["a, b".into(), "c".into()],
         ..w.flags()
     });
@@ -438,7 +438,7 @@ fn an_untrusted_folder_has_no_workspace_settings() {
     assert_eq!(layer_names(&trusted, LayerSource::Workspace), ["ws"]);
     assert_eq!(trusted.lists.excluded, Some(vec!["z".to_owned()]));
 
-    let mut inputs = w.inputs(&LayerFlags {
+    let mut inputs = w.inputs(&Options {
         untrusted: true,
         ..w.flags()
     });
@@ -461,7 +461,7 @@ fn a_project_in_the_home_directory_does_not_read_user_settings_twice() {
         &w.home().join(".qwen/settings.json"),
         r#"{"mcpServers": {"mine": {"command": "x"}}}"#,
     );
-    let mut inputs = w.inputs(&LayerFlags {
+    let mut inputs = w.inputs(&Options {
         layout: Layout::Qwen,
         project: Some(w.home()),
         ..w.flags()
@@ -528,7 +528,7 @@ fn mcp_json_servers_are_stamped_project_and_gated() {
     assert!(snap.errors[1].message.contains("junk"));
 
     // Yolo: no approval gate and no expansion.
-    let mut yolo = w.inputs(&LayerFlags {
+    let mut yolo = w.inputs(&Options {
         yolo: true,
         ..w.flags()
     });
@@ -553,7 +553,7 @@ fn mcp_config_takes_inline_json_and_files() {
     let w = World::new();
     let file = w.path("extra.json");
     write(&file, r#"{"mcpServers": {"f": {"command": "x"}}}"#);
-    let mut inputs = w.inputs(&LayerFlags {
+    let mut inputs = w.inputs(&Options {
         mcp_config: vec![
             r#"{"inline": {"command": "y"}}"#.into(),
             r#" {"mcpServers": {"wrapped": {"httpUrl": "http://127.0.0.1:1"}}}"#.into(),
@@ -598,7 +598,7 @@ fn mcp_config_takes_inline_json_and_files() {
     assert_eq!(snap.errors.len(), 1);
     assert_eq!(snap.errors[0].file, file);
 
-    let mut bad_inline = w.inputs(&LayerFlags {
+    let mut bad_inline = w.inputs(&Options {
         mcp_config: vec!["{not json".into()],
         ..w.flags()
     });
@@ -744,7 +744,7 @@ fn a_malformed_file_fails_closed_and_is_backed_up_before_replacing() {
         &w.project().join(".mcp.json"),
         r#"{"mcpServers": {"p": {"command": "x"}}}"#,
     );
-    let mut inputs = w.inputs(&LayerFlags {
+    let mut inputs = w.inputs(&Options {
         approvals: Some(path.clone()),
         ..w.flags()
     });
@@ -1007,7 +1007,7 @@ async fn watcher_covers_every_input_of_an_inputs_set() {
     let w = World::new();
     let extra = w.path("extra.json");
     write(&extra, "{}");
-    let inputs = w.inputs(&LayerFlags {
+    let inputs = w.inputs(&Options {
         mcp_config: vec![extra.display().to_string()],
         approvals: Some(w.path("state/approvals.json")),
         ..w.flags()

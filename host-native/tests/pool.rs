@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{alive, fixture, PATIENCE};
 use mcp_reconcile::host::Target;
-use mcp_reconcile::inputs::{Inputs, LayerFlags};
+use mcp_reconcile::inputs::{Inputs, Options};
 use mcp_reconcile::pool::{PoolOptions, PooledStatus, SharedPool};
 use mcp_reconcile::transport::CallToolResult;
 use mcp_reconcile_kernel::{Decision, Reason};
@@ -30,7 +30,7 @@ impl Dir {
 
     /// The files of session `session`: its own user settings; project, approvals shared.
     fn inputs(&self, session: &str) -> Inputs {
-        let flags = LayerFlags {
+        let flags = Options {
             user_settings: Some(self.path(&format!("{session}-settings.json"))),
             workspace_settings: Some(self.path(&format!("{session}-workspace.json"))),
             system_settings: Some(self.path("no-system.json")),
@@ -38,7 +38,7 @@ impl Dir {
             project: Some(self.path("project")),
             approvals: Some(self.path("approvals.json")),
             state_dir: Some(self.path("state")),
-            ..LayerFlags::default()
+            ..Options::default()
         };
         Inputs::new(&flags).expect("inputs")
     }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use serde_json::json;
 
-use crate::inputs::LayerFlags;
+use super::args::LayerFlags;
 
 /// The demo's files and the flags that point at them.
 pub struct Demo {

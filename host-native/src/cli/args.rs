@@ -1,0 +1,308 @@
+//! The command line: every command, its flags, and the layer flags every
+//! command shares (turned into the library's [`inputs::Options`]).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcp_reconcile::http_guard;
+use mcp_reconcile::inputs::{self, Layout, LAYOUT_HELP};
+
+/// Keep MCP server connections equal to your settings files while a session
+/// runs: only servers that were added, removed or changed are touched; every
+/// other server keeps its connection and its tools. Servers from
+/// project-controlled files (`.mcp.json`, workspace settings) connect only
+/// after you approved exactly that config.
+///
+/// Every command takes the same file flags, so `status`, `approve`, `reload`
+/// … find the same files and the same running `watch`.
+///
+/// Start with `mcp-reconcile watch --demo`.
+#[derive(Parser, Debug)]
+#[command(name = "mcp-reconcile", version, about, long_about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Connect the configured servers and keep them equal to the files until
+    /// Ctrl-C, printing every applied plan. On a terminal, asks about servers
+    /// that need approval.
+    Watch(WatchArgs),
+    /// Show every configured server: state, reason, approval, tools, pid,
+    /// last error. Reads a running `watch`; without one, shows what the files
+    /// say (nothing is started).
+    Status(StatusArgs),
+    /// Approve a project-controlled server (bound to its current config).
+    Approve(DecideArgs),
+    /// Reject a project-controlled server (until its config changes).
+    Reject(DecideArgs),
+    /// Dry run: what a reconcile would do now (from the running session's
+    /// state, or from nothing when none runs).
+    Plan(PlanArgs),
+    /// Clear a server's failure / crash-loop state and restart it now.
+    Reconnect(ReconnectArgs),
+    /// Reload the files now (no debounce); clears crash loops. SIGHUP to a
+    /// running `watch` does the same.
+    Reload(FlagsOnly),
+    /// Run as an MCP server (stdio) that offers the tools, prompts and
+    /// resources of every admitted server as `mcp__<server>__<name>`, keeps
+    /// them equal to the files, and sends `list_changed` when they change.
+    /// Configure it as an MCP client's only server to get hot reload.
+    /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
+    Serve(ServeArgs),
+    /// Answer kernel JSON requests: one per stdin line, one response per
+    /// stdout line (see README).
+    ///
+    /// Example:
+    ///   echo '{"op":"connectionId","name":"a","config":{"command":"x"}}' | mcp-reconcile eval
+    Eval,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// Write a small demo project (fixture servers, one needing approval) to
+    /// a temporary directory and watch it; prints which file to edit.
+    #[arg(long)]
+    pub demo: bool,
+    /// Baseline mode for benchmarks: restart every server on every change.
+    #[arg(long)]
+    pub full_restart: bool,
+    /// Never ask on the terminal, even if stdin is one.
+    #[arg(long)]
+    pub no_prompt: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback
+    /// only, e.g. 127.0.0.1:8931; port 0 picks one). Prints the URL, then
+    /// the path of the file holding the bearer token every request must
+    /// send as `Authorization: Bearer <token>` (a new random token per run,
+    /// in a 0600 file in the state dir, removed at exit).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// With --http: use the token on the first line of this file instead of
+    /// a random one. The file must not be accessible by group or others
+    /// (`chmod 600`).
+    #[arg(long, value_name = "PATH", requires = "http")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// With --http: let browser pages from ORIGIN call (exact match, e.g.
+    /// http://localhost:5173; repeatable). Requests with any other Origin
+    /// header are refused (403); requests without one are not affected.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// With --http: at most N MCP sessions at once; a new one beyond that
+    /// gets 503.
+    #[arg(long, value_name = "N", default_value_t = http_guard::DEFAULT_MAX_SESSIONS,
+          value_parser = clap::value_parser!(u32).range(1..), requires = "http")]
+    pub max_sessions: u32,
+    /// With --http: close a session after SECS without a request.
+    #[arg(long, value_name = "SECS", default_value_t = http_guard::DEFAULT_SESSION_IDLE_SECS,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub session_idle_secs: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// Print a JSON array, one object per server (fields in the README).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DecideArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// The server name.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every gated server that is not already decided this way.
+    #[arg(long)]
+    pub all: bool,
+    /// Decide only if the entry still has this approval hash (as printed by
+    /// the prompt, by `watch`/`serve` and by an earlier `approve`): what was
+    /// reviewed is exactly what is decided; a changed entry is refused.
+    #[arg(long, value_name = "HASH", conflicts_with = "all")]
+    pub hash: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// Print the plan as JSON (SPEC §10 action objects).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReconnectArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// The server name.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every configured server.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FlagsOnly {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+}
+
+/// The flags every command accepts to find its files and its session.
+#[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Files and session (the same for every command)")]
+pub struct LayerFlags {
+    /// User settings file (JSON with comments) [default: from --layout]
+    #[arg(long, value_name = "PATH")]
+    pub user_settings: Option<PathBuf>,
+    /// Workspace settings file; its servers need approval [default: from --layout]
+    #[arg(long, value_name = "PATH")]
+    pub workspace_settings: Option<PathBuf>,
+    /// System settings file; overrides user and workspace [default: from --layout]
+    #[arg(long, value_name = "PATH")]
+    pub system_settings: Option<PathBuf>,
+    /// System defaults file; below the user settings [default: from --layout]
+    #[arg(long, value_name = "PATH")]
+    pub system_defaults: Option<PathBuf>,
+    /// Project directory: its `.mcp.json` is read and it keys approvals [default: current directory]
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Extra servers: a JSON file or inline JSON, with or without {"mcpServers": …}; repeatable
+    #[arg(long = "mcp-config", value_name = "FILE|JSON")]
+    pub mcp_config: Vec<String>,
+    /// Upper bound on admitted server names (patterns with * and ?, comma-separated;
+    /// repeatable). Settings can narrow it, never widen it; "" admits nothing
+    #[arg(long = "allowed-mcp-server-names", value_name = "LIST")]
+    pub allowed_mcp_server_names: Vec<String>,
+    /// Approvals file [default: from --layout]
+    #[arg(long, value_name = "FILE")]
+    pub approvals: Option<PathBuf>,
+    /// Treat the project folder as untrusted: no workspace settings, nothing connects
+    #[arg(long)]
+    pub untrusted: bool,
+    /// Turn the approval gate off: project servers connect without asking
+    /// (and `$VAR`s in .mcp.json are not expanded)
+    #[arg(long)]
+    pub yolo: bool,
+    /// Quiet period after a file change before reloading, in ms [default: 300]
+    #[arg(long, value_name = "N")]
+    pub debounce_ms: Option<u64>,
+    /// Default file set: `default` or `qwen`
+    #[arg(long, value_enum, default_value_t = LayoutArg::Default, value_name = "NAME", long_help = LAYOUT_HELP)]
+    pub layout: LayoutArg,
+    /// Where a running session keeps its socket [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl LayerFlags {
+    /// The library's options for these flags.
+    pub fn options(&self) -> inputs::Options {
+        inputs::Options {
+            user_settings: self.user_settings.clone(),
+            workspace_settings: self.workspace_settings.clone(),
+            system_settings: self.system_settings.clone(),
+            system_defaults: self.system_defaults.clone(),
+            project: self.project.clone(),
+            mcp_config: self.mcp_config.clone(),
+            allowed_mcp_server_names: self.allowed_mcp_server_names.clone(),
+            approvals: self.approvals.clone(),
+            untrusted: self.untrusted,
+            yolo: self.yolo,
+            debounce_ms: self.debounce_ms,
+            layout: self.layout.into(),
+            state_dir: self.state_dir.clone(),
+        }
+    }
+}
+
+/// `--layout`: which default files to read (see [`LAYOUT_HELP`]).
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LayoutArg {
+    /// mcp-reconcile's own files under XDG directories.
+    #[default]
+    Default,
+    /// The TypeScript (qwen-code) CLI's files, to run beside it.
+    Qwen,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(arg: LayoutArg) -> Layout {
+        match arg {
+            LayoutArg::Default => Layout::Default,
+            LayoutArg::Qwen => Layout::Qwen,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command that takes the layer flags.
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        flags: LayerFlags,
+    }
+
+    #[test]
+    fn the_whole_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_parse_and_the_help_teaches_the_layouts() {
+        use clap::{CommandFactory, Parser};
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "x",
+            "--layout",
+            "qwen",
+            "--mcp-config",
+            r#"{"a":{"command":"b"}}"#,
+            "--mcp-config",
+            "extra.json",
+            "--allowed-mcp-server-names",
+            "a,b",
+            "--allowed-mcp-server-names",
+            "",
+            "--untrusted",
+            "--debounce-ms",
+            "50",
+        ])
+        .expect("parse");
+        let options = cli.flags.options();
+        assert_eq!(options.layout, Layout::Qwen);
+        assert_eq!(options.mcp_config.len(), 2);
+        assert_eq!(options.allowed_mcp_server_names, ["a,b", ""]);
+        assert!(options.untrusted && !options.yolo);
+        assert_eq!(options.debounce_ms, Some(50));
+        let defaults = Cli::try_parse_from(["x"]).expect("parse").flags.options();
+        assert_eq!(defaults.layout, Layout::Default);
+        assert!(defaults.allowed_mcp_server_names.is_empty());
+
+        let help = Cli::command().render_long_help().to_string();
+        for needle in [
+            "~/.qwen/settings.json",
+            "mcpApprovals.json",
+            "--workspace-settings",
+        ] {
+            assert!(help.contains(needle), "{needle} missing from:\n{help}");
+        }
+    }
+}

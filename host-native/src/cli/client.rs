@@ -1,0 +1,72 @@
+//! The client of the session socket ([`ipc`]): how `status`, `plan`,
+//! `reload` and `reconnect` reach a running `watch` or `serve` for the same
+//! files. One [`SessionRequest`] line out, one answer line in, at most
+//! [`ipc::MAX_RESPONSE`] bytes of it.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use mcp_reconcile::inputs::Inputs;
+use mcp_reconcile::ipc::{self, SessionRequest};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+use ipc::MAX_RESPONSE;
+
+/// Sends one request to the running session. `Ok(None)` when no session is
+/// running for these files. At most [`ipc::MAX_RESPONSE`] bytes of answer are read.
+///
+/// # Errors
+/// The session answered with something that is not JSON, an overlong
+/// answer, or nothing at all, or the socket broke mid-request.
+pub async fn request(path: &Path, request: &SessionRequest) -> anyhow::Result<Option<Value>> {
+    let Ok(stream) = UnixStream::connect(path).await else {
+        return Ok(None);
+    };
+    let (read, mut write) = stream.into_split();
+    write.write_all(request.line().as_bytes()).await?;
+    write.shutdown().await?;
+    let mut reader = BufReader::new(read.take(MAX_RESPONSE as u64 + 1));
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).await?;
+    if line.is_empty() {
+        anyhow::bail!(
+            "the session at {} closed the connection without answering; it may run as another \
+             user (only the same user may connect) or be shutting down",
+            path.display()
+        );
+    }
+    if line.strip_suffix(b"\n").unwrap_or(&line).len() > MAX_RESPONSE {
+        anyhow::bail!(
+            "the session at {} answered with more than {MAX_RESPONSE} bytes; not reading it",
+            path.display()
+        );
+    }
+    let response: Value = serde_json::from_slice(&line).with_context(|| {
+        format!(
+            "the session at {} answered with something that is not JSON",
+            path.display()
+        )
+    })?;
+    if let Some(message) = response.get("error").and_then(Value::as_str) {
+        anyhow::bail!("{message}");
+    }
+    Ok(Some(response.get("ok").cloned().unwrap_or(Value::Null)))
+}
+
+/// [`request`] to the session for `inputs`, which must be running: without
+/// one, the error says how to start it.
+///
+/// # Errors
+/// No session runs for these files, or [`request`] failed.
+pub async fn require(inputs: &Inputs, request: &SessionRequest) -> anyhow::Result<Value> {
+    let path = ipc::socket_path(inputs);
+    match self::request(&path, request).await? {
+        Some(value) => Ok(value),
+        None => bail!(
+            "no running session for these files (looked for {}); start one with `mcp-reconcile watch` and the same flags",
+            path.display()
+        ),
+    }
+}

@@ -1,0 +1,234 @@
+//! The commands that talk to a running session or only read the files:
+//! `status`, `approve` / `reject`, `plan`, `reconnect`, `reload`, `eval`.
+
+use std::io::{self, BufRead, Write};
+
+use anyhow::{bail, Context};
+use mcp_reconcile::display;
+use mcp_reconcile::host::Host;
+use mcp_reconcile::inputs::Inputs;
+use mcp_reconcile::ipc::{self, SessionRequest};
+use mcp_reconcile::review::{quoted, ApprovalRequest};
+use mcp_reconcile::status::{plan_json, status_json};
+use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::{assemble, Decision};
+use serde_json::{json, Value};
+
+use super::args::{DecideArgs, FlagsOnly, PlanArgs, ReconnectArgs, StatusArgs};
+use super::client;
+use super::print::{action_line_json, status_text};
+
+/// `reconnect`: asks the running session to restart one server (or all).
+pub async fn reconnect(args: ReconnectArgs) -> anyhow::Result<()> {
+    let inputs = Inputs::new(&args.layers.options())?;
+    let name = if args.all { None } else { args.name };
+    let names = client::require(&inputs, &SessionRequest::Reconnect { name }).await?;
+    println!("reconnecting {}", join_names(&names));
+    Ok(())
+}
+
+/// `reload`: asks the running session to reload its files now.
+pub async fn reload(args: FlagsOnly) -> anyhow::Result<()> {
+    let inputs = Inputs::new(&args.layers.options())?;
+    client::require(&inputs, &SessionRequest::Reload).await?;
+    println!("reload requested");
+    Ok(())
+}
+
+fn join_names(value: &Value) -> String {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(|name| mcp_reconcile::display::safe(name).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// `status`: the running session's view, or what the files say when none
+/// runs (nothing is started).
+pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let inputs = Inputs::new(&args.layers.options())?;
+    let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Status).await;
+    let (servers, errors) = match live {
+        Ok(Some(report)) => (
+            report
+                .get("servers")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new())),
+            report
+                .get("errors")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new())),
+        ),
+        // No running session (or it is unreachable): what the files say.
+        _ => {
+            let report = Host::config_status(inputs);
+            let servers = report.servers.iter().map(status_json).collect();
+            (Value::Array(servers), json!(report.errors))
+        }
+    };
+    let errors: Vec<String> = errors
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str().map(str::to_owned))
+        .collect();
+    if args.json {
+        println!("{servers}");
+        for error in &errors {
+            eprintln!("! {}", display::safe_multiline(error));
+        }
+        return Ok(());
+    }
+    let servers = servers.as_array().cloned().unwrap_or_default();
+    print!("{}", status_text(&servers, &errors));
+    Ok(())
+}
+
+/// `approve` / `reject`: stores the decision for the named (or every
+/// waiting) project-controlled server, after showing its review.
+pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
+    let mut inputs = Inputs::new(&args.layers.options())?;
+    let snapshot = inputs.load(None);
+    for error in &snapshot.errors {
+        eprintln!("! {}", display::safe_multiline(&error.to_string()));
+    }
+    let servers = assemble(&snapshot.layers).servers;
+    let store = inputs.approvals_store();
+    let root = inputs.project_root().to_owned();
+    let targets: Vec<String> = match &args.name {
+        Some(name) => {
+            let Some(config) = servers.get(name) else {
+                bail!("no configured server named {}; run `mcp-reconcile status` with the same flags to list them", quoted(name));
+            };
+            if !config.is_gated() {
+                bail!(
+                    "{} does not come from a project-controlled file, so it needs no approval",
+                    quoted(name)
+                );
+            }
+            vec![name.clone()]
+        }
+        None => servers
+            .iter()
+            .filter(|(_, cfg)| cfg.is_gated())
+            .filter(|(name, cfg)| {
+                let state = snapshot.approvals.state(&root, name, cfg);
+                match decision {
+                    Decision::Approved => state != ApprovalState::Approved,
+                    Decision::Rejected => state == ApprovalState::Pending,
+                }
+            })
+            .map(|(name, _)| name.clone())
+            .collect(),
+    };
+    if targets.is_empty() {
+        println!("nothing to decide: no project-controlled server is waiting");
+        return Ok(());
+    }
+    let verb = match decision {
+        Decision::Approved => "approved",
+        Decision::Rejected => "rejected",
+    };
+    // What is decided is exactly what is shown: one snapshot, read once.
+    let requests: Vec<ApprovalRequest> = targets
+        .iter()
+        .filter_map(|name| {
+            servers
+                .get(name)
+                .map(|config| ApprovalRequest::new(&snapshot, name, config))
+        })
+        .collect();
+    if let Some(expected) = &args.hash {
+        for request in &requests {
+            if !request.hash.eq_ignore_ascii_case(expected.trim()) {
+                print!("{}", request.review());
+                bail!(
+                    "{} changed since it was reviewed: its entry now hashes to {}, not {} — nothing was {verb}; review the entry above and run the command again with the new hash",
+                    quoted(&request.name),
+                    request.hash,
+                    display::safe(expected)
+                );
+            }
+        }
+    }
+    for request in requests {
+        print!("{}", request.review());
+        store
+            .decide(&root, &request.name, &request.config, decision)
+            .with_context(|| format!("storing the decision for {}", quoted(&request.name)))?;
+        println!("{verb} {} (hash {})", quoted(&request.name), request.hash);
+    }
+    Ok(())
+}
+
+/// `plan`: what a reconcile would do now (from the running session, or from
+/// nothing when none runs).
+pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
+    let inputs = Inputs::new(&args.layers.options())?;
+    let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Plan).await?;
+    let plan = match live {
+        Some(plan) => plan,
+        None => plan_json(&Host::config_plan(inputs).map_err(anyhow::Error::msg)?),
+    };
+    if args.json {
+        println!("{plan}");
+        return Ok(());
+    }
+    let actions = plan
+        .get("actions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for action in &actions {
+        println!("{}", action_line_json(action));
+    }
+    Ok(())
+}
+
+/// One response line per request line, flushed per line so a driving process
+/// can talk to it interactively. Blank lines are skipped.
+pub fn eval(input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
+    for line in input.split(b'\n') {
+        let line = line.context("reading a request from stdin")?;
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\r');
+        if text.trim().is_empty() {
+            continue;
+        }
+        let response = mcp_reconcile_kernel::evaluate_str(text);
+        match writeln!(output, "{response}").and_then(|()| output.flush()) {
+            Ok(()) => {}
+            // The reader went away (e.g. `| head`): stop quietly.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(e).context("writing a response to stdout"),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eval_answers_each_line_and_survives_garbage() {
+        let input = b"{\"op\":\"connectionId\",\"name\":\"a\",\"config\":{\"command\":\"x\"}}\n\nnot json\n{\"op\":\"nope\"}\n";
+        let mut out = Vec::new();
+        eval(&input[..], &mut out).expect("eval runs");
+        let text = String::from_utf8(out).expect("utf-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("{\"ok\":\"a::"), "{}", lines[0]);
+        assert!(
+            lines[1].contains("\"kind\":\"invalid-json\""),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains("\"kind\":\"unknown-op\""), "{}", lines[2]);
+    }
+}

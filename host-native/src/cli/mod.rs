@@ -1,0 +1,12 @@
+//! The command line's own parts, kept out of the library: the clap types
+//! ([`args`]), the session-socket client ([`client`]), the one-shot commands
+//! ([`commands`]), what people read ([`print`], [`prompt`]) and `watch
+//! --demo` ([`demo`]). Sessions themselves (`watch`, `serve`) start in
+//! `main.rs`.
+
+pub mod args;
+pub mod client;
+pub mod commands;
+pub mod demo;
+pub mod print;
+pub mod prompt;

@@ -1,0 +1,154 @@
+//! What people read: the lines `watch` and `serve` print for applied plans
+//! and failures, `plan`'s action lines and `status`'s table. Secrets never
+//! appear: only names, states and (redacted) errors are printed, and
+//! everything a repository wrote is escaped (`mcp_reconcile::display`).
+
+use std::fmt::Write as _;
+
+use mcp_reconcile::display::{decide_command, safe, safe_multiline};
+use mcp_reconcile::host::{PlanReport, ServerStatus};
+use mcp_reconcile_kernel::plan::Action;
+use mcp_reconcile_kernel::Reason;
+use serde_json::Value;
+
+/// The line for one action: `+ connect`, `~ reconnect (args changed)`,
+/// `- disconnect (removed)`, `= keep`, `! skip (pending approval)`,
+/// `↻ retry (attempt 2)`.
+pub fn action_line(action: &Action) -> String {
+    let value: Value = serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
+    action_line_json(&value)
+}
+
+/// [`action_line`] for a §10 action object.
+pub fn action_line_json(action: &Value) -> String {
+    let text = |k: &str| action.get(k).and_then(Value::as_str).unwrap_or("");
+    let name = safe(text("name"));
+    let reason = text("reason").replace('_', " ");
+    match text("action") {
+        "connect" => format!("+ connect {name}"),
+        "reconnect" => {
+            let changed: Vec<&str> = action
+                .get("changed")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if changed.is_empty() {
+                format!("~ reconnect {name}")
+            } else {
+                format!("~ reconnect {name} ({} changed)", changed.join(", "))
+            }
+        }
+        "retry" => format!(
+            "↻ retry {name} (attempt {})",
+            action.get("attempt").and_then(Value::as_u64).unwrap_or(0)
+        ),
+        "disconnect" => format!("- disconnect {name} ({reason})"),
+        "keep" => format!("= keep {name}"),
+        "skip" => format!("! skip {name} ({reason})"),
+        "noop" => format!("· nothing to do ({reason})"),
+        other => format!("? {other} {name}"),
+    }
+}
+
+/// The text `watch` prints for an applied plan.
+pub fn report_text(report: &PlanReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "reconcile #{} ({}) — {} ms",
+        report.run,
+        safe(&report.trigger),
+        report.elapsed.as_millis()
+    );
+    for step in &report.steps {
+        let mut line = format!("  {}", action_line(&step.action));
+        if step.action.starts() {
+            let _ = write!(line, "  {} ms", step.elapsed.as_millis());
+        }
+        if let Some(error) = &step.error {
+            // The whole error (with the stderr tail) was printed by the failure line.
+            let error = safe_multiline(error);
+            match error.split_once('\n') {
+                Some((first, _)) => {
+                    let first = first.trim_end_matches("; stderr:");
+                    let _ = write!(line, "  — failed: {first} (stderr above)");
+                }
+                None => {
+                    let _ = write!(line, "  — failed: {error}");
+                }
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for error in &report.input_errors {
+        let _ = writeln!(out, "  ! {}", safe_multiline(error));
+    }
+    out
+}
+
+/// The line `watch` and `serve` print when a server fails outside a pass
+/// (or a start fails): state, attempt, when it is retried, the error.
+pub fn failure_line(s: &ServerStatus) -> Option<String> {
+    let error = s.last_error.as_deref()?;
+    let next = match (s.reason, s.retry_in_ms) {
+        (Some(Reason::CrashLoop), _) => format!(
+            ", crash loop: not retried until its config changes, `{}` or `reload`",
+            decide_command("reconnect", &s.name)
+        ),
+        (_, Some(ms)) => format!(", retry in {ms} ms"),
+        _ => String::new(),
+    };
+    let attempt = if s.attempts > 0 {
+        format!(" (attempt {}{next})", s.attempts)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "  {} is {}{attempt} — {}",
+        safe(&s.name),
+        s.state,
+        safe_multiline(error)
+    ))
+}
+
+/// `status` for people: one line per server object (as [`status_json`]
+/// makes them), then the input problems.
+pub fn status_text(servers: &[Value], errors: &[String]) -> String {
+    let mut out = String::new();
+    if servers.is_empty() {
+        out.push_str("no MCP servers configured\n");
+    }
+    for s in servers {
+        let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
+        let mut line = format!("{:<24} {:<12}", safe(text("name")), safe(text("state")));
+        if let Some(reason) = s.get("reason").and_then(Value::as_str) {
+            let _ = write!(line, " {}", safe(reason));
+        }
+        if let Some(ms) = s.get("retryInMs").and_then(Value::as_u64) {
+            let _ = write!(line, " (retry in {ms} ms)");
+        }
+        if text("state") == "connected" {
+            let count = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let _ = write!(
+                line,
+                " {} tools, {} prompts",
+                count("tools"),
+                count("prompts")
+            );
+        }
+        if let Some(pid) = s.get("pid").and_then(Value::as_u64) {
+            let _ = write!(line, " pid {pid}");
+        }
+        if let Some(approval) = s.get("approval").and_then(Value::as_str) {
+            let _ = write!(line, " [{}]", safe(approval));
+        }
+        if let Some(error) = s.get("lastError").and_then(Value::as_str) {
+            let _ = write!(line, " — {}", safe_multiline(error));
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for error in errors {
+        let _ = writeln!(out, "! {}", safe_multiline(error));
+    }
+    out
+}

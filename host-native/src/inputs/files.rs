@@ -1,0 +1,403 @@
+//! The per-file reloaders: settings files and JSON server files (`.mcp.json`,
+//! `--mcp-config`), each keeping its **last good content** when a reload
+//! fails, and [`read_text`], the one bounded, non-blocking, regular-files-only
+//! way an input file is read.
+
+use std::path::{Path, PathBuf};
+
+use mcp_reconcile_kernel::json::{self, Object, Value};
+use mcp_reconcile_kernel::reload::FileSource;
+use mcp_reconcile_kernel::settings::server_command;
+use mcp_reconcile_kernel::{parse_mcp_json, parse_settings, LayerSource, ServerConfig, Servers};
+
+use super::InputError;
+
+/// The note appended to a load error: what stays in use meanwhile.
+pub(super) fn kept_note(has_last_good: bool) -> &'static str {
+    if has_last_good {
+        "its last good content stays in use until it loads again"
+    } else {
+        "nothing from it is used until it loads"
+    }
+}
+
+/// The largest input file read (settings, `.mcp.json`, `--mcp-config`,
+/// approvals): a repository's file is hostile input, and no real
+/// configuration comes near this.
+pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads a file as text; `None` when it does not exist.
+///
+/// Bounded and never waiting: the file is opened non-blocking (a FIFO does
+/// not wait for a writer), must be a regular file after symlinks are followed
+/// (a FIFO, socket, device such as `/dev/zero`, or directory is refused), and
+/// at most [`MAX_INPUT_BYTES`] are read (a larger file is an error).
+pub fn read_text(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.kind() == std::io::ErrorKind::NotADirectory =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "it is not a regular file (it is {}); only regular files are read — replace it with a file",
+            file_kind(&meta.file_type())
+        ));
+    }
+    let too_large = || {
+        format!(
+            "it is larger than {} MiB; a configuration file is never that large — check what wrote it",
+            MAX_INPUT_BYTES / (1024 * 1024)
+        )
+    };
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| "it is not UTF-8 text".to_owned())
+}
+
+pub(super) fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The object entries of a server map; every other entry becomes an error
+/// naming it.
+pub(super) fn object_entries(map: &Object, where_: &str) -> (Servers, Vec<String>) {
+    let mut servers = Servers::new();
+    let mut errors = Vec::new();
+    for (name, entry) in map {
+        match entry {
+            Value::Object(o) => servers.insert(name.clone(), ServerConfig(o.clone())),
+            other => errors.push(format!(
+                "server \"{name}\" in {where_} must be an object, found {} — skipped; fix or \
+                 remove that entry",
+                other.preview(60)
+            )),
+        }
+    }
+    (servers, errors)
+}
+
+/// One settings file and what was last loaded from it.
+#[derive(Debug)]
+pub(super) struct SettingsFile {
+    pub(super) kind: LayerSource,
+    pub(super) path: PathBuf,
+    pub(super) loaded: bool,
+    pub(super) good: Option<SettingsContent>,
+    pub(super) error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct SettingsContent {
+    pub(super) value: Value,
+    pub(super) servers: Servers,
+    pub(super) entry_errors: Vec<String>,
+    /// Workspace settings only: the servers with `$VAR`s as written.
+    pub(super) written: Option<Servers>,
+    /// Workspace settings only: `mcp.serverCommand` as written.
+    pub(super) written_command: Option<String>,
+}
+
+impl SettingsContent {
+    pub(super) fn empty() -> Self {
+        SettingsContent {
+            value: Value::Object(Object::new()),
+            ..SettingsContent::default()
+        }
+    }
+
+    pub(super) fn from_value(value: Value) -> Self {
+        let (servers, entry_errors) = match value.as_object().and_then(|o| o.get("mcpServers")) {
+            None | Some(Value::Null) => (Servers::new(), Vec::new()),
+            Some(Value::Object(map)) => object_entries(map, "mcpServers"),
+            Some(other) => (
+                Servers::new(),
+                vec![format!(
+                    "mcpServers must be an object of server entries, found {} — no servers \
+                     are loaded from this file",
+                    other.preview(60)
+                )],
+            ),
+        };
+        SettingsContent {
+            value,
+            servers,
+            entry_errors,
+            written: None,
+            written_command: None,
+        }
+    }
+}
+
+impl SettingsFile {
+    pub(super) fn new(kind: LayerSource, path: PathBuf) -> Self {
+        SettingsFile {
+            kind,
+            path,
+            loaded: false,
+            good: None,
+            error: None,
+        }
+    }
+
+    pub(super) fn source(&self) -> FileSource {
+        FileSource::Settings(self.kind.as_str().to_owned())
+    }
+
+    pub(super) fn reload(&mut self, env: &Object) {
+        self.loaded = true;
+        let text = match read_text(&self.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                self.good = Some(SettingsContent::empty());
+                self.error = None;
+                return;
+            }
+            Err(e) => {
+                self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
+                return;
+            }
+        };
+        match parse_settings(&text, Some(env)) {
+            Ok(value) => {
+                let mut content = SettingsContent::from_value(value);
+                if self.kind == LayerSource::Workspace {
+                    if let Ok(raw) = parse_settings(&text, None) {
+                        content.written_command = server_command(&raw);
+                        content.written = Some(SettingsContent::from_value(raw).servers);
+                    }
+                }
+                self.good = Some(content);
+                self.error = None;
+            }
+            Err(e) => {
+                self.error = Some(format!(
+                    "{e} — fix the file; {}",
+                    kept_note(self.good.is_some())
+                ));
+            }
+        }
+    }
+
+    /// The servers in use as the file wrote them (workspace settings; other
+    /// scopes are the user's own and are returned as loaded).
+    pub(super) fn written(&self) -> Servers {
+        let content = self.good.as_ref();
+        content
+            .and_then(|c| c.written.clone())
+            .or_else(|| content.map(|c| c.servers.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The content in use: the last good one, or `{}`.
+    pub(super) fn content(&self) -> SettingsContent {
+        self.good.clone().unwrap_or_else(SettingsContent::empty)
+    }
+
+    pub(super) fn errors(&self) -> Vec<InputError> {
+        let entry_errors = self.good.iter().flat_map(|g| g.entry_errors.iter());
+        self.error
+            .iter()
+            .chain(entry_errors)
+            .map(|message| InputError {
+                file: self.path.clone(),
+                message: message.clone(),
+            })
+            .collect()
+    }
+}
+
+/// A JSON server file other than settings: `.mcp.json` or a `--mcp-config`.
+#[derive(Debug)]
+pub(super) struct JsonFile {
+    pub(super) kind: JsonKind,
+    pub(super) loaded: bool,
+    pub(super) good: Option<(Servers, Vec<String>)>,
+    /// `.mcp.json` only: the servers in use with `$VAR`s as written.
+    pub(super) written: Option<Servers>,
+    pub(super) error: Option<String>,
+}
+
+#[derive(Debug)]
+pub(super) enum JsonKind {
+    McpJson(PathBuf),
+    CliFile(PathBuf),
+    CliInline(String),
+}
+
+impl JsonKind {
+    pub(super) fn path(&self) -> Option<&Path> {
+        match self {
+            JsonKind::McpJson(p) | JsonKind::CliFile(p) => Some(p),
+            JsonKind::CliInline(_) => None,
+        }
+    }
+
+    pub(super) fn source(&self) -> Option<FileSource> {
+        match self {
+            JsonKind::McpJson(_) => Some(FileSource::McpJson),
+            JsonKind::CliFile(p) => Some(FileSource::McpConfig(p.to_string_lossy().into_owned())),
+            JsonKind::CliInline(_) => None,
+        }
+    }
+
+    pub(super) fn label(&self) -> PathBuf {
+        match self {
+            JsonKind::McpJson(p) | JsonKind::CliFile(p) => p.clone(),
+            JsonKind::CliInline(_) => PathBuf::from("--mcp-config (inline JSON)"),
+        }
+    }
+}
+
+impl JsonFile {
+    pub(super) fn new(kind: JsonKind) -> Self {
+        JsonFile {
+            kind,
+            loaded: false,
+            good: None,
+            written: None,
+            error: None,
+        }
+    }
+
+    pub(super) fn reload(&mut self, env: &Object, expand: bool) {
+        self.loaded = true;
+        let text = match &self.kind {
+            JsonKind::CliInline(text) => text.clone(),
+            JsonKind::McpJson(path) | JsonKind::CliFile(path) => match read_text(path) {
+                Ok(Some(text)) => text,
+                Ok(None) => {
+                    self.good = Some((Servers::new(), Vec::new()));
+                    self.written = None;
+                    self.error = match self.kind {
+                        JsonKind::CliFile(_) => {
+                            Some("file not found — create it or fix the --mcp-config path".into())
+                        }
+                        _ => None,
+                    };
+                    return;
+                }
+                Err(e) => {
+                    self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
+                    return;
+                }
+            },
+        };
+        let parsed = match json::parse_jsonc(&text) {
+            Ok(value) => value,
+            Err(e) => {
+                let what = if text.trim().is_empty() {
+                    "it is empty".to_owned()
+                } else {
+                    format!("not valid JSON: {e}")
+                };
+                self.error = Some(format!(
+                    "{what} — fix it; {}",
+                    kept_note(self.good.is_some())
+                ));
+                return;
+            }
+        };
+        match &self.kind {
+            JsonKind::McpJson(_) => {
+                let has_servers = matches!(
+                    parsed.as_object().and_then(|o| o.get("mcpServers")),
+                    Some(Value::Object(_))
+                );
+                let result = parse_mcp_json(&text, Some(env), expand);
+                self.written = Some(parse_mcp_json(&text, None, false).servers);
+                let errors = if has_servers {
+                    result
+                        .errors
+                        .into_iter()
+                        .map(|e| format!("{e}; fix or remove that entry"))
+                        .collect()
+                } else {
+                    vec![
+                        "no \"mcpServers\" object — write {\"mcpServers\": {\"name\": {…}}}; no \
+                         servers are loaded from it"
+                            .to_owned(),
+                    ]
+                };
+                self.good = Some((result.servers, errors));
+                self.error = None;
+            }
+            JsonKind::CliFile(_) | JsonKind::CliInline(_) => {
+                let Value::Object(top) = &parsed else {
+                    self.error = Some(format!(
+                        "must be a JSON object of servers (or {{\"mcpServers\": …}}), found {} \
+                         — fix it; {}",
+                        &parsed.preview(60),
+                        kept_note(self.good.is_some())
+                    ));
+                    return;
+                };
+                let (map, where_) = match top.get("mcpServers") {
+                    Some(Value::Object(map)) => (map, "mcpServers"),
+                    _ => (top, "--mcp-config"),
+                };
+                self.good = Some(object_entries(map, where_));
+                self.error = None;
+            }
+        }
+    }
+
+    pub(super) fn servers(&self) -> Servers {
+        self.good
+            .as_ref()
+            .map(|(s, _)| s.clone())
+            .unwrap_or_default()
+    }
+
+    /// [`JsonFile::servers`] with `$VAR`s as written (`.mcp.json`).
+    pub(super) fn written(&self) -> Servers {
+        self.written.clone().unwrap_or_else(|| self.servers())
+    }
+
+    pub(super) fn errors(&self) -> Vec<InputError> {
+        let entry_errors = self.good.iter().flat_map(|(_, e)| e.iter());
+        self.error
+            .iter()
+            .chain(entry_errors)
+            .map(|message| InputError {
+                file: self.kind.label(),
+                message: message.clone(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,542 @@
+//! The files a session reads (SPEC §3, §5, §8): which ones, from which
+//! flags, and what they hold right now.
+//!
+//! Every command takes the same file flags, turned into the same
+//! [`Options`], so each finds the same files and the same running session
+//! ([`Inputs::session_id`]). [`Inputs`] resolves the paths once (the project root is canonicalized once, and that one
+//! string keys approvals for reads and writes alike), then
+//! [`Inputs::load`] reads the files that changed and returns a [`Snapshot`]:
+//! the kernel layers, the `mcp.allowed` / `mcp.excluded` lists, the
+//! approvals, and every problem found.
+//!
+//! Rules (SPEC §3.3, §8):
+//! * a missing settings file is `{}`; an empty or unparsable one is an error
+//!   and that file's **last good content** stays in use, so a half-written
+//!   file never tears anything down;
+//! * a malformed approvals file is reported and reads as empty (fail closed:
+//!   every gated server is pending);
+//! * an untrusted folder contributes no workspace settings at all.
+//!
+//! Parts: `paths` (layouts, default locations, [`Options`], [`HostEnv`],
+//! [`LayerPaths`]), `files` (the per-file reloaders with their last good
+//! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
+
+mod files;
+mod paths;
+mod shell_words;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use mcp_reconcile_kernel::gating::compute_gating;
+use mcp_reconcile_kernel::json::{Object, Value};
+use mcp_reconcile_kernel::reload::FileSource;
+use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
+use mcp_reconcile_kernel::{
+    assemble, Approvals, Assembled, Gating, Layer, LayerSource, McpLists, Millis, ServerConfig,
+    Servers, DEFAULT_DEBOUNCE,
+};
+
+use crate::approvals_store::ApprovalsStore;
+pub use files::{read_text, MAX_INPUT_BYTES};
+use files::{JsonFile, JsonKind, SettingsFile};
+pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
+use shell_words::server_command_config;
+pub use shell_words::shell_words;
+
+/// A problem with one input, as the user should see it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", file.display())]
+pub struct InputError {
+    /// The file (or `--mcp-config` argument) concerned.
+    pub file: PathBuf,
+    /// What is wrong and what to do about it.
+    pub message: String,
+}
+
+/// What the inputs hold at one moment, ready for the kernel.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// One layer per input, in kernel layer kinds: systemDefaults, user,
+    /// project (`.mcp.json`), workspace (trusted folders only), system,
+    /// cliConfig (one per `--mcp-config`), serverCommand (when
+    /// `mcp.serverCommand` is set).
+    pub layers: Vec<Layer>,
+    /// [`Snapshot::layers`] with the project-controlled ones (`.mcp.json`,
+    /// workspace settings, a workspace `mcp.serverCommand`) as their files
+    /// wrote them: `$VAR`s not expanded. What a review shows; never what runs.
+    pub written_layers: Vec<Layer>,
+    /// The project's `.mcp.json` (where project servers come from).
+    pub mcp_json: PathBuf,
+    /// The workspace settings file (where workspace servers come from).
+    pub workspace_settings: PathBuf,
+    /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
+    pub lists: McpLists,
+    /// The `--allowed-mcp-server-names` occurrences as given (`None` when
+    /// the flag is absent).
+    pub cli_allowed: Option<Vec<String>>,
+    /// The approval records (empty when the file is missing or malformed).
+    pub approvals: Approvals,
+    /// The canonical project root that keys approvals.
+    pub project_root: String,
+    /// The folder is trusted (no `--untrusted`).
+    pub trusted: bool,
+    /// The approval gate is off (`--yolo`).
+    pub yolo: bool,
+    /// What is broken right now; empty when every input loaded cleanly.
+    pub errors: Vec<InputError>,
+}
+
+impl Snapshot {
+    /// The admission lists for `servers` (SPEC §4), from this snapshot's
+    /// settings lists, launch-flag cap, approvals, project root and yolo.
+    pub fn gating_for(&self, servers: &Servers) -> Gating {
+        compute_gating(
+            servers,
+            &self.lists,
+            self.cli_allowed.as_deref(),
+            &self.approvals,
+            &self.project_root,
+            self.yolo,
+        )
+    }
+
+    /// The desired server map: [`assemble`] over [`Snapshot::layers`].
+    pub fn assembled(&self) -> Assembled {
+        assemble(&self.layers)
+    }
+}
+
+/// The inputs of one session: resolved paths and the content last loaded
+/// from each file.
+pub struct Inputs {
+    layout: Layout,
+    paths: LayerPaths,
+    project_dir: PathBuf,
+    project_root: String,
+    expansion_env: Object,
+    env: HostEnv,
+    trusted: bool,
+    yolo: bool,
+    debounce: Millis,
+    cli_allowed: Option<Vec<String>>,
+    settings: Vec<SettingsFile>,
+    mcp_json: JsonFile,
+    cli_configs: Vec<JsonFile>,
+    store: ApprovalsStore,
+    approvals: Option<(Approvals, Vec<String>)>,
+    server_command: Option<FrozenCommand>,
+}
+
+impl std::fmt::Debug for Inputs {
+    // Only paths and switches: the loaded content and the environment can
+    // hold secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inputs")
+            .field("layout", &self.layout)
+            .field("project_root", &self.project_root)
+            .field("paths", &self.paths)
+            .field("trusted", &self.trusted)
+            .field("yolo", &self.yolo)
+            .field("debounce", &self.debounce)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inputs {
+    /// Resolves every path from the options `flags` and this process's environment; no
+    /// file is read yet (see [`Inputs::load`]).
+    ///
+    /// # Errors
+    /// When the project directory does not exist, its path is not UTF-8, or a
+    /// default path needs a home directory that is unknown.
+    pub fn new(flags: &Options) -> anyhow::Result<Inputs> {
+        Inputs::with_env(flags, HostEnv::from_process()?)
+    }
+
+    /// [`Inputs::new`] with an explicit environment.
+    ///
+    /// # Errors
+    /// As [`Inputs::new`].
+    pub fn with_env(flags: &Options, env: HostEnv) -> anyhow::Result<Inputs> {
+        let given = flags.project.as_deref().unwrap_or(Path::new("."));
+        let project_dir = env.absolute(given).canonicalize().with_context(|| {
+            format!(
+                "project directory {} not found; pass an existing directory with --project",
+                given.display()
+            )
+        })?;
+        if !project_dir.is_dir() {
+            bail!(
+                "{} is not a directory; pass the project directory with --project",
+                project_dir.display()
+            );
+        }
+        let Some(project_root) = project_dir.to_str().map(str::to_owned) else {
+            bail!(
+                "the project path {} is not valid UTF-8; approvals need a UTF-8 project root",
+                project_dir.display()
+            );
+        };
+        let paths = LayerPaths::resolve(flags, &project_dir, &env)?;
+        let trusted = !flags.untrusted;
+
+        let mut settings = vec![
+            SettingsFile::new(LayerSource::SystemDefaults, paths.system_defaults.clone()),
+            SettingsFile::new(LayerSource::User, paths.user.clone()),
+        ];
+        if trusted && !same_file(&paths.workspace, &paths.user) {
+            settings.push(SettingsFile::new(
+                LayerSource::Workspace,
+                paths.workspace.clone(),
+            ));
+        }
+        settings.push(SettingsFile::new(LayerSource::System, paths.system.clone()));
+
+        let cli_configs = flags
+            .mcp_config
+            .iter()
+            .map(|arg| {
+                if arg.trim_start().starts_with('{') {
+                    JsonFile::new(JsonKind::CliInline(arg.clone()))
+                } else {
+                    JsonFile::new(JsonKind::CliFile(env.absolute(Path::new(arg))))
+                }
+            })
+            .collect();
+
+        Ok(Inputs {
+            layout: flags.layout,
+            mcp_json: JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())),
+            store: ApprovalsStore::new(paths.approvals.clone()),
+            paths,
+            project_dir,
+            project_root,
+            expansion_env: env.expansion_env(),
+            env,
+            trusted,
+            yolo: flags.yolo,
+            debounce: flags.debounce_ms.map_or(DEFAULT_DEBOUNCE, Millis),
+            cli_allowed: (!flags.allowed_mcp_server_names.is_empty())
+                .then(|| flags.allowed_mcp_server_names.clone()),
+            settings,
+            cli_configs,
+            approvals: None,
+            server_command: None,
+        })
+    }
+
+    /// Every input file with the source its change is reported as: the
+    /// settings files (no workspace file in an untrusted folder),
+    /// `.mcp.json`, the approvals file and each `--mcp-config` file.
+    pub fn watched(&self) -> Vec<(PathBuf, FileSource)> {
+        let mut out: Vec<(PathBuf, FileSource)> = self
+            .settings
+            .iter()
+            .map(|f| (f.path.clone(), f.source()))
+            .collect();
+        out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
+        out.push((self.paths.approvals.clone(), FileSource::Approvals));
+        for config in &self.cli_configs {
+            if let (Some(path), Some(source)) = (config.kind.path(), config.kind.source()) {
+                out.push((path.to_path_buf(), source));
+            }
+        }
+        out
+    }
+
+    /// Reloads the inputs named in `changed` (all of them for `None`, and
+    /// every input not loaded yet) and returns what they hold now. A file
+    /// that fails to load keeps its last good content and adds an error.
+    pub fn load(&mut self, changed: Option<&[FileSource]>) -> Snapshot {
+        let wanted = |loaded: bool, source: &FileSource| {
+            !loaded || changed.is_none_or(|c| c.contains(source))
+        };
+        for file in &mut self.settings {
+            if wanted(file.loaded, &file.source()) {
+                file.reload(&self.expansion_env);
+            }
+        }
+        if wanted(self.mcp_json.loaded, &FileSource::McpJson) {
+            self.mcp_json.reload(&self.expansion_env, !self.yolo);
+        }
+        for config in &mut self.cli_configs {
+            let due = match config.kind.source() {
+                Some(source) => wanted(config.loaded, &source),
+                None => !config.loaded,
+            };
+            if due {
+                config.reload(&self.expansion_env, false);
+            }
+        }
+        if self.approvals.is_none() || changed.is_none_or(|c| c.contains(&FileSource::Approvals)) {
+            self.approvals = Some(self.store.load());
+        }
+        self.snapshot()
+    }
+
+    /// The approvals file.
+    pub fn approvals_store(&self) -> &ApprovalsStore {
+        &self.store
+    }
+
+    /// The canonical project root (real path): the approvals key.
+    pub fn project_root(&self) -> &str {
+        &self.project_root
+    }
+
+    /// The canonical project directory.
+    pub fn project_dir(&self) -> &Path {
+        &self.project_dir
+    }
+
+    /// Where the running session's socket lives.
+    pub fn state_dir(&self) -> &Path {
+        &self.paths.state_dir
+    }
+
+    /// Every resolved path.
+    pub fn paths(&self) -> &LayerPaths {
+        &self.paths
+    }
+
+    /// The layout the defaults came from.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The environment paths and `$VAR`s were resolved from.
+    pub fn env(&self) -> &HostEnv {
+        &self.env
+    }
+
+    /// The reload debounce (`--debounce-ms`, default 300 ms).
+    pub fn debounce(&self) -> Millis {
+        self.debounce
+    }
+
+    /// A stable id of this session's file set: 16 hex digits of a hash of the
+    /// project root, every settings path and the layout. Commands given the
+    /// same flags in the same project get the same id.
+    pub fn session_id(&self) -> String {
+        let mut text = String::new();
+        for part in [
+            Path::new(self.layout.as_str()),
+            Path::new(&self.project_root),
+            &self.paths.user,
+            &self.paths.workspace,
+            &self.paths.system,
+            &self.paths.system_defaults,
+        ] {
+            text.push_str(&part.to_string_lossy());
+            text.push('\0');
+        }
+        format!("{:016x}", fnv1a64(text.as_bytes()))
+    }
+
+    fn snapshot(&mut self) -> Snapshot {
+        let mut errors = Vec::new();
+        let mut layers = Vec::new();
+        for file in &self.settings {
+            errors.extend(file.errors());
+            layers.push(Layer {
+                source: file.kind,
+                servers: file.content().servers,
+                extension: None,
+                from_workspace: false,
+            });
+        }
+        errors.extend(self.mcp_json.errors());
+        layers.push(Layer {
+            source: LayerSource::Project,
+            servers: self.mcp_json.servers(),
+            extension: None,
+            from_workspace: false,
+        });
+        for config in &self.cli_configs {
+            errors.extend(config.errors());
+            layers.push(Layer {
+                source: LayerSource::CliConfig,
+                servers: config.servers(),
+                extension: None,
+                from_workspace: false,
+            });
+        }
+
+        let contents: Vec<(LayerSource, Value)> = self
+            .settings
+            .iter()
+            .map(|f| (f.kind, f.content().value))
+            .collect();
+        let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
+        let lists = mcp_lists(&scopes);
+
+        let current = self.current_server_command(&scopes);
+        let frozen = self.server_command.get_or_insert_with(|| {
+            let parsed = current.text.as_deref().map(|text| {
+                server_command_config(text, &self.project_dir, &|name| {
+                    self.env.vars.get(name).cloned()
+                })
+                .map_err(|e| format!("{e}; fix mcp.serverCommand and restart mcp-reconcile"))
+            });
+            // As written: the workspace file's own text (settings files are
+            // expanded when parsed), its `$VAR`s left in place.
+            let written_text = self
+                .settings
+                .iter()
+                .find(|f| {
+                    f.kind == LayerSource::Workspace && Some(&f.path) == current.file.as_ref()
+                })
+                .and_then(|f| f.good.as_ref()?.written_command.clone())
+                .or_else(|| current.text.clone());
+            let written = written_text.as_deref().and_then(|text| {
+                server_command_config(text, &self.project_dir, &|name| {
+                    Some(format!("${{{name}}}"))
+                })
+                .ok()
+            });
+            FrozenCommand {
+                current: current.clone(),
+                parsed,
+                written,
+            }
+        });
+        let mut written_layers = layers.clone();
+        written_layers[..self.settings.len()]
+            .iter_mut()
+            .zip(&self.settings)
+            .filter(|(_, file)| file.kind == LayerSource::Workspace)
+            .for_each(|(layer, file)| layer.servers = file.written());
+        if let Some(layer) = written_layers
+            .iter_mut()
+            .find(|l| l.source == LayerSource::Project)
+        {
+            layer.servers = self.mcp_json.written();
+        }
+        match &frozen.parsed {
+            Some(Ok(config)) => {
+                let from_workspace = frozen.current.kind == Some(LayerSource::Workspace);
+                let layer = |config: &ServerConfig| {
+                    let mut servers = Servers::new();
+                    servers.insert("mcp".into(), config.clone());
+                    Layer {
+                        source: LayerSource::ServerCommand,
+                        servers,
+                        extension: None,
+                        from_workspace,
+                    }
+                };
+                layers.push(layer(config));
+                written_layers.push(layer(frozen.written.as_ref().unwrap_or(config)));
+            }
+            Some(Err(message)) => errors.push(InputError {
+                file: frozen.current.file.clone().unwrap_or_default(),
+                message: message.clone(),
+            }),
+            None => {}
+        }
+        if current.text != frozen.current.text {
+            errors.push(InputError {
+                file: current
+                    .file
+                    .clone()
+                    .or_else(|| frozen.current.file.clone())
+                    .unwrap_or_default(),
+                message: "mcp.serverCommand changed; it takes effect when mcp-reconcile restarts \
+                          (the running session keeps the command it started with)"
+                    .into(),
+            });
+        }
+
+        let (approvals, problems) = self
+            .approvals
+            .clone()
+            .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
+        errors.extend(problems.into_iter().map(|problem| InputError {
+            file: self.store.path().to_path_buf(),
+            message: format!(
+                "{problem} — every server from .mcp.json or workspace settings stays pending \
+                 until it is fixed; repair or delete the file (the next approval keeps a copy \
+                 as .bak)"
+            ),
+        }));
+
+        Snapshot {
+            layers,
+            written_layers,
+            mcp_json: self.paths.mcp_json.clone(),
+            workspace_settings: self.paths.workspace.clone(),
+            lists,
+            cli_allowed: self.cli_allowed.clone(),
+            approvals,
+            project_root: self.project_root.clone(),
+            trusted: self.trusted,
+            yolo: self.yolo,
+            errors,
+        }
+    }
+
+    /// `mcp.serverCommand` over the settings scopes and the file that sets it.
+    fn current_server_command(&self, scopes: &[(LayerSource, &Value)]) -> CommandSetting {
+        let file = self
+            .settings
+            .iter()
+            .zip(scopes)
+            .filter(|(_, (_, value))| {
+                value
+                    .as_object()
+                    .and_then(|o| o.get("mcp"))
+                    .and_then(Value::as_object)
+                    .is_some_and(|mcp| mcp.contains_key("serverCommand"))
+            })
+            .max_by_key(|(file, _)| file.kind)
+            .map(|(file, _)| (file.path.clone(), file.kind));
+        CommandSetting {
+            text: merged_server_command(scopes),
+            file: file.as_ref().map(|(path, _)| path.clone()),
+            kind: file.map(|(_, kind)| kind),
+        }
+    }
+}
+
+/// Whether two paths name the same file (lexically, or by real path when
+/// both exist).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// FNV-1a, 64 bit: a small hash that is stable across builds and platforms.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CommandSetting {
+    text: Option<String>,
+    file: Option<PathBuf>,
+    /// The scope of the file that sets it: the workspace one makes the `mcp`
+    /// server project-controlled (gated, SPEC §3.1 row 10).
+    kind: Option<LayerSource>,
+}
+
+/// `mcp.serverCommand` as read at start-up (it is restart-required).
+#[derive(Debug)]
+struct FrozenCommand {
+    current: CommandSetting,
+    parsed: Option<Result<ServerConfig, String>>,
+    /// The same command with `$VAR`s left as written (for review).
+    written: Option<ServerConfig>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_is_the_reference_hash() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

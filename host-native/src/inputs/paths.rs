@@ -1,0 +1,320 @@
+//! Which files a session reads: the layouts, the flags that override them,
+//! the XDG and qwen-code default locations, and the environment they are
+//! resolved from.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context};
+use mcp_reconcile_kernel::json::{Object, Value};
+
+/// The default file set of each `--layout`; an explicit flag overrides its
+/// row. Shown by `--help`.
+pub const LAYOUT_HELP: &str = "\
+Which default files to read; an explicit flag overrides its own row.
+
+  file             --layout default                              --layout qwen (the TypeScript CLI's files)
+  user settings    $XDG_CONFIG_HOME/mcp-reconcile/settings.json   $QWEN_HOME/settings.json (~/.qwen/settings.json)
+  workspace        <project>/.mcp-reconcile/settings.json         <project>/.qwen/settings.json
+  system           /etc/mcp-reconcile/settings.json               $QWEN_CODE_SYSTEM_SETTINGS_PATH or /etc/qwen-code/settings.json
+  system defaults  /etc/mcp-reconcile/system-defaults.json        $QWEN_CODE_SYSTEM_DEFAULTS_PATH or /etc/qwen-code/system-defaults.json
+  project servers  <project>/.mcp.json                            <project>/.mcp.json
+  approvals        $XDG_CONFIG_HOME/mcp-reconcile/approvals.json  $QWEN_CODE_MCP_APPROVALS_PATH or $QWEN_HOME/mcpApprovals.json
+
+$XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
+/Library/Application Support/QwenCode/. Settings files are JSON with comments; a
+missing file counts as {}.";
+
+/// Which default files to read (see [`LAYOUT_HELP`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// mcp-reconcile's own files under XDG directories.
+    #[default]
+    Default,
+    /// The TypeScript (qwen-code) CLI's files, to run beside it.
+    Qwen,
+}
+
+impl Layout {
+    /// The flag spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layout::Default => "default",
+            Layout::Qwen => "qwen",
+        }
+    }
+}
+
+/// Where a session's files are and how they are treated: what the command
+/// line's file flags say (the binary turns its flags into this), so every
+/// command given the same flags finds the same files and session. `None` /
+/// empty means "from the layout" (see [`LAYOUT_HELP`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// User settings file (JSON with comments).
+    pub user_settings: Option<PathBuf>,
+    /// Workspace settings file; its servers need approval.
+    pub workspace_settings: Option<PathBuf>,
+    /// System settings file; overrides user and workspace.
+    pub system_settings: Option<PathBuf>,
+    /// System defaults file; below the user settings.
+    pub system_defaults: Option<PathBuf>,
+    /// Project directory: its `.mcp.json` is read and it keys approvals
+    /// (default: the current directory).
+    pub project: Option<PathBuf>,
+    /// Extra servers: each a JSON file or inline JSON, with or without
+    /// `{"mcpServers": …}`.
+    pub mcp_config: Vec<String>,
+    /// Upper bound on admitted server names, one entry per occurrence of the
+    /// flag (patterns with `*` and `?`, comma-separated). Settings can narrow
+    /// it, never widen it; `""` admits nothing; empty means no bound.
+    pub allowed_mcp_server_names: Vec<String>,
+    /// Approvals file.
+    pub approvals: Option<PathBuf>,
+    /// Treat the project folder as untrusted: no workspace settings, nothing
+    /// connects.
+    pub untrusted: bool,
+    /// Turn the approval gate off: project servers connect without asking
+    /// (and `$VAR`s in `.mcp.json` are not expanded).
+    pub yolo: bool,
+    /// Quiet period after a file change before reloading, in ms (default 300).
+    pub debounce_ms: Option<u64>,
+    /// Default file set.
+    pub layout: Layout,
+    /// Where a running session keeps its socket (default
+    /// `$XDG_STATE_HOME/mcp-reconcile` or `~/.local/state/mcp-reconcile`).
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The process environment the paths and `$VAR`s are resolved from.
+///
+/// Its `Debug` output names the variables but never shows their values.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct HostEnv {
+    /// Environment variables (those that are valid UTF-8).
+    pub vars: BTreeMap<String, String>,
+    /// The directory relative paths are resolved against.
+    pub cwd: PathBuf,
+    /// The user's home directory, if known.
+    pub home: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for HostEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostEnv")
+            .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("home", &self.home)
+            .finish()
+    }
+}
+
+impl HostEnv {
+    /// This process's environment, current directory and home directory.
+    ///
+    /// # Errors
+    /// When the current directory cannot be read.
+    pub fn from_process() -> anyhow::Result<Self> {
+        let vars: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let cwd = std::env::current_dir()
+            .context("cannot read the current directory; pass --project DIR")?;
+        let home = vars
+            .get("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                nix::unistd::User::from_uid(nix::unistd::getuid())
+                    .ok()
+                    .flatten()
+                    .map(|u| u.dir)
+            });
+        Ok(HostEnv { vars, cwd, home })
+    }
+
+    /// A non-empty variable.
+    pub(super) fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    pub(super) fn home(&self, what: &str) -> anyhow::Result<&Path> {
+        match &self.home {
+            Some(home) => Ok(home),
+            None => bail!("cannot find your home directory for the default {what}: set HOME or pass the path explicitly"),
+        }
+    }
+
+    /// The variables as the kernel's `$VAR` expansion takes them.
+    pub(super) fn expansion_env(&self) -> Object {
+        self.vars
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect()
+    }
+
+    /// `path` made absolute against the current directory, lexically cleaned.
+    pub(super) fn absolute(&self, path: &Path) -> PathBuf {
+        clean(&self.cwd.join(path))
+    }
+}
+
+/// Every file path a session uses, after flags and layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerPaths {
+    /// User settings.
+    pub user: PathBuf,
+    /// Workspace settings (unused in an untrusted folder).
+    pub workspace: PathBuf,
+    /// System settings.
+    pub system: PathBuf,
+    /// System defaults.
+    pub system_defaults: PathBuf,
+    /// The project's `.mcp.json`.
+    pub mcp_json: PathBuf,
+    /// The approvals file.
+    pub approvals: PathBuf,
+    /// Where a running session keeps its socket.
+    pub state_dir: PathBuf,
+}
+
+impl LayerPaths {
+    /// Resolves every path from the options `flags` (relative ones against `env.cwd`),
+    /// filling the rest from the layout (see [`LAYOUT_HELP`]).
+    ///
+    /// # Errors
+    /// When a default needs the home directory and none is known.
+    pub fn resolve(flags: &Options, project_dir: &Path, env: &HostEnv) -> anyhow::Result<Self> {
+        let explicit = |flag: &Option<PathBuf>| flag.as_deref().map(|p| env.absolute(p));
+        let xdg = |var: &str, fallback: &[&str], what: &str| -> anyhow::Result<PathBuf> {
+            match env.var(var).map(PathBuf::from) {
+                Some(dir) if dir.is_absolute() => Ok(dir),
+                _ => Ok(fallback
+                    .iter()
+                    .fold(env.home(what)?.to_path_buf(), |p, part| p.join(part))),
+            }
+        };
+        let layout = flags.layout;
+        let (system_dir, workspace_dir) = match layout {
+            Layout::Default => (PathBuf::from("/etc/mcp-reconcile"), ".mcp-reconcile"),
+            Layout::Qwen => (qwen_system_dir(), ".qwen"),
+        };
+
+        let user = match explicit(&flags.user_settings) {
+            Some(p) => p,
+            None => match layout {
+                Layout::Default => xdg("XDG_CONFIG_HOME", &[".config"], "user settings")?
+                    .join("mcp-reconcile/settings.json"),
+                Layout::Qwen => qwen_home(env, "user settings")?.join("settings.json"),
+            },
+        };
+        let workspace = explicit(&flags.workspace_settings)
+            .unwrap_or_else(|| project_dir.join(workspace_dir).join("settings.json"));
+        let layout_system = match layout {
+            Layout::Qwen => env
+                .var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+                .map(|p| env.absolute(Path::new(p)))
+                .unwrap_or_else(|| system_dir.join("settings.json")),
+            Layout::Default => system_dir.join("settings.json"),
+        };
+        let system = explicit(&flags.system_settings).unwrap_or_else(|| layout_system.clone());
+        let system_defaults = match explicit(&flags.system_defaults) {
+            Some(p) => p,
+            None => {
+                let beside_system = layout_system
+                    .parent()
+                    .unwrap_or(&system_dir)
+                    .join("system-defaults.json");
+                match layout {
+                    Layout::Qwen => env
+                        .var("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+                        .map(|p| env.absolute(Path::new(p)))
+                        .unwrap_or(beside_system),
+                    Layout::Default => beside_system,
+                }
+            }
+        };
+        let approvals = match explicit(&flags.approvals) {
+            Some(p) => p,
+            None => match layout {
+                Layout::Default => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
+                    .join("mcp-reconcile/approvals.json"),
+                Layout::Qwen => match env.var("QWEN_CODE_MCP_APPROVALS_PATH") {
+                    Some(p) => env.absolute(Path::new(p)),
+                    None => qwen_home(env, "approvals file")?.join("mcpApprovals.json"),
+                },
+            },
+        };
+        let state_dir = match explicit(&flags.state_dir) {
+            Some(p) => p,
+            None => xdg("XDG_STATE_HOME", &[".local", "state"], "state directory")?
+                .join("mcp-reconcile"),
+        };
+        Ok(LayerPaths {
+            user,
+            workspace,
+            system,
+            system_defaults,
+            mcp_json: project_dir.join(".mcp.json"),
+            approvals,
+            state_dir,
+        })
+    }
+}
+
+/// `$QWEN_HOME` (with `~` and relative paths resolved as the TypeScript CLI
+/// does) or `~/.qwen`.
+fn qwen_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = env.var("QWEN_HOME") {
+        let dir = if dir == "~" {
+            env.home(what)?.to_path_buf()
+        } else if let Some(rest) = dir.strip_prefix("~/").or_else(|| dir.strip_prefix("~\\")) {
+            env.home(what)?.join(rest)
+        } else {
+            PathBuf::from(dir)
+        };
+        return Ok(env.absolute(&dir));
+    }
+    Ok(env.home(what)?.join(".qwen"))
+}
+
+fn qwen_system_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/QwenCode")
+    } else {
+        PathBuf::from("/etc/qwen-code")
+    }
+}
+
+/// Removes `.` components and folds `..` lexically (no filesystem access).
+pub(super) fn clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if out.file_name().is_some() {
+                    out.pop();
+                } else if !out.has_root() {
+                    out.push(component);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_folds_dots() {
+        assert_eq!(clean(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(clean(Path::new("/..")), PathBuf::from("/"));
+    }
+}

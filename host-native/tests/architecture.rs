@@ -1,0 +1,124 @@
+//! Architecture invariants, checked on the source tree.
+//!
+//! The library (`host-native/src` except `main.rs` and `cli/`) never uses
+//! clap: the command line is the binary's, and the library takes plain
+//! options (`inputs::Options`). A `use clap…`, a `clap::` path or a clap
+//! derive (`Parser`, `Args`, `Subcommand`, `ValueEnum`) or attribute
+//! (`#[arg(…)]`, `#[command(…)]`, `#[value(…)]`) anywhere else fails here.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("read the source directory") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The clap uses on one line of code (comments are not code), if any.
+fn clap_use(line: &str) -> Option<&'static str> {
+    let code = line.split("//").next().unwrap_or("").trim();
+    let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.contains("clap::") || compact.starts_with("useclap") || compact == "externcrateclap;"
+    {
+        return Some("a clap path");
+    }
+    if compact.starts_with("#[derive(") {
+        let derives = compact
+            .trim_start_matches("#[derive(")
+            .trim_end_matches(")]")
+            .split(',')
+            .map(|d| d.rsplit("::").next().unwrap_or(d).to_owned())
+            .collect::<Vec<_>>();
+        for clap_derive in ["Parser", "Args", "Subcommand", "ValueEnum"] {
+            if derives.iter().any(|d| d == clap_derive) {
+                return Some("a clap derive");
+            }
+        }
+    }
+    for attribute in ["#[arg(", "#[command(", "#[clap(", "#[value(", "#[group("] {
+        if compact.starts_with(attribute) {
+            return Some("a clap attribute");
+        }
+    }
+    None
+}
+
+#[test]
+fn the_library_never_uses_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let binary = |path: &Path| path == src.join("main.rs") || path.starts_with(src.join("cli"));
+    let mut offences = Vec::new();
+    let mut library_files = 0;
+    for path in &files {
+        if binary(path) {
+            continue;
+        }
+        library_files += 1;
+        let text = fs::read_to_string(path).expect("read a source file");
+        for (number, line) in text.lines().enumerate() {
+            if let Some(what) = clap_use(line) {
+                offences.push(format!(
+                    "{}:{}: {what}: {}",
+                    path.strip_prefix(&src).unwrap_or(path).display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        library_files > 10,
+        "found only {library_files} library files in {}",
+        src.display()
+    );
+    assert!(
+        offences.is_empty(),
+        "the library must not use clap; move command-line types to src/cli/ (the binary) and \
+         give the library a plain options struct:\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn the_check_recognises_clap() {
+    for line in [
+        "use clap::Parser;",
+        "use clap::{Args, Parser};",
+        "#[derive(clap::Args, Clone, Debug, Default)]",
+        "#[derive(Clone, ValueEnum)]",
+        "#[derive(Parser)]",
+        "    #[arg(long, value_name = \"PATH\")]",
+        "#[command(next_help_heading = \"Files\")]",
+        "    let x = clap::value_parser!(u32);",
+    ] {
+        assert!(clap_use(line).is_some(), "{line}");
+    }
+    for line in [
+        "/// Parses the flags (clap is the binary's).",
+        "#[derive(Clone, Debug, Default, PartialEq, Eq)]",
+        "#[derive(Serialize, Deserialize)]",
+        "let args = vec![];",
+        "// use clap::Parser;",
+    ] {
+        assert!(clap_use(line).is_none(), "{line}");
+    }
+}
+
+#[test]
+fn the_binary_is_where_clap_lives() {
+    // The check above is only meaningful if the binary really is where the
+    // command line went.
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli/args.rs");
+    let text = fs::read_to_string(&cli).expect("src/cli/args.rs exists");
+    assert!(text.lines().any(|l| clap_use(l).is_some()));
+}
