@@ -261,4 +261,6 @@ ops! {
     "lspApprovalHash" => lsp_approval_hash(LspApprovalHashRequest) -> ApprovalHash;
     #[doc = "The language-server plan: restart, reconfigure or keep (SPEC §14.2)."]
     "lspPlan" => lsp_plan(LspPlanRequest) -> LspPlan;
+    #[doc = "One step of a connection's supervision: backoff, crash loop, healthy reset (SPEC §9)."]
+    "supervise" => supervise(SuperviseRequest) -> Supervised;
 }

@@ -729,6 +729,76 @@ pub struct LspPlanRequest {
     pub now: f64,
 }
 
+/// One connection's supervision state (SPEC §9), as `supervise` keeps it.
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SupervisionState {
+    pub status: Status,
+    /// Consecutive failures.
+    #[tsify(optional)]
+    #[serde(default)]
+    pub attempts: Option<f64>,
+    /// When a failed connection may be retried (ms, the host's clock).
+    #[tsify(optional, type = "number | null")]
+    #[serde(default)]
+    pub retry_at: Option<f64>,
+    #[tsify(optional)]
+    #[serde(default)]
+    pub crash_loop: Option<bool>,
+    /// The transport can never work here.
+    #[tsify(optional)]
+    #[serde(default)]
+    pub unsupported: Option<bool>,
+    /// Since when it has been up (for the 5-minute healthy reset).
+    #[tsify(optional, type = "number | null")]
+    #[serde(default)]
+    pub healthy_since: Option<f64>,
+    #[tsify(optional, type = "string | null")]
+    #[serde(default)]
+    pub last_error: Option<String>,
+}
+
+/// What happened to a supervised connection.
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum SupervisionEvent {
+    /// A start begins (a retry carries the failure count).
+    Start,
+    Connected,
+    /// A start failed (`error`, `unsupported`?).
+    Failed,
+    /// A live connection ended on its own (`error`).
+    Closed,
+    /// Manual reconnect or reload: failures forgotten.
+    Forgive,
+    /// Nobody may run it: no retry timer.
+    Park,
+    /// Nothing happened: only the view at `now`.
+    View,
+}
+
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuperviseRequest {
+    /// The state so far (absent: a fresh connection).
+    #[tsify(optional)]
+    #[serde(default)]
+    pub supervision: Option<SupervisionState>,
+    pub event: SupervisionEvent,
+    /// Milliseconds on the host's clock.
+    pub now: f64,
+    /// Per-connection jitter seed, an unsigned integer ≤ 2^53.
+    #[tsify(optional)]
+    #[serde(default)]
+    pub seed: Option<f64>,
+    #[tsify(optional)]
+    #[serde(default)]
+    pub error: Option<String>,
+    #[tsify(optional)]
+    #[serde(default)]
+    pub unsupported: Option<bool>,
+}
+
 // Results: each op's `ok` value (SPEC §10).
 
 /// `"<name>::<16 hex>"`.
@@ -872,4 +942,25 @@ pub enum LspPlanAction {
 #[serde(deny_unknown_fields)]
 pub struct LspPlan {
     pub actions: Vec<LspPlanAction>,
+}
+
+/// How a supervised connection is shown (`status --json` fields).
+#[derive(Tsify, Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SupervisionView {
+    pub state: Status,
+    /// `backing_off`, `crash_loop` or `unsupported_transport` when failed.
+    pub reason: Option<Reason>,
+    pub attempts: f64,
+    /// Milliseconds until the next retry, or `null`.
+    pub retry_in_ms: Option<f64>,
+    pub last_error: Option<String>,
+}
+
+/// The next supervision state and how to show it.
+#[derive(Tsify, Serialize, Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Supervised {
+    pub view: SupervisionView,
+    pub supervision: SupervisionState,
 }

@@ -45,6 +45,11 @@ export const kernel: { readonly [K in Op]: (request: RequestOf<K>) => ResultOf<K
   restartRequired: wasm.restartRequired,
   hotReload: wasm.hotReload,
   backoff: wasm.backoff,
+  parseLspJson: wasm.parseLspJson,
+  lspSeedId: wasm.lspSeedId,
+  lspApprovalHash: wasm.lspApprovalHash,
+  lspPlan: wasm.lspPlan,
+  supervise: wasm.supervise,
 };
 
 /**

@@ -12,7 +12,8 @@
  *    starts.
  * 4. `connect`, `reconnect` and `retry` then start, a few at a time.
  * 5. Each start's outcome updates the online state: `connected`, or `failed`
- *    with `attempts` and the kernel's `backoff` (`retryAt`, `crashLoop`).
+ *    with the kernel's supervision policy (`supervise`: `attempts`, `retryAt`,
+ *    `crashLoop`, the healthy reset).
  * 6. A later close that nobody asked for (the process exited, the transport
  *    dropped) marks the server `failed` the same way; the next reconcile at
  *    or after {@link Reconciler.nextRetryAt} retries it.
@@ -29,6 +30,9 @@ import type {
   PlanAction,
   ServerConfig,
   Servers,
+  Supervised,
+  SupervisionEvent,
+  SupervisionState,
 } from "./kernel.js";
 
 /** Runs the effects of a plan. */
@@ -78,14 +82,23 @@ export interface ReconcileReport {
   outcomes: Outcome[];
 }
 
-/** A connection that stayed healthy this long resets its failure count (SPEC §9). */
-const HEALTHY_RESET_MS = 5 * 60 * 1000;
-
 interface Live {
-  entry: OnlineEntry;
+  config: ServerConfig;
+  /** The kernel's supervision state (SPEC §9): the policy is the kernel's. */
+  supervision: SupervisionState;
   /** Identifies one start, so a stale close of an older one is ignored. */
   generation: number;
-  connectedAt?: number;
+}
+
+/** What the plan sees of a live connection. */
+function entryOf({ config, supervision: s }: Live): OnlineEntry {
+  return {
+    config,
+    status: s.status,
+    ...(s.attempts ? { attempts: s.attempts } : {}),
+    ...(s.retryAt != null ? { retryAt: s.retryAt } : {}),
+    ...(s.crashLoop ? { crashLoop: true } : s.status === "failed" ? { crashLoop: false } : {}),
+  };
 }
 
 export class Reconciler {
@@ -115,7 +128,7 @@ export class Reconciler {
   /** The online state: every connection the host holds, in start order. */
   online(): Online {
     const online: Online = {};
-    for (const [name, live] of this.#live) online[name] = structuredClone(live.entry);
+    for (const [name, live] of this.#live) online[name] = structuredClone(entryOf(live));
     return online;
   }
 
@@ -127,9 +140,9 @@ export class Reconciler {
   /** The earliest `retryAt` of a failed, not crash-looping server, if any. */
   nextRetryAt(): number | undefined {
     let next: number | undefined;
-    for (const { entry } of this.#live.values()) {
-      if (entry.status !== "failed" || entry.crashLoop || entry.retryAt == null) continue;
-      next = next === undefined ? entry.retryAt : Math.min(next, entry.retryAt);
+    for (const { supervision: s } of this.#live.values()) {
+      if (s.status !== "failed" || s.crashLoop || s.retryAt == null) continue;
+      next = next === undefined ? s.retryAt : Math.min(next, s.retryAt);
     }
     return next;
   }
@@ -239,46 +252,52 @@ export class Reconciler {
    * failures; a new or changed config starts from zero.
    */
   async #start(name: string, config: ServerConfig, retry: boolean): Promise<unknown> {
-    const attempts = retry ? this.#live.get(name)?.entry.attempts : undefined;
+    const earlier = retry ? this.#live.get(name)?.supervision : undefined;
     const generation = ++this.#generation;
     const live: Live = {
       generation,
-      entry: { config, status: "connecting", ...(attempts === undefined ? {} : { attempts }) },
+      config,
+      supervision: this.#supervise(name, earlier, "start").supervision,
     };
     this.#live.set(name, live);
     try {
       await this.#executor.connect(name, config, (error) => this.#closed(name, generation, error));
     } catch (e) {
-      if (this.#live.get(name)?.generation === generation) this.#fail(name, live);
+      if (this.#live.get(name)?.generation === generation) this.#fail(name, live, e, "failed");
       return e;
     }
-    if (this.#live.get(name)?.generation === generation && live.entry.status === "connecting") {
-      live.entry.status = "connected";
-      live.connectedAt = this.#now();
+    if (this.#live.get(name)?.generation === generation && live.supervision.status === "connecting") {
+      live.supervision = this.#supervise(name, live.supervision, "connected").supervision;
     }
     return undefined;
   }
 
   /** An unrequested close of the connection started as `generation`. */
-  #closed(name: string, generation: number, _error: Error): void {
+  #closed(name: string, generation: number, error: Error): void {
     const live = this.#live.get(name);
     if (live?.generation !== generation) return;
-    this.#fail(name, live);
+    this.#fail(name, live, error, "closed");
   }
 
-  #fail(name: string, live: Live): void {
-    const now = this.#now();
-    const healthy = live.connectedAt !== undefined && now - live.connectedAt >= HEALTHY_RESET_MS;
-    const attempts = (healthy ? 0 : (live.entry.attempts ?? 0)) + 1;
-    const { delayMs, crashLoop } = kernel.backoff({ attempts, seed: this.#seedOf(name) });
-    live.entry = {
-      config: live.entry.config,
-      status: "failed",
-      attempts,
-      retryAt: now + delayMs,
-      crashLoop,
-    };
-    live.connectedAt = undefined;
+  #fail(name: string, live: Live, error: unknown, event: "failed" | "closed"): void {
+    const message = error instanceof Error ? error.message : String(error);
+    live.supervision = this.#supervise(name, live.supervision, event, message).supervision;
+  }
+
+  /** One step of the kernel's supervision policy for `name`. */
+  #supervise(
+    name: string,
+    supervision: SupervisionState | undefined,
+    event: SupervisionEvent,
+    error?: string,
+  ): Supervised {
+    return kernel.supervise({
+      ...(supervision === undefined ? {} : { supervision }),
+      event,
+      now: this.#now(),
+      seed: this.#seedOf(name),
+      ...(error === undefined ? {} : { error }),
+    });
   }
 
   #seedOf(name: string): number {

@@ -18,7 +18,7 @@ pub use error::{ApiError, ErrorKind};
 pub(crate) use request::Request;
 
 use crate::json::{self, Object, Value};
-use ops::{approvals, gating, hot_reload, identity, lsp, plan, settings, sources};
+use ops::{approvals, gating, hot_reload, identity, lsp, plan, settings, sources, supervise};
 
 /// One op's codec.
 type Handler = fn(&Request<'_>) -> Result<Value, ApiError>;
@@ -89,6 +89,7 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
         "lspSeedId" => lsp::op_lsp_seed_id,
         "lspApprovalHash" => lsp::op_lsp_approval_hash,
         "lspPlan" => lsp::op_lsp_plan,
+        "supervise" => supervise::op_supervise,
         other => {
             return Err(ApiError {
                 kind: ErrorKind::UnknownOp,

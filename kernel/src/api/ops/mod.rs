@@ -10,6 +10,7 @@ pub(crate) mod lsp;
 pub(crate) mod plan;
 pub(crate) mod settings;
 pub(crate) mod sources;
+pub(crate) mod supervise;
 
 use crate::json::Value;
 

@@ -1,0 +1,215 @@
+//! Supervision op: `supervise` — one step of a connection's failure
+//! bookkeeping (SPEC §9), so a host in another language (the TypeScript
+//! `Reconciler`) applies the kernel's policy instead of a copy of it.
+
+use crate::api::{ApiError, Request};
+use crate::json::{whole_number, Object, Value};
+use crate::plan::Status;
+use crate::supervise::{Supervision, View};
+use crate::time::Millis;
+
+/// Op `supervise`: `{supervision?, event, now, seed?, error?, unsupported?}`
+/// → `{supervision, view}`.
+///
+/// `event` is what happened: `start` (a start begins, carrying the failure
+/// count and crash-loop state of `supervision`), `connected`, `failed`
+/// (a start failed: `error`, `unsupported`?), `closed` (a live connection
+/// ended: `error`), `forgive` (manual reconnect / reload), `park` (nobody may
+/// run it: no timer), or `view` (nothing happened; just the view at `now`).
+/// An absent `supervision` is a fresh connection.
+pub(crate) fn op_supervise(req: &Request<'_>) -> Result<Value, ApiError> {
+    let mut s = match req.opt_object("supervision")? {
+        Some(object) => from_value(object)?,
+        None => Supervision::connecting(0, false),
+    };
+    let now = millis(req.raw("now")?, "now")?;
+    let seed = match req.get("seed") {
+        None | Some(Value::Null) => 0,
+        Some(value) => whole_number(value, crate::backoff::MAX_SEED).ok_or_else(|| {
+            ApiError::invalid(format!(
+                "field `seed` must be an integer from 0 to 2^53, found {}",
+                value.preview(60)
+            ))
+        })?,
+    };
+    let error = || {
+        req.opt_str("error")
+            .map(|e| e.unwrap_or_default().to_owned())
+    };
+    match req.str("event")? {
+        "start" => s = Supervision::connecting(s.attempts, s.crash_loop),
+        "connected" => s.connected(now),
+        "failed" => {
+            let unsupported = req.opt_bool("unsupported")?.unwrap_or(false);
+            s.fail(seed, error()?, now, unsupported);
+        }
+        "closed" => s.closed(seed, error()?, now),
+        "forgive" => s.forgive(),
+        "park" => s.park(),
+        "view" => {}
+        other => {
+            return Err(ApiError::invalid(format!(
+                "field `event` must be one of start, connected, failed, closed, forgive, park, \
+                 view; found {}",
+                Value::from(other).to_json()
+            )))
+        }
+    }
+    let mut out = Object::new();
+    out.insert("view".into(), view_to_value(&s.view(now)));
+    out.insert("supervision".into(), to_value(&s));
+    Ok(Value::Object(out))
+}
+
+fn millis(value: &Value, field: &str) -> Result<Millis, ApiError> {
+    whole_number(value, u64::MAX).map(Millis).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "field `{field}` must be a non-negative integer, found {}",
+            value.preview(60)
+        ))
+    })
+}
+
+fn opt_millis(object: &Object, field: &str) -> Result<Option<Millis>, ApiError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => millis(value, &format!("supervision.{field}")).map(Some),
+    }
+}
+
+fn flag(object: &Object, field: &str) -> Result<bool, ApiError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(ApiError::invalid(format!(
+            "field `supervision.{field}` must be a boolean, found {}",
+            other.preview(60)
+        ))),
+    }
+}
+
+/// Reads `{status, attempts?, retryAt?, crashLoop?, unsupported?,
+/// healthySince?, lastError?}`.
+fn from_value(object: &Object) -> Result<Supervision, ApiError> {
+    let status = match object.get("status") {
+        Some(Value::String(s)) => Status::parse(s),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        ApiError::invalid(
+            "field `supervision.status` must be connecting, connected, failed or disconnected",
+        )
+    })?;
+    let attempts = match object.get("attempts") {
+        None | Some(Value::Null) => 0,
+        Some(value) => whole_number(value, u64::from(u32::MAX))
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "field `supervision.attempts` must be a non-negative integer, found {}",
+                    value.preview(60)
+                ))
+            })?,
+    };
+    let last_error = match object.get("lastError") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "field `supervision.lastError` must be a string or null, found {}",
+                other.preview(60)
+            )))
+        }
+    };
+    Ok(Supervision {
+        status,
+        attempts,
+        retry_at: opt_millis(object, "retryAt")?,
+        crash_loop: flag(object, "crashLoop")?,
+        unsupported: flag(object, "unsupported")?,
+        healthy_since: opt_millis(object, "healthySince")?,
+        last_error,
+    })
+}
+
+fn opt_number(value: Option<Millis>) -> Value {
+    value.map_or(Value::Null, |m| Value::Number(m.0 as f64))
+}
+
+fn to_value(s: &Supervision) -> Value {
+    let mut out = Object::new();
+    out.insert("status".into(), s.status.as_str().into());
+    out.insert("attempts".into(), Value::Number(f64::from(s.attempts)));
+    out.insert("retryAt".into(), opt_number(s.retry_at));
+    out.insert("crashLoop".into(), s.crash_loop.into());
+    out.insert("unsupported".into(), s.unsupported.into());
+    out.insert("healthySince".into(), opt_number(s.healthy_since));
+    out.insert(
+        "lastError".into(),
+        s.last_error.clone().map_or(Value::Null, Value::String),
+    );
+    Value::Object(out)
+}
+
+fn view_to_value(v: &View) -> Value {
+    let mut out = Object::new();
+    out.insert("state".into(), v.state.as_str().into());
+    out.insert(
+        "reason".into(),
+        v.reason.map_or(Value::Null, |r| r.as_str().into()),
+    );
+    out.insert("attempts".into(), Value::Number(f64::from(v.attempts)));
+    out.insert(
+        "retryInMs".into(),
+        v.retry_in_ms
+            .map_or(Value::Null, |ms| Value::Number(ms as f64)),
+    );
+    out.insert(
+        "lastError".into(),
+        v.last_error.clone().map_or(Value::Null, Value::String),
+    );
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::evaluate_str;
+
+    #[test]
+    fn a_failure_backs_off_and_the_view_says_so() {
+        let response = evaluate_str(
+            r#"{"op":"supervise","event":"failed","now":1000,"seed":7,"error":"boom"}"#,
+        );
+        let delay = crate::backoff::backoff(1, 7).delay_ms;
+        assert_eq!(
+            response,
+            format!(
+                r#"{{"ok":{{"view":{{"state":"failed","reason":"backing_off","attempts":1,"retryInMs":{delay},"lastError":"boom"}},"supervision":{{"status":"failed","attempts":1,"retryAt":{},"crashLoop":false,"unsupported":false,"healthySince":null,"lastError":"boom"}}}}}}"#,
+                1000 + delay
+            )
+        );
+        // Healthy for five minutes, then closed: attempt 1 again.
+        let response = evaluate_str(
+            r#"{"op":"supervise","supervision":{"status":"connected","attempts":5,"healthySince":0},"event":"closed","now":300000,"seed":7,"error":"gone"}"#,
+        );
+        assert!(response.contains(r#""attempts":1,"#), "{response}");
+    }
+
+    #[test]
+    fn malformed_requests_are_typed_errors() {
+        for line in [
+            r#"{"op":"supervise","event":"nope","now":0}"#,
+            r#"{"op":"supervise","event":"view"}"#,
+            r#"{"op":"supervise","event":"view","now":-1}"#,
+            r#"{"op":"supervise","event":"view","now":0,"supervision":{"status":"up"}}"#,
+            r#"{"op":"supervise","event":"view","now":0,"supervision":{"status":"failed","attempts":1.5}}"#,
+            r#"{"op":"supervise","event":"failed","now":0,"seed":-3}"#,
+        ] {
+            let response = evaluate_str(line);
+            assert!(
+                response.starts_with(r#"{"error":{"kind":"invalid-request""#),
+                "{line} → {response}"
+            );
+        }
+    }
+}
