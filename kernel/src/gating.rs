@@ -9,6 +9,8 @@
 //! * [`gating_equal`] and [`servers_equal`] tell a reload whether anything
 //!   admission-relevant changed (SPEC §7).
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::approvals::{pending_gated, ApprovalState, Approvals};
@@ -166,17 +168,7 @@ impl Gating {
     /// Why `name` with `config` is not admitted, first hit of `not_allowed`,
     /// `excluded`, `pending_approval`, `no_transport`; `None` when admitted.
     pub fn denial(&self, name: &str, config: &ServerConfig) -> Option<Reason> {
-        if !self.allows(name) {
-            Some(Reason::NotAllowed)
-        } else if self.excludes(name) {
-            Some(Reason::Excluded)
-        } else if self.is_pending(name) {
-            Some(Reason::PendingApproval)
-        } else if config.transport() == Transport::Unknown {
-            Some(Reason::NoTransport)
-        } else {
-            None
-        }
+        Gate::new(self).denial(name, config)
     }
 }
 
@@ -526,6 +518,74 @@ fn unique_non_empty<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String>
         }
     }
     out
+}
+
+/// The admission lists indexed once (exact names in sets), so a plan stays
+/// linear however long `pending` or an exact-name allow list is. The one
+/// implementation of the denial ladder: [`Gating::denial`] and the plan both
+/// use it.
+pub(crate) struct Gate<'g> {
+    cap: Option<Patterns<'g>>,
+    allowed: Option<Patterns<'g>>,
+    workspace_allowed: Option<Patterns<'g>>,
+    excluded: Option<Patterns<'g>>,
+    pending: HashSet<&'g str>,
+}
+
+impl<'g> Gate<'g> {
+    pub(crate) fn new(gating: &'g Gating) -> Self {
+        Gate {
+            cap: gating.cap.as_deref().map(Patterns::new),
+            allowed: gating.allowed.as_deref().map(Patterns::new),
+            workspace_allowed: gating.workspace_allowed.as_deref().map(Patterns::new),
+            excluded: gating.excluded.as_deref().map(Patterns::new),
+            pending: gating
+                .pending
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect(),
+        }
+    }
+
+    /// Why `name` with `config` is not admitted (see [`Gating::denial`]).
+    pub(crate) fn denial(&self, name: &str, config: &ServerConfig) -> Option<Reason> {
+        let allows = |list: &Option<Patterns<'_>>| list.as_ref().is_none_or(|p| p.matches(name));
+        if !(allows(&self.cap) && allows(&self.allowed) && allows(&self.workspace_allowed)) {
+            Some(Reason::NotAllowed)
+        } else if self.excluded.as_ref().is_some_and(|p| p.matches(name)) {
+            Some(Reason::Excluded)
+        } else if self.pending.contains(name) {
+            Some(Reason::PendingApproval)
+        } else if config.transport() == Transport::Unknown {
+            Some(Reason::NoTransport)
+        } else {
+            None
+        }
+    }
+}
+
+/// A pattern list split into exact names (a set) and wildcard patterns.
+struct Patterns<'g> {
+    exact: HashSet<&'g str>,
+    wildcard: Vec<&'g str>,
+}
+
+impl<'g> Patterns<'g> {
+    fn new(list: &'g [String]) -> Self {
+        let (wildcard, exact): (Vec<&str>, Vec<&str>) = list
+            .iter()
+            .map(String::as_str)
+            .partition(|p| p.contains(['*', '?']));
+        Patterns {
+            exact: exact.into_iter().collect(),
+            wildcard,
+        }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        self.exact.contains(name) || self.wildcard.iter().any(|p| match_pattern(p, name))
+    }
 }
 
 #[cfg(test)]
