@@ -59,7 +59,17 @@ fn socket_is_0600_and_state_dir_0700_even_under_umask_000() {
         .spawn()
         .expect("watch starts");
     let watch = Watch { child, log };
-    p.wait_for("the session answers", |_| true);
+    // `status` answers from the files alone until the session is up: wait
+    // for the session's socket itself.
+    let started = Instant::now();
+    while sockets(&state).is_empty() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "no session socket; log:\n{}",
+            watch.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     assert_eq!(mode(&state), 0o700, "state dir; log:\n{}", watch.output());
     let socks = sockets(&state);
