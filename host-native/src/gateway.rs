@@ -5,7 +5,7 @@
 //! about it:
 //! * names are qualified `mcp__<server>__<name>` (tools after each server's `includeTools` /
 //!   `excludeTools`; resources keep their URIs);
-//! * `tools/call`, `prompts/get`, `resources/read` are routed by the host ([`Control::Route`])
+//! * `tools/call`, `prompts/get`, `resources/read` are routed by the host ([`Control::Route`](crate::host::Control::Route))
 //!   and forwarded here, in the request's own task, with the client's progress token and
 //!   cancellation; the host loop never waits for a server;
 //! * a call to a tool that is not available returns the §4 message (removed, not allowed,
@@ -31,68 +31,12 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::host::{Control, HostEvent, MergedCatalog, Route, StatusReport, Target};
+use crate::host::{HostEvent, MergedCatalog, Route, Target};
+use crate::host::{HostGone, HostHandle};
 use crate::transport::CallError;
-
-/// Talks to a running host over its control channel.
-#[derive(Clone, Debug)]
-pub struct HostHandle {
-    control: mpsc::UnboundedSender<Control>,
-}
-
-/// The host stopped (it is shutting down).
-#[derive(Clone, Copy, Debug, thiserror::Error)]
-#[error("the mcp-reconcile session is shutting down")]
-pub struct HostGone;
-
-impl HostHandle {
-    /// A handle over the sender whose receiver was given to
-    /// [`Host::run`](crate::host::Host::run).
-    pub fn new(control: mpsc::UnboundedSender<Control>) -> Self {
-        HostHandle { control }
-    }
-
-    async fn ask<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> Control,
-    ) -> Result<T, HostGone> {
-        let (tx, rx) = oneshot::channel();
-        self.control.send(make(tx)).map_err(|_| HostGone)?;
-        rx.await.map_err(|_| HostGone)
-    }
-
-    /// The merged catalog (waits for the start pass).
-    ///
-    /// # Errors
-    /// [`HostGone`].
-    pub async fn catalog(&self) -> Result<MergedCatalog, HostGone> {
-        self.ask(Control::Catalog).await
-    }
-
-    /// Where `target` goes, or the message for the caller.
-    ///
-    /// # Errors
-    /// [`HostGone`].
-    pub async fn route(&self, target: Target) -> Result<Result<Route, String>, HostGone> {
-        self.ask(|tx| Control::Route(target, tx)).await
-    }
-
-    /// Every configured server's status.
-    ///
-    /// # Errors
-    /// [`HostGone`].
-    pub async fn status(&self) -> Result<StatusReport, HostGone> {
-        self.ask(Control::Status).await
-    }
-
-    /// Asks the host to stop every server and return from `run`.
-    pub fn shutdown(&self) {
-        let _ = self.control.send(Control::Shutdown);
-    }
-}
 
 /// The MCP server side of `serve`. Cheap to clone; clones share the client list.
 #[derive(Clone)]

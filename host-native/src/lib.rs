@@ -3,7 +3,10 @@
 //!
 //! Layers, outside in:
 //! * [`host`] — the live session: the drive loop around the kernel's
-//!   scheduler and plans, supervision, status;
+//!   scheduler and plans, the merged catalog, status;
+//! * `supervisor` — the one connection supervisor the session host and the
+//!   pool share: start tasks, generations, connection events, the kernel's
+//!   supervision per connection, retry timers, stopping;
 //! * [`inputs`], [`approvals_store`], [`watcher`] — the files and their
 //!   changes;
 //! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE);
@@ -32,6 +35,7 @@ pub mod pool;
 pub mod redact;
 pub mod review;
 pub mod status;
+mod supervisor;
 pub mod transport;
 pub mod view;
 pub mod watcher;

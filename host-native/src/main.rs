@@ -110,7 +110,8 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
         }
         Front::Serve { http } => {
             let announcements = host.subscribe();
-            let gateway = gateway::Gateway::new(gateway::HostHandle::new(control_tx.clone()));
+            let gateway =
+                gateway::Gateway::new(mcp_reconcile::host::HostHandle::new(control_tx.clone()));
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {

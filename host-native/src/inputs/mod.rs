@@ -88,6 +88,29 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// What reloading to this snapshot does after `previous` was adopted (the kernel's
+    /// [`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload) over its layers, gating,
+    /// approvals, project root and yolo).
+    ///
+    /// # Errors
+    /// The kernel cannot compare the server maps.
+    pub fn hot_reload(
+        &self,
+        previous: &mcp_reconcile_kernel::hot_reload::Previous,
+    ) -> Result<
+        mcp_reconcile_kernel::hot_reload::HotReload,
+        mcp_reconcile_kernel::json::DeepEqualError,
+    > {
+        mcp_reconcile_kernel::hot_reload::hot_reload(
+            previous,
+            &self.layers,
+            |servers| self.gating_for(servers),
+            &self.approvals,
+            &self.project_root,
+            self.yolo,
+        )
+    }
+
     /// The admission lists for `servers` (SPEC §4), from this snapshot's
     /// settings lists, launch-flag cap, approvals, project root and yolo.
     pub fn gating_for(&self, servers: &Servers) -> Gating {

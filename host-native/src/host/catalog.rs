@@ -1,0 +1,343 @@
+//! The session's merged catalog: prefix owners, the merger, routing and the announcements of
+//! changes.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+
+use mcp_reconcile_kernel::config::servers_to_value;
+use mcp_reconcile_kernel::gating::{tool_not_found, tool_prefix};
+use mcp_reconcile_kernel::hot_reload::{HotReload, Previous};
+use mcp_reconcile_kernel::{Gating, Servers};
+
+use super::{Host, HostEvent};
+use crate::supervisor::{Entry, Mcp};
+use crate::transport::{Caller, Catalog, Connection, Prompt, Resource, Tool};
+use crate::view::{own_prompt_name, own_tool_name, session_view};
+
+/// Which lists of the merged catalog changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatalogChange {
+    /// Tools (names or definitions).
+    pub tools: bool,
+    /// Prompts.
+    pub prompts: bool,
+    /// Resources.
+    pub resources: bool,
+}
+
+/// What a gateway offers: every connected server's tools and prompts under
+/// qualified names `mcp__<server>__<name>` (tools after the server's
+/// `includeTools` / `excludeTools`), and its resources by URI; servers in
+/// settings order; a name two servers would share is offered once (the
+/// first server's).
+#[derive(Clone, Debug, Default)]
+pub struct MergedCatalog {
+    /// Qualified tools.
+    pub tools: Vec<Tool>,
+    /// Qualified prompts.
+    pub prompts: Vec<Prompt>,
+    /// Resources, URIs unchanged.
+    pub resources: Vec<Resource>,
+}
+
+/// Which server owns each tool prefix `mcp__<sanitized name>__`: the first
+/// admitted server in settings order that claims it. Sanitizing maps
+/// `fs.tools` and `fs_tools` to the same prefix; without an owner, a project
+/// server `fs.tools` could take over the tools of a trusted `fs_tools` (or
+/// have calls meant for them routed to it). A server whose prefix is owned by
+/// another contributes nothing to the merged catalog and is never routed to,
+/// whether or not the owner is connected right now.
+#[derive(Default)]
+pub(crate) struct PrefixOwners {
+    owners: HashMap<String, String>,
+}
+
+impl PrefixOwners {
+    /// Owners among `servers` (admitted ones, settings order).
+    pub(crate) fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut owners = HashMap::new();
+        for server in servers {
+            owners
+                .entry(tool_prefix(server))
+                .or_insert_with(|| server.to_owned());
+        }
+        PrefixOwners { owners }
+    }
+
+    /// The admitted servers of `servers` under `gating`, settings order.
+    pub(crate) fn admitted(servers: &Servers, gating: &Gating) -> Self {
+        Self::new(
+            servers
+                .iter()
+                .filter(|(name, config)| gating.denial(name, config).is_none())
+                .map(|(name, _)| name.as_str()),
+        )
+    }
+
+    /// The other server that owns `server`'s prefix, if one does.
+    pub(crate) fn taken_by(&self, server: &str) -> Option<&str> {
+        self.owners
+            .get(&tool_prefix(server))
+            .map(String::as_str)
+            .filter(|owner| *owner != server)
+    }
+
+    /// Whether `server` may offer tools (no other server owns its prefix).
+    pub(crate) fn owns(&self, server: &str) -> bool {
+        self.taken_by(server).is_none()
+    }
+}
+
+/// Why `server` is not offered: `owner` holds its tool prefix.
+pub(crate) fn prefix_taken(server: &str, owner: &str) -> String {
+    format!(
+        "server \"{}\" is not offered: its tool prefix {} is taken by \"{}\"; rename one of them",
+        crate::display::safe(server),
+        crate::display::safe(&tool_prefix(server)),
+        crate::display::safe(owner)
+    )
+}
+
+/// Warns once for each prefix collision among the admitted servers of `new` that was not one
+/// among those of `old` (so a pass that changes nothing stays quiet).
+fn warn_new_collisions(old: &PrefixOwners, new: &PrefixOwners, servers: &Servers) {
+    for server in servers.keys() {
+        if let Some(owner) = new.taken_by(server) {
+            if old.taken_by(server) != Some(owner) {
+                tracing::warn!("{}", prefix_taken(server, owner));
+            }
+        }
+    }
+}
+
+/// The [`Previous`] a session keeps once it adopts `decision` in place of `desired` under
+/// `gating`; warns of the prefix collisions the change brings.
+pub(crate) fn adopt(decision: &HotReload, desired: &Servers, gating: &Gating) -> Previous {
+    warn_new_collisions(
+        &PrefixOwners::admitted(desired, gating),
+        &PrefixOwners::admitted(&decision.servers, &decision.gating),
+        &decision.servers,
+    );
+    Previous {
+        servers: servers_to_value(&decision.servers),
+        gating: decision.gating.clone(),
+        removed: decision.removed.clone(),
+    }
+}
+
+/// Builds a [`MergedCatalog`] from per-server views, first name wins; a
+/// server whose prefix another owns ([`PrefixOwners`]) adds nothing.
+pub(crate) struct CatalogMerger {
+    merged: MergedCatalog,
+    owners: PrefixOwners,
+    tools: HashSet<String>,
+    prompts: HashSet<String>,
+    uris: HashSet<String>,
+}
+
+impl CatalogMerger {
+    /// A merger whose servers' prefixes are owned as `owners` says.
+    pub(crate) fn new(owners: PrefixOwners) -> Self {
+        CatalogMerger {
+            merged: MergedCatalog::default(),
+            owners,
+            tools: HashSet::new(),
+            prompts: HashSet::new(),
+            uris: HashSet::new(),
+        }
+    }
+
+    /// Adds `server`'s view (already qualified), skipping names taken; nothing
+    /// when another server owns its prefix.
+    pub(crate) fn add(&mut self, server: &str, view: Catalog) {
+        if !self.owners.owns(server) {
+            return;
+        }
+        let (tools, prompts, uris) = (&mut self.tools, &mut self.prompts, &mut self.uris);
+        self.merged.tools.extend(
+            view.tools
+                .into_iter()
+                .filter(|t| tools.insert(t.name.to_string())),
+        );
+        self.merged.prompts.extend(
+            view.prompts
+                .into_iter()
+                .filter(|p| prompts.insert(p.name.clone())),
+        );
+        self.merged.resources.extend(
+            view.resources
+                .into_iter()
+                .filter(|r| uris.insert(r.uri.clone())),
+        );
+    }
+
+    /// The merged catalog.
+    pub(crate) fn finish(self) -> MergedCatalog {
+        self.merged
+    }
+}
+
+/// A request a gateway wants routed to the connection that serves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A qualified tool name.
+    Tool(String),
+    /// A qualified prompt name.
+    Prompt(String),
+    /// A resource URI.
+    Resource(String),
+}
+
+/// Where a routed request goes.
+#[derive(Clone, Debug)]
+pub struct Route {
+    /// The server that serves it.
+    pub server: String,
+    /// The server's own name for the tool or prompt (the URI for a resource).
+    pub name: String,
+    /// Forwards the request; fails at once if the connection closes meanwhile.
+    pub caller: Caller,
+}
+
+impl Host {
+    /// Qualified tool names of every connected server: `mcp__<server>__<tool>`.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.merged_catalog()
+            .tools
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect()
+    }
+
+    /// Connected servers with their config and connection, in settings order.
+    fn connected(&self) -> impl Iterator<Item = (&String, &Entry<Mcp>, &Connection)> + '_ {
+        self.desired.keys().filter_map(|name| {
+            let live = self.supervisor.get(name)?;
+            Some((name, live, live.live()?))
+        })
+    }
+
+    /// See [`MergedCatalog`].
+    pub fn merged_catalog(&self) -> MergedCatalog {
+        let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
+        for (name, live, _) in self.connected() {
+            merger.add(name, session_view(name, &live.config, &live.catalog));
+        }
+        merger.finish()
+    }
+
+    /// The merged catalog for a client; from the first one on, changes are
+    /// announced relative to it.
+    pub(super) fn hand_out_catalog(&mut self) -> MergedCatalog {
+        let catalog = self.merged_catalog();
+        if !self.announcing {
+            self.announcing = true;
+            self.catalog_digest = digests(&catalog);
+            self.catalog_dirty = false;
+        }
+        catalog
+    }
+
+    pub(super) fn answer_catalog_waiters(&mut self) {
+        self.waiters_deadline = None;
+        let waiters = std::mem::take(&mut self.catalog_waiters);
+        if waiters.is_empty() && self.announcing {
+            return;
+        }
+        let catalog = self.hand_out_catalog();
+        for waiter in waiters {
+            let _ = waiter.send(catalog.clone());
+        }
+    }
+
+    /// Emits [`HostEvent::CatalogChanged`] when the merged catalog changed
+    /// since it was last announced (or handed out).
+    pub(super) fn announce_catalog(&mut self) {
+        if !self.announcing || !std::mem::take(&mut self.catalog_dirty) {
+            return;
+        }
+        let now = digests(&self.merged_catalog());
+        let was = std::mem::replace(&mut self.catalog_digest, now);
+        let change = CatalogChange {
+            tools: now.0 != was.0,
+            prompts: now.1 != was.1,
+            resources: now.2 != was.2,
+        };
+        if change != CatalogChange::default() {
+            self.emit(HostEvent::CatalogChanged(change));
+        }
+    }
+
+    /// See [`Control::Route`](super::Control::Route).
+    pub(super) fn route(&self, target: Target) -> Result<Route, String> {
+        let owners = PrefixOwners::admitted(&self.desired, &self.gating);
+        let mut connected = self
+            .connected()
+            .filter(|(server, _, _)| owners.owns(server));
+        let found = match &target {
+            Target::Tool(name) => connected.find_map(|(server, live, conn)| {
+                own_tool_name(server, &live.config, &live.catalog, name)
+                    .map(|own| (server, own, conn))
+            }),
+            Target::Prompt(name) => connected.find_map(|(server, live, conn)| {
+                own_prompt_name(server, &live.catalog, name).map(|own| (server, own, conn))
+            }),
+            Target::Resource(uri) => connected.find_map(|(server, live, conn)| {
+                live.catalog
+                    .resources
+                    .iter()
+                    .any(|r| &r.uri == uri)
+                    .then(|| (server, uri.clone(), conn))
+            }),
+        };
+        if let Some((server, name, conn)) = found {
+            return Ok(Route {
+                server: server.clone(),
+                name,
+                caller: conn.caller(),
+            });
+        }
+        Err(match target {
+            Target::Tool(name) => self.tool_not_found(&name),
+            Target::Prompt(name) => format!(
+                "prompt \"{name}\" not found: no connected MCP server offers it (list them with prompts/list)"
+            ),
+            Target::Resource(uri) => format!(
+                "resource \"{uri}\" not found: no connected MCP server lists it (list them with resources/list)"
+            ),
+        })
+    }
+
+    /// The §4 message for a tool that is not available now.
+    pub fn tool_not_found(&self, name: &str) -> String {
+        let removed = self.previous.removed.as_deref().unwrap_or_default();
+        let approvals = self
+            .snapshot
+            .as_ref()
+            .map(|s| (&s.approvals, s.project_root.as_str()));
+        tool_not_found(name, &self.desired, &self.gating, removed, approvals).unwrap_or_else(|| {
+            format!(
+                "Tool \"{name}\" not found: the tools of this gateway are named \
+                 mcp__<server>__<tool>; list them with tools/list."
+            )
+        })
+    }
+}
+
+/// One digest per list of the merged catalog (order-sensitive).
+fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
+    fn digest<T: serde::Serialize>(items: &[T]) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for item in items {
+            serde_json::to_string(item)
+                .unwrap_or_default()
+                .hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+    (
+        digest(&catalog.tools),
+        digest(&catalog.prompts),
+        digest(&catalog.resources),
+    )
+}

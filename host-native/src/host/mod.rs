@@ -1,0 +1,386 @@
+//! The live session: keeps real MCP connections equal to the settings files.
+//!
+//! # Drive loop
+//! [`Host::run`] owns all state and reacts to one input at a time:
+//! 1. start: load every input, then reconcile (run #1 of the kernel's
+//!    [`ReloadScheduler`]);
+//! 2. a watched file changes → `handle_file_event`; the scheduler's trailing
+//!    debounce decides when a reload runs (edits during a run → exactly one
+//!    follow-up);
+//! 3. a run reloads only the changed files, asks the kernel whether anything
+//!    MCP-relevant changed ([`hot_reload`]) and for a [`plan`], tears down
+//!    what the plan removes (purging its tools first) and starts the rest in
+//!    parallel (bounded), without blocking the loop: status requests are
+//!    answered while servers are still connecting;
+//! 4. the connections live in the shared connection supervisor
+//!    (`crate::supervisor`, keyed by server name): its reports (a start
+//!    ended, a crash, `list_changed`) update status and the catalog; a due
+//!    retry runs a pass of its own;
+//! 5. control requests (status, reload, reconnect, dry-run plan) come from the
+//!    CLI over the session socket ([`crate::ipc`]); a gateway asks for the
+//!    merged catalog and where a request goes ([`Control::Catalog`],
+//!    [`Control::Route`]) and forwards it itself, so a slow call never blocks
+//!    the loop;
+//! 6. after any of these, when the merged catalog (qualified tools, prompts,
+//!    resources of connected servers) differs from the last one announced,
+//!    [`HostEvent::CatalogChanged`] says which lists changed.
+
+mod catalog;
+mod handle;
+mod pass;
+mod status;
+
+use mcp_reconcile_kernel::hot_reload::Previous;
+use mcp_reconcile_kernel::plan::{plan, Mode, Online, Plan};
+use mcp_reconcile_kernel::reload::{FileSource, ReloadScheduler};
+use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
+use tokio::sync::{mpsc, oneshot};
+
+pub(crate) use self::catalog::{adopt, CatalogMerger, PrefixOwners};
+pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
+pub(crate) use self::handle::ask;
+pub use self::handle::{HostGone, HostHandle};
+use self::pass::Running;
+pub use self::pass::{PlanReport, Step};
+pub use self::status::{ServerStatus, StatusReport};
+use crate::inputs::{Inputs, Snapshot};
+use crate::review::ApprovalRequest;
+use crate::supervisor::{Mcp, Supervisor};
+
+/// How long a gateway's first catalog request waits for the start pass
+/// before it is answered with the servers connected so far.
+pub const STARTUP_WAIT: Millis = Millis(10_000);
+
+/// How many servers start at once.
+pub const DEFAULT_PARALLELISM: usize = 8;
+
+/// Host settings that are not read from files.
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    /// `session` (identity = session key) or `pool`.
+    pub mode: Mode,
+    /// Servers started at once.
+    pub parallelism: usize,
+    /// Baseline for benchmarks: restart every server on every change, as
+    /// most clients do on reload.
+    pub full_restart: bool,
+    /// Scales supervision time (1.0 = the §9 schedule): every retry delay of
+    /// the kernel's backoff is multiplied by it, and the 5-minute healthy
+    /// window that resets `attempts` with it. For tests only: `0.01` turns
+    /// the 1 s, 2 s, 4 s … schedule into 10 ms, 20 ms, 40 ms … and the
+    /// healthy window into 3 s; the CLI reads it from the
+    /// `MCP_RECONCILE_BACKOFF_SCALE` environment variable.
+    pub backoff_scale: f64,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            mode: Mode::Session,
+            parallelism: DEFAULT_PARALLELISM,
+            full_restart: false,
+            backoff_scale: 1.0,
+        }
+    }
+}
+
+/// What the host tells observers (the `watch` printer, tests).
+#[derive(Clone, Debug)]
+pub enum HostEvent {
+    /// A reconcile pass finished.
+    PlanApplied(PlanReport),
+    /// Gated servers wait for a decision (map order): each with the config a
+    /// decision would be bound to and what its review shows.
+    ApprovalNeeded(Vec<ApprovalRequest>),
+    /// A reload could not be applied as a whole; what is broken.
+    ReloadFailed(String),
+    /// A server's state changed outside a pass (crash, catalog change).
+    ClientUpdate(ServerStatus),
+    /// The merged catalog ([`Control::Catalog`]) changed since it was last
+    /// announced (after a pass, a crash, or a server's own `list_changed`).
+    CatalogChanged(CatalogChange),
+}
+
+/// Requests to a running host.
+#[derive(Debug)]
+pub enum Control {
+    /// Current status of every configured server.
+    Status(oneshot::Sender<StatusReport>),
+    /// Reload now (no debounce; same queue as file events); clears crash loops.
+    Reload(oneshot::Sender<()>),
+    /// Clear failure state and restart `name` (all when `None`).
+    Reconnect(Option<String>, oneshot::Sender<Result<Vec<String>, String>>),
+    /// What a reconcile would do now from the live state (nothing executed).
+    Plan(oneshot::Sender<Result<Plan, String>>),
+    /// The merged catalog; answered once the start pass has finished (so a
+    /// client's first listing includes every server that could connect), or
+    /// after [`STARTUP_WAIT`] with what is connected by then.
+    Catalog(oneshot::Sender<MergedCatalog>),
+    /// Where a tool call, prompt or resource read goes. `Err` carries the
+    /// message for the caller: for a tool, the §4 tool-not-found message
+    /// (removed, not allowed, excluded, awaiting approval, rejected, or not
+    /// connected).
+    Route(Target, oneshot::Sender<Result<Route, String>>),
+    /// Stop every connection and return from [`Host::run`].
+    Shutdown,
+}
+
+/// The live session. See the module docs for the drive loop.
+pub struct Host {
+    inputs: Inputs,
+    options: HostOptions,
+    scheduler: ReloadScheduler,
+    snapshot: Option<Snapshot>,
+    desired: Servers,
+    gating: Gating,
+    previous: Previous,
+    /// The connections, by server name.
+    supervisor: Supervisor<String, Mcp>,
+    running: Option<Running>,
+    retry_runs: u64,
+    clear_crash_loops: bool,
+    restart: Vec<String>,
+    /// (name, approval hash) pairs already announced: an edited config is
+    /// announced again, an unchanged one only once.
+    prompted: Vec<(String, String)>,
+    observers: Vec<mpsc::UnboundedSender<HostEvent>>,
+    /// The start pass has finished.
+    started: bool,
+    /// Catalog requests waiting for the start pass, and when they are
+    /// answered anyway ([`STARTUP_WAIT`]).
+    catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
+    waiters_deadline: Option<Millis>,
+    /// A catalog was handed out or the start pass finished: changes from
+    /// now on are announced.
+    announcing: bool,
+    /// Something that can change the merged catalog happened.
+    catalog_dirty: bool,
+    /// Digests of the last announced (tools, prompts, resources).
+    catalog_digest: (u64, u64, u64),
+}
+
+impl Host {
+    /// A host over `inputs`; nothing runs until [`Host::run`].
+    pub fn new(inputs: Inputs, options: HostOptions) -> Self {
+        let scheduler = ReloadScheduler::starting(inputs.debounce());
+        let kind = Mcp {
+            base_dir: Some(inputs.project_dir().to_path_buf()),
+        };
+        let supervisor = Supervisor::new(kind, options.parallelism, options.backoff_scale);
+        Host {
+            inputs,
+            options,
+            scheduler,
+            snapshot: None,
+            desired: Servers::new(),
+            gating: Gating::default(),
+            previous: Previous {
+                removed: Some(Vec::new()),
+                ..Previous::default()
+            },
+            supervisor,
+            running: None,
+            retry_runs: 0,
+            clear_crash_loops: false,
+            restart: Vec::new(),
+            prompted: Vec::new(),
+            observers: Vec::new(),
+            started: false,
+            catalog_waiters: Vec::new(),
+            waiters_deadline: None,
+            announcing: false,
+            catalog_dirty: false,
+            catalog_digest: (0, 0, 0),
+        }
+    }
+
+    /// Status from the files alone, connecting nothing: what `status` shows
+    /// when no session is running. Gated servers are never spawned here.
+    pub fn config_status(inputs: Inputs) -> StatusReport {
+        let mut host = Host::new(inputs, HostOptions::default());
+        host.adopt_files();
+        host.status()
+    }
+
+    /// What a reconcile would do from nothing to the current files.
+    ///
+    /// # Errors
+    /// The kernel cannot compute an identity for an admitted server.
+    pub fn config_plan(inputs: Inputs) -> Result<Plan, String> {
+        let mut host = Host::new(inputs, HostOptions::default());
+        let trusted = host.adopt_files();
+        plan(
+            &host.desired,
+            &Online::new(),
+            &host.gating,
+            trusted,
+            host.options.mode,
+            Millis(0),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// Loads every input and adopts its servers and gating without starting
+    /// anything; returns whether the folder is trusted.
+    fn adopt_files(&mut self) -> bool {
+        let snapshot = self.inputs.load(None);
+        self.desired = assemble(&snapshot.layers).servers;
+        self.gating = snapshot.gating_for(&self.desired);
+        let trusted = snapshot.trusted;
+        self.snapshot = Some(snapshot);
+        trusted
+    }
+
+    /// Receive [`HostEvent`]s.
+    pub fn subscribe(&mut self) -> mpsc::UnboundedReceiver<HostEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.observers.push(tx);
+        rx
+    }
+
+    /// The inputs this host reads.
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    fn now(&self) -> Millis {
+        self.supervisor.clock().now()
+    }
+
+    /// Now on the supervision clock (SPEC §9 time, what the kernel's
+    /// supervision and plans see): the real clock, sped up by the test-only
+    /// backoff scale.
+    fn policy_now(&self) -> Millis {
+        self.supervisor.clock().policy_now()
+    }
+
+    fn emit(&mut self, event: HostEvent) {
+        self.observers.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Runs until `Control::Shutdown` (or every control sender is dropped):
+    /// reconciles on file events and control requests, supervises servers.
+    pub async fn run(
+        mut self,
+        mut files: mpsc::UnboundedReceiver<FileSource>,
+        mut control: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let mut files_open = true;
+        loop {
+            self.start_next_run();
+            let sleep = self.supervisor.clock().sleep_until(self.next_wake());
+            tokio::select! {
+                biased;
+                request = control.recv() => match request {
+                    None | Some(Control::Shutdown) => break,
+                    Some(request) => self.handle_control(request),
+                },
+                report = self.supervisor.next() => self.handle_report(report),
+                source = files.recv(), if files_open => match source {
+                    Some(source) => {
+                        let now = self.now();
+                        self.scheduler.handle_file_event(now, source);
+                    }
+                    None => files_open = false,
+                },
+                () = sleep => {
+                    let now = self.now();
+                    self.scheduler.handle_timeout(now);
+                    self.schedule_due_retries();
+                    if self.waiters_deadline.is_some_and(|at| at <= now) {
+                        // Slow servers: answer with what is connected; the rest
+                        // arrives as list_changed.
+                        self.answer_catalog_waiters();
+                    }
+                }
+            }
+            self.announce_catalog();
+        }
+        self.shutdown().await;
+    }
+
+    /// When the loop must wake up: the scheduler's debounce or a due retry.
+    fn next_wake(&self) -> Option<Millis> {
+        let retry = self.supervisor.next_retry();
+        [self.scheduler.poll_timeout(), retry, self.waiters_deadline]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// A failed server's retry time came: run a pass (no file reload needed,
+    /// but it goes through the same queue so passes never overlap).
+    fn schedule_due_retries(&mut self) {
+        let due = !self.supervisor.due().is_empty();
+        if due && self.running.is_none() && !self.scheduler.is_running() {
+            self.retry_runs += 1;
+            self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
+        }
+    }
+
+    fn handle_control(&mut self, request: Control) {
+        match request {
+            Control::Status(reply) => {
+                let _ = reply.send(self.status());
+            }
+            Control::Reload(reply) => {
+                self.clear_crash_loops = true;
+                let now = self.now();
+                self.scheduler.handle_manual_reload(now);
+                let _ = reply.send(());
+            }
+            Control::Reconnect(name, reply) => {
+                let names: Vec<String> = match name {
+                    Some(name) if self.desired.contains_key(&name) => vec![name],
+                    Some(name) => {
+                        let _ = reply.send(Err(format!(
+                            "no configured server named \"{name}\"; run `mcp-reconcile status` to list them"
+                        )));
+                        return;
+                    }
+                    None => self.desired.keys().cloned().collect(),
+                };
+                for name in &names {
+                    self.supervisor.forgive(name);
+                }
+                self.restart.extend(names.iter().cloned());
+                let now = self.now();
+                self.scheduler.handle_manual_reload(now);
+                let _ = reply.send(Ok(names));
+            }
+            Control::Catalog(reply) => {
+                if self.started {
+                    let _ = reply.send(self.hand_out_catalog());
+                } else {
+                    self.catalog_waiters.push(reply);
+                    let deadline = self.now().saturating_add(STARTUP_WAIT.0);
+                    self.waiters_deadline.get_or_insert(deadline);
+                }
+            }
+            Control::Route(target, reply) => {
+                let _ = reply.send(self.route(target));
+            }
+            Control::Plan(reply) => {
+                let snapshot = self.inputs.load(None);
+                let servers = assemble(&snapshot.layers).servers;
+                let gating = snapshot.gating_for(&servers);
+                let result = plan(
+                    &servers,
+                    &self.online(),
+                    &gating,
+                    snapshot.trusted,
+                    self.options.mode,
+                    self.policy_now(),
+                )
+                .map_err(|e| e.to_string());
+                let _ = reply.send(result);
+            }
+            Control::Shutdown => {}
+        }
+    }
+
+    /// Stops every connection; returns when all are stopped.
+    async fn shutdown(self) {
+        self.supervisor.shutdown().await;
+    }
+}

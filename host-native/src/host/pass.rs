@@ -1,0 +1,360 @@
+//! One reconcile pass of the session host: reload, decide, tear down, start; and the
+//! reports of the starts it made.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use mcp_reconcile_kernel::approval_hash;
+use mcp_reconcile_kernel::plan::{plan, Action, Status};
+use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
+
+use super::{adopt, Host, HostEvent};
+use crate::inputs::InputError;
+use crate::review::ApprovalRequest;
+use crate::supervisor::Report;
+
+/// One applied plan with timings.
+#[derive(Clone, Debug)]
+pub struct PlanReport {
+    /// The scheduler's run number (retry passes have their own).
+    pub run: u64,
+    /// What triggered it.
+    pub trigger: String,
+    /// Each action with how long executing it took and how it ended.
+    pub steps: Vec<Step>,
+    /// Problems with input files at the time of the pass.
+    pub input_errors: Vec<String>,
+    /// Whole pass, from the trigger to the last start finishing.
+    pub elapsed: Duration,
+}
+
+/// One executed action.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The kernel's action.
+    pub action: Action,
+    /// Time to execute it (connect: until its tools were listed).
+    pub elapsed: Duration,
+    /// `None` when it succeeded; the (redacted) error otherwise.
+    pub error: Option<String>,
+}
+
+/// The run in flight: the plan and the starts still connecting.
+pub(super) struct Running {
+    run: u64,
+    trigger: String,
+    began: Instant,
+    /// Finished steps with their position in the plan.
+    steps: Vec<(usize, Step)>,
+    /// Starts still connecting: server name → (position, the plan's action, the start's
+    /// generation).
+    starting: HashMap<String, (usize, Action, u64)>,
+    failed: bool,
+    scheduled: bool,
+}
+
+impl Host {
+    /// Starts the scheduler's next run when it has one and nothing is in
+    /// flight.
+    pub(super) fn start_next_run(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        if let Some(reload::Step::Reconcile {
+            run,
+            sources,
+            manual,
+        }) = self.scheduler.poll_step()
+        {
+            let changed = if run == 1 || manual {
+                None
+            } else {
+                Some(sources)
+            };
+            let trigger = match (&changed, run) {
+                (_, 1) => "start".to_owned(),
+                (None, _) => "manual reload".to_owned(),
+                (Some(sources), _) => describe_sources(sources),
+            };
+            self.pass(run, changed.as_deref(), trigger, true);
+        }
+    }
+
+    /// One reconcile pass: reload inputs (`None`: all, `Some(&[])`: none),
+    /// decide, tear down, start.
+    pub(super) fn pass(
+        &mut self,
+        run: u64,
+        changed: Option<&[FileSource]>,
+        trigger: String,
+        scheduled: bool,
+    ) {
+        let began = Instant::now();
+        let now = self.now();
+        let snapshot = off_the_loop(|| self.inputs.load(changed));
+        let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
+        if !input_errors.is_empty() {
+            self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
+        }
+        let decision = snapshot.hot_reload(&self.previous);
+        let decision = match decision {
+            Ok(d) => d,
+            Err(e) => {
+                self.emit(HostEvent::ReloadFailed(format!(
+                    "cannot compare server maps: {e}"
+                )));
+                if scheduled {
+                    self.scheduler.handle_reconcile_done(now, Outcome::Failed);
+                }
+                return;
+            }
+        };
+        let approval_needed: Vec<ApprovalRequest> = decision
+            .promptable
+            .iter()
+            .filter_map(|n| decision.servers.get(n).map(|cfg| (n, cfg)))
+            .filter(|(n, cfg)| {
+                let key = ((*n).clone(), approval_hash(cfg).0);
+                !self.prompted.contains(&key)
+            })
+            .map(|(n, cfg)| ApprovalRequest::new(&snapshot, n, cfg))
+            .collect();
+        self.previous = adopt(&decision, &self.desired, &self.gating);
+        self.desired = decision.servers;
+        self.gating = decision.gating;
+        self.snapshot = Some(snapshot);
+        if std::mem::take(&mut self.clear_crash_loops) {
+            self.supervisor.forgive_all();
+        }
+        let trusted = self.snapshot.as_ref().is_some_and(|s| s.trusted);
+        let mut online = self.online();
+        for name in std::mem::take(&mut self.restart) {
+            // A manual reconnect of a healthy server: report it as
+            // disconnected so the plan retries it with a fresh process.
+            if let Some(entry) = online.get_mut(&name) {
+                entry.status = Status::Disconnected;
+            }
+        }
+        if self.options.full_restart && decision.reconcile {
+            let names: Vec<String> = online.keys().cloned().collect();
+            for name in names {
+                if let Some(entry) = online.get_mut(&name) {
+                    entry.status = Status::Disconnected;
+                }
+            }
+        }
+        let result = plan(
+            &self.desired,
+            &online,
+            &self.gating,
+            trusted,
+            self.options.mode,
+            self.policy_now(),
+        );
+        let plan = match result {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.emit(HostEvent::ReloadFailed(format!("cannot plan: {e}")));
+                if scheduled {
+                    self.scheduler.handle_reconcile_done(now, Outcome::Failed);
+                }
+                return;
+            }
+        };
+        let mut running = Running {
+            run,
+            trigger,
+            began,
+            steps: Vec::new(),
+            starting: HashMap::new(),
+            failed: false,
+            scheduled,
+        };
+        // Teardowns first (the plan lists them first): purge the server's
+        // catalog at once, stop its connection in the background.
+        for (index, action) in plan.actions.into_iter().enumerate() {
+            let t = Instant::now();
+            match &action {
+                Action::Disconnect { name, .. } => self.teardown(name, true),
+                Action::Reconnect { name, .. } | Action::Retry { name, .. } => {
+                    self.teardown(name, false)
+                }
+                Action::Connect { .. }
+                | Action::Keep { .. }
+                | Action::Skip { .. }
+                | Action::Noop { .. } => {}
+            }
+            match action.name().filter(|_| action.starts()) {
+                Some(name) => {
+                    let name = name.to_owned();
+                    match self.spawn_start(&name) {
+                        Some(generation) => {
+                            running.starting.insert(name, (index, action, generation));
+                        }
+                        None => running.steps.push((
+                            index,
+                            Step {
+                                action,
+                                elapsed: t.elapsed(),
+                                error: Some(format!("server \"{name}\" is not configured")),
+                            },
+                        )),
+                    }
+                }
+                None => running.steps.push((
+                    index,
+                    Step {
+                        action,
+                        elapsed: t.elapsed(),
+                        error: None,
+                    },
+                )),
+            }
+        }
+        self.running = Some(running);
+        if !approval_needed.is_empty() && decision.approval_event {
+            self.prompted.extend(
+                approval_needed
+                    .iter()
+                    .map(|r| (r.name.clone(), r.hash.clone())),
+            );
+            self.emit(HostEvent::ApprovalNeeded(approval_needed));
+        }
+        self.finish_if_done();
+    }
+
+    /// Removes a server's catalog and stops its connection in the
+    /// background. `forget` drops its entry (disconnect) instead of
+    /// keeping its failure counters (reconnect, retry).
+    fn teardown(&mut self, name: &str, forget: bool) {
+        self.catalog_dirty = true;
+        let name = name.to_owned();
+        if forget {
+            self.supervisor.remove(&name);
+        } else {
+            self.supervisor.disconnect(&name);
+        }
+    }
+
+    /// Starts `name` from its desired config; its generation, or `None` when it is not
+    /// configured.
+    fn spawn_start(&mut self, name: &str) -> Option<u64> {
+        let config = self.desired.get(name)?.clone();
+        Some(
+            self.supervisor
+                .start(name.to_owned(), name.to_owned(), config),
+        )
+    }
+
+    /// A connection's start ended or it reported something.
+    pub(super) fn handle_report(&mut self, report: Report<String>) {
+        self.catalog_dirty = true;
+        match report {
+            Report::Started {
+                key,
+                generation,
+                elapsed,
+                current,
+                error,
+            } => {
+                if current && error.is_some() {
+                    if let Some(status) = self.status_of(&key) {
+                        self.emit(HostEvent::ClientUpdate(status));
+                    }
+                }
+                if let Some(running) = self.running.as_mut() {
+                    if running
+                        .starting
+                        .get(&key)
+                        .is_some_and(|(_, _, g)| *g == generation)
+                    {
+                        if let Some((index, action, _)) = running.starting.remove(&key) {
+                            running.failed |= error.is_some();
+                            running.steps.push((
+                                index,
+                                Step {
+                                    action,
+                                    elapsed,
+                                    error,
+                                },
+                            ));
+                        }
+                    }
+                }
+                self.finish_if_done();
+            }
+            Report::Updated(server) => {
+                if let Some(status) = self.status_of(&server) {
+                    self.emit(HostEvent::ClientUpdate(status));
+                }
+            }
+            Report::Stale => {}
+        }
+    }
+
+    fn finish_if_done(&mut self) {
+        let done = self.running.as_ref().is_some_and(|r| r.starting.is_empty());
+        if !done {
+            return;
+        }
+        let Some(mut running) = self.running.take() else {
+            return;
+        };
+        running.steps.sort_by_key(|(index, _)| *index);
+        let now = self.now();
+        if running.scheduled {
+            let outcome = if running.failed {
+                Outcome::Failed
+            } else {
+                Outcome::Ok
+            };
+            self.scheduler.handle_reconcile_done(now, outcome);
+        }
+        let input_errors = self
+            .snapshot
+            .as_ref()
+            .map(|s| s.errors.iter().map(InputError::to_string).collect())
+            .unwrap_or_default();
+        let report = PlanReport {
+            run: running.run,
+            trigger: running.trigger,
+            steps: running.steps.into_iter().map(|(_, step)| step).collect(),
+            input_errors,
+            elapsed: running.began.elapsed(),
+        };
+        self.emit(HostEvent::PlanApplied(report));
+        self.catalog_dirty = true;
+        if !self.started {
+            self.started = true;
+            self.answer_catalog_waiters();
+        }
+    }
+}
+
+fn describe_sources(sources: &[FileSource]) -> String {
+    if sources.is_empty() {
+        return "reload".into();
+    }
+    let names: Vec<String> = sources
+        .iter()
+        .map(|s| match s {
+            FileSource::Settings(id) => format!("{id} settings"),
+            FileSource::McpJson => ".mcp.json".to_owned(),
+            FileSource::Approvals => "approvals".to_owned(),
+            FileSource::McpConfig(id) => format!("--mcp-config {id}"),
+        })
+        .collect();
+    format!("change in {}", names.join(", "))
+}
+
+/// Runs blocking file work (reading the inputs) without stalling the other
+/// tasks of a multi-threaded runtime; inline elsewhere. The reads themselves
+/// are bounded and never wait on a FIFO ([`crate::inputs::read_text`]).
+fn off_the_loop<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}

@@ -1,0 +1,148 @@
+//! What `status` shows of a session: every configured server's state.
+
+use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::{Reason, Transport};
+
+use super::catalog::prefix_taken;
+use super::{Host, PrefixOwners};
+use crate::inputs::InputError;
+
+/// One server as `status` shows it. Field names are the `status --json`
+/// contract (camelCase there).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerStatus {
+    /// Server name.
+    pub name: String,
+    /// `connected`, `connecting`, `failed`, `disconnected` or `skipped`.
+    pub state: &'static str,
+    /// A §10 reason (policy skip or backoff), or `None`.
+    pub reason: Option<Reason>,
+    /// Approval state for gated servers, `None` otherwise.
+    pub approval: Option<ApprovalState>,
+    /// Transport kind.
+    pub transport: Transport,
+    /// Tools, prompts and resources currently registered.
+    pub tools: usize,
+    /// Prompts registered.
+    pub prompts: usize,
+    /// Resources registered.
+    pub resources: usize,
+    /// Process id of a live stdio server.
+    pub pid: Option<u32>,
+    /// How many times this session started the server's process.
+    pub spawns: u64,
+    /// Consecutive failures.
+    pub attempts: u32,
+    /// The last error, redacted.
+    pub last_error: Option<String>,
+    /// For a failed server that will be retried: milliseconds until the
+    /// retry (0 = due now).
+    pub retry_in_ms: Option<u64>,
+}
+
+/// The answer to [`Control::Status`].
+#[derive(Clone, Debug, Default)]
+pub struct StatusReport {
+    /// Every configured server, in map order.
+    pub servers: Vec<ServerStatus>,
+    /// What is broken in the inputs right now.
+    pub errors: Vec<String>,
+}
+
+impl Host {
+    /// The kernel's view of what is online.
+    pub(super) fn online(&self) -> Online {
+        let mut online = Online::new();
+        for (name, live) in self.supervisor.entries() {
+            let health = live.health();
+            online.insert(
+                name.clone(),
+                OnlineEntry {
+                    config: live.config.clone(),
+                    status: health.status,
+                    attempts: health.attempts,
+                    retry_at: health.retry_at,
+                    crash_loop: health.crash_loop,
+                },
+            );
+        }
+        online
+    }
+
+    /// Status of every configured server (and of live ones no longer
+    /// configured, while they shut down).
+    pub fn status(&self) -> StatusReport {
+        let servers = self
+            .desired
+            .keys()
+            .filter_map(|name| self.status_of(name))
+            .collect();
+        let errors = self
+            .snapshot
+            .as_ref()
+            .map(|s| s.errors.iter().map(InputError::to_string).collect())
+            .unwrap_or_default();
+        StatusReport { servers, errors }
+    }
+
+    pub(super) fn status_of(&self, name: &str) -> Option<ServerStatus> {
+        let config = self.desired.get(name)?;
+        let snapshot = self.snapshot.as_ref();
+        let approval = config.is_gated().then(|| {
+            snapshot.map_or(ApprovalState::Pending, |s| {
+                s.approvals.state(&s.project_root, name, config)
+            })
+        });
+        let trusted = snapshot.is_none_or(|s| s.trusted);
+        let key = name.to_owned();
+        let spawns = self.supervisor.spawns(&key);
+        let mut status = ServerStatus {
+            name: name.to_owned(),
+            state: "disconnected",
+            reason: None,
+            approval,
+            transport: config.transport(),
+            tools: 0,
+            prompts: 0,
+            resources: 0,
+            pid: None,
+            spawns,
+            attempts: 0,
+            last_error: None,
+            retry_in_ms: None,
+        };
+        if !trusted {
+            status.state = "skipped";
+            status.reason = Some(Reason::UntrustedFolder);
+            return Some(status);
+        }
+        if let Some(reason) = self.gating.denial(name, config) {
+            status.state = "skipped";
+            status.reason = Some(match (reason, approval) {
+                (Reason::PendingApproval, Some(ApprovalState::Rejected)) => Reason::Rejected,
+                (reason, _) => reason,
+            });
+            return Some(status);
+        }
+        let (Some(live), Some(view)) = (self.supervisor.get(&key), self.supervisor.view(&key))
+        else {
+            return Some(status);
+        };
+        status.attempts = view.attempts;
+        status.last_error = view.last_error;
+        if let Some(owner) = PrefixOwners::admitted(&self.desired, &self.gating).taken_by(name) {
+            status.last_error = Some(prefix_taken(name, owner));
+        }
+        status.state = view.state.as_str();
+        status.reason = view.reason;
+        status.retry_in_ms = view.retry_in_ms;
+        if live.health().status == Status::Connected {
+            status.tools = live.catalog.tools.len();
+            status.prompts = live.catalog.prompts.len();
+            status.resources = live.catalog.resources.len();
+            status.pid = live.pid();
+        }
+        Some(status)
+    }
+}

@@ -1,0 +1,358 @@
+//! The pool's task: sessions' holds over the kernel's [`Pool`], the connections in the shared
+//! [`Supervisor`].
+
+use std::collections::{HashMap, HashSet};
+
+use mcp_reconcile_kernel::identity::ConnectionId;
+use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{PoolOptions, PooledStatus};
+use crate::supervisor::{Mcp, Supervisor};
+use crate::transport::{self, Catalog, Connection};
+
+pub(super) enum Request {
+    Apply {
+        session: String,
+        gating: Gating,
+        ops: Vec<Op>,
+        reply: oneshot::Sender<Vec<(String, Acquire)>>,
+    },
+    View {
+        session: String,
+        reply: oneshot::Sender<Vec<HeldConn>>,
+    },
+    Reconnect {
+        session: String,
+        server: Option<String>,
+        reply: oneshot::Sender<Vec<String>>,
+    },
+    Close {
+        session: String,
+        reply: Option<oneshot::Sender<()>>,
+    },
+    Status(oneshot::Sender<Vec<PooledStatus>>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+pub(super) enum Op {
+    Release {
+        id: ConnectionId,
+    },
+    Acquire {
+        server: String,
+        id: ConnectionId,
+        config: ServerConfig,
+    },
+}
+
+/// A held connection as a session sees it.
+pub(super) struct HeldConn {
+    pub(super) server: String,
+    pub(super) catalog: Catalog,
+    /// Set while connected.
+    pub(super) caller: Option<transport::Caller>,
+}
+
+/// Shared connections by id; private ones by (session, id).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum Key {
+    Shared(ConnectionId),
+    Private(String, ConnectionId),
+}
+
+#[derive(Default)]
+struct SessionState {
+    gating: Gating,
+    /// Held keys (a shared key once per acquire, as the kernel counts).
+    held: Vec<Key>,
+}
+
+pub(super) struct Actor {
+    pool: Pool,
+    /// The connections, by key.
+    conns: Supervisor<Key, Mcp>,
+    sessions: HashMap<String, SessionState>,
+}
+
+impl Actor {
+    pub(super) fn new(options: PoolOptions) -> Self {
+        let mut pool = Pool::new();
+        pool.set_drain(Millis(
+            u64::try_from(options.drain.as_millis()).unwrap_or(u64::MAX),
+        ));
+        pool.set_pool_remote(options.pool_remote);
+        let kind = Mcp {
+            base_dir: options.base_dir.clone(),
+        };
+        Actor {
+            pool,
+            conns: Supervisor::new(kind, options.parallelism, options.backoff_scale),
+            sessions: HashMap::new(),
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.conns.clock().now()
+    }
+
+    pub(super) async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
+        let mut shutdown_reply = None;
+        loop {
+            let sleep = self.conns.clock().sleep_until(self.next_wake());
+            tokio::select! {
+                biased;
+                request = requests.recv() => match request {
+                    None => break,
+                    Some(Request::Shutdown(reply)) => {
+                        shutdown_reply = Some(reply);
+                        break;
+                    }
+                    Some(request) => self.handle(request),
+                },
+                // The supervisor applies starts and events itself; a session asks for what
+                // they changed.
+                _ = self.conns.next() => {}
+                () = sleep => self.timeout(),
+            }
+        }
+        self.conns.shutdown().await;
+        if let Some(reply) = shutdown_reply {
+            let _ = reply.send(());
+        }
+    }
+
+    fn handle(&mut self, request: Request) {
+        match request {
+            Request::Apply {
+                session,
+                gating,
+                ops,
+                reply,
+            } => {
+                let results = self.apply(&session, gating, ops);
+                let _ = reply.send(results);
+            }
+            Request::View { session, reply } => {
+                let held = self.view(&session);
+                let _ = reply.send(held);
+            }
+            Request::Reconnect {
+                session,
+                server,
+                reply,
+            } => {
+                let names = self.reconnect(&session, server.as_deref());
+                let _ = reply.send(names);
+            }
+            Request::Close { session, reply } => {
+                self.close_session(&session);
+                if let Some(reply) = reply {
+                    let _ = reply.send(());
+                }
+            }
+            Request::Status(reply) => {
+                let _ = reply.send(self.status());
+            }
+            Request::Shutdown(_) => {}
+        }
+    }
+
+    fn apply(&mut self, session: &str, gating: Gating, ops: Vec<Op>) -> Vec<(String, Acquire)> {
+        let now = self.now();
+        self.sessions.entry(session.to_owned()).or_default().gating = gating;
+        let mut results = Vec::new();
+        for op in ops {
+            match op {
+                Op::Release { id } => self.release(session, &id, now),
+                Op::Acquire { server, id, config } => {
+                    let gating = self
+                        .sessions
+                        .get(session)
+                        .map(|s| s.gating.clone())
+                        .unwrap_or_default();
+                    // The gate: the kernel refuses a server the session's gating denies.
+                    let outcome = self.pool.acquire(session, &id, &config, &gating, now);
+                    let key = match &outcome {
+                        Acquire::Refused { .. } => None,
+                        Acquire::Unpooled { .. } => {
+                            Some(Key::Private(session.to_owned(), id.clone()))
+                        }
+                        Acquire::Spawn | Acquire::Attach { .. } => Some(Key::Shared(id.clone())),
+                    };
+                    if let Some(key) = key {
+                        if self.conns.get(&key).is_none() {
+                            self.conns.start(key.clone(), server.clone(), config);
+                        }
+                        self.sessions
+                            .entry(session.to_owned())
+                            .or_default()
+                            .held
+                            .push(key);
+                    }
+                    results.push((server, outcome));
+                }
+            }
+        }
+        results
+    }
+
+    fn release(&mut self, session: &str, id: &ConnectionId, now: Millis) {
+        let private = Key::Private(session.to_owned(), id.clone());
+        let shared = Key::Shared(id.clone());
+        let Some(state) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if let Some(at) = state.held.iter().position(|k| *k == private) {
+            state.held.remove(at);
+            self.close_key(&private);
+            return;
+        }
+        if let Some(at) = state.held.iter().position(|k| *k == shared) {
+            state.held.remove(at);
+            if let Release::Draining { deadline } = self.pool.release(session, id, now) {
+                tracing::debug!(%id, ?deadline, "draining");
+            }
+        }
+    }
+
+    fn close_session(&mut self, session: &str) {
+        let now = self.now();
+        let Some(state) = self.sessions.remove(session) else {
+            return;
+        };
+        for key in state.held {
+            if let Key::Private(..) = key {
+                self.close_key(&key);
+            }
+        }
+        self.pool.release_session(session, now);
+    }
+
+    fn close_key(&mut self, key: &Key) {
+        self.conns.remove(key);
+        self.conns.forget_spawns(key);
+    }
+
+    /// Sessions holding `key`.
+    fn holders(&self, key: &Key) -> Vec<String> {
+        match key {
+            Key::Shared(id) => self.pool.holders(id).map(str::to_owned).collect(),
+            Key::Private(session, _) => vec![session.clone()],
+        }
+    }
+
+    /// Whether some holder's current gating admits the connection: the gate for every
+    /// restart that is not an acquire (retries, reconnects).
+    fn admitted(&self, key: &Key) -> bool {
+        let Some(pooled) = self.conns.get(key) else {
+            return false;
+        };
+        self.holders(key).iter().any(|session| {
+            self.sessions
+                .get(session)
+                .is_some_and(|s| s.gating.denial(&pooled.name, &pooled.config).is_none())
+        })
+    }
+
+    fn next_wake(&self) -> Option<Millis> {
+        let retry = self.conns.next_retry();
+        match (self.pool.poll_timeout(), retry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn timeout(&mut self) {
+        let now = self.now();
+        for close in self.pool.handle_timeout(now) {
+            tracing::debug!(id = %close.id, "drained; closing");
+            self.close_key(&Key::Shared(close.id));
+        }
+        for key in self.conns.due() {
+            if self.admitted(&key) {
+                self.conns.restart(&key);
+            } else {
+                // Nobody who may run it holds it: wait for an acquire or the drain.
+                self.conns.park(&key);
+            }
+        }
+    }
+
+    fn reconnect(&mut self, session: &str, server: Option<&str>) -> Vec<String> {
+        let Some(state) = self.sessions.get(session) else {
+            return Vec::new();
+        };
+        let gating = state.gating.clone();
+        let mut seen = HashSet::new();
+        let keys: Vec<Key> = state
+            .held
+            .iter()
+            .filter(|key| seen.insert((*key).clone()))
+            .cloned()
+            .collect();
+        let mut names = Vec::new();
+        for key in keys {
+            let Some(pooled) = self.conns.get(&key) else {
+                continue;
+            };
+            if server.is_some_and(|s| s != pooled.name) {
+                continue;
+            }
+            // The gate: this session must still admit it.
+            if gating.denial(&pooled.name, &pooled.config).is_some() {
+                continue;
+            }
+            names.push(pooled.name.clone());
+            self.conns.forgive(&key);
+            self.conns.restart(&key);
+        }
+        names
+    }
+
+    fn view(&self, session: &str) -> Vec<HeldConn> {
+        let Some(state) = self.sessions.get(session) else {
+            return Vec::new();
+        };
+        let mut seen = HashSet::new();
+        state
+            .held
+            .iter()
+            .filter(|key| seen.insert((*key).clone()))
+            .filter_map(|key| self.conns.get(key))
+            .map(|pooled| HeldConn {
+                server: pooled.name.clone(),
+                catalog: pooled.catalog.clone(),
+                caller: pooled.live().map(Connection::caller),
+            })
+            .collect()
+    }
+
+    fn status(&self) -> Vec<PooledStatus> {
+        self.conns
+            .entries()
+            .map(|(key, p)| {
+                let (id, private) = match key {
+                    Key::Shared(id) => (id.clone(), false),
+                    Key::Private(_, id) => (id.clone(), true),
+                };
+                let holders = self.holders(key);
+                PooledStatus {
+                    draining: !private && holders.is_empty(),
+                    id,
+                    server: p.name.clone(),
+                    state: p.health().status.as_str(),
+                    reason: p.health().view(Millis::ZERO).reason,
+                    holders,
+                    private,
+                    pid: p.pid(),
+                    spawns: self.conns.spawns(key),
+                    attempts: p.health().attempts,
+                    tools: p.catalog.tools.len(),
+                    last_error: p.health().last_error.clone(),
+                }
+            })
+            .collect()
+    }
+}

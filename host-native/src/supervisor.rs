@@ -1,0 +1,575 @@
+//! One connection supervisor for every host: the session host ([`crate::host`]) and the shared
+//! pool ([`crate::pool`]) both keep their connections here.
+//!
+//! A [`Supervisor`] is generic over the **key** a connection is known by (the server name in a
+//! session; the pool's shared id or (session, id)) and the **kind** of connection
+//! ([`ConnectionKind`]: MCP connections now ([`Mcp`]), language servers later). It owns
+//! * the start tasks (a [`JoinSet`], at most `parallelism` connecting at once),
+//! * generations: every start gets a new one; a start or event of an older generation is
+//!   ignored, and a connection that comes up superseded is closed,
+//! * the connections' own events (catalog changed, closed),
+//! * the kernel's per-key [`Supervision`] (backoff, crash loop, healthy reset) and when the next
+//!   retry is due,
+//! * spawn counts,
+//! * stopping: connections close in the background, and [`Supervisor::shutdown`] awaits them.
+//!
+//! It decides nothing about *what* should run: the layer above (the session host's plans, the
+//! pool's holders) calls [`Supervisor::start`], [`Supervisor::restart`],
+//! [`Supervisor::disconnect`] and [`Supervisor::remove`], and reacts to the [`Report`]s of
+//! [`Supervisor::next`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use mcp_reconcile_kernel::plan::Status;
+use mcp_reconcile_kernel::supervise::{seed_for, Supervision, View};
+use mcp_reconcile_kernel::{Millis, ServerConfig, Transport};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
+
+/// What a live connection reports on its own.
+pub(crate) enum Event<Catalog> {
+    /// It re-listed what it offers.
+    CatalogChanged(Catalog),
+    /// It ended by itself, with the (redacted) error.
+    Closed(String),
+}
+
+/// Why a start failed.
+pub(crate) struct StartError {
+    /// The redacted message.
+    pub(crate) message: String,
+    /// The transport can never work here (the crash loop begins at once).
+    pub(crate) unsupported: bool,
+}
+
+/// A kind of supervised connection: how one starts, stops and reports.
+pub(crate) trait ConnectionKind: Send + 'static {
+    /// What a start is made from.
+    type Config: Clone + Send + 'static;
+    /// A live connection.
+    type Connection: Send + 'static;
+    /// What a live connection offers.
+    type Catalog: Clone + Default + Send + 'static;
+    /// What a live connection sends about itself (see [`ConnectionKind::event`]).
+    type Event: Send + 'static;
+
+    /// A future that starts `name` from `config`; the connection sends its events, tagged with
+    /// `generation`, to `events`.
+    fn start(
+        &self,
+        name: &str,
+        config: &Self::Config,
+        generation: u64,
+        events: mpsc::UnboundedSender<Self::Event>,
+    ) -> BoxFuture<'static, Result<Self::Connection, StartError>>;
+
+    /// Stops a connection (and its process); never hangs.
+    fn stop(connection: Self::Connection) -> BoxFuture<'static, ()>;
+
+    /// What the connection offered when it came up.
+    fn catalog(connection: &Self::Connection) -> Self::Catalog;
+
+    /// The process id of a local server.
+    fn pid(connection: &Self::Connection) -> Option<u32>;
+
+    /// Whether starting `config` spawns a process (counted in the spawn counts).
+    fn spawns_process(config: &Self::Config) -> bool;
+
+    /// The generation an event is tagged with, and what it says.
+    fn event(event: Self::Event) -> (u64, Event<Self::Catalog>);
+}
+
+/// MCP connections ([`transport::connect`]).
+pub(crate) struct Mcp {
+    /// A relative `cwd` is resolved against this.
+    pub(crate) base_dir: Option<PathBuf>,
+}
+
+impl ConnectionKind for Mcp {
+    type Config = ServerConfig;
+    type Connection = Connection;
+    type Catalog = Catalog;
+    type Event = ConnEvent;
+
+    fn start(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+        generation: u64,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> BoxFuture<'static, Result<Connection, StartError>> {
+        let options = ConnectOptions {
+            generation,
+            events,
+            handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
+            base_dir: self.base_dir.clone(),
+            elicitation: None,
+        };
+        let (name, config) = (name.to_owned(), config.clone());
+        Box::pin(async move {
+            transport::connect(&name, &config, options)
+                .await
+                .map_err(|e| StartError {
+                    unsupported: e.kind == ConnectErrorKind::Unsupported,
+                    message: e.message,
+                })
+        })
+    }
+
+    fn stop(connection: Connection) -> BoxFuture<'static, ()> {
+        Box::pin(connection.close())
+    }
+
+    fn catalog(connection: &Connection) -> Catalog {
+        connection.catalog().clone()
+    }
+
+    fn pid(connection: &Connection) -> Option<u32> {
+        connection.pid()
+    }
+
+    fn spawns_process(config: &ServerConfig) -> bool {
+        config.transport() == Transport::Stdio
+    }
+
+    fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
+        match event {
+            ConnEvent::CatalogChanged {
+                generation,
+                catalog,
+                ..
+            } => (generation, Event::CatalogChanged(catalog)),
+            ConnEvent::Closed {
+                generation, error, ..
+            } => (generation, Event::Closed(error)),
+        }
+    }
+}
+
+/// The supervision clock: real time since the supervisor began, and the same time sped up by
+/// the test-only backoff scale (`MCP_RECONCILE_BACKOFF_SCALE`; 1 in production).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock {
+    epoch: Instant,
+    scale: f64,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub(crate) fn new(scale: f64) -> Self {
+        Clock {
+            epoch: Instant::now(),
+            scale,
+        }
+    }
+
+    /// Real time since the start.
+    pub(crate) fn now(&self) -> Millis {
+        Millis(u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Now on the supervision clock (SPEC §9 time, what the kernel's supervision and plans
+    /// see): the real clock, sped up by the test-only backoff scale.
+    pub(crate) fn policy_now(&self) -> Millis {
+        policy_time(self.now(), self.scale)
+    }
+
+    /// Sleeps until real time `at` (from now on: the wait is fixed when this is called);
+    /// forever without one.
+    pub(crate) fn sleep_until(&self, at: Option<Millis>) -> impl Future<Output = ()> + 'static {
+        let wait = at.map(|at| Duration::from_millis(at.0.saturating_sub(self.now().0)));
+        async move {
+            match wait {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// A supervision-clock time (or span) on the real clock.
+    pub(crate) fn real_at(&self, at: Millis) -> Millis {
+        real_time(at, self.scale)
+    }
+}
+
+/// The real clock's `now` on the supervision clock: divided by the
+/// test-only backoff scale (1 in production: the same clock).
+fn policy_time(now: Millis, scale: f64) -> Millis {
+    if scale == 1.0 || !scale.is_finite() || scale <= 0.0 {
+        return now;
+    }
+    Millis((now.0 as f64 / scale.max(1e-6)).min(u64::MAX as f64) as u64)
+}
+
+/// A supervision-clock time (or span) on the real clock.
+fn real_time(at: Millis, scale: f64) -> Millis {
+    if scale == 1.0 || !scale.is_finite() || scale <= 0.0 {
+        return at;
+    }
+    Millis((at.0 as f64 * scale.max(1e-6)).round().min(u64::MAX as f64) as u64)
+}
+
+/// One supervised connection.
+pub(crate) struct Entry<C: ConnectionKind> {
+    /// The name it runs under (the server name).
+    pub(crate) name: String,
+    /// What it was started from.
+    pub(crate) config: C::Config,
+    /// What it offers (empty unless connected).
+    pub(crate) catalog: C::Catalog,
+    health: Supervision,
+    generation: u64,
+    connection: Option<C::Connection>,
+}
+
+impl<C: ConnectionKind> Entry<C> {
+    /// Its supervision state.
+    pub(crate) fn health(&self) -> &Supervision {
+        &self.health
+    }
+
+    /// The connection when the entry is connected.
+    pub(crate) fn live(&self) -> Option<&C::Connection> {
+        self.connection
+            .as_ref()
+            .filter(|_| self.health.status == Status::Connected)
+    }
+
+    /// The process id of a live local server.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.connection.as_ref().and_then(C::pid)
+    }
+}
+
+/// What [`Supervisor::next`] saw.
+pub(crate) enum Report<K> {
+    /// A start ended (its entry's health already says how).
+    Started {
+        /// Its key.
+        key: K,
+        /// Its generation (as [`Supervisor::start`] returned it).
+        generation: u64,
+        /// Since the start got its turn.
+        elapsed: Duration,
+        /// The start is still the entry's current one (not superseded or removed).
+        current: bool,
+        /// Why a current start failed.
+        error: Option<String>,
+    },
+    /// A connection's catalog changed or it closed (its entry already says so).
+    Updated(K),
+    /// An event of a superseded connection; nothing changed.
+    Stale,
+}
+
+/// A start task's result.
+struct Done<K, C: ConnectionKind> {
+    key: K,
+    generation: u64,
+    started: Instant,
+    result: Result<C::Connection, StartError>,
+}
+
+/// The connections of one host, by key. See the module docs.
+pub(crate) struct Supervisor<K, C: ConnectionKind> {
+    kind: C,
+    clock: Clock,
+    entries: BTreeMap<K, Entry<C>>,
+    generations: HashMap<u64, K>,
+    next_generation: u64,
+    spawns: HashMap<K, u64>,
+    starts: JoinSet<Done<K, C>>,
+    events_tx: mpsc::UnboundedSender<C::Event>,
+    events_rx: mpsc::UnboundedReceiver<C::Event>,
+    limiter: Arc<Semaphore>,
+    closing: JoinSet<()>,
+}
+
+impl<K, C> Supervisor<K, C>
+where
+    K: Clone + Ord + std::hash::Hash + Send + 'static,
+    C: ConnectionKind,
+{
+    /// A supervisor starting at most `parallelism` connections at once, its supervision time
+    /// scaled by `backoff_scale` (tests only; 1 otherwise).
+    pub(crate) fn new(kind: C, parallelism: usize, backoff_scale: f64) -> Self {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        Supervisor {
+            kind,
+            clock: Clock::new(backoff_scale),
+            entries: BTreeMap::new(),
+            generations: HashMap::new(),
+            next_generation: 1,
+            spawns: HashMap::new(),
+            starts: JoinSet::new(),
+            events_tx,
+            events_rx,
+            limiter: Arc::new(Semaphore::new(parallelism.max(1))),
+            closing: JoinSet::new(),
+        }
+    }
+
+    /// The clock supervision runs on.
+    pub(crate) fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The entry of `key`.
+    pub(crate) fn get(&self, key: &K) -> Option<&Entry<C>> {
+        self.entries.get(key)
+    }
+
+    /// Every entry, in key order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&K, &Entry<C>)> + '_ {
+        self.entries.iter()
+    }
+
+    /// How many times `key`'s process was started.
+    pub(crate) fn spawns(&self, key: &K) -> u64 {
+        self.spawns.get(key).copied().unwrap_or(0)
+    }
+
+    /// Forgets `key`'s spawn count (its next start counts from zero).
+    pub(crate) fn forget_spawns(&mut self, key: &K) {
+        self.spawns.remove(key);
+    }
+
+    /// Starts `key` as `name` from `config`: a new generation whose start forgets the last
+    /// error but keeps the failure count and crash-loop state of an earlier entry. A
+    /// connection of the entry is closed. Returns the generation.
+    pub(crate) fn start(&mut self, key: K, name: String, config: C::Config) -> u64 {
+        let (attempts, crash_loop) = self
+            .entries
+            .get(&key)
+            .map_or((0, false), |e| (e.health.attempts, e.health.crash_loop));
+        self.remove(&key);
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                name,
+                config,
+                catalog: C::Catalog::default(),
+                health: Supervision::connecting(attempts, crash_loop),
+                generation: 0,
+                connection: None,
+            },
+        );
+        self.launch(&key).unwrap_or_default()
+    }
+
+    /// Starts `key` again with its config, keeping its supervision state (a retry); closes its
+    /// connection first. Returns the generation, or `None` without an entry.
+    pub(crate) fn restart(&mut self, key: &K) -> Option<u64> {
+        let entry = self.entries.get_mut(key)?;
+        entry.health.restart();
+        self.launch(key)
+    }
+
+    /// A new generation for `key`'s entry and its start task.
+    fn launch(&mut self, key: &K) -> Option<u64> {
+        let generation = self.next_generation;
+        let entry = self.entries.get_mut(key)?;
+        self.next_generation += 1;
+        if let Some(connection) = entry.connection.take() {
+            self.closing.spawn(C::stop(connection));
+        }
+        self.generations.remove(&entry.generation);
+        entry.generation = generation;
+        entry.catalog = C::Catalog::default();
+        if C::spawns_process(&entry.config) {
+            *self.spawns.entry(key.clone()).or_insert(0) += 1;
+        }
+        self.generations.insert(generation, key.clone());
+        let start = self.kind.start(
+            &entry.name,
+            &entry.config,
+            generation,
+            self.events_tx.clone(),
+        );
+        let limiter = Arc::clone(&self.limiter);
+        let key = key.clone();
+        self.starts.spawn(async move {
+            let _permit = limiter.acquire_owned().await;
+            let started = Instant::now();
+            let result = start.await;
+            Done {
+                key,
+                generation,
+                started,
+                result,
+            }
+        });
+        Some(generation)
+    }
+
+    /// Stops `key`'s connection in the background and empties its catalog, keeping its entry
+    /// and failure counters (it is about to be restarted).
+    pub(crate) fn disconnect(&mut self, key: &K) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.catalog = C::Catalog::default();
+            if let Some(connection) = entry.connection.take() {
+                self.closing.spawn(C::stop(connection));
+            }
+        }
+    }
+
+    /// Drops `key`'s entry and stops its connection in the background; a start still under
+    /// way is ignored when it ends (and its connection closed).
+    pub(crate) fn remove(&mut self, key: &K) {
+        if let Some(entry) = self.entries.remove(key) {
+            self.generations.remove(&entry.generation);
+            if let Some(connection) = entry.connection {
+                self.closing.spawn(C::stop(connection));
+            }
+        }
+    }
+
+    /// Clears `key`'s failure and crash-loop state.
+    pub(crate) fn forgive(&mut self, key: &K) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.health.forgive();
+        }
+    }
+
+    /// Clears every entry's failure and crash-loop state.
+    pub(crate) fn forgive_all(&mut self) {
+        for entry in self.entries.values_mut() {
+            entry.health.forgive();
+        }
+    }
+
+    /// `key` is not retried on a timer (nobody who may run it wants it).
+    pub(crate) fn park(&mut self, key: &K) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.health.park();
+        }
+    }
+
+    /// When the next retry is due, on the real clock.
+    pub(crate) fn next_retry(&self) -> Option<Millis> {
+        self.entries
+            .values()
+            .filter_map(|e| e.health.retry_due())
+            .min()
+            .map(|at| self.clock.real_at(at))
+    }
+
+    /// The failed entries whose retry is due now, in key order.
+    pub(crate) fn due(&self) -> Vec<K> {
+        let now = self.clock.policy_now();
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.health.is_due(now))
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
+    /// How `key` shows now; `retry_in_ms` on the real clock.
+    pub(crate) fn view(&self, key: &K) -> Option<View> {
+        let entry = self.entries.get(key)?;
+        let mut view = entry.health.view(self.clock.policy_now());
+        view.retry_in_ms = view.retry_in_ms.map(|ms| self.clock.real_at(Millis(ms)).0);
+        Some(view)
+    }
+
+    /// Waits for the next start to end or connection event, applies it to its entry and says
+    /// what happened. Cancel-safe (for `select!`); pending forever while nothing can happen.
+    pub(crate) async fn next(&mut self) -> Report<K> {
+        loop {
+            tokio::select! {
+                biased;
+                Some(done) = self.starts.join_next(), if !self.starts.is_empty() => {
+                    // A start task that panicked has nothing to report.
+                    if let Ok(done) = done {
+                        return self.start_done(done);
+                    }
+                }
+                Some(event) = self.events_rx.recv() => return self.event(event),
+                Some(_) = self.closing.join_next(), if !self.closing.is_empty() => {}
+            }
+        }
+    }
+
+    fn start_done(&mut self, done: Done<K, C>) -> Report<K> {
+        let elapsed = done.started.elapsed();
+        let now = self.clock.policy_now();
+        let entry = self
+            .entries
+            .get_mut(&done.key)
+            .filter(|e| e.generation == done.generation);
+        let mut error = None;
+        let current = entry.is_some();
+        match (entry, done.result) {
+            (None, Ok(connection)) => {
+                // Superseded while connecting (removed or started again).
+                self.closing.spawn(C::stop(connection));
+            }
+            (None, Err(_)) => {}
+            (Some(entry), Ok(connection)) => {
+                entry.catalog = C::catalog(&connection);
+                entry.connection = Some(connection);
+                entry.health.connected(now);
+            }
+            (Some(entry), Err(e)) => {
+                let seed = seed_for(&entry.name);
+                entry
+                    .health
+                    .fail(seed, e.message.clone(), now, e.unsupported);
+                error = Some(e.message);
+            }
+        }
+        Report::Started {
+            key: done.key,
+            generation: done.generation,
+            elapsed,
+            current,
+            error,
+        }
+    }
+
+    fn event(&mut self, event: C::Event) -> Report<K> {
+        let now = self.clock.policy_now();
+        let (generation, event) = C::event(event);
+        let Some(key) = self.generations.get(&generation).cloned() else {
+            return Report::Stale;
+        };
+        let Some(entry) = self
+            .entries
+            .get_mut(&key)
+            .filter(|e| e.generation == generation)
+        else {
+            return Report::Stale;
+        };
+        match event {
+            Event::CatalogChanged(catalog) => entry.catalog = catalog,
+            Event::Closed(error) => {
+                if let Some(connection) = entry.connection.take() {
+                    self.closing.spawn(C::stop(connection));
+                }
+                entry.catalog = C::Catalog::default();
+                let seed = seed_for(&entry.name);
+                entry.health.closed(seed, error, now);
+            }
+        }
+        Report::Updated(key)
+    }
+
+    /// Stops everything: starts under way are cancelled (a half-started process is stopped
+    /// with its group when its start is dropped), every connection is closed; returns when
+    /// all are stopped.
+    pub(crate) async fn shutdown(mut self) {
+        let keys: Vec<K> = self.entries.keys().cloned().collect();
+        for key in keys {
+            self.remove(&key);
+        }
+        self.starts.shutdown().await;
+        while self.closing.join_next().await.is_some() {}
+    }
+}
