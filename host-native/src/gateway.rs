@@ -1,13 +1,14 @@
-//! `mcp-reconcile serve`: one MCP server in front of a running [`Host`](crate::host::Host).
+//! `mcp-reconcile serve`: one MCP server in front of a [`Session`] — the running
+//! [`Host`](crate::host::Host) behind a [`HostHandle`], or one session of the shared pool.
 //!
 //! Any MCP client that configures `mcp-reconcile serve --project .` as its only server gets the
 //! union of the admitted servers' tools, prompts and resources, and hot reload without knowing
 //! about it:
 //! * names are qualified `mcp__<server>__<name>` (tools after each server's `includeTools` /
 //!   `excludeTools`; resources keep their URIs);
-//! * `tools/call`, `prompts/get`, `resources/read` are routed by the host ([`Control::Route`](crate::host::Control::Route))
-//!   and forwarded here, in the request's own task, with the client's progress token and
-//!   cancellation; the host loop never waits for a server;
+//! * `tools/call`, `prompts/get`, `resources/read` are routed by the session
+//!   ([`Session::route`]) and forwarded here, in the request's own task, with the client's
+//!   progress token and cancellation; the session's loop never waits for a server;
 //! * a call to a tool that is not available returns the §4 message (removed, not allowed,
 //!   excluded, awaiting approval, rejected, not connected) as a tool error (`isError: true`);
 //! * after the host announces a catalog change ([`HostEvent::CatalogChanged`]), every client
@@ -34,30 +35,44 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::host::{HostEvent, MergedCatalog, Route, Target};
-use crate::host::{HostGone, HostHandle};
+use crate::host::{HostEvent, HostHandle, MergedCatalog, Route, Target};
+use crate::session::{Session, SessionGone};
 use crate::transport::CallError;
 
-/// The MCP server side of `serve`. Cheap to clone; clones share the client list.
-#[derive(Clone)]
-pub struct Gateway {
-    host: HostHandle,
+/// The MCP server side of `serve`, in front of the session `S`. Cheap to clone; clones share
+/// the session and the client list.
+pub struct Gateway<S = HostHandle> {
+    session: Arc<S>,
     clients: Arc<Mutex<Vec<Peer<RoleServer>>>>,
 }
 
-impl std::fmt::Debug for Gateway {
+impl<S> Clone for Gateway<S> {
+    fn clone(&self) -> Self {
+        Gateway {
+            session: Arc::clone(&self.session),
+            clients: Arc::clone(&self.clients),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for Gateway<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway").finish_non_exhaustive()
     }
 }
 
-impl Gateway {
-    /// A gateway in front of the host behind `host`.
-    pub fn new(host: HostHandle) -> Self {
+impl<S: Session> Gateway<S> {
+    /// A gateway in front of `session`.
+    pub fn new(session: S) -> Self {
         Gateway {
-            host,
+            session: Arc::new(session),
             clients: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    /// The session this gateway fronts.
+    pub fn session(&self) -> &S {
+        &self.session
     }
 
     /// Sends `list_changed` to every connected client for each
@@ -94,7 +109,7 @@ impl Gateway {
     }
 
     async fn catalog(&self) -> Result<MergedCatalog, ErrorData> {
-        self.host.catalog().await.map_err(gone)
+        self.session.catalog().await.map_err(gone)
     }
 
     async fn forward_call(
@@ -153,11 +168,11 @@ impl Gateway {
     }
 }
 
-fn gone(e: HostGone) -> ErrorData {
+fn gone(e: SessionGone) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
 
-impl ServerHandler for Gateway {
+impl<S: Session> ServerHandler for Gateway<S> {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::default();
         let mut tools = ToolsCapability::default();
@@ -210,7 +225,7 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let route = self
-            .host
+            .session
             .route(Target::Tool(name.clone()))
             .await
             .map_err(gone)?;
@@ -243,7 +258,7 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let route = self
-            .host
+            .session
             .route(Target::Prompt(request.name.clone()))
             .await
             .map_err(gone)?
@@ -275,7 +290,7 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let route = self
-            .host
+            .session
             .route(Target::Resource(request.uri.clone()))
             .await
             .map_err(gone)?
@@ -296,9 +311,9 @@ impl ServerHandler for Gateway {
 ///
 /// # Errors
 /// A non-loopback address, or the address cannot be bound.
-pub async fn serve_http(
+pub async fn serve_http<S: Session>(
     addr: SocketAddr,
-    gateway: Gateway,
+    gateway: Gateway<S>,
     guard: crate::http_guard::GuardOptions,
     stop: CancellationToken,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {

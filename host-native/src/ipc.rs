@@ -36,10 +36,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::Semaphore;
 
-use crate::host::Control;
+use crate::host::HostHandle;
 use crate::inputs::Inputs;
+use crate::session::Session;
 use crate::status::{plan_json, report_json};
 
 /// The socket path of the session for `inputs`.
@@ -176,7 +177,7 @@ pub fn admit_peer(peer_uid: io::Result<u32>, our_uid: u32) -> Result<(), String>
     }
 }
 
-/// Listens on `path` and turns requests into [`Control`] messages. Fails if a
+/// Listens on `path` and answers requests through `host`. Fails if a
 /// live session already owns the socket; a stale socket file is replaced.
 /// See the module docs for who may connect and what is read.
 ///
@@ -185,7 +186,7 @@ pub fn admit_peer(peer_uid: io::Result<u32>, our_uid: u32) -> Result<(), String>
 /// session is running, or the socket cannot be bound.
 pub async fn serve(
     path: &Path,
-    control: mpsc::UnboundedSender<Control>,
+    host: HostHandle,
 ) -> anyhow::Result<SocketGuard> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
@@ -222,9 +223,9 @@ pub async fn serve(
                 );
                 continue;
             };
-            let control = control.clone();
+            let host = host.clone();
             tokio::spawn(async move {
-                let _ = answer(stream, control).await;
+                let _ = answer(stream, host).await;
                 drop(slot);
             });
         }
@@ -270,7 +271,7 @@ impl Drop for SocketGuard {
     }
 }
 
-async fn answer(stream: UnixStream, control: mpsc::UnboundedSender<Control>) -> io::Result<()> {
+async fn answer(stream: UnixStream, host: HostHandle) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
     // One byte more than allowed: a line that fills it is too long.
     let mut reader = BufReader::new(read.take(MAX_REQUEST as u64 + 1));
@@ -286,7 +287,7 @@ async fn answer(stream: UnixStream, control: mpsc::UnboundedSender<Control>) -> 
         json!({"error": format!("the request is longer than {MAX_REQUEST} bytes")})
     } else {
         match SessionRequest::parse(&line) {
-            Ok(request) => handle(request, &control).await,
+            Ok(request) => handle(request, &host).await,
             Err(message) => json!({ "error": message }),
         }
     };
@@ -299,38 +300,22 @@ async fn answer(stream: UnixStream, control: mpsc::UnboundedSender<Control>) -> 
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
 }
 
-/// Answers one request by asking the host over `control`.
-async fn handle(request: SessionRequest, control: &mpsc::UnboundedSender<Control>) -> Value {
+/// Answers one request by asking the host behind `host`.
+async fn handle(request: SessionRequest, host: &HostHandle) -> Value {
     let answer = match request {
-        SessionRequest::Status => ask(control, Control::Status)
-            .await
-            .map(|report| Ok(report_json(&report))),
-        SessionRequest::Reload => ask(control, Control::Reload)
-            .await
-            .map(|()| Ok(json!(true))),
-        SessionRequest::Reconnect { name } => ask(control, |tx| Control::Reconnect(name, tx))
+        SessionRequest::Status => host.status().await.map(|report| Ok(report_json(&report))),
+        SessionRequest::Reload => host.reload().await.map(|()| Ok(json!(true))),
+        SessionRequest::Reconnect { name } => host
+            .reconnect(name)
             .await
             .map(|names| names.map(|names| json!(names))),
-        SessionRequest::Plan => ask(control, Control::Plan)
-            .await
-            .map(|plan| plan.map(|plan| plan_json(&plan))),
+        SessionRequest::Plan => host.plan().await.map(|plan| plan.map(|plan| plan_json(&plan))),
     };
     match answer {
-        Some(Ok(ok)) => json!({ "ok": ok }),
-        Some(Err(message)) => json!({ "error": message }),
-        None => json!({"error": "the session is shutting down"}),
+        Ok(Ok(ok)) => json!({ "ok": ok }),
+        Ok(Err(message)) => json!({ "error": message }),
+        Err(gone) => json!({ "error": gone.to_string() }),
     }
-}
-
-/// Sends the host one [`Control`] message carrying a reply channel and waits
-/// for the reply; `None` when the host is gone (shutting down).
-async fn ask<T>(
-    control: &mpsc::UnboundedSender<Control>,
-    message: impl FnOnce(oneshot::Sender<T>) -> Control,
-) -> Option<T> {
-    let (tx, rx) = oneshot::channel();
-    control.send(message(tx)).ok()?;
-    rx.await.ok()
 }
 
 #[cfg(test)]

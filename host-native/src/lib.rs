@@ -34,6 +34,7 @@ pub mod ipc;
 pub mod pool;
 pub mod redact;
 pub mod review;
+pub mod session;
 pub mod status;
 mod supervisor;
 pub mod transport;

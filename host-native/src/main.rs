@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use mcp_reconcile::display;
-use mcp_reconcile::host::{Control, Host, HostEvent, HostOptions};
+use mcp_reconcile::host::{Control, Host, HostEvent, HostHandle, HostOptions};
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::review::quoted;
 use mcp_reconcile::{gateway, ipc, watcher};
@@ -90,7 +90,8 @@ enum Front {
 async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyhow::Result<()> {
     let socket = ipc::socket_path(&inputs);
     let (control_tx, control_rx) = mpsc::unbounded_channel();
-    let _guard = ipc::serve(&socket, control_tx.clone()).await?;
+    let handle = HostHandle::new(control_tx.clone());
+    let _guard = ipc::serve(&socket, handle.clone()).await?;
     let (file_tx, file_rx) = mpsc::unbounded_channel();
     let _watcher = watcher::watch(inputs.watched(), file_tx)?;
     let store = inputs.approvals_store().clone();
@@ -110,8 +111,7 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
         }
         Front::Serve { http } => {
             let announcements = host.subscribe();
-            let gateway =
-                gateway::Gateway::new(mcp_reconcile::host::HostHandle::new(control_tx.clone()));
+            let gateway = gateway::Gateway::new(handle);
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {

@@ -447,3 +447,89 @@ impl Drop for Group {
         );
     }
 }
+
+/// The gateway serves a pool session as it serves the session host (one `Session` trait): an
+/// MCP client sees the session's own view, calls are forwarded to the shared process, status
+/// shows the pool's connection and the policy of the session's files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
+    use mcp_reconcile::gateway::Gateway;
+    use mcp_reconcile::session::Session;
+    use rmcp::ServiceExt;
+
+    let d = Dir::new();
+    let mut x = d.server("x", "echo,add");
+    x["includeTools"] = json!(["echo"]);
+    d.write(
+        &d.path("a-settings.json"),
+        &json!({
+            "mcp": {"excluded": ["off"]},
+            "mcpServers": {"x": x, "off": {"command": "never-started"}},
+        }),
+    );
+    let pool = SharedPool::start(PoolOptions::default());
+    let mut files = d.inputs("a");
+    let mut session = pool.session("a");
+    session.apply(&files.load(None)).await.expect("applies");
+    wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+
+    let gateway = Gateway::new(session);
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let served = gateway.clone();
+    let server = tokio::spawn(async move {
+        let running = served
+            .serve(tokio::io::split(server_end))
+            .await
+            .expect("gateway handshake");
+        let _ = running.waiting().await;
+    });
+    let client = tokio::time::timeout(PATIENCE, ().serve(tokio::io::split(client_end)))
+        .await
+        .expect("handshake in time")
+        .expect("client handshake");
+    let tools: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(tools, ["mcp__x__echo"], "the session's own includeTools");
+    let params = rmcp::model::CallToolRequestParams::new("mcp__x__echo")
+        .with_arguments(json!({"text": "through the pool"}).as_object().cloned().expect("object"));
+    let result = client.call_tool(params).await.expect("tools/call");
+    assert!(
+        text(&result).contains("through the pool"),
+        "forwarded to the pooled process: {result:?}"
+    );
+    let hidden = rmcp::model::CallToolRequestParams::new("mcp__x__add");
+    let result = client.call_tool(hidden).await.expect("tools/call");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+
+    let status = Session::status(gateway.session()).await.expect("pool runs");
+    let by_name = |name: &str| {
+        status
+            .servers
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("{name} in {status:#?}"))
+    };
+    assert_eq!(by_name("x").state, "connected");
+    assert_eq!(by_name("x").tools, 1, "the session's view");
+    assert_eq!(by_name("x").pid, d.pids("x").first().copied().map(|p| p as u32));
+    assert_eq!(by_name("off").state, "skipped");
+    assert_eq!(by_name("off").reason, Some(Reason::Excluded));
+    let restarted = Session::reconnect(gateway.session(), Some("x".into()))
+        .await
+        .expect("pool runs")
+        .expect("reconnect");
+    assert_eq!(restarted, ["x"]);
+
+    client.cancel().await.expect("client closes");
+    server.await.expect("gateway task");
+    drop(gateway);
+    pool.shutdown().await;
+    for pid in d.pids("x") {
+        assert!(!alive(pid), "server {pid} stopped with the pool");
+    }
+}

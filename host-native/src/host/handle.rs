@@ -1,20 +1,17 @@
 //! [`HostHandle`]: what talks to a running [`Host`](super::Host) from other tasks (a gateway,
 //! the session socket).
 
+use mcp_reconcile_kernel::plan::Plan;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Control, MergedCatalog, Route, StatusReport, Target};
+use crate::session::{Session, SessionGone};
 
 /// Talks to a running host over its control channel.
 #[derive(Clone, Debug)]
 pub struct HostHandle {
     control: mpsc::UnboundedSender<Control>,
 }
-
-/// The host stopped (it is shutting down).
-#[derive(Clone, Copy, Debug, thiserror::Error)]
-#[error("the mcp-reconcile session is shutting down")]
-pub struct HostGone;
 
 impl HostHandle {
     /// A handle over the sender whose receiver was given to
@@ -26,37 +23,52 @@ impl HostHandle {
     async fn ask<T>(
         &self,
         make: impl FnOnce(oneshot::Sender<T>) -> Control,
-    ) -> Result<T, HostGone> {
-        ask(&self.control, make).await.ok_or(HostGone)
+    ) -> Result<T, SessionGone> {
+        ask(&self.control, make).await.ok_or(SessionGone)
     }
 
-    /// The merged catalog (waits for the start pass).
+    /// Reloads the files now (no debounce) and clears crash loops; returns once the pass is
+    /// queued.
     ///
     /// # Errors
-    /// [`HostGone`].
-    pub async fn catalog(&self) -> Result<MergedCatalog, HostGone> {
-        self.ask(Control::Catalog).await
+    /// [`SessionGone`].
+    pub async fn reload(&self) -> Result<(), SessionGone> {
+        self.ask(Control::Reload).await
     }
 
-    /// Where `target` goes, or the message for the caller.
+    /// What a reconcile would do now from the live state (nothing executed).
     ///
     /// # Errors
-    /// [`HostGone`].
-    pub async fn route(&self, target: Target) -> Result<Result<Route, String>, HostGone> {
-        self.ask(|tx| Control::Route(target, tx)).await
-    }
-
-    /// Every configured server's status.
-    ///
-    /// # Errors
-    /// [`HostGone`].
-    pub async fn status(&self) -> Result<StatusReport, HostGone> {
-        self.ask(Control::Status).await
+    /// [`SessionGone`].
+    pub async fn plan(&self) -> Result<Result<Plan, String>, SessionGone> {
+        self.ask(Control::Plan).await
     }
 
     /// Asks the host to stop every server and return from `run`.
     pub fn shutdown(&self) {
         let _ = self.control.send(Control::Shutdown);
+    }
+}
+
+impl Session for HostHandle {
+    /// Waits for the start pass (see [`Control::Catalog`]).
+    async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
+        self.ask(Control::Catalog).await
+    }
+
+    async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
+        self.ask(|tx| Control::Route(target, tx)).await
+    }
+
+    async fn status(&self) -> Result<StatusReport, SessionGone> {
+        self.ask(Control::Status).await
+    }
+
+    async fn reconnect(
+        &self,
+        server: Option<String>,
+    ) -> Result<Result<Vec<String>, String>, SessionGone> {
+        self.ask(|tx| Control::Reconnect(server, tx)).await
     }
 }
 

@@ -36,10 +36,10 @@ use mcp_reconcile_kernel::reload::{FileSource, ReloadScheduler};
 use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
 use tokio::sync::{mpsc, oneshot};
 
-pub(crate) use self::catalog::{adopt, CatalogMerger, PrefixOwners};
+pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners};
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
-pub use self::handle::{HostGone, HostHandle};
+pub use self::handle::HostHandle;
 use self::pass::Running;
 pub use self::pass::{PlanReport, Step};
 pub use self::status::{ServerStatus, StatusReport};

@@ -2,7 +2,7 @@
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
-use mcp_reconcile_kernel::{Reason, Transport};
+use mcp_reconcile_kernel::{Gating, Reason, ServerConfig, Transport};
 
 use super::catalog::prefix_taken;
 use super::{Host, PrefixOwners};
@@ -48,6 +48,46 @@ pub struct StatusReport {
     pub servers: Vec<ServerStatus>,
     /// What is broken in the inputs right now.
     pub errors: Vec<String>,
+}
+
+impl ServerStatus {
+    /// `name` as policy alone decides it: `skipped` with the reason when the folder is not
+    /// trusted or `gating` denies the server (a rejected approval says `rejected`), else
+    /// `disconnected` with nothing live — the caller fills in its connection.
+    pub(crate) fn by_policy(
+        name: &str,
+        config: &ServerConfig,
+        trusted: bool,
+        gating: &Gating,
+        approval: Option<ApprovalState>,
+    ) -> ServerStatus {
+        let mut status = ServerStatus {
+            name: name.to_owned(),
+            state: "disconnected",
+            reason: None,
+            approval,
+            transport: config.transport(),
+            tools: 0,
+            prompts: 0,
+            resources: 0,
+            pid: None,
+            spawns: 0,
+            attempts: 0,
+            last_error: None,
+            retry_in_ms: None,
+        };
+        if !trusted {
+            status.state = "skipped";
+            status.reason = Some(Reason::UntrustedFolder);
+        } else if let Some(reason) = gating.denial(name, config) {
+            status.state = "skipped";
+            status.reason = Some(match (reason, approval) {
+                (Reason::PendingApproval, Some(ApprovalState::Rejected)) => Reason::Rejected,
+                (reason, _) => reason,
+            });
+        }
+        status
+    }
 }
 
 impl Host {
@@ -96,33 +136,9 @@ impl Host {
         });
         let trusted = snapshot.is_none_or(|s| s.trusted);
         let key = name.to_owned();
-        let spawns = self.supervisor.spawns(&key);
-        let mut status = ServerStatus {
-            name: name.to_owned(),
-            state: "disconnected",
-            reason: None,
-            approval,
-            transport: config.transport(),
-            tools: 0,
-            prompts: 0,
-            resources: 0,
-            pid: None,
-            spawns,
-            attempts: 0,
-            last_error: None,
-            retry_in_ms: None,
-        };
-        if !trusted {
-            status.state = "skipped";
-            status.reason = Some(Reason::UntrustedFolder);
-            return Some(status);
-        }
-        if let Some(reason) = self.gating.denial(name, config) {
-            status.state = "skipped";
-            status.reason = Some(match (reason, approval) {
-                (Reason::PendingApproval, Some(ApprovalState::Rejected)) => Reason::Rejected,
-                (reason, _) => reason,
-            });
+        let mut status = ServerStatus::by_policy(name, config, trusted, &self.gating, approval);
+        status.spawns = self.supervisor.spawns(&key);
+        if status.state == "skipped" {
             return Some(status);
         }
         let (Some(live), Some(view)) = (self.supervisor.get(&key), self.supervisor.view(&key))

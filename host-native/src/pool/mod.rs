@@ -43,24 +43,22 @@
 //! acquire, `disconnect` into release and `reconnect` into release + acquire.
 
 mod actor;
+mod session;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_reconcile_kernel::approvals::Approvals;
-use mcp_reconcile_kernel::gating::tool_not_found;
 use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::identity::ConnectionId;
-use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry, Plan};
-use mcp_reconcile_kernel::pool::{Acquire, DEFAULT_DRAIN};
-use mcp_reconcile_kernel::{Gating, Millis, Reason, ServerConfig, Servers};
+use mcp_reconcile_kernel::plan::Plan;
+use mcp_reconcile_kernel::pool::DEFAULT_DRAIN;
+use mcp_reconcile_kernel::{Gating, Reason, Servers};
 use tokio::sync::{mpsc, oneshot};
 
-use self::actor::{Actor, HeldConn, Op, Request};
-use crate::host::{adopt, CatalogMerger, MergedCatalog, PrefixOwners, Route, Target};
-use crate::inputs::Snapshot;
-use crate::view::{own_prompt_name, own_tool_name, session_view};
+use self::actor::{Actor, Request};
+pub use self::session::PoolSession;
 
 /// How a [`SharedPool`] behaves.
 #[derive(Clone, Debug)]
@@ -176,6 +174,8 @@ impl SharedPool {
             gating: Gating::default(),
             approvals: Approvals::empty(),
             project_root: String::new(),
+            trusted: true,
+            errors: Vec::new(),
             acquired: BTreeMap::new(),
             closed: false,
         }
@@ -203,259 +203,3 @@ impl SharedPool {
     }
 }
 
-/// One session's use of the pool: its desired servers, gating and view. Dropping it releases
-/// everything it holds (as [`PoolSession::close`], without waiting).
-pub struct PoolSession {
-    name: String,
-    pool: SharedPool,
-    previous: Previous,
-    desired: Servers,
-    gating: Gating,
-    approvals: Approvals,
-    project_root: String,
-    /// Server → (connection id, the config it was acquired with).
-    acquired: BTreeMap<String, (ConnectionId, ServerConfig)>,
-    closed: bool,
-}
-
-impl std::fmt::Debug for PoolSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoolSession")
-            .field("name", &self.name)
-            .field("acquired", &self.acquired.keys().collect::<Vec<_>>())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PoolSession {
-    /// The session's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Reconciles this session with its files as loaded in `snapshot`: the kernel decides the
-    /// servers and gating (approvals included), plans in pool mode, and the pool acquires and
-    /// releases accordingly. Returns once the pool has taken every acquire and release
-    /// (servers keep connecting in the background; see [`SharedPool::status`]).
-    ///
-    /// # Errors
-    /// [`PoolError`].
-    pub async fn apply(&mut self, snapshot: &Snapshot) -> Result<Applied, PoolError> {
-        let decision = snapshot
-            .hot_reload(&self.previous)
-            .map_err(|e| PoolError::Plan(e.to_string()))?;
-        let mut online = Online::new();
-        for (name, (_, config)) in &self.acquired {
-            // The pool supervises and retries its connections: to a session, what it holds is
-            // always there.
-            online.insert(name.clone(), OnlineEntry::connected(config.clone()));
-        }
-        let planned = plan(
-            &decision.servers,
-            &online,
-            &decision.gating,
-            snapshot.trusted,
-            Mode::Pool,
-            Millis(0),
-        )
-        .map_err(|e| PoolError::Plan(e.to_string()))?;
-        let mut ops = Vec::new();
-        for action in &planned.actions {
-            match action {
-                Action::Disconnect { name, .. } => {
-                    if let Some((id, _)) = self.acquired.remove(name) {
-                        ops.push(Op::Release { id });
-                    }
-                }
-                Action::Reconnect { name, to, .. } => {
-                    if let Some((id, _)) = self.acquired.remove(name) {
-                        ops.push(Op::Release { id });
-                    }
-                    if let Some(config) = decision.servers.get(name) {
-                        ops.push(Op::Acquire {
-                            server: name.clone(),
-                            id: to.clone(),
-                            config: config.clone(),
-                        });
-                    }
-                }
-                Action::Connect { name, to } => {
-                    if let Some(config) = decision.servers.get(name) {
-                        ops.push(Op::Acquire {
-                            server: name.clone(),
-                            id: to.clone(),
-                            config: config.clone(),
-                        });
-                    }
-                }
-                Action::Retry { .. } | Action::Keep { .. } | Action::Skip { .. } => {}
-                Action::Noop { .. } => {}
-            }
-        }
-        let acquires: HashMap<String, (ConnectionId, ServerConfig)> = ops
-            .iter()
-            .filter_map(|op| match op {
-                Op::Acquire { server, id, config } => {
-                    Some((server.clone(), (id.clone(), config.clone())))
-                }
-                Op::Release { .. } => None,
-            })
-            .collect();
-        let gating = decision.gating.clone();
-        let session = self.name.clone();
-        let results = self
-            .pool
-            .ask(|reply| Request::Apply {
-                session,
-                gating,
-                ops,
-                reply,
-            })
-            .await?;
-        let mut refused = Vec::new();
-        for (server, outcome) in results {
-            match outcome {
-                Acquire::Refused { reason } => refused.push((server, reason)),
-                Acquire::Spawn | Acquire::Attach { .. } | Acquire::Unpooled { .. } => {
-                    if let Some(held) = acquires.get(&server) {
-                        self.acquired.insert(server, held.clone());
-                    }
-                }
-            }
-        }
-        self.previous = adopt(&decision, &self.desired, &self.gating);
-        self.desired = decision.servers;
-        self.gating = decision.gating;
-        self.approvals = snapshot.approvals.clone();
-        self.project_root = snapshot.project_root.clone();
-        Ok(Applied {
-            plan: planned,
-            refused,
-            approval_needed: decision.promptable,
-        })
-    }
-
-    /// The connections this session holds, in settings order, with the session's own config.
-    async fn held(&self) -> Result<Vec<(String, ServerConfig, HeldConn)>, PoolGone> {
-        let session = self.name.clone();
-        let conns = self
-            .pool
-            .ask(|reply| Request::View { session, reply })
-            .await?;
-        let mut by_server: HashMap<String, HeldConn> =
-            conns.into_iter().map(|c| (c.server.clone(), c)).collect();
-        Ok(self
-            .desired
-            .iter()
-            .filter(|(name, _)| self.acquired.contains_key(*name))
-            .filter_map(|(name, config)| {
-                by_server
-                    .remove(name)
-                    .map(|held| (name.clone(), config.clone(), held))
-            })
-            .collect())
-    }
-
-    /// This session's view of its connected servers: tools after its own `includeTools` /
-    /// `excludeTools`, names qualified `mcp__<server>__<name>`.
-    ///
-    /// # Errors
-    /// [`PoolGone`].
-    pub async fn catalog(&self) -> Result<MergedCatalog, PoolGone> {
-        let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
-        for (name, config, held) in self.held().await? {
-            if held.caller.is_some() {
-                merger.add(&name, session_view(&name, &config, &held.catalog));
-            }
-        }
-        Ok(merger.finish())
-    }
-
-    /// Where a request of this session goes; `Err` is the message for the caller (for a tool,
-    /// the §4 tool-not-found message).
-    ///
-    /// # Errors
-    /// [`PoolGone`].
-    pub async fn route(&self, target: Target) -> Result<Result<Route, String>, PoolGone> {
-        let owners = PrefixOwners::admitted(&self.desired, &self.gating);
-        for (server, config, held) in self.held().await? {
-            let Some(caller) = held.caller.filter(|_| owners.owns(&server)) else {
-                continue;
-            };
-            let name = match &target {
-                Target::Tool(name) => own_tool_name(&server, &config, &held.catalog, name),
-                Target::Prompt(name) => own_prompt_name(&server, &held.catalog, name),
-                Target::Resource(uri) => held
-                    .catalog
-                    .resources
-                    .iter()
-                    .any(|r| &r.uri == uri)
-                    .then(|| uri.clone()),
-            };
-            if let Some(name) = name {
-                return Ok(Ok(Route {
-                    server,
-                    name,
-                    caller,
-                }));
-            }
-        }
-        Ok(Err(match target {
-            Target::Tool(name) => {
-                let removed = self.previous.removed.as_deref().unwrap_or_default();
-                tool_not_found(
-                    &name,
-                    &self.desired,
-                    &self.gating,
-                    removed,
-                    Some((&self.approvals, self.project_root.as_str())),
-                )
-                .unwrap_or_else(|| format!("Tool \"{name}\" not found"))
-            }
-            Target::Prompt(name) => format!("prompt \"{name}\" not found"),
-            Target::Resource(uri) => format!("resource \"{uri}\" not found"),
-        }))
-    }
-
-    /// Clears failure and crash-loop state of the connections this session holds for
-    /// `server` (all when `None`) and restarts them now — only while this session's gating
-    /// admits them. Returns the servers restarted.
-    ///
-    /// # Errors
-    /// [`PoolGone`].
-    pub async fn reconnect(&self, server: Option<&str>) -> Result<Vec<String>, PoolGone> {
-        let session = self.name.clone();
-        let server = server.map(str::to_owned);
-        self.pool
-            .ask(|reply| Request::Reconnect {
-                session,
-                server,
-                reply,
-            })
-            .await
-    }
-
-    /// Releases everything this session holds (pooled connections drain; private ones close).
-    pub async fn close(mut self) {
-        self.closed = true;
-        let session = self.name.clone();
-        let _ = self
-            .pool
-            .ask(|reply| Request::Close {
-                session,
-                reply: Some(reply),
-            })
-            .await;
-    }
-}
-
-impl Drop for PoolSession {
-    fn drop(&mut self) {
-        if !self.closed {
-            let _ = self.pool.tx.send(Request::Close {
-                session: self.name.clone(),
-                reply: None,
-            });
-        }
-    }
-}

@@ -1,0 +1,39 @@
+//! [`Session`]: what a gateway fronts — one client-facing set of servers.
+//!
+//! The session host ([`HostHandle`](crate::host::HostHandle)) and one session of the shared
+//! pool ([`PoolSession`](crate::pool::PoolSession)) both implement it, so
+//! [`Gateway`](crate::gateway::Gateway) serves either without knowing which: the merged
+//! catalog, where a request goes, every configured server's status, and a reconnect.
+
+use std::future::Future;
+
+use crate::host::{MergedCatalog, Route, StatusReport, Target};
+
+/// The session behind a handle stopped (it is shutting down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the mcp-reconcile session is shutting down")]
+pub struct SessionGone;
+
+/// One client-facing session over a set of servers.
+pub trait Session: Send + Sync + 'static {
+    /// The merged catalog: every connected server's tools, prompts and resources under the
+    /// names a client sees.
+    fn catalog(&self) -> impl Future<Output = Result<MergedCatalog, SessionGone>> + Send;
+
+    /// Where `target` goes, or the message for the caller (for a tool, the §4
+    /// tool-not-found message).
+    fn route(
+        &self,
+        target: Target,
+    ) -> impl Future<Output = Result<Result<Route, String>, SessionGone>> + Send;
+
+    /// Every configured server's status, in settings order.
+    fn status(&self) -> impl Future<Output = Result<StatusReport, SessionGone>> + Send;
+
+    /// Clears the failure state of `server` (every server when `None`) and restarts it now;
+    /// the servers restarted, or why none could be.
+    fn reconnect(
+        &self,
+        server: Option<String>,
+    ) -> impl Future<Output = Result<Result<Vec<String>, String>, SessionGone>> + Send;
+}
