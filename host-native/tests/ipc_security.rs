@@ -112,7 +112,8 @@ async fn in_process_session() -> (
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state/test.sock");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let guard = ipc::serve(&path, tx).await.expect("serve");
+    let host = mcp_reconcile::host::HostHandle::new(tx);
+    let guard = ipc::serve(&path, host).await.expect("serve");
     (dir, path, guard, rx)
 }
 

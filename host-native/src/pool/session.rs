@@ -315,7 +315,7 @@ impl PoolSession {
                 };
                 let Some(conn) = pooled
                     .iter()
-                    .find(|c| &c.id == id && c.holders.iter().any(|h| *h == self.name))
+                    .find(|c| &c.id == id && c.holders.contains(&self.name))
                 else {
                     return status;
                 };
