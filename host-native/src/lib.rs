@@ -25,6 +25,7 @@
 //! (`tests/architecture.rs` checks it).
 
 pub mod approvals_store;
+pub mod clock;
 pub mod display;
 pub mod gateway;
 pub mod host;

@@ -149,7 +149,6 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     let inputs = Inputs::new(&layers.options())?;
     let options = HostOptions {
         full_restart: args.full_restart,
-        backoff_scale: backoff_scale(),
         ..HostOptions::default()
     };
     let prompt = !args.no_prompt && io::stdin().is_terminal();
@@ -168,11 +167,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) => Some((addr, http_guard(&args, &inputs)?)),
         None => None,
     };
-    let options = HostOptions {
-        backoff_scale: backoff_scale(),
-        ..HostOptions::default()
-    };
-    run_session(inputs, options, Front::Serve { http }).await
+    run_session(inputs, HostOptions::default(), Front::Serve { http }).await
 }
 
 /// `watch`'s printer: applied plans and failures on stdout, input problems
@@ -289,16 +284,6 @@ fn say(text: &str) {
     let mut out = io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-}
-
-/// `MCP_RECONCILE_BACKOFF_SCALE`: multiplies retry delays. For tests only
-/// (e.g. `0.01` reaches the crash-loop threshold in about a second).
-fn backoff_scale() -> f64 {
-    std::env::var("MCP_RECONCILE_BACKOFF_SCALE")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .unwrap_or(1.0)
 }
 
 /// Logs to stderr (stdout may be the MCP channel), filtered by

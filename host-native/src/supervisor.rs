@@ -19,7 +19,6 @@
 //! [`Supervisor::next`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +27,8 @@ use futures::future::BoxFuture;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::supervise::{seed_for, Supervision, View};
 use mcp_reconcile_kernel::{Millis, ServerConfig, Transport};
+
+use crate::clock::Clock;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
@@ -153,69 +154,6 @@ impl ConnectionKind for Mcp {
     }
 }
 
-/// The supervision clock: real time since the supervisor began, and the same time sped up by
-/// the test-only backoff scale (`MCP_RECONCILE_BACKOFF_SCALE`; 1 in production).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Clock {
-    epoch: Instant,
-    scale: f64,
-}
-
-impl Clock {
-    /// A clock starting now.
-    pub(crate) fn new(scale: f64) -> Self {
-        Clock {
-            epoch: Instant::now(),
-            scale,
-        }
-    }
-
-    /// Real time since the start.
-    pub(crate) fn now(&self) -> Millis {
-        Millis(u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX))
-    }
-
-    /// Now on the supervision clock (SPEC §9 time, what the kernel's supervision and plans
-    /// see): the real clock, sped up by the test-only backoff scale.
-    pub(crate) fn policy_now(&self) -> Millis {
-        policy_time(self.now(), self.scale)
-    }
-
-    /// Sleeps until real time `at` (from now on: the wait is fixed when this is called);
-    /// forever without one.
-    pub(crate) fn sleep_until(&self, at: Option<Millis>) -> impl Future<Output = ()> + 'static {
-        let wait = at.map(|at| Duration::from_millis(at.0.saturating_sub(self.now().0)));
-        async move {
-            match wait {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => std::future::pending().await,
-            }
-        }
-    }
-
-    /// A supervision-clock time (or span) on the real clock.
-    pub(crate) fn real_at(&self, at: Millis) -> Millis {
-        real_time(at, self.scale)
-    }
-}
-
-/// The real clock's `now` on the supervision clock: divided by the
-/// test-only backoff scale (1 in production: the same clock).
-fn policy_time(now: Millis, scale: f64) -> Millis {
-    if scale == 1.0 || !scale.is_finite() || scale <= 0.0 {
-        return now;
-    }
-    Millis((now.0 as f64 / scale.max(1e-6)).min(u64::MAX as f64) as u64)
-}
-
-/// A supervision-clock time (or span) on the real clock.
-fn real_time(at: Millis, scale: f64) -> Millis {
-    if scale == 1.0 || !scale.is_finite() || scale <= 0.0 {
-        return at;
-    }
-    Millis((at.0 as f64 * scale.max(1e-6)).round().min(u64::MAX as f64) as u64)
-}
-
 /// One supervised connection.
 pub(crate) struct Entry<C: ConnectionKind> {
     /// The name it runs under (the server name).
@@ -298,12 +236,12 @@ where
     C: ConnectionKind,
 {
     /// A supervisor starting at most `parallelism` connections at once, its supervision time
-    /// scaled by `backoff_scale` (tests only; 1 otherwise).
-    pub(crate) fn new(kind: C, parallelism: usize, backoff_scale: f64) -> Self {
+    /// read from `clock`.
+    pub(crate) fn new(kind: C, parallelism: usize, clock: Clock) -> Self {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         Supervisor {
             kind,
-            clock: Clock::new(backoff_scale),
+            clock,
             entries: BTreeMap::new(),
             generations: HashMap::new(),
             next_generation: 1,
@@ -317,8 +255,8 @@ where
     }
 
     /// The clock supervision runs on.
-    pub(crate) fn clock(&self) -> Clock {
-        self.clock
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// The entry of `key`.
@@ -452,18 +390,17 @@ where
         }
     }
 
-    /// When the next retry is due, on the real clock.
+    /// When the next retry is due.
     pub(crate) fn next_retry(&self) -> Option<Millis> {
         self.entries
             .values()
             .filter_map(|e| e.health.retry_due())
             .min()
-            .map(|at| self.clock.real_at(at))
     }
 
     /// The failed entries whose retry is due now, in key order.
     pub(crate) fn due(&self) -> Vec<K> {
-        let now = self.clock.policy_now();
+        let now = self.clock.now();
         self.entries
             .iter()
             .filter(|(_, e)| e.health.is_due(now))
@@ -471,12 +408,9 @@ where
             .collect()
     }
 
-    /// How `key` shows now; `retry_in_ms` on the real clock.
+    /// How `key` shows now.
     pub(crate) fn view(&self, key: &K) -> Option<View> {
-        let entry = self.entries.get(key)?;
-        let mut view = entry.health.view(self.clock.policy_now());
-        view.retry_in_ms = view.retry_in_ms.map(|ms| self.clock.real_at(Millis(ms)).0);
-        Some(view)
+        Some(self.entries.get(key)?.health.view(self.clock.now()))
     }
 
     /// Waits for the next start to end or connection event, applies it to its entry and says
@@ -499,7 +433,7 @@ where
 
     fn start_done(&mut self, done: Done<K, C>) -> Report<K> {
         let elapsed = done.started.elapsed();
-        let now = self.clock.policy_now();
+        let now = self.clock.now();
         let entry = self
             .entries
             .get_mut(&done.key)
@@ -535,7 +469,7 @@ where
     }
 
     fn event(&mut self, event: C::Event) -> Report<K> {
-        let now = self.clock.policy_now();
+        let now = self.clock.now();
         let (generation, event) = C::event(event);
         let Some(key) = self.generations.get(&generation).cloned() else {
             return Report::Stale;

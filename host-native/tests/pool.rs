@@ -327,15 +327,24 @@ async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears
     }
     d.settings("a", json!({"crashy": crashy.clone()}));
     d.settings("b", json!({"crashy": crashy}));
+    let time = mcp_reconcile::clock::ManualClock::new();
     let pool = SharedPool::start(PoolOptions {
-        backoff_scale: 0.01,
-        drain: Duration::from_millis(200),
+        clock: time.clock(),
         ..PoolOptions::default()
     });
     let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
     let (mut a, mut b) = (pool.session("a"), pool.session("b"));
     a.apply(&files_a.load(None)).await.expect("applies");
     b.apply(&files_b.load(None)).await.expect("applies");
+    // Each retry comes when the pool's clock passes its time.
+    for attempts in 1..8 {
+        let s = wait_status(&pool, &format!("failure {attempts}"), |s| {
+            s.len() == 1 && s[0].state == "failed" && s[0].attempts == attempts
+        })
+        .await;
+        assert_eq!(s[0].reason, Some(Reason::BackingOff), "{s:#?}");
+        time.advance(Duration::from_secs(60));
+    }
     let s = wait_status(&pool, "crash loop", |s| {
         s.iter().any(|x| x.reason == Some(Reason::CrashLoop))
     })

@@ -1,15 +1,19 @@
-//! End-to-end supervision (SPEC §9): a real `watch` with fixture servers that crash, read
-//! through `status --json` and the lines `watch` prints. Supervision time is scaled down with
-//! `MCP_RECONCILE_BACKOFF_SCALE=0.01` (retry delays 10 ms, 20 ms, … and a 3 s healthy window).
+//! Supervision (SPEC §9) end to end: a session host in this process with real fixture servers
+//! that crash, its time moved by hand with a [`ManualClock`] — each retry happens when the test
+//! advances the clock past it, so the schedule is checked exactly, whatever the machine's load.
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
+use mcp_reconcile::clock::ManualClock;
+use mcp_reconcile::host::{Host, HostHandle, HostOptions, ServerStatus, StatusReport};
+use mcp_reconcile::inputs::Inputs;
+use mcp_reconcile::session::Session;
+use mcp_reconcile_kernel::Reason;
 use serde_json::{json, Value};
-
-const SCALE: (&str, &str) = ("MCP_RECONCILE_BACKOFF_SCALE", "0.01");
+use tokio::sync::mpsc;
 
 fn crashing(p: &Project, name: &str, after_ms: u64) -> Value {
     let mut server = p.server(name, "echo");
@@ -19,135 +23,181 @@ fn crashing(p: &Project, name: &str, after_ms: u64) -> Value {
     server
 }
 
-fn entry(status: &[Value], name: &str) -> Value {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .cloned()
-        .unwrap_or_default()
+/// A host over `p`'s files on a manual clock.
+struct Running {
+    host: HostHandle,
+    time: ManualClock,
+    task: tokio::task::JoinHandle<()>,
+    _files: mpsc::UnboundedSender<mcp_reconcile_kernel::reload::FileSource>,
 }
 
-fn in_crash_loop(status: &[Value], name: &str) -> bool {
-    entry(status, name)["reason"] == "crash_loop"
-}
-
-/// `(attempt, retry delay)` of every "NAME is failed (attempt K, retry in D ms)" line, and
-/// how many "crash loop" lines, from `log` after byte `from`.
-fn failures(log: &str, name: &str, from: usize) -> (Vec<(u32, u64)>, usize) {
-    let prefix = format!("  {name} is failed (attempt ");
-    let mut retries = Vec::new();
-    let mut loops = 0;
-    for line in log[from.min(log.len())..].lines() {
-        let Some(rest) = line.strip_prefix(&prefix) else {
-            continue;
-        };
-        let attempt: u32 = rest
-            .split(|c: char| !c.is_ascii_digit())
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        if let Some(delay) = rest.split(", retry in ").nth(1) {
-            let ms = delay
-                .split(' ')
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
-            retries.push((attempt, ms));
-        } else if rest.contains("crash loop") {
-            loops += 1;
+impl Running {
+    fn start(p: &Project) -> Running {
+        let time = ManualClock::new();
+        let inputs = Inputs::new(&p.options()).expect("inputs");
+        let host = Host::new(
+            inputs,
+            HostOptions {
+                clock: time.clock(),
+                ..HostOptions::default()
+            },
+        );
+        let (files, files_rx) = mpsc::unbounded_channel();
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(host.run(files_rx, control_rx));
+        Running {
+            host: HostHandle::new(control),
+            time,
+            task,
+            _files: files,
         }
     }
-    (retries, loops)
+
+    async fn wait(&self, what: &str, pred: impl Fn(&StatusReport) -> bool) -> StatusReport {
+        let start = Instant::now();
+        loop {
+            let status = self.host.status().await.expect("host runs");
+            if pred(&status) {
+                return status;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}: {status:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Advances the clock past each retry of `name` until it is in crash loop; returns the
+    /// `(attempts, retryInMs)` seen while it backed off, in order.
+    async fn drive_into_crash_loop(&self, name: &str) -> Vec<(u32, u64)> {
+        let mut seen = Vec::new();
+        loop {
+            let s = self
+                .wait(&format!("{name} failed after attempt {}", seen.len() + 1), |s| {
+                    let x = server(s, name);
+                    x.state == "failed" && x.attempts as usize == seen.len() + 1
+                })
+                .await;
+            let x = server(&s, name);
+            if x.reason == Some(Reason::CrashLoop) {
+                return seen;
+            }
+            assert_eq!(x.reason, Some(Reason::BackingOff), "{x:#?}");
+            let wait = x.retry_in_ms.expect("a retry time while backing off");
+            seen.push((x.attempts, wait));
+            // Not one millisecond early: the retry waits for its time.
+            self.time.advance(Duration::from_millis(wait.saturating_sub(1)));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(server(&self.host.status().await.expect("runs"), name).attempts, x.attempts);
+            self.time.advance(Duration::from_millis(1));
+        }
+    }
+
+    async fn stop(self) {
+        self.host.shutdown();
+        self.task.await.expect("host task");
+    }
 }
 
-#[test]
-fn a_crashing_server_backs_off_longer_each_time_until_crash_loop_and_reconnect_or_reload_clear_it()
-{
+fn server(status: &StatusReport, name: &str) -> ServerStatus {
+    status
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} in {status:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashing_server_backs_off_longer_each_time_until_crash_loop_and_reconnect_or_reload_clear_it(
+) {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {
         "crashy": crashing(&p, "crashy", 200),
         "steady": p.server("steady", "echo"),
     }}));
-    let watch = p.watch_env(&[], &[SCALE]);
+    let run = Running::start(&p);
 
-    // Growing delays, read from status while it backs off, until the crash loop.
-    let seen_retry_in = std::cell::Cell::new(false);
-    let s = p.wait_for("crashy in crash loop", |s| {
-        let c = entry(s, "crashy");
-        if c["reason"] == "backing_off" && c["retryInMs"].is_u64() {
-            seen_retry_in.set(true);
-        }
-        in_crash_loop(s, "crashy")
-    });
-    let c = entry(&s, "crashy");
-    assert_eq!(c["state"], "failed", "{c:#}");
-    assert_eq!(c["attempts"], 8, "{c:#}");
-    assert_eq!(c["spawns"], 8, "one process per attempt: {c:#}");
-    assert_eq!(c["retryInMs"], Value::Null, "no timer in crash loop");
-    let error = c["lastError"].as_str().unwrap_or_default();
-    assert!(error.contains("crashing as asked"), "stderr tail: {error}");
+    let backoffs = run.drive_into_crash_loop("crashy").await;
+    let attempts: Vec<u32> = backoffs.iter().map(|b| b.0).collect();
+    assert_eq!(attempts, [1, 2, 3, 4, 5, 6, 7]);
     assert!(
-        seen_retry_in.get(),
-        "status showed retryInMs while backing off"
+        backoffs.windows(2).all(|w| w[0].1 < w[1].1),
+        "each delay is longer than the last: {backoffs:?}"
     );
+    let s = run.host.status().await.expect("runs");
+    let c = server(&s, "crashy");
+    assert_eq!((c.attempts, c.spawns), (8, 8), "one process per attempt: {c:#?}");
+    assert_eq!(c.retry_in_ms, None, "no timer in crash loop");
+    let error = c.last_error.unwrap_or_default();
+    assert!(error.contains("crashing as asked"), "stderr tail: {error}");
     assert_eq!(p.spawns("crashy"), 8);
     // A neighbour is untouched.
-    assert_eq!(state_of(&s, "steady"), "connected");
+    assert_eq!(server(&s, "steady").state, "connected");
     assert_eq!(p.spawns("steady"), 1);
 
-    let log = watch.output();
-    let (retries, loops) = failures(&log, "crashy", 0);
-    let attempts: Vec<u32> = retries.iter().map(|r| r.0).collect();
-    assert_eq!(attempts, [1, 2, 3, 4, 5, 6, 7], "log:\n{log}");
-    assert!(
-        retries.windows(2).all(|w| w[0].1 < w[1].1),
-        "each delay is longer than the last: {retries:?}"
-    );
-    assert_eq!(loops, 1, "log:\n{log}");
-
-    // No timer runs in crash loop.
-    std::thread::sleep(Duration::from_millis(800));
+    // No timer runs in crash loop, however long it waits.
+    run.time.advance(Duration::from_secs(3600));
+    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(p.spawns("crashy"), 8);
 
     // `reconnect` clears it: a fresh process, counting from attempt 1 again.
-    let mark = watch.output().len();
-    let out = p.run(&["reconnect", "crashy"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    watch.wait_output("a new first failure", |o| {
-        failures(o, "crashy", mark).0.first().map(|r| r.0) == Some(1)
-    });
-    assert!(p.spawns("crashy") > 8);
+    let restarted = run
+        .host
+        .reconnect(Some("crashy".into()))
+        .await
+        .expect("runs")
+        .expect("reconnect");
+    assert_eq!(restarted, ["crashy"]);
+    let again = run.drive_into_crash_loop("crashy").await;
+    assert_eq!(again, backoffs, "the same schedule from attempt 1");
+    assert_eq!(p.spawns("crashy"), 16);
 
-    // Back in crash loop; `reload` clears it too.
-    p.wait_for("crash loop again", |s| {
-        in_crash_loop(s, "crashy") && p.spawns("crashy") == 16
-    });
-    let mark = watch.output().len();
-    let out = p.run(&["reload"]);
-    assert!(out.status.success());
-    watch.wait_output("a new first failure after reload", |o| {
-        failures(o, "crashy", mark).0.first().map(|r| r.0) == Some(1)
-    });
-    assert!(p.spawns("crashy") > 16);
+    // `reload` clears it too.
+    run.host.reload().await.expect("runs");
+    run.wait("a new first failure after reload", |s| {
+        let c = server(s, "crashy");
+        c.attempts == 1 && c.spawns == 17
+    })
+    .await;
+    assert_eq!(p.spawns("crashy"), 17);
     assert_eq!(p.spawns("steady"), 1);
+    run.stop().await;
 }
 
-#[test]
-fn a_server_that_stayed_healthy_starts_over_at_attempt_one() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stayed_healthy_starts_over_at_attempt_one() {
     let p = Project::new();
-    // Up for 5 s before each crash: more than the (scaled) 3 s healthy window.
-    p.write_settings(json!({"mcpServers": {"flaky": crashing(&p, "flaky", 5000)}}));
-    let watch = p.watch_env(&[], &[SCALE]);
-    watch.wait_output("two crashes", |o| failures(o, "flaky", 0).0.len() >= 2);
-    let (retries, _) = failures(&watch.output(), "flaky", 0);
-    assert!(
-        retries.iter().all(|r| r.0 == 1),
-        "the count reset after a healthy run: {retries:?}"
-    );
-    let s = p.status();
-    assert!(entry(&s, "flaky")["spawns"].as_u64() >= Some(2));
+    p.write_settings(json!({"mcpServers": {"flaky": crashing(&p, "flaky", 2500)}}));
+    let run = Running::start(&p);
+    let connected = |spawns: u64| {
+        move |s: &StatusReport| {
+            let f = server(s, "flaky");
+            f.state == "connected" && f.spawns == spawns
+        }
+    };
+    let failed = |spawns: u64| {
+        move |s: &StatusReport| {
+            let f = server(s, "flaky");
+            f.state == "failed" && f.spawns == spawns
+        }
+    };
+
+    // Up for the whole 5-minute healthy window before each crash: attempt 1 every time.
+    for spawns in 1..=2 {
+        run.wait("connected", connected(spawns)).await;
+        run.time.advance(Duration::from_secs(301));
+        let s = run.wait("its crash", failed(spawns)).await;
+        let f = server(&s, "flaky");
+        assert_eq!(f.attempts, 1, "the count starts over after a healthy run: {f:#?}");
+        run.time
+            .advance(Duration::from_millis(f.retry_in_ms.expect("retry time")));
+    }
+    // Up for less than the window: the count goes on.
+    run.wait("connected", connected(3)).await;
+    run.time.advance(Duration::from_secs(299));
+    let s = run.wait("its crash", failed(3)).await;
+    assert_eq!(server(&s, "flaky").attempts, 2, "{s:#?}");
+    run.stop().await;
 }

@@ -43,6 +43,7 @@ pub use self::handle::HostHandle;
 use self::pass::Running;
 pub use self::pass::{PlanReport, Step};
 pub use self::status::{ServerStatus, StatusReport};
+use crate::clock::Clock;
 use crate::inputs::{Inputs, Snapshot};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
@@ -64,13 +65,9 @@ pub struct HostOptions {
     /// Baseline for benchmarks: restart every server on every change, as
     /// most clients do on reload.
     pub full_restart: bool,
-    /// Scales supervision time (1.0 = the §9 schedule): every retry delay of
-    /// the kernel's backoff is multiplied by it, and the 5-minute healthy
-    /// window that resets `attempts` with it. For tests only: `0.01` turns
-    /// the 1 s, 2 s, 4 s … schedule into 10 ms, 20 ms, 40 ms … and the
-    /// healthy window into 3 s; the CLI reads it from the
-    /// `MCP_RECONCILE_BACKOFF_SCALE` environment variable.
-    pub backoff_scale: f64,
+    /// The clock everything the host schedules reads (debounce, §9 retries, the healthy
+    /// window): tokio's by default; tests pass a [`ManualClock`](crate::clock::ManualClock)'s.
+    pub clock: Clock,
 }
 
 impl Default for HostOptions {
@@ -79,7 +76,7 @@ impl Default for HostOptions {
             mode: Mode::Session,
             parallelism: DEFAULT_PARALLELISM,
             full_restart: false,
-            backoff_scale: 1.0,
+            clock: Clock::tokio(),
         }
     }
 }
@@ -166,7 +163,7 @@ impl Host {
         let kind = Mcp {
             base_dir: Some(inputs.project_dir().to_path_buf()),
         };
-        let supervisor = Supervisor::new(kind, options.parallelism, options.backoff_scale);
+        let supervisor = Supervisor::new(kind, options.parallelism, options.clock.clone());
         Host {
             inputs,
             options,
@@ -245,13 +242,6 @@ impl Host {
 
     fn now(&self) -> Millis {
         self.supervisor.clock().now()
-    }
-
-    /// Now on the supervision clock (SPEC §9 time, what the kernel's
-    /// supervision and plans see): the real clock, sped up by the test-only
-    /// backoff scale.
-    fn policy_now(&self) -> Millis {
-        self.supervisor.clock().policy_now()
     }
 
     fn emit(&mut self, event: HostEvent) {
@@ -370,7 +360,7 @@ impl Host {
                     &gating,
                     snapshot.trusted,
                     self.options.mode,
-                    self.policy_now(),
+                    self.now(),
                 )
                 .map_err(|e| e.to_string());
                 let _ = reply.send(result);

@@ -149,7 +149,7 @@ impl Host {
             &self.gating,
             trusted,
             self.options.mode,
-            self.policy_now(),
+            self.now(),
         );
         let plan = match result {
             Ok(plan) => plan,

@@ -88,7 +88,7 @@ impl Actor {
         };
         Actor {
             pool,
-            conns: Supervisor::new(kind, options.parallelism, options.backoff_scale),
+            conns: Supervisor::new(kind, options.parallelism, options.clock.clone()),
             sessions: HashMap::new(),
         }
     }

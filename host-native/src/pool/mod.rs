@@ -58,6 +58,7 @@ use mcp_reconcile_kernel::{Gating, Reason, Servers};
 use tokio::sync::{mpsc, oneshot};
 
 use self::actor::{Actor, Request};
+use crate::clock::Clock;
 pub use self::session::PoolSession;
 
 /// How a [`SharedPool`] behaves.
@@ -67,9 +68,9 @@ pub struct PoolOptions {
     pub drain: Duration,
     /// Share remote (HTTP, SSE) connections too; by default they are per session.
     pub pool_remote: bool,
-    /// Scales supervision time as [`HostOptions::backoff_scale`](crate::host::HostOptions)
-    /// (tests only).
-    pub backoff_scale: f64,
+    /// The clock the drain and supervision read, as
+    /// [`HostOptions::clock`](crate::host::HostOptions).
+    pub clock: Clock,
     /// A relative `cwd` is resolved against this.
     pub base_dir: Option<PathBuf>,
     /// Servers started at once.
@@ -81,7 +82,7 @@ impl Default for PoolOptions {
         PoolOptions {
             drain: Duration::from_millis(DEFAULT_DRAIN.0),
             pool_remote: false,
-            backoff_scale: 1.0,
+            clock: Clock::tokio(),
             base_dir: None,
             parallelism: crate::host::DEFAULT_PARALLELISM,
         }

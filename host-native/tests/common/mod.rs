@@ -78,6 +78,20 @@ impl Project {
         .to_vec()
     }
 
+    /// The same files as [`Project::flags`], for a host run in the test's own process (no
+    /// system settings of the machine's).
+    pub fn options(&self) -> mcp_reconcile::inputs::Options {
+        mcp_reconcile::inputs::Options {
+            user_settings: Some(self.user_settings()),
+            system_settings: Some(self.path("no-system-settings.json")),
+            system_defaults: Some(self.path("no-system-defaults.json")),
+            project: Some(self.path("project")),
+            approvals: Some(self.path("approvals.json")),
+            state_dir: Some(self.path("state")),
+            ..mcp_reconcile::inputs::Options::default()
+        }
+    }
+
     /// A fixture server entry that appends its pid to `<name>.marker`.
     pub fn server(&self, name: &str, tools: &str) -> Value {
         json!({
