@@ -343,7 +343,7 @@ async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears
         })
         .await;
         assert_eq!(s[0].reason, Some(Reason::BackingOff), "{s:#?}");
-        time.advance(Duration::from_secs(60));
+        time.advance(Duration::from_secs(120));
     }
     let s = wait_status(&pool, "crash loop", |s| {
         s.iter().any(|x| x.reason == Some(Reason::CrashLoop))
