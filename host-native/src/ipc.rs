@@ -184,10 +184,7 @@ pub fn admit_peer(peer_uid: io::Result<u32>, our_uid: u32) -> Result<(), String>
 /// # Errors
 /// The state directory cannot be prepared ([`prepare_state_dir`]), another
 /// session is running, or the socket cannot be bound.
-pub async fn serve(
-    path: &Path,
-    host: HostHandle,
-) -> anyhow::Result<SocketGuard> {
+pub async fn serve(path: &Path, host: HostHandle) -> anyhow::Result<SocketGuard> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
@@ -309,7 +306,10 @@ async fn handle(request: SessionRequest, host: &HostHandle) -> Value {
             .reconnect(name)
             .await
             .map(|names| names.map(|names| json!(names))),
-        SessionRequest::Plan => host.plan().await.map(|plan| plan.map(|plan| plan_json(&plan))),
+        SessionRequest::Plan => host
+            .plan()
+            .await
+            .map(|plan| plan.map(|plan| plan_json(&plan))),
     };
     match answer {
         Ok(Ok(ok)) => json!({ "ok": ok }),

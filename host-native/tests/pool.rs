@@ -504,8 +504,12 @@ async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
         .map(|t| t.name.to_string())
         .collect();
     assert_eq!(tools, ["mcp__x__echo"], "the session's own includeTools");
-    let params = rmcp::model::CallToolRequestParams::new("mcp__x__echo")
-        .with_arguments(json!({"text": "through the pool"}).as_object().cloned().expect("object"));
+    let params = rmcp::model::CallToolRequestParams::new("mcp__x__echo").with_arguments(
+        json!({"text": "through the pool"})
+            .as_object()
+            .cloned()
+            .expect("object"),
+    );
     let result = client.call_tool(params).await.expect("tools/call");
     assert!(
         text(&result).contains("through the pool"),
@@ -525,7 +529,10 @@ async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
     };
     assert_eq!(by_name("x").state, "connected");
     assert_eq!(by_name("x").tools, 1, "the session's view");
-    assert_eq!(by_name("x").pid, d.pids("x").first().copied().map(|p| p as u32));
+    assert_eq!(
+        by_name("x").pid,
+        d.pids("x").first().copied().map(|p| p as u32)
+    );
     assert_eq!(by_name("off").state, "skipped");
     assert_eq!(by_name("off").reason, Some(Reason::Excluded));
     let restarted = Session::reconnect(gateway.session(), Some("x".into()))

@@ -74,10 +74,13 @@ impl Running {
         let mut seen = Vec::new();
         loop {
             let s = self
-                .wait(&format!("{name} failed after attempt {}", seen.len() + 1), |s| {
-                    let x = server(s, name);
-                    x.state == "failed" && x.attempts as usize == seen.len() + 1
-                })
+                .wait(
+                    &format!("{name} failed after attempt {}", seen.len() + 1),
+                    |s| {
+                        let x = server(s, name);
+                        x.state == "failed" && x.attempts as usize == seen.len() + 1
+                    },
+                )
                 .await;
             let x = server(&s, name);
             if x.reason == Some(Reason::CrashLoop) {
@@ -87,9 +90,13 @@ impl Running {
             let wait = x.retry_in_ms.expect("a retry time while backing off");
             seen.push((x.attempts, wait));
             // Not one millisecond early: the retry waits for its time.
-            self.time.advance(Duration::from_millis(wait.saturating_sub(1)));
+            self.time
+                .advance(Duration::from_millis(wait.saturating_sub(1)));
             tokio::time::sleep(Duration::from_millis(100)).await;
-            assert_eq!(server(&self.host.status().await.expect("runs"), name).attempts, x.attempts);
+            assert_eq!(
+                server(&self.host.status().await.expect("runs"), name).attempts,
+                x.attempts
+            );
             self.time.advance(Duration::from_millis(1));
         }
     }
@@ -128,7 +135,11 @@ async fn a_crashing_server_backs_off_longer_each_time_until_crash_loop_and_recon
     );
     let s = run.host.status().await.expect("runs");
     let c = server(&s, "crashy");
-    assert_eq!((c.attempts, c.spawns), (8, 8), "one process per attempt: {c:#?}");
+    assert_eq!(
+        (c.attempts, c.spawns),
+        (8, 8),
+        "one process per attempt: {c:#?}"
+    );
     assert_eq!(c.retry_in_ms, None, "no timer in crash loop");
     let error = c.last_error.unwrap_or_default();
     assert!(error.contains("crashing as asked"), "stderr tail: {error}");
@@ -190,7 +201,10 @@ async fn a_server_that_stayed_healthy_starts_over_at_attempt_one() {
         run.time.advance(Duration::from_secs(301));
         let s = run.wait("its crash", failed(spawns)).await;
         let f = server(&s, "flaky");
-        assert_eq!(f.attempts, 1, "the count starts over after a healthy run: {f:#?}");
+        assert_eq!(
+            f.attempts, 1,
+            "the count starts over after a healthy run: {f:#?}"
+        );
         run.time
             .advance(Duration::from_millis(f.retry_in_ms.expect("retry time")));
     }

@@ -58,8 +58,8 @@ use mcp_reconcile_kernel::{Gating, Reason, Servers};
 use tokio::sync::{mpsc, oneshot};
 
 use self::actor::{Actor, Request};
-use crate::clock::Clock;
 pub use self::session::PoolSession;
+use crate::clock::Clock;
 
 /// How a [`SharedPool`] behaves.
 #[derive(Clone, Debug)]
@@ -203,4 +203,3 @@ impl SharedPool {
         crate::host::ask(&self.tx, make).await.ok_or(PoolGone)
     }
 }
-

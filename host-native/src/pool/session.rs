@@ -346,15 +346,21 @@ impl PoolSession {
 
 impl Session for PoolSession {
     async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
-        PoolSession::catalog(self).await.map_err(|PoolGone| SessionGone)
+        PoolSession::catalog(self)
+            .await
+            .map_err(|PoolGone| SessionGone)
     }
 
     async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
-        PoolSession::route(self, target).await.map_err(|PoolGone| SessionGone)
+        PoolSession::route(self, target)
+            .await
+            .map_err(|PoolGone| SessionGone)
     }
 
     async fn status(&self) -> Result<StatusReport, SessionGone> {
-        PoolSession::status(self).await.map_err(|PoolGone| SessionGone)
+        PoolSession::status(self)
+            .await
+            .map_err(|PoolGone| SessionGone)
     }
 
     async fn reconnect(

@@ -1,0 +1,218 @@
+//! [`Caller`]: requests forwarded to one live connection from any task (a gateway), with the
+//! caller's progress and cancellation, bounded by the config's `timeout`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResult, ProgressNotificationParam, ReadResourceRequest,
+    ReadResourceRequestParams, ReadResourceResult, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::progress::ProgressRouter;
+use super::session::describe_service_error;
+use super::{ConnectError, ConnectErrorKind, Ctx, ENDED_WAIT, SERVICE_CLOSE};
+
+/// Forwards requests to one live connection from any task, as a gateway does: with the
+/// caller's progress and cancellation, bounded by the config's `timeout`. It does not keep the
+/// connection alive: once the connection closes (the server exited, or the host stopped it), a
+/// pending request fails at once with [`ConnectErrorKind::Closed`] — it never hangs.
+#[derive(Clone)]
+pub struct Caller {
+    pub(super) ctx: Arc<Ctx>,
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) progress: ProgressRouter,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("server", &self.ctx.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a forwarded request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error (forward it as is).
+    #[error("{}", .0.message)]
+    Mcp(rmcp::ErrorData),
+    /// No answer: the connection closed, the `timeout` passed, the caller cancelled, or the
+    /// answer was not the expected kind. The message is redacted and names the server.
+    #[error("{0}")]
+    Failed(ConnectError),
+}
+
+impl Caller {
+    /// The server this caller talks to.
+    pub fn server(&self) -> &str {
+        &self.ctx.name
+    }
+
+    /// Forwards `tools/call` (`params.name` is the server's own tool name). Each progress
+    /// notification of the server for this call is sent to `progress` (with the server's
+    /// token; the receiver substitutes its own). Cancelling `cancel` sends
+    /// `notifications/cancelled` to the server and fails the call.
+    ///
+    /// # Errors
+    /// See [`CallError`]. A tool that ran and failed is a result with `is_error`, not an error.
+    pub async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, CallError> {
+        let what = format!("tools/call `{}`", params.name);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(&what, request, progress, cancel).await? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            ServerResult::EmptyResult(_) => Ok(CallToolResult::success(Vec::new())),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    /// Forwards `prompts/get`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, CallError> {
+        let what = format!("prompts/get `{}`", params.name);
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        match self
+            .request(&what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::GetPromptResult(result) => Ok(result),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    /// Forwards `resources/read`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, CallError> {
+        let what = format!("resources/read `{}`", params.uri);
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        match self
+            .request(&what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::ReadResourceResult(result) => Ok(result),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    fn unexpected(&self, what: &str) -> CallError {
+        CallError::Failed(self.ctx.error(
+            ConnectErrorKind::Call,
+            &format!(
+                "answered {what} with a result mcp-reconcile cannot forward \
+                 (input requests and tasks are not supported)"
+            ),
+        ))
+    }
+
+    async fn request(
+        &self,
+        what: &str,
+        request: ClientRequest,
+        progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+        cancel: CancellationToken,
+    ) -> Result<ServerResult, CallError> {
+        let closed = || async {
+            // The monitor records why the connection ended (exit status, stderr tail) a moment
+            // after the transport closes.
+            let mut ended = self.ctx.ended.subscribe();
+            let reason = tokio::time::timeout(ENDED_WAIT, ended.wait_for(Option::is_some))
+                .await
+                .ok()
+                .and_then(|r| r.ok().and_then(|v| v.clone()))
+                .unwrap_or_else(|| "the connection closed".to_owned());
+            CallError::Failed(self.ctx.error(
+                ConnectErrorKind::Closed,
+                &format!(
+                    "closed its connection before answering {what}: {reason}. mcp-reconcile \
+                     restarts failed servers on its own; call again once it is connected"
+                ),
+            ))
+        };
+        let mut handle = match self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(ServiceError::TransportClosed) => return Err(closed().await),
+            Err(e) => {
+                return Err(CallError::Failed(self.ctx.error(
+                    ConnectErrorKind::Call,
+                    &format!("{what} failed: {}", describe_service_error(&e)),
+                )))
+            }
+        };
+        let mut updates = progress.map(|forward| {
+            let (guard, rx) = self.progress.subscribe(handle.progress_token.clone());
+            (guard, rx, forward)
+        });
+        let deadline = tokio::time::sleep(self.ctx.call_timeout);
+        tokio::pin!(deadline);
+        loop {
+            let next_progress = async {
+                match updates.as_mut() {
+                    Some((_, rx, _)) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                response = &mut handle.rx => {
+                    return match response {
+                        Ok(Ok(result)) => Ok(result),
+                        Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
+                        Ok(Err(ServiceError::TransportClosed)) | Err(_) => Err(closed().await),
+                        Ok(Err(e)) => Err(CallError::Failed(self.ctx.error(
+                            ConnectErrorKind::Call,
+                            &format!("{what} failed: {}", describe_service_error(&e)),
+                        ))),
+                    };
+                }
+                () = cancel.cancelled() => {
+                    let reason = Some("cancelled by the client".to_owned());
+                    let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+                    return Err(CallError::Failed(self.ctx.error(
+                        ConnectErrorKind::Cancelled,
+                        &format!("{what} was cancelled by the client"),
+                    )));
+                }
+                () = &mut deadline => {
+                    let reason = Some("timeout".to_owned());
+                    let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+                    return Err(CallError::Failed(self.ctx.error(
+                        ConnectErrorKind::Call,
+                        &format!(
+                            "got no answer to {what} within {} ms (`timeout`)",
+                            self.ctx.call_timeout.as_millis()
+                        ),
+                    )));
+                }
+                Some(update) = next_progress => {
+                    if let Some((_, _, forward)) = updates.as_ref() {
+                        let _ = forward.send(update);
+                    }
+                }
+            }
+        }
+    }
+}
