@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use mcp_reconcile_kernel::identity::approval_hash;
 use mcp_reconcile_kernel::json::Value;
+use mcp_reconcile_kernel::lsp::lsp_approval_hash;
 use mcp_reconcile_kernel::{LayerSource, ServerConfig};
 
 use crate::display::{decide_command, safe};
@@ -35,6 +36,8 @@ pub struct ApprovalRequest {
     /// A server of the user's (or the administrator's) with the same name
     /// that this entry replaces.
     pub replaces: Option<(LayerSource, ServerConfig)>,
+    /// A language server from `.lsp.json` (SPEC §14.3): its own approvals file and hash.
+    pub lsp: bool,
 }
 
 impl ApprovalRequest {
@@ -74,7 +77,30 @@ impl ApprovalRequest {
             written,
             file,
             replaces,
+            lsp: false,
         }
+    }
+
+    /// The request for the project language server `name` of `snapshot` (its `.lsp.json`
+    /// entry), bound to `lspApprovalHash` of the entry as it would run.
+    pub fn language_server(snapshot: &Snapshot, name: &str) -> Option<Self> {
+        let entry = snapshot.lsp.get(name)?;
+        let mut config = entry.config.clone();
+        config.remove("scope");
+        let mut written = snapshot
+            .lsp_written
+            .get(name)
+            .map_or_else(|| config.clone(), |w| w.config.clone());
+        written.remove("scope");
+        Some(ApprovalRequest {
+            name: name.to_owned(),
+            hash: lsp_approval_hash(&entry.config).0,
+            config: ServerConfig(config),
+            written: ServerConfig(written),
+            file: snapshot.lsp_json.clone(),
+            replaces: None,
+            lsp: true,
+        })
     }
 
     /// The multi-line review: what will run, from which file, whether it
@@ -83,7 +109,8 @@ impl ApprovalRequest {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "? {} (from {}) wants to start:",
+            "? {}{} (from {}) wants to start:",
+            if self.lsp { "language server " } else { "" },
             quoted(&self.name),
             safe(&self.file.to_string_lossy())
         );
@@ -135,7 +162,10 @@ impl ApprovalRequest {
     pub fn approve_command(&self) -> String {
         format!(
             "{} --hash {}",
-            decide_command("approve", &self.name),
+            decide_command(
+                if self.lsp { "approve --lsp" } else { "approve" },
+                &self.name
+            ),
             self.hash
         )
     }
@@ -270,6 +300,7 @@ mod tests {
                 LayerSource::User,
                 cfg(r#"{"command":"gh-mcp","env":{"T":"mine"}}"#),
             )),
+            lsp: false,
         };
         let text = request.review();
         assert!(!text.contains("s3cr3t"), "{text}");

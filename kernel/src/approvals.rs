@@ -153,8 +153,14 @@ impl Approvals {
     /// servers and projects are kept; a project entry (or a whole store) that
     /// is not an object is replaced by a fresh object.
     pub fn record(&mut self, root: &str, name: &str, config: &ServerConfig, decision: Decision) {
+        self.record_hash(root, name, &approval_hash(config).0, decision);
+    }
+
+    /// [`Approvals::record`] with the hash given (a language server's is
+    /// [`lsp_approval_hash`](crate::lsp::lsp_approval_hash), SPEC §14.3).
+    pub fn record_hash(&mut self, root: &str, name: &str, hash: &str, decision: Decision) {
         let mut entry = Object::new();
-        entry.insert("hash".into(), approval_hash(config).0.into());
+        entry.insert("hash".into(), hash.into());
         entry.insert("status".into(), decision.as_str().into());
         if !matches!(self.store, Value::Object(_)) {
             self.store = Value::Object(Object::new());

@@ -26,6 +26,10 @@ pub enum FileSource {
     Approvals,
     /// A `--mcp-config` file, named by the host (usually its path).
     McpConfig(String),
+    /// A language-server file (SPEC §14.1), named by the host (`"user"`, `"project"`).
+    LspFile(String),
+    /// The language-server approvals file (SPEC §14.3).
+    LspApprovals,
 }
 
 /// How a reconcile run ended. Both end the run the same way for scheduling:

@@ -130,6 +130,22 @@ impl ApprovalsStore {
         config: &ServerConfig,
         decision: Decision,
     ) -> anyhow::Result<()> {
+        let hash = mcp_reconcile_kernel::approval_hash(config).0;
+        self.decide_hash(project_root, name, &hash, decision)
+    }
+
+    /// [`ApprovalsStore::decide`] with the approval hash given (a language server's, SPEC
+    /// §14.3).
+    ///
+    /// # Errors
+    /// As [`ApprovalsStore::decide`].
+    pub fn decide_hash(
+        &self,
+        project_root: &str,
+        name: &str,
+        hash: &str,
+        decision: Decision,
+    ) -> anyhow::Result<()> {
         let target = write_target(&self.path);
         let dir = parent_dir(&target);
         fs::DirBuilder::new()
@@ -174,7 +190,7 @@ impl ApprovalsStore {
                 approvals
             }
         };
-        approvals.record(project_root, name, config, decision);
+        approvals.record_hash(project_root, name, hash, decision);
         let text = to_pretty_json(approvals.as_value());
         write_atomic(&target, text.as_bytes()).with_context(|| {
             format!(

@@ -124,9 +124,13 @@ pub struct DecideArgs {
     /// The server name.
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     pub name: Option<String>,
-    /// Every gated server that is not already decided this way.
+    /// Every gated server that is not already decided this way (MCP servers and language
+    /// servers).
     #[arg(long)]
     pub all: bool,
+    /// NAME is a language server from the project's .lsp.json.
+    #[arg(long, conflicts_with = "all")]
+    pub lsp: bool,
     /// Decide only if the entry still has this approval hash (as printed by
     /// the prompt, by `watch`/`serve` and by an earlier `approve`): what was
     /// reviewed is exactly what is decided; a changed entry is refused.
@@ -190,6 +194,12 @@ pub struct LayerFlags {
     /// Approvals file [default: from --layout]
     #[arg(long, value_name = "FILE")]
     pub approvals: Option<PathBuf>,
+    /// The user's language-server file (like .lsp.json, not gated) [default: from --layout]
+    #[arg(long, value_name = "FILE")]
+    pub user_lsp: Option<PathBuf>,
+    /// Language-server approvals file [default: lsp-approvals.json beside the approvals file]
+    #[arg(long, value_name = "FILE")]
+    pub lsp_approvals: Option<PathBuf>,
     /// Treat the project folder as untrusted: no workspace settings, nothing connects
     #[arg(long)]
     pub untrusted: bool,
@@ -220,6 +230,8 @@ impl LayerFlags {
             mcp_config: self.mcp_config.clone(),
             allowed_mcp_server_names: self.allowed_mcp_server_names.clone(),
             approvals: self.approvals.clone(),
+            user_lsp: self.user_lsp.clone(),
+            lsp_approvals: self.lsp_approvals.clone(),
             untrusted: self.untrusted,
             yolo: self.yolo,
             debounce_ms: self.debounce_ms,

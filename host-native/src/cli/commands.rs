@@ -11,6 +11,7 @@ use mcp_reconcile::ipc::{self, SessionRequest};
 use mcp_reconcile::review::{quoted, ApprovalRequest};
 use mcp_reconcile::status::{plan_json, status_json};
 use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspScope};
 use mcp_reconcile_kernel::{assemble, Decision};
 use serde_json::{json, Value};
 
@@ -98,11 +99,35 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
         eprintln!("! {}", display::safe_multiline(&error.to_string()));
     }
     let servers = assemble(&snapshot.layers).servers;
-    let store = inputs.approvals_store();
     let root = inputs.project_root().to_owned();
-    let targets: Vec<String> = match &args.name {
+    let undecided = |state: ApprovalState| match decision {
+        Decision::Approved => state != ApprovalState::Approved,
+        Decision::Rejected => state == ApprovalState::Pending,
+    };
+    // What is decided is exactly what is shown: one snapshot, read once.
+    let requests: Vec<ApprovalRequest> = match &args.name {
+        Some(name) if args.lsp => {
+            let Some(entry) = snapshot.lsp.get(name) else {
+                bail!("no configured language server named {}; run `mcp-reconcile status` with the same flags to list them", quoted(name));
+            };
+            if entry.scope != LspScope::Project {
+                bail!(
+                    "language server {} comes from your own language-server file, so it needs no approval",
+                    quoted(name)
+                );
+            }
+            ApprovalRequest::language_server(&snapshot, name)
+                .into_iter()
+                .collect()
+        }
         Some(name) => {
             let Some(config) = servers.get(name) else {
+                if snapshot.lsp.contains_key(name) {
+                    bail!(
+                        "{} is a language server; decide it with `--lsp`",
+                        quoted(name)
+                    );
+                }
                 bail!("no configured server named {}; run `mcp-reconcile status` with the same flags to list them", quoted(name));
             };
             if !config.is_gated() {
@@ -111,22 +136,31 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
                     quoted(name)
                 );
             }
-            vec![name.clone()]
+            vec![ApprovalRequest::new(&snapshot, name, config)]
         }
-        None => servers
-            .iter()
-            .filter(|(_, cfg)| cfg.is_gated())
-            .filter(|(name, cfg)| {
-                let state = snapshot.approvals.state(&root, name, cfg);
-                match decision {
-                    Decision::Approved => state != ApprovalState::Approved,
-                    Decision::Rejected => state == ApprovalState::Pending,
-                }
-            })
-            .map(|(name, _)| name.clone())
-            .collect(),
+        None => {
+            let mcp = servers
+                .iter()
+                .filter(|(_, cfg)| cfg.is_gated())
+                .filter(|(name, cfg)| undecided(snapshot.approvals.state(&root, name, cfg)))
+                .map(|(name, config)| ApprovalRequest::new(&snapshot, name, config));
+            let lsp = snapshot
+                .lsp
+                .iter()
+                .filter(|(_, entry)| entry.scope == LspScope::Project)
+                .filter(|(name, entry)| {
+                    undecided(lsp_approval_state(
+                        &snapshot.lsp_approvals,
+                        &root,
+                        name,
+                        &entry.config,
+                    ))
+                })
+                .filter_map(|(name, _)| ApprovalRequest::language_server(&snapshot, name));
+            mcp.chain(lsp).collect()
+        }
     };
-    if targets.is_empty() {
+    if requests.is_empty() {
         println!("nothing to decide: no project-controlled server is waiting");
         return Ok(());
     }
@@ -134,15 +168,6 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
         Decision::Approved => "approved",
         Decision::Rejected => "rejected",
     };
-    // What is decided is exactly what is shown: one snapshot, read once.
-    let requests: Vec<ApprovalRequest> = targets
-        .iter()
-        .filter_map(|name| {
-            servers
-                .get(name)
-                .map(|config| ApprovalRequest::new(&snapshot, name, config))
-        })
-        .collect();
     if let Some(expected) = &args.hash {
         for request in &requests {
             if !request.hash.eq_ignore_ascii_case(expected.trim()) {
@@ -158,8 +183,13 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
     }
     for request in requests {
         print!("{}", request.review());
+        let store = if request.lsp {
+            inputs.lsp_approvals_store()
+        } else {
+            inputs.approvals_store()
+        };
         store
-            .decide(&root, &request.name, &request.config, decision)
+            .decide_hash(&root, &request.name, &request.hash, decision)
             .with_context(|| format!("storing the decision for {}", quoted(&request.name)))?;
         println!("{verb} {} (hash {})", quoted(&request.name), request.hash);
     }

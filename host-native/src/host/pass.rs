@@ -342,6 +342,9 @@ fn describe_sources(sources: &[FileSource]) -> String {
             FileSource::McpJson => ".mcp.json".to_owned(),
             FileSource::Approvals => "approvals".to_owned(),
             FileSource::McpConfig(id) => format!("--mcp-config {id}"),
+            FileSource::LspFile(scope) if scope == "project" => ".lsp.json".to_owned(),
+            FileSource::LspFile(scope) => format!("{scope} language servers"),
+            FileSource::LspApprovals => "language-server approvals".to_owned(),
         })
         .collect();
     format!("change in {}", names.join(", "))

@@ -22,6 +22,7 @@
 //! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
 
 mod files;
+mod lsp;
 mod paths;
 mod shell_words;
 
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use mcp_reconcile_kernel::gating::compute_gating;
 use mcp_reconcile_kernel::json::{Object, Value};
+use mcp_reconcile_kernel::lsp::{merge_lsp, LspScope, LspServers};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{
@@ -40,6 +42,7 @@ use mcp_reconcile_kernel::{
 use crate::approvals_store::ApprovalsStore;
 pub use files::{read_text, MAX_INPUT_BYTES};
 use files::{JsonFile, JsonKind, SettingsFile};
+use lsp::LspFile;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use shell_words::server_command_config;
 pub use shell_words::shell_words;
@@ -83,6 +86,15 @@ pub struct Snapshot {
     pub trusted: bool,
     /// The approval gate is off (`--yolo`).
     pub yolo: bool,
+    /// The project's `.lsp.json` (where project language servers come from).
+    pub lsp_json: PathBuf,
+    /// The desired language servers (SPEC §14.1): the user file's entries under the project's
+    /// `.lsp.json` (a project entry replaces a user one of the same name), scope stamped.
+    pub lsp: LspServers,
+    /// [`Snapshot::lsp`] as the files wrote them (`$VAR`s not expanded): what a review shows.
+    pub lsp_written: LspServers,
+    /// The language-server approval records (SPEC §14.3; empty when missing or malformed).
+    pub lsp_approvals: Approvals,
     /// What is broken right now; empty when every input loaded cleanly.
     pub errors: Vec<InputError>,
 }
@@ -149,6 +161,10 @@ pub struct Inputs {
     store: ApprovalsStore,
     approvals: Option<(Approvals, Vec<String>)>,
     server_command: Option<FrozenCommand>,
+    lsp_user: Option<LspFile>,
+    lsp_project: LspFile,
+    lsp_store: ApprovalsStore,
+    lsp_approvals: Option<(Approvals, Vec<String>)>,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -229,6 +245,13 @@ impl Inputs {
             .collect();
 
         Ok(Inputs {
+            lsp_user: paths
+                .user_lsp
+                .clone()
+                .map(|path| LspFile::new(path, LspScope::User)),
+            lsp_project: LspFile::new(paths.lsp_json.clone(), LspScope::Project),
+            lsp_store: ApprovalsStore::new(paths.lsp_approvals.clone()),
+            lsp_approvals: None,
             layout: flags.layout,
             mcp_json: JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())),
             store: ApprovalsStore::new(paths.approvals.clone()),
@@ -260,6 +283,10 @@ impl Inputs {
             .collect();
         out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
         out.push((self.paths.approvals.clone(), FileSource::Approvals));
+        for file in self.lsp_user.iter().chain([&self.lsp_project]) {
+            out.push((file.path.clone(), file.source()));
+        }
+        out.push((self.paths.lsp_approvals.clone(), FileSource::LspApprovals));
         for config in &self.cli_configs {
             if let (Some(path), Some(source)) = (config.kind.path(), config.kind.source()) {
                 out.push((path.to_path_buf(), source));
@@ -295,12 +322,27 @@ impl Inputs {
         if self.approvals.is_none() || changed.is_none_or(|c| c.contains(&FileSource::Approvals)) {
             self.approvals = Some(self.store.load());
         }
+        for file in self.lsp_user.iter_mut().chain([&mut self.lsp_project]) {
+            if wanted(file.loaded, &file.source()) {
+                file.reload(&self.expansion_env, !self.yolo, &self.project_root);
+            }
+        }
+        if self.lsp_approvals.is_none()
+            || changed.is_none_or(|c| c.contains(&FileSource::LspApprovals))
+        {
+            self.lsp_approvals = Some(self.lsp_store.load());
+        }
         self.snapshot()
     }
 
     /// The approvals file.
     pub fn approvals_store(&self) -> &ApprovalsStore {
         &self.store
+    }
+
+    /// The language-server approvals file (SPEC §14.3).
+    pub fn lsp_approvals_store(&self) -> &ApprovalsStore {
+        &self.lsp_store
     }
 
     /// The canonical project root (real path): the approvals key.
@@ -484,7 +526,12 @@ impl Inputs {
             ),
         }));
 
+        let (lsp, lsp_written, lsp_approvals) = self.lsp_part(&mut errors);
         Snapshot {
+            lsp_json: self.paths.lsp_json.clone(),
+            lsp,
+            lsp_written,
+            lsp_approvals,
             layers,
             written_layers,
             mcp_json: self.paths.mcp_json.clone(),
@@ -497,6 +544,35 @@ impl Inputs {
             yolo: self.yolo,
             errors,
         }
+    }
+
+    /// The desired language servers (and as written), the language-server approvals, and
+    /// their problems added to `errors`.
+    fn lsp_part(&self, errors: &mut Vec<InputError>) -> (LspServers, LspServers, Approvals) {
+        let files = || self.lsp_user.iter().chain([&self.lsp_project]);
+        for file in files() {
+            errors.extend(file.errors());
+        }
+        let user = self.lsp_user.as_ref();
+        let servers = merge_lsp(
+            &user.map(LspFile::servers).unwrap_or_default(),
+            &self.lsp_project.servers(),
+        );
+        let written = merge_lsp(
+            &user.map(LspFile::written).unwrap_or_default(),
+            &self.lsp_project.written(),
+        );
+        let (approvals, problems) = self
+            .lsp_approvals
+            .clone()
+            .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
+        errors.extend(problems.into_iter().map(|problem| InputError {
+            file: self.lsp_store.path().to_path_buf(),
+            message: format!(
+                "{problem} — every language server from .lsp.json stays pending until it is                  fixed; repair or delete the file (the next approval keeps a copy as .bak)"
+            ),
+        }));
+        (servers, written, approvals)
     }
 
     /// `mcp.serverCommand` over the settings scopes and the file that sets it.

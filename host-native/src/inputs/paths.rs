@@ -20,6 +20,9 @@ Which default files to read; an explicit flag overrides its own row.
   system defaults  /etc/mcp-reconcile/system-defaults.json        $QWEN_CODE_SYSTEM_DEFAULTS_PATH or /etc/qwen-code/system-defaults.json
   project servers  <project>/.mcp.json                            <project>/.mcp.json
   approvals        $XDG_CONFIG_HOME/mcp-reconcile/approvals.json  $QWEN_CODE_MCP_APPROVALS_PATH or $QWEN_HOME/mcpApprovals.json
+  user lsp         $XDG_CONFIG_HOME/mcp-reconcile/lsp.json        (none)
+  project lsp      <project>/.lsp.json                            <project>/.lsp.json
+  lsp approvals    lsp-approvals.json beside the approvals file   $QWEN_HOME/lspApprovals.json
 
 $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 /Library/Application Support/QwenCode/. Settings files are JSON with comments; a
@@ -71,6 +74,10 @@ pub struct Options {
     pub allowed_mcp_server_names: Vec<String>,
     /// Approvals file.
     pub approvals: Option<PathBuf>,
+    /// The user's language-server file (SPEC §14.1).
+    pub user_lsp: Option<PathBuf>,
+    /// Language-server approvals file (SPEC §14.3).
+    pub lsp_approvals: Option<PathBuf>,
     /// Treat the project folder as untrusted: no workspace settings, nothing
     /// connects.
     pub untrusted: bool,
@@ -179,6 +186,12 @@ pub struct LayerPaths {
     pub approvals: PathBuf,
     /// Where a running session keeps its socket.
     pub state_dir: PathBuf,
+    /// The user's language-server file (SPEC §14.1); none in the qwen layout unless given.
+    pub user_lsp: Option<PathBuf>,
+    /// The project's `.lsp.json`.
+    pub lsp_json: PathBuf,
+    /// The language-server approvals file (SPEC §14.3).
+    pub lsp_approvals: PathBuf,
 }
 
 impl LayerPaths {
@@ -253,7 +266,33 @@ impl LayerPaths {
             None => xdg("XDG_STATE_HOME", &[".local", "state"], "state directory")?
                 .join("mcp-reconcile"),
         };
+        let user_lsp = match explicit(&flags.user_lsp) {
+            Some(p) => Some(p),
+            None => match layout {
+                Layout::Default => Some(
+                    xdg("XDG_CONFIG_HOME", &[".config"], "user language-server file")?
+                        .join("mcp-reconcile/lsp.json"),
+                ),
+                // The TypeScript CLI has no user-level language-server file.
+                Layout::Qwen => None,
+            },
+        };
+        let lsp_approvals = match explicit(&flags.lsp_approvals) {
+            Some(p) => p,
+            None => match layout {
+                Layout::Default => approvals
+                    .parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+                    .join("lsp-approvals.json"),
+                Layout::Qwen => {
+                    qwen_home(env, "language-server approvals file")?.join("lspApprovals.json")
+                }
+            },
+        };
         Ok(LayerPaths {
+            user_lsp,
+            lsp_json: project_dir.join(".lsp.json"),
+            lsp_approvals,
             user,
             workspace,
             system,

@@ -1,0 +1,130 @@
+//! The language-server files (SPEC §14.1): the user's file and the project's `.lsp.json`, each
+//! keeping its last good content when a reload fails; a broken entry is reported and skipped
+//! while the others load.
+
+use std::path::PathBuf;
+
+use mcp_reconcile_kernel::json::{self, Object, Value};
+use mcp_reconcile_kernel::lsp::{parse_lsp_json, LspParseOptions, LspScope};
+use mcp_reconcile_kernel::reload::FileSource;
+
+use super::files::{kept_note, read_text};
+use super::InputError;
+
+/// One language-server file.
+#[derive(Debug)]
+pub(super) struct LspFile {
+    pub(super) path: PathBuf,
+    scope: LspScope,
+    pub(super) loaded: bool,
+    /// The entries in use (expanded, scope stamped) and the entry errors of that content.
+    good: Option<(Object<Object>, Vec<String>)>,
+    /// The same entries as written (`$VAR`s not expanded): what a review shows.
+    written: Object<Object>,
+    error: Option<String>,
+}
+
+impl LspFile {
+    pub(super) fn new(path: PathBuf, scope: LspScope) -> Self {
+        LspFile {
+            path,
+            scope,
+            loaded: false,
+            good: None,
+            written: Object::new(),
+            error: None,
+        }
+    }
+
+    /// How a change of this file is reported.
+    pub(super) fn source(&self) -> FileSource {
+        FileSource::LspFile(self.scope.as_str().to_owned())
+    }
+
+    /// Reads the file again: a missing file has no entries; an unreadable file, or one that
+    /// is not a JSON object, keeps the last good content.
+    pub(super) fn reload(&mut self, env: &Object, expand: bool, project_root: &str) {
+        self.loaded = true;
+        let text = match read_text(&self.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                self.good = Some((Object::new(), Vec::new()));
+                self.written = Object::new();
+                self.error = None;
+                return;
+            }
+            Err(e) => {
+                self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
+                return;
+            }
+        };
+        // A file that is not an object as a whole keeps what ran before (a half-written file
+        // must not stop every language server); entry errors only skip their entry.
+        match json::parse_jsonc(&text) {
+            Ok(Value::Object(_)) => {}
+            Ok(other) => {
+                self.error = Some(format!(
+                    "must be a JSON object mapping server names to entries, found {} — fix it; {}",
+                    other.preview(40),
+                    kept_note(self.good.is_some())
+                ));
+                return;
+            }
+            Err(e) => {
+                let what = if text.trim().is_empty() {
+                    "it is empty".to_owned()
+                } else {
+                    format!("not valid JSON: {e}")
+                };
+                self.error = Some(format!(
+                    "{what} — fix it; {}",
+                    kept_note(self.good.is_some())
+                ));
+                return;
+            }
+        }
+        let options = LspParseOptions {
+            env: Some(env),
+            expand,
+            scope: Some(self.scope),
+            project_root: Some(project_root),
+        };
+        let parsed = parse_lsp_json(&text, options);
+        self.written = parse_lsp_json(
+            &text,
+            LspParseOptions {
+                env: None,
+                expand: false,
+                ..options
+            },
+        )
+        .servers;
+        self.good = Some((parsed.servers, parsed.errors));
+        self.error = None;
+    }
+
+    /// The entries in use.
+    pub(super) fn servers(&self) -> Object<Object> {
+        self.good
+            .as_ref()
+            .map(|(servers, _)| servers.clone())
+            .unwrap_or_default()
+    }
+
+    /// The entries in use as written.
+    pub(super) fn written(&self) -> Object<Object> {
+        self.written.clone()
+    }
+
+    pub(super) fn errors(&self) -> Vec<InputError> {
+        let entry_errors = self.good.iter().flat_map(|(_, e)| e.iter());
+        self.error
+            .iter()
+            .chain(entry_errors)
+            .map(|message| InputError {
+                file: self.path.clone(),
+                message: message.clone(),
+            })
+            .collect()
+    }
+}
