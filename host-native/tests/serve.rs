@@ -362,6 +362,23 @@ async fn a_call_on_a_dying_server_fails_clearly_and_a_pending_one_never_spawns()
 }
 
 /// `serve --http 127.0.0.1:0`: every HTTP client is a session of the same host; each hears
+/// An edit that only removes a server is announced by itself: nothing else happens after it
+/// (no start, no event) that could wake the session and carry the announcement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_only_removes_a_server_is_announced_at_once() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "a": p.server("a", "echo"),
+        "b": p.server("b", "echo"),
+    }}));
+    let mut served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo", "mcp__b__echo"]);
+    p.write_settings(json!({"mcpServers": {"b": p.server("b", "echo")}}));
+    served.tools_changed().await;
+    assert_eq!(served.tool_names().await, ["mcp__b__echo"]);
+    served.close().await;
+}
+
 /// `list_changed`, also when a server changes its own list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_every_client_hears_list_changed() {

@@ -258,6 +258,9 @@ impl Host {
         let mut files_open = true;
         loop {
             self.start_next_run();
+            // A pass that only tears servers down finishes inside `start_next_run`: announce
+            // its change now, not when something else next wakes the loop.
+            self.announce_catalog();
             let sleep = self.supervisor.clock().sleep_until(self.next_wake());
             tokio::select! {
                 biased;
