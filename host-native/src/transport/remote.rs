@@ -26,12 +26,15 @@ const TRANSPORT_HEADERS: [&str; 4] = [
 /// How many redirects (all within the origin) one request may follow.
 pub const MAX_REDIRECTS: usize = 10;
 
-/// An HTTP client that never goes through a proxy (servers are reached as configured) and
-/// follows redirects only within the origin ([`redirect_policy`]).
+/// An HTTP client that never goes through a proxy (servers are reached as configured),
+/// follows redirects only within the origin ([`redirect_policy`]) and verifies HTTPS against
+/// the platform's roots plus `SSL_CERT_FILE` / `SSL_CERT_DIR` ([`crate::tls`]).
 pub fn http_client() -> Result<reqwest::Client, String> {
+    crate::tls::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .redirect(redirect_policy())
+        .tls_certs_merge(crate::tls::extra_roots())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
