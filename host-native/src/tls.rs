@@ -28,10 +28,16 @@ pub fn install_crypto_provider() {
 /// certificates of the platform's directories (`/etc/ssl/certs`, ...), which the verifier
 /// then leaves out. Unreadable files are skipped, as the verifier does.
 pub fn extra_roots() -> Vec<reqwest::Certificate> {
-    if std::env::var_os(CERT_FILE).is_none() && std::env::var_os(CERT_DIR).is_none() {
+    let cert_dirs = std::env::var_os(CERT_DIR);
+    if std::env::var_os(CERT_FILE).is_none() && cert_dirs.is_none() {
         return Vec::new();
     }
+    // A platform directory named in SSL_CERT_DIR is read by the verifier already.
+    let named: Vec<std::path::PathBuf> = cert_dirs
+        .map(|dirs| std::env::split_paths(&dirs).collect())
+        .unwrap_or_default();
     openssl_probe::candidate_cert_dirs()
+        .filter(|dir| !named.iter().any(|n| n == dir))
         .flat_map(|dir| rustls_native_certs::load_certs_from_paths(None, Some(dir)).certs)
         .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok())
         .collect()

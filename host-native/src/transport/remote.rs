@@ -39,6 +39,14 @@ pub fn http_client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
+/// [`http_client`] off the async loop: building one reads the trusted roots from disk
+/// (tens of milliseconds).
+pub async fn build_http_client() -> Result<reqwest::Client, String> {
+    tokio::task::spawn_blocking(http_client)
+        .await
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?
+}
+
 /// Follows a redirect only to the origin (scheme, host and port) of the request's first URL,
 /// at most [`MAX_REDIRECTS`] times; a redirect to another origin fails the request.
 ///
