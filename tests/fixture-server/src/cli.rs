@@ -270,6 +270,16 @@ mod tests {
     }
 
     #[test]
+    fn tls_needs_http_and_both_files() {
+        let parse = |args: &[&str]| {
+            Args::try_parse_from(std::iter::once("mcp-fixture-server").chain(args.iter().copied()))
+        };
+        assert!(parse(&["--http", "127.0.0.1:0", "--tls-cert", "c", "--tls-key", "k"]).is_ok());
+        assert!(parse(&["--http", "127.0.0.1:0", "--tls-cert", "c"]).is_err());
+        assert!(parse(&["--tls-cert", "c", "--tls-key", "k"]).is_err());
+    }
+
+    #[test]
     fn only_loopback_addresses_are_accepted() {
         assert!(parse_loopback("127.0.0.1:0").is_ok());
         assert!(parse_loopback("127.1.2.3:8080").is_ok());
