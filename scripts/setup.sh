@@ -3,6 +3,7 @@
 #   - rustfmt and clippy (rustup components)
 #   - cargo-fuzz (crates.io)
 #   - server-everything and friends (npm ci at the repository root)
+#   - the openssl CLI (host-native/tests/remote_tls.rs makes its test CA with it)
 #   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,12 @@ fi
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
+fi
+
+if ! command -v openssl >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends openssl
 fi
 
 bash scripts/wasm-setup.sh

@@ -9,7 +9,8 @@
 //!   supervision per connection, retry timers, stopping;
 //! * [`inputs`], [`approvals_store`], [`watcher`] — the files and their
 //!   changes;
-//! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE);
+//! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE); [`tls`] — the
+//!   roots and crypto provider HTTPS uses, and certificate errors in plain words;
 //! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
 //! * [`pool`] — connections shared by several sessions in one process (pool mode);
@@ -38,6 +39,7 @@ pub mod review;
 pub mod session;
 pub mod status;
 mod supervisor;
+pub mod tls;
 pub mod transport;
 pub mod view;
 pub mod watcher;

@@ -25,6 +25,7 @@ use cli::print::{failure_line, report_text};
 use cli::prompt::{approval_hint, ask, Answer};
 
 fn main() -> ExitCode {
+    mcp_reconcile::tls::install_crypto_provider();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval => cli::commands::eval(io::stdin().lock(), io::stdout().lock()),

@@ -417,7 +417,7 @@ async fn connect_http(
     let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
     check_http_url(&url).map_err(spawn_error)?;
     let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
-    let client = remote::http_client().map_err(spawn_error)?;
+    let client = remote::build_http_client().await.map_err(spawn_error)?;
     let (bearer, custom) = remote::split_bearer(headers);
     let mut http_config =
         StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(custom);
@@ -450,7 +450,7 @@ async fn connect_sse(
     let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
     check_http_url(&url).map_err(spawn_error)?;
     let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
-    let client = remote::http_client().map_err(spawn_error)?;
+    let client = remote::build_http_client().await.map_err(spawn_error)?;
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let attempt = async {

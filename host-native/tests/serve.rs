@@ -420,6 +420,7 @@ async fn over_http_every_client_hears_list_changed() {
     let token = token.trim().to_owned();
 
     let mut clients = Vec::new();
+    mcp_reconcile::tls::install_crypto_provider();
     for _ in 0..2 {
         let http = reqwest::Client::builder()
             .no_proxy()

@@ -170,6 +170,7 @@ struct Reply {
 }
 
 fn http() -> reqwest::Client {
+    mcp_reconcile::tls::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .build()

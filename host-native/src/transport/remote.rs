@@ -26,14 +26,25 @@ const TRANSPORT_HEADERS: [&str; 4] = [
 /// How many redirects (all within the origin) one request may follow.
 pub const MAX_REDIRECTS: usize = 10;
 
-/// An HTTP client that never goes through a proxy (servers are reached as configured) and
-/// follows redirects only within the origin ([`redirect_policy`]).
+/// An HTTP client that never goes through a proxy (servers are reached as configured),
+/// follows redirects only within the origin ([`redirect_policy`]) and verifies HTTPS against
+/// the platform's roots plus `SSL_CERT_FILE` / `SSL_CERT_DIR` ([`crate::tls`]).
 pub fn http_client() -> Result<reqwest::Client, String> {
+    crate::tls::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .redirect(redirect_policy())
+        .tls_certs_merge(crate::tls::extra_roots())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// [`http_client`] off the async loop: building one reads the trusted roots from disk
+/// (tens of milliseconds).
+pub async fn build_http_client() -> Result<reqwest::Client, String> {
+    tokio::task::spawn_blocking(http_client)
+        .await
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?
 }
 
 /// Follows a redirect only to the origin (scheme, host and port) of the request's first URL,

@@ -451,13 +451,22 @@ async fn keepalive(peer: &Peer<RoleClient>) -> String {
 /// "error sending request" says why only in its sources).
 pub(super) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = String::new();
-    append_causes(&mut text, error);
+    let _ = append_causes(&mut text, error);
     text
 }
 
-fn append_causes(text: &mut String, error: &(dyn std::error::Error + 'static)) {
+/// Appends each cause not yet in `text`; a TLS failure replaces everything (what surrounds
+/// it is only "error sending request", "client error (Connect)") and ends the walk.
+fn append_causes(
+    text: &mut String,
+    error: &(dyn std::error::Error + 'static),
+) -> std::ops::ControlFlow<()> {
     let mut next = Some(error);
     while let Some(cause) = next {
+        if let Some(tls) = crate::tls::describe_failure(cause) {
+            *text = tls;
+            return std::ops::ControlFlow::Break(());
+        }
         let more = cause.to_string();
         if !text.contains(&more) {
             if !text.is_empty() {
@@ -469,10 +478,11 @@ fn append_causes(text: &mut String, error: &(dyn std::error::Error + 'static)) {
         if let Some(StreamableHttpError::Client(inner)) =
             cause.downcast_ref::<StreamableHttpError<reqwest::Error>>()
         {
-            append_causes(text, inner);
+            append_causes(text, inner)?;
         }
         next = cause.source();
     }
+    std::ops::ControlFlow::Continue(())
 }
 
 /// A handshake error without rmcp's transport type names.

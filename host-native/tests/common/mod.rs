@@ -170,10 +170,20 @@ impl Project {
 
     /// `watch` with extra flags and environment variables.
     pub fn watch_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Watch {
+        self.watch_command(extra, |command| {
+            command.envs(env.iter().copied());
+        })
+    }
+
+    /// `watch` with extra flags, its command adjusted by `configure` before it starts (to
+    /// remove inherited environment variables, say).
+    pub fn watch_command(&self, extra: &[&str], configure: impl FnOnce(&mut Command)) -> Watch {
         let log = self.path("watch.log");
         let out = fs::File::create(&log).expect("log file");
         let err = out.try_clone().expect("log file");
-        let child = Command::new(cli())
+        let mut command = Command::new(cli());
+        configure(&mut command);
+        let child = command
             .arg("watch")
             .args(self.flags())
             .args(extra)
@@ -183,7 +193,6 @@ impl Project {
                 &["--debounce-ms", "150"][..]
             })
             .arg("--no-prompt")
-            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

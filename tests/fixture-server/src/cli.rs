@@ -58,6 +58,15 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_HTTP", value_name = "ADDR", value_parser = parse_loopback)]
     pub http: Option<SocketAddr>,
 
+    /// With `--http`: serve HTTPS (https://ADDR/mcp) with the certificate chain in FILE (PEM,
+    /// the server's certificate first). Needs `--tls-key`.
+    #[arg(long, env = "FIXTURE_TLS_CERT", value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+
+    /// With `--http`: the private key for `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "FIXTURE_TLS_KEY", value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+
     /// Append "server <pid>" to FILE at start (before anything else), so tests can count spawns.
     #[arg(long, env = "FIXTURE_MARKER", value_name = "FILE")]
     pub marker: Option<PathBuf>,
@@ -258,6 +267,16 @@ mod tests {
             "late is only added by a timer"
         );
         assert!(parse_prompts("greet,nope").is_err());
+    }
+
+    #[test]
+    fn tls_needs_http_and_both_files() {
+        let parse = |args: &[&str]| {
+            Args::try_parse_from(std::iter::once("mcp-fixture-server").chain(args.iter().copied()))
+        };
+        assert!(parse(&["--http", "127.0.0.1:0", "--tls-cert", "c", "--tls-key", "k"]).is_ok());
+        assert!(parse(&["--http", "127.0.0.1:0", "--tls-cert", "c"]).is_err());
+        assert!(parse(&["--tls-cert", "c", "--tls-key", "k"]).is_err());
     }
 
     #[test]

@@ -101,7 +101,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         } else {
             http::Mode::Mcp
         };
-        return http::serve(addr, catalog, mode).await;
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(http::tls_acceptor(cert, key)?),
+            _ => None,
+        };
+        return http::serve(addr, catalog, mode, tls).await;
     }
     if args.hang_handshake {
         return faults::swallow_stdin().await;

@@ -262,6 +262,9 @@ pub async fn start_http(args: &[&str]) -> anyhow::Result<HttpFixture> {
 impl HttpFixture {
     /// Connects an rmcp client over streamable HTTP (no proxy: loopback only).
     pub async fn connect(&self) -> anyhow::Result<(Client, Recorder)> {
+        // The workspace's reqwest has rustls without a default crypto provider (as the host
+        // does); a second install in the same process is refused, which is fine.
+        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .no_proxy()
             .build()

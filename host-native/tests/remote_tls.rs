@@ -1,0 +1,264 @@
+//! End-to-end: streamable HTTP over HTTPS. The test makes a CA and a certificate for
+//! 127.0.0.1 / localhost with the OpenSSL CLI, serves the fixture over TLS on 127.0.0.1, and
+//! runs a real `watch` whose `SSL_CERT_FILE` names that CA (`SSL_CERT_DIR` removed: this
+//! machine's environment may set both). Trusted, the server connects, lists its tools and
+//! survives a reconnect, a restart and a changed header while a stdio server beside it is never
+//! touched; with another CA, `status` says the certificate is not trusted and what to do, and
+//! the failure backs off like any other.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+/// A CA and a server certificate signed by it, for 127.0.0.1 and localhost.
+struct Certs {
+    dir: tempfile::TempDir,
+}
+
+impl Certs {
+    fn new() -> Self {
+        let certs = Certs {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        certs.ca("ca");
+        certs.ca("other-ca");
+        std::fs::write(
+            certs.path("server.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("extensions file");
+        certs.openssl(
+            "req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+             -keyout server.key -out server.csr -subj /CN=localhost",
+        );
+        certs.openssl(
+            "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -set_serial 2 -days 2 \
+             -extfile server.ext -out server.pem",
+        );
+        certs
+    }
+
+    fn ca(&self, name: &str) {
+        self.openssl(&format!(
+            "req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+             -keyout {name}.key -out {name}.pem -days 2 -subj /CN=mcp-reconcile-test-{name} \
+             -addext basicConstraints=critical,CA:TRUE \
+             -addext keyUsage=critical,keyCertSign,cRLSign"
+        ));
+    }
+
+    /// Runs `openssl` in the certificate directory with `args` (split at whitespace).
+    fn openssl(&self, args: &str) {
+        let args: Vec<&str> = args.split_whitespace().collect();
+        let out = Command::new("openssl")
+            .args(&args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("the openssl CLI runs");
+        assert!(
+            out.status.success(),
+            "openssl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// The fixture serving HTTPS on 127.0.0.1; its process group is killed on drop.
+struct Https {
+    child: Child,
+    url: String,
+}
+
+impl Https {
+    /// Starts the fixture with the test certificate on `addr` (`127.0.0.1:0` for any port).
+    fn start(certs: &Certs, addr: &str) -> Self {
+        let mut child = Command::new(fixture())
+            .args(["--http", addr, "--name", "secure", "--tools", "echo,add"])
+            .arg("--tls-cert")
+            .arg(certs.path("server.pem"))
+            .arg("--tls-key")
+            .arg(certs.path("server.key"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("the fixture starts");
+        let mut url = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        BufReader::new(stdout).read_line(&mut url).expect("stdout");
+        let url = url.trim().to_owned();
+        let server = Https { child, url };
+        assert!(
+            server.url.starts_with("https://127.0.0.1:"),
+            "the fixture printed {:?}",
+            server.url
+        );
+        server
+    }
+
+    fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("https://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+
+    fn stop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Https {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `watch` trusting exactly `ca` for custom roots (the platform store stays trusted).
+fn watch_trusting(p: &Project, ca: &Path) -> Watch {
+    p.watch_command(&[], |command| {
+        command.env("SSL_CERT_FILE", ca).env_remove("SSL_CERT_DIR");
+    })
+}
+
+fn field<'a>(status: &'a [Value], name: &str, key: &str) -> &'a Value {
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .map_or(&Value::Null, |s| &s[key])
+}
+
+const HEADER_SECRET: &str = "hdr-secret-tls-1";
+
+#[test]
+fn an_https_server_with_a_test_ca_connects_and_survives_reconnects_and_a_header_change() {
+    let certs = Certs::new();
+    let mut server = Https::start(&certs, "127.0.0.1:0");
+    let p = Project::new();
+    let url = server.url.clone();
+    let secure = |key: &str| json!({"httpUrl": url, "headers": {"X-Api-Key": key}});
+    p.write_settings(json!({"mcpServers": {
+        "secure": secure(HEADER_SECRET),
+        "local": p.server("local", "echo"),
+    }}));
+    let watch = watch_trusting(&p, &certs.path("ca.pem"));
+    let status = p.wait_for("both servers connected", |s| {
+        all_connected(s, &["secure", "local"])
+    });
+    assert_eq!(field(&status, "secure", "tools"), 2, "{status:#?}");
+    assert_eq!(field(&status, "secure", "transport"), "http", "{status:#?}");
+    let local_pid = pid_of(&status, "local").expect("local runs");
+
+    // 1. An explicit reconnect of the HTTPS server alone.
+    let passes = watch.passes();
+    let out = p.run(&["reconnect", "secure"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    watch.wait_output("the reconnect pass", |log| {
+        log.lines().filter(|l| l.starts_with("reconcile #")).count() > passes
+    });
+    p.wait_for("secure connected again", |s| {
+        all_connected(s, &["secure", "local"]) && field(s, "secure", "tools") == 2
+    });
+
+    // 2. The server restarts on the same port: the host notices, backs off and reconnects
+    //    over TLS.
+    let addr = server.addr();
+    server.stop();
+    p.wait_for("secure to notice the restart", |s| {
+        state_of(s, "secure") != "connected"
+    });
+    server = Https::start(&certs, &addr);
+    let status = p.wait_for("secure connected after the restart", |s| {
+        all_connected(s, &["secure", "local"]) && field(s, "secure", "tools") == 2
+    });
+    assert_eq!(pid_of(&status, "local"), Some(local_pid), "{status:#?}");
+
+    // 3. A changed header reconnects that server only.
+    p.write_settings(json!({"mcpServers": {
+        "secure": secure("hdr-secret-tls-2"),
+        "local": p.server("local", "echo"),
+    }}));
+    watch.wait_output("the header change", |log| {
+        log.contains("~ reconnect secure (headers changed)")
+    });
+    let status = p.wait_for("secure connected with the new header", |s| {
+        all_connected(s, &["secure", "local"]) && field(s, "secure", "tools") == 2
+    });
+    assert_eq!(pid_of(&status, "local"), Some(local_pid), "{status:#?}");
+    assert_eq!(p.spawns("local"), 1, "the stdio server was restarted");
+
+    let log = watch.stop();
+    assert!(!log.contains("~ reconnect local"), "{log}");
+    for secret in [HEADER_SECRET, "hdr-secret-tls-2"] {
+        assert!(!log.contains(secret), "the log shows {secret}:\n{log}");
+        let status = serde_json::to_string(&p.status()).expect("json");
+        assert!(!status.contains(secret), "status shows {secret}: {status}");
+    }
+    drop(server);
+}
+
+#[test]
+fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
+    let certs = Certs::new();
+    let server = Https::start(&certs, "127.0.0.1:0");
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "secure": {"httpUrl": server.url, "headers": {"X-Api-Key": HEADER_SECRET}},
+        "local": p.server("local", "echo"),
+    }}));
+    let other_ca = certs.path("other-ca.pem");
+    let watch = watch_trusting(&p, &other_ca);
+    let status = p.wait_for("secure to fail", |s| {
+        state_of(s, "secure") == "failed" && state_of(s, "local") == "connected"
+    });
+    let failed_at = Instant::now();
+    let error = field(&status, "secure", "lastError")
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.starts_with("server `secure` at https://127.0.0.1:")
+            && error.contains(
+                "failed the MCP handshake: send initialize request: certificate not trusted: "
+            )
+            && error.contains("set SSL_CERT_FILE to a PEM file with the server's CA")
+            && error.contains(&format!("SSL_CERT_FILE={}", other_ca.display())),
+        "{error}"
+    );
+    assert!(!error.contains(HEADER_SECRET), "{error}");
+
+    // Retried on the supervisor's backoff (1 s, 2 s, 4 s, ...), never in a tight loop.
+    std::thread::sleep(Duration::from_secs(3));
+    let status = p.status();
+    let attempts = field(&status, "secure", "attempts").as_u64().unwrap_or(0);
+    assert!(
+        (1..=3).contains(&attempts),
+        "{attempts} attempts in {:?}: {status:#?}",
+        failed_at.elapsed()
+    );
+    assert_eq!(state_of(&status, "secure"), "failed", "{status:#?}");
+
+    let log = watch.stop();
+    assert!(log.contains("certificate not trusted"), "{log}");
+    assert!(!log.contains(HEADER_SECRET), "{log}");
+}
