@@ -25,6 +25,7 @@ use crate::settings::McpLists;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "snake_case"))]
 pub enum Reason {
     /// Removed from the configuration during this session.
     Removed,
@@ -69,6 +70,7 @@ impl Reason {
 /// The admission lists in force (SPEC §4). `None` is "not set", which is a
 /// different value from `Some(vec![])` for `allowed` and `cap`.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields = nullable, rename_all = "camelCase"))]
 pub struct Gating {
     /// `mcp.excluded` patterns; beat `allowed`.
     pub excluded: Option<Vec<String>>,

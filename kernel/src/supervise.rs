@@ -19,27 +19,43 @@ use crate::time::Millis;
 
 /// How one connection is doing.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "SupervisionState", rename_all = "camelCase")
+)]
 pub struct Supervision {
     /// Its state.
     pub status: Status,
     /// Consecutive failures (drives the backoff).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub attempts: u32,
     /// When a failed connection may be retried.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub retry_at: Option<Millis>,
     /// Failed too often in a row (or can never work): not retried on a
     /// timer until its config changes or the user reconnects it.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub crash_loop: bool,
     /// The transport can never work here (`unsupported_transport`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub unsupported: bool,
     /// Since when it has been up (for the healthy reset).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub healthy_since: Option<Millis>,
     /// The last error, as the host will show it (already redacted).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub last_error: Option<String>,
 }
 
 /// What a host shows for a supervised connection (the `state`, `reason`,
 /// `attempts`, `retryInMs` and `lastError` of `status --json`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "SupervisionView", rename_all = "camelCase")
+)]
 pub struct View {
     /// `connecting`, `connected`, `failed` or `disconnected`.
     pub state: Status,
