@@ -339,7 +339,7 @@ pub enum LspAction {
         /// The server.
         name: String,
         /// `pending_approval` when it keeps running its last approved config
-        /// while an edit waits for approval; else `None`.
+        /// while an edit waits for approval; else not set.
         #[cfg_attr(feature = "ts", ts(optional))]
         reason: Option<Reason>,
     },

@@ -94,7 +94,7 @@ pub struct OnlineEntry {
     /// Consecutive failures (SPEC §9).
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional = nullable))]
     pub attempts: u32,
-    /// When a `failed` connection may be retried; `None` is "now".
+    /// When a `failed` connection may be retried; not set is "now".
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub retry_at: Option<Millis>,
     /// Failed too often in a row: not retried until its config changes.

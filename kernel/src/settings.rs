@@ -53,7 +53,8 @@ pub fn parse_settings(text: &str, env: Option<&Object>) -> Result<Value, Setting
 }
 
 /// The admission lists the settings scopes define together (SPEC §3.3).
-/// `None` is "not set", which differs from `Some(vec![])` (deny all).
+/// A list that is not set (`None`; in JSON absent or `null`) differs from an
+/// empty one (deny all).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields = nullable, rename_all = "camelCase"))]
 pub struct McpLists {

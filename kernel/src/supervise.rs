@@ -60,11 +60,11 @@ pub struct View {
     /// `connecting`, `connected`, `failed` or `disconnected`.
     pub state: Status,
     /// Why a failed connection is not up: `unsupported_transport`,
-    /// `crash_loop` or `backing_off`; `None` otherwise.
+    /// `crash_loop` or `backing_off`; not set otherwise.
     pub reason: Option<Reason>,
     /// Consecutive failures.
     pub attempts: u32,
-    /// Milliseconds until a failed connection is retried (`None` when it is
+    /// Milliseconds until a failed connection is retried (not set when it is
     /// not failed or will not be retried on a timer).
     pub retry_in_ms: Option<u64>,
     /// The last error.

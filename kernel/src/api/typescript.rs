@@ -9,7 +9,7 @@
 //! TypeScript is stated here.
 
 use std::any::TypeId;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use ts_rs::{Config, TypeVisitor, TS};
 
@@ -37,7 +37,9 @@ pub fn declarations() -> String {
 pub(crate) struct Declarations {
     cfg: Config,
     seen: HashSet<TypeId>,
-    types: Vec<String>,
+    /// Declarations by type name: sorted, so the file does not depend on the
+    /// order ts-rs visits a type's members in (which varies between builds).
+    types: BTreeMap<String, String>,
     ops: Vec<String>,
 }
 
@@ -47,7 +49,7 @@ impl Declarations {
             // JSON numbers: a `u64` (milliseconds, seeds) is a `number`, not a `bigint`.
             cfg: Config::new().with_large_int("number"),
             seen: HashSet::new(),
-            types: Vec::new(),
+            types: BTreeMap::new(),
             ops: Vec::new(),
         }
     }
@@ -70,8 +72,10 @@ impl Declarations {
         self.visit::<T>();
         T::visit_generics(self);
         let ty = T::name(&self.cfg);
-        self.types
-            .push(format!("/** {doc} */\nexport type {name} = {ty};\n"));
+        self.types.insert(
+            name.to_owned(),
+            format!("/** {doc} */\nexport type {name} = {ty};\n"),
+        );
     }
 
     fn finish(mut self) -> String {
@@ -82,7 +86,7 @@ impl Declarations {
              // Do not edit; refresh with:\n\
              //   UPDATE_TYPES=1 cargo test -p mcp-reconcile-wasm --test typescript\n\n",
         );
-        for declaration in &self.types {
+        for declaration in self.types.values() {
             out.push_str(declaration);
             out.push('\n');
         }
@@ -112,7 +116,8 @@ impl TypeVisitor for Declarations {
         }
         let docs = T::docs().unwrap_or_default();
         let decl = tidy(&T::decl(&self.cfg));
-        self.types.push(format!("{docs}export {decl}\n"));
+        self.types
+            .insert(T::ident(&self.cfg), format!("{docs}export {decl}\n"));
         T::visit_dependencies(self);
     }
 }
