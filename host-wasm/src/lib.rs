@@ -13,20 +13,21 @@
 //!   fields, returns the `ok` value, and throws a JS `Error` whose `kind` is
 //!   the error kind.
 //!
-//! The TypeScript types in the generated `.d.ts` come from [`types`]. Nothing
-//! here panics on any input: the kernel never panics, and every conversion
-//! failure (a value `JSON.stringify` rejects, a non-object request) becomes an
-//! error response.
+//! The TypeScript types in the package's `.d.ts` are `generated/kernel.d.ts`,
+//! which the kernel writes from its own op table and the Rust types its
+//! codecs decode into and encode from (`tests/typescript.rs` keeps the file
+//! fresh and checks it against every vector). Nothing here panics on any
+//! input: the kernel never panics, and every conversion failure (a value
+//! `JSON.stringify` rejects, a non-object request) becomes an error response.
 
 use js_sys::{Reflect, JSON};
 use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::ErrorKind;
-use tsify::Ts;
 use wasm_bindgen::prelude::*;
 
-pub mod types;
-
-use types::*;
+/// The kernel's request and result types, `Ops`, `Request` and `Response`.
+#[wasm_bindgen(typescript_custom_section)]
+const KERNEL_TYPES: &'static str = include_str!("../generated/kernel.d.ts");
 
 /// Answers one request with the §10 response object; never throws.
 ///
@@ -147,120 +148,65 @@ fn abbreviate(text: &str) -> String {
     }
 }
 
-/// One typed export per op, plus the `Ops` table the `.d.ts` derives
-/// `Request` and `Response` from. The list is the single source of the ops'
-/// TypeScript signatures; `tests/api_types.rs` checks it against the kernel.
+/// One typed export per op. Its TypeScript signature is the op's entry in
+/// the generated `Ops` table; `tests/typescript.rs` checks that this list is
+/// the kernel's.
 macro_rules! ops {
-    ($( $(#[doc = $doc:literal])* $op:literal => $export:ident($request:ident) -> $result:ident; )*) => {
+    ($( $op:literal => $export:ident; )*) => {
         $(
-            $(#[doc = $doc])*
+            #[doc = concat!("Op `", $op, "`: its fields in, its `ok` value out.")]
             ///
             /// # Errors
             /// Throws an `Error` with `kind` (`invalid-request`, `invalid-config`,
             /// `invalid-json`) and a message naming the offending field.
-            #[wasm_bindgen(js_name = $op)]
-            pub fn $export(request: Ts<$request>) -> Result<Ts<$result>, JsValue> {
-                call($op, request.js_value()).map(Ts::new_unchecked)
+            #[wasm_bindgen(js_name = $op, skip_typescript)]
+            pub fn $export(request: JsValue) -> Result<JsValue, JsValue> {
+                call($op, request)
             }
         )*
 
         #[wasm_bindgen(typescript_custom_section)]
-        const OPS: &'static str = concat!(
-            "/** Every op of the kernel's JSON API: its request fields and its `ok` result. */\n",
-            "export interface Ops {\n",
-            $( "    ", $op, ": { request: ", stringify!($request), "; result: ", stringify!($result), " };\n", )*
-            "}\n",
-            "/** Any request: `op` plus that op's fields. */\n",
-            "export type Request = { [K in keyof Ops]: { op: K } & Ops[K][\"request\"] }[keyof Ops];\n",
-            "/** A response: the op's result under `ok`, or an error. */\n",
-            "export type Response<K extends keyof Ops = keyof Ops> = { ok: Ops[K][\"result\"] } | { error: KernelError };\n",
+        const EXPORTS: &'static str = concat!(
+            $(
+                "/**\n * Op `", $op, "` (see `Ops`): its fields in, its `ok` value out.\n",
+                " * Throws an `Error` whose `kind` is the error kind (`invalid-request`,\n",
+                " * `invalid-config`, `invalid-json`) and whose message names the field.\n */\n",
+                "export function ", $op, "(request: Ops[\"", $op, "\"][\"request\"]): Ops[\"",
+                $op, "\"][\"result\"];\n",
+            )*
         );
 
-        /// The ops and the Rust types their TypeScript signatures come from,
-        /// for checking those types against the kernel's real answers.
+        /// Every op with a typed export.
         #[doc(hidden)]
-        pub mod op_types {
-            use super::types::*;
-
-            /// Every op name, in SPEC §10 order.
-            pub const OPS: &[&str] = &[$($op),*];
-
-            /// Checks that `request` (the fields besides `op`) fits the op's
-            /// declared request type.
-            pub fn check_request(op: &str, request: &str) -> Result<(), String> {
-                match op {
-                    $( $op => serde_json::from_str::<$request>(request)
-                        .map(drop)
-                        .map_err(|e| format!("request does not fit {}: {e}", stringify!($request))), )*
-                    other => Err(format!("op {other:?} has no declared types")),
-                }
-            }
-
-            /// Checks that `result` (an `ok` value) fits the op's declared
-            /// result type.
-            pub fn check_result(op: &str, result: &str) -> Result<(), String> {
-                match op {
-                    $( $op => serde_json::from_str::<$result>(result)
-                        .map(drop)
-                        .map_err(|e| format!("result does not fit {}: {e}", stringify!($result))), )*
-                    other => Err(format!("op {other:?} has no declared types")),
-                }
-            }
-        }
+        pub const OPS: &[&str] = &[$($op),*];
     };
 }
 
 ops! {
-    #[doc = "Transport kind of a server entry."]
-    "transportOf" => transport_of(ConfigRequest) -> Transport;
-    #[doc = "Connection id: `\"<name>::\" + 16 hex` (SPEC §2.1)."]
-    "connectionId" => connection_id(NamedConfigRequest) -> ConnectionId;
-    #[doc = "Session key: connection id + session view (SPEC §2.2)."]
-    "sessionKey" => session_key(NamedConfigRequest) -> SessionKey;
-    #[doc = "Approval hash: 64 hex (SPEC §2.3)."]
-    "approvalHash" => approval_hash(ConfigRequest) -> ApprovalHash;
-    #[doc = "Whether two server maps are equal (key order ignored)."]
-    "serversEqual" => servers_equal(ServersEqualRequest) -> Equal;
-    #[doc = "Whether two gating objects are equal (lists as multisets)."]
-    "gatingEqual" => gating_equal(GatingEqualRequest) -> Equal;
-    #[doc = "Whether a name matches a `*` / `?` pattern."]
-    "matchPattern" => match_pattern(MatchPatternRequest) -> Matches;
-    #[doc = "Parses `.mcp.json` text (SPEC §3.2)."]
-    "parseMcpJson" => parse_mcp_json(ParseMcpJsonRequest) -> ParsedMcpJson;
-    #[doc = "Parses a settings file's text (SPEC §3.3)."]
-    "parseSettings" => parse_settings(ParseSettingsRequest) -> Settings;
-    #[doc = "Merges configuration layers by precedence (SPEC §3.1)."]
-    "assemble" => assemble(AssembleRequest) -> Assembled;
-    #[doc = "Computes the admission gating (SPEC §4)."]
-    "gating" => gating(GatingRequest) -> Gating;
-    #[doc = "Approval state of one server (SPEC §5)."]
-    "approvalState" => approval_state(ApprovalStateRequest) -> ApprovalState;
-    #[doc = "Gated servers that are not approved, in map order."]
-    "pendingGated" => pending_gated(GatedServersRequest) -> Names;
-    #[doc = "Gated servers to ask the user about, in map order."]
-    "promptable" => promptable(GatedServersRequest) -> Names;
-    #[doc = "Why a server is not connected, or `null`."]
-    "unavailableReason" => unavailable_reason(UnavailableReasonRequest) -> UnavailableReason;
-    #[doc = "The message for a call to a missing `mcp__<server>__<tool>`."]
-    "toolNotFound" => tool_not_found(ToolNotFoundRequest) -> ToolNotFoundMessage;
-    #[doc = "The reconcile plan from desired to online (SPEC §6)."]
-    "plan" => plan(PlanRequest) -> Plan;
-    #[doc = "Changed leaf paths between two settings objects (SPEC §7)."]
-    "settingsDiff" => settings_diff(SettingsDiffRequest) -> SettingsPaths;
-    #[doc = "Whether changed paths need a restart (SPEC §7)."]
-    "restartRequired" => restart_required(RestartRequiredRequest) -> RestartRequirement;
-    #[doc = "What a debounced reload does (SPEC §7)."]
-    "hotReload" => hot_reload(HotReloadRequest) -> HotReloadOutcome;
-    #[doc = "Delay before the next retry of a failed server (SPEC §9)."]
-    "backoff" => backoff(BackoffRequest) -> BackoffDelay;
-    #[doc = "Parses `.lsp.json` text (SPEC §14.1)."]
-    "parseLspJson" => parse_lsp_json(ParseLspJsonRequest) -> ParsedLspJson;
-    #[doc = "A language server's launch-seed id (SPEC §14.2)."]
-    "lspSeedId" => lsp_seed_id(LspSeedIdRequest) -> LspSeedId;
-    #[doc = "A language-server entry's approval hash (SPEC §14.2)."]
-    "lspApprovalHash" => lsp_approval_hash(LspApprovalHashRequest) -> ApprovalHash;
-    #[doc = "The language-server plan: restart, reconfigure or keep (SPEC §14.2)."]
-    "lspPlan" => lsp_plan(LspPlanRequest) -> LspPlan;
-    #[doc = "One step of a connection's supervision: backoff, crash loop, healthy reset (SPEC §9)."]
-    "supervise" => supervise(SuperviseRequest) -> Supervised;
+    "transportOf" => transport_of;
+    "connectionId" => connection_id;
+    "sessionKey" => session_key;
+    "approvalHash" => approval_hash;
+    "serversEqual" => servers_equal;
+    "gatingEqual" => gating_equal;
+    "matchPattern" => match_pattern;
+    "parseMcpJson" => parse_mcp_json;
+    "parseSettings" => parse_settings;
+    "assemble" => assemble;
+    "gating" => gating;
+    "approvalState" => approval_state;
+    "pendingGated" => pending_gated;
+    "promptable" => promptable;
+    "unavailableReason" => unavailable_reason;
+    "toolNotFound" => tool_not_found;
+    "plan" => plan;
+    "settingsDiff" => settings_diff;
+    "restartRequired" => restart_required;
+    "hotReload" => hot_reload;
+    "backoff" => backoff;
+    "parseLspJson" => parse_lsp_json;
+    "lspSeedId" => lsp_seed_id;
+    "lspApprovalHash" => lsp_approval_hash;
+    "lspPlan" => lsp_plan;
+    "supervise" => supervise;
 }

@@ -1,9 +1,10 @@
 /**
  * Typed access to the kernel's JSON API (SPEC §10), compiled to wasm.
  *
- * Every type here is generated from Rust (`host-wasm/src/types.rs`, through
- * tsify and wasm-bindgen) into `pkg/mcp_reconcile_wasm.d.ts`; this file only
- * re-exports them and adds the few generic helpers TypeScript needs.
+ * Every type here is generated from the kernel's own request and result
+ * types (`host-wasm/generated/kernel.d.ts`, which wasm-bindgen puts into
+ * `pkg/mcp_reconcile_wasm.d.ts`); this file only re-exports them and adds the
+ * few generic helpers TypeScript needs.
  */
 import * as wasm from "../pkg/mcp_reconcile_wasm.js";
 import type { ErrorKind, Ops, Response } from "../pkg/mcp_reconcile_wasm.js";

@@ -25,6 +25,7 @@ use crate::json::{Object, Value};
 /// The approval state of one server config under one project root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum ApprovalState {
     /// Approved for exactly this config.
     Approved,
@@ -48,6 +49,7 @@ impl ApprovalState {
 /// A decision the user can store (there is no stored "pending").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum Decision {
     /// Allow the server with this config to start.
     Approved,

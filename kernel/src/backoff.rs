@@ -22,6 +22,11 @@ pub const MAX_SEED: u64 = 1 << 53;
 
 /// What to do after `attempts` consecutive failures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "BackoffDelay", rename_all = "camelCase")
+)]
 pub struct Backoff {
     /// Milliseconds to wait before the next retry.
     pub delay_ms: u64,

@@ -15,6 +15,7 @@ pub struct ServerConfig(pub Object);
 /// How a server is reached, derived from its fields (SPEC §1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum Transport {
     /// Child process speaking MCP on stdin/stdout (`command`).
     Stdio,

@@ -25,6 +25,7 @@ use crate::settings::McpLists;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "snake_case"))]
 pub enum Reason {
     /// Removed from the configuration during this session.
     Removed,
@@ -66,13 +67,14 @@ impl Reason {
     }
 }
 
-/// The admission lists in force (SPEC §4). `None` is "not set", which is a
-/// different value from `Some(vec![])` for `allowed` and `cap`.
+/// The admission lists in force (SPEC §4). A list that is not set (`None`; in
+/// JSON absent or `null`) differs from an empty one for `allowed` and `cap`.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields = nullable, rename_all = "camelCase"))]
 pub struct Gating {
     /// `mcp.excluded` patterns; beat `allowed`.
     pub excluded: Option<Vec<String>>,
-    /// `mcp.allowed` patterns; `None` allows all, `Some([])` denies all.
+    /// `mcp.allowed` patterns; not set allows all, empty denies all.
     pub allowed: Option<Vec<String>>,
     /// The launch flag `--allowed-mcp-server-names`; immutable per session.
     pub cap: Option<Vec<String>>,

@@ -15,13 +15,16 @@ use crate::sources::{assemble, Layer};
 
 /// What the session adopted at its last reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ReloadState"))]
 pub struct Previous {
     /// The server map as adopted (compared as the TypeScript host compares
     /// it, so any JSON value; `null` equals `{}`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<Servers>", optional = nullable))]
     pub servers: Value,
     /// The gating in force.
     pub gating: Gating,
     /// Names removed during the session, when the host tracks them.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub removed: Option<Vec<String>>,
 }
 

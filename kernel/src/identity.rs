@@ -33,6 +33,7 @@ pub enum IdentityError {
 
 /// `<name>::<16 hex>`; the name may itself contain `::`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ConnectionId(pub String);
 
 impl ConnectionId {
@@ -61,6 +62,7 @@ impl fmt::Display for ConnectionId {
 
 /// Connection id plus the JSON of the session-view fields.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionKey(pub String);
 
 impl fmt::Display for SessionKey {
@@ -71,6 +73,7 @@ impl fmt::Display for SessionKey {
 
 /// 64 lowercase hex characters of sha256.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ApprovalHash(pub String);
 
 impl fmt::Display for ApprovalHash {

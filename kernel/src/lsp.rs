@@ -92,6 +92,7 @@ fn canonical_field(entry: &Object, field: &str) -> String {
 /// A language server's seed id: `<name>::` + 16 hex digits of sha256 over
 /// the canonical seed. The name may contain `::` (split at the last one).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LspSeedId(pub String);
 
 impl LspSeedId {
@@ -184,6 +185,7 @@ pub fn live_changes(before: &Object, after: &Object) -> Vec<String> {
 
 /// Which file a language-server entry came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum LspScope {
     /// The user's own file: never gated.
     User,
@@ -286,6 +288,11 @@ pub fn lsp_servers_from_value(value: &Value) -> Result<LspServers, String> {
 
 /// One step of a language-server plan (SPEC §14.2). `from` / `to` are seed ids.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "LspPlanAction", tag = "action", rename_all = "lowercase")
+)]
 pub enum LspAction {
     /// Start a server that is not online.
     Connect {
@@ -332,7 +339,8 @@ pub enum LspAction {
         /// The server.
         name: String,
         /// `pending_approval` when it keeps running its last approved config
-        /// while an edit waits for approval; else `None`.
+        /// while an edit waits for approval; else not set.
+        #[cfg_attr(feature = "ts", ts(optional))]
         reason: Option<Reason>,
     },
     /// Do not start the server now.
@@ -436,6 +444,7 @@ impl LspAction {
 
 /// The ordered actions of one language-server reconcile pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LspPlan {
     /// Groups `disconnect`, `restart`, `reconfigure`, `retry`, `connect`,
     /// `keep`, `skip`; inside each, desired names in map order, then names
@@ -646,9 +655,11 @@ pub fn lsp_online_of(desired: &LspServers, approvals: &Approvals, project_root: 
 
 /// What [`parse_lsp_json`] read from a `.lsp.json` (or the user file).
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ParsedLspJson"))]
 pub struct LspJson {
     /// The valid entries, expanded, a written `scope` removed (and the
     /// requested one stamped), in map order.
+    #[cfg_attr(feature = "ts", ts(as = "Object<LspEntry>"))]
     pub servers: Object<Object>,
     /// One sentence per problem: the file is unreadable or not an object, or
     /// an entry is invalid (naming the entry, the field and what to do).

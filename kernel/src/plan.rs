@@ -17,6 +17,7 @@ use crate::time::Millis;
 
 /// Whose connections a plan is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum Mode {
     /// One session owns its connections; identity is the session key, so a
     /// `trust` or tool-filter edit reconnects.
@@ -47,6 +48,7 @@ impl Mode {
 
 /// The state of a live connection as the host reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum Status {
     /// Being started (spawned, handshaking).
     Connecting,
@@ -83,16 +85,20 @@ impl Status {
 
 /// One live connection: the config it was started with and how it is doing.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "camelCase"))]
 pub struct OnlineEntry {
     /// The config the connection was started with (not the desired one).
     pub config: ServerConfig,
     /// Its current state.
     pub status: Status,
     /// Consecutive failures (SPEC §9).
+    #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional = nullable))]
     pub attempts: u32,
-    /// When a `failed` connection may be retried; `None` is "now".
+    /// When a `failed` connection may be retried; not set is "now".
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub retry_at: Option<Millis>,
     /// Failed too often in a row: not retried until its config changes.
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional = nullable))]
     pub crash_loop: bool,
 }
 
@@ -115,6 +121,11 @@ pub type Online = Object<OnlineEntry>;
 /// One step of a plan. `name` is the server name; `from` / `to` are
 /// connection ids.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "PlanAction", tag = "action", rename_all = "lowercase")
+)]
 pub enum Action {
     /// Start a connection that is not online.
     Connect {
@@ -238,6 +249,7 @@ impl Action {
 
 /// The ordered actions of one reconcile pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Plan {
     /// Disconnects, reconnects, retries, connects, keeps, skips — in that
     /// order; inside each group desired names in map order, then names that

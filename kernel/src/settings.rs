@@ -53,8 +53,10 @@ pub fn parse_settings(text: &str, env: Option<&Object>) -> Result<Value, Setting
 }
 
 /// The admission lists the settings scopes define together (SPEC §3.3).
-/// `None` is "not set", which differs from `Some(vec![])` (deny all).
+/// A list that is not set (`None`; in JSON absent or `null`) differs from an
+/// empty one (deny all).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields = nullable, rename_all = "camelCase"))]
 pub struct McpLists {
     /// `mcp.allowed` of every scope but the workspace.
     pub allowed: Option<Vec<String>>,
@@ -256,6 +258,11 @@ pub const DEFAULT_RESTART_SCHEMA: [(&str, bool); 5] = [
 
 /// Which changed paths need a restart (SPEC §7).
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "RestartRequirement", rename_all = "camelCase")
+)]
 pub struct RestartRequired {
     /// Every path needs a restart (also true for no paths): a hot reload has
     /// nothing to do and the host should not announce one.

@@ -20,6 +20,11 @@ use crate::json::{self, Object, Value};
 ///
 /// The derived order is the precedence order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "Source", rename_all = "camelCase")
+)]
 pub enum LayerSource {
     /// Servers contributed by an installed extension; fills only names no
     /// other layer has.
@@ -110,23 +115,39 @@ impl FromStr for LayerSource {
 
 /// One configuration layer: the servers one source contributes.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Layer {
     /// Which kind of layer this is; decides its precedence.
     pub source: LayerSource,
     /// The layer's entries, as written (or as [`parse_mcp_json`] returned them).
     pub servers: Servers,
     /// For extension layers: the extension's name, stamped as `extensionName`.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub extension: Option<String>,
     /// For the `serverCommand` layer: `mcp.serverCommand` came from the
     /// workspace settings file, so its server is project-controlled and
     /// stamped `scope:"workspace"` (gated, SPEC §3.1 row 10). JSON:
     /// `"scope": "workspace"` on the layer.
+    #[cfg_attr(
+        feature = "ts",
+        ts(rename = "scope", as = "Option<WorkspaceScope>", optional = nullable)
+    )]
     pub from_workspace: bool,
+}
+
+/// The JSON spelling of [`Layer::from_workspace`]: `"scope": "workspace"`.
+#[cfg(feature = "ts")]
+#[derive(ts_rs::TS)]
+#[ts(rename_all = "lowercase")]
+pub enum WorkspaceScope {
+    /// `mcp.serverCommand` came from the workspace settings.
+    Workspace,
 }
 
 /// The result of [`assemble`]: the desired server map and where each entry
 /// came from, both in map order.
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Assembled {
     /// Name → config of the winning layer, stamped.
     pub servers: Servers,
@@ -191,6 +212,7 @@ fn stamp(config: &ServerConfig, layer: &Layer) -> ServerConfig {
 
 /// What [`parse_mcp_json`] read from a `.mcp.json`.
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ParsedMcpJson"))]
 pub struct McpJson {
     /// The loadable entries, expanded, normalized and stamped `scope:"project"`.
     pub servers: Servers,

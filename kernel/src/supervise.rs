@@ -19,36 +19,52 @@ use crate::time::Millis;
 
 /// How one connection is doing.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "SupervisionState", rename_all = "camelCase")
+)]
 pub struct Supervision {
     /// Its state.
     pub status: Status,
     /// Consecutive failures (drives the backoff).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub attempts: u32,
     /// When a failed connection may be retried.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub retry_at: Option<Millis>,
     /// Failed too often in a row (or can never work): not retried on a
     /// timer until its config changes or the user reconnects it.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub crash_loop: bool,
     /// The transport can never work here (`unsupported_transport`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub unsupported: bool,
     /// Since when it has been up (for the healthy reset).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub healthy_since: Option<Millis>,
     /// The last error, as the host will show it (already redacted).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub last_error: Option<String>,
 }
 
 /// What a host shows for a supervised connection (the `state`, `reason`,
 /// `attempts`, `retryInMs` and `lastError` of `status --json`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "ts",
+    derive(ts_rs::TS),
+    ts(rename = "SupervisionView", rename_all = "camelCase")
+)]
 pub struct View {
     /// `connecting`, `connected`, `failed` or `disconnected`.
     pub state: Status,
     /// Why a failed connection is not up: `unsupported_transport`,
-    /// `crash_loop` or `backing_off`; `None` otherwise.
+    /// `crash_loop` or `backing_off`; not set otherwise.
     pub reason: Option<Reason>,
     /// Consecutive failures.
     pub attempts: u32,
-    /// Milliseconds until a failed connection is retried (`None` when it is
+    /// Milliseconds until a failed connection is retried (not set when it is
     /// not failed or will not be retried on a timer).
     pub retry_in_ms: Option<u64>,
     /// The last error.

@@ -11,6 +11,7 @@ use crate::settings::SettingsError;
 /// What kind of failure a response reports (spelled in kebab-case).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "kebab-case"))]
 pub enum ErrorKind {
     /// The request line is not JSON.
     InvalidJson,
@@ -38,6 +39,7 @@ impl ErrorKind {
 /// A failed request.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "KernelError"))]
 pub struct ApiError {
     /// The failure class.
     pub kind: ErrorKind,

@@ -7,6 +7,14 @@ use crate::config::{servers_from_value, ServerConfig, Servers};
 use crate::gating::Gating;
 use crate::json::{Object, Value};
 
+/// An op's request record: what its codec decodes the request's fields
+/// into (and what the TypeScript declarations describe).
+pub(crate) trait Decode: Sized {
+    /// Reads the record, failing with an error that names the first
+    /// malformed field.
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError>;
+}
+
 /// Typed access to a request's fields, with errors that name the field.
 pub(crate) struct Request<'a> {
     pub(crate) fields: &'a Object,

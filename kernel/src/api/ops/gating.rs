@@ -1,6 +1,7 @@
 //! Admission ops: `gating`, `unavailableReason`, `toolNotFound`,
 //! `gatingEqual`, `serversEqual`, `matchPattern`.
 
+use crate::api::request::Decode;
 use crate::api::{ApiError, Request};
 use crate::approvals::Approvals;
 use crate::config::Servers;
@@ -11,97 +12,116 @@ use crate::gating::{
 use crate::json::{Object, Value};
 use crate::settings::McpLists;
 
-/// `gating`: `servers`, `settings: {allowed?, excluded?, workspaceAllowed?}`, `cliAllowed?`,
-/// `approvals`, `projectRoot`, `yolo?`.
-pub(crate) fn op_gating(req: &Request<'_>) -> Result<Value, ApiError> {
-    let servers = req.servers("servers")?;
-    Ok(request_gating(req, &servers)?.to_value())
+/// `gating`: a server map and the admission inputs.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct GatingRequest {
+    pub(crate) servers: Servers,
+    #[cfg_attr(feature = "ts", ts(flatten))]
+    pub(crate) inputs: GatingInputs,
 }
 
-/// [`compute_gating`] over the request fields the `gating` and `hotReload`
-/// ops share: `settings: {allowed?, excluded?}`, `cliAllowed?`, `approvals`,
-/// `projectRoot` (optional in yolo), `yolo?`.
-pub(crate) fn request_gating(req: &Request<'_>, servers: &Servers) -> Result<Gating, ApiError> {
-    let settings = match req.get("settings") {
-        None => Object::new(),
-        Some(Value::Object(o)) => o.clone(),
-        Some(other) => {
-            return Err(ApiError::invalid(format!(
-                "field `settings` must be an object, found {}",
-                other.to_json()
-            )))
-        }
-    };
-    let settings = Request { fields: &settings };
-    let lists = McpLists {
-        allowed: settings.opt_string_list("allowed")?,
-        excluded: settings.opt_string_list("excluded")?,
-        workspace_allowed: settings.opt_string_list("workspaceAllowed")?,
-    };
-    let cli_allowed = req.opt_string_list("cliAllowed")?;
-    let yolo = req.opt_bool("yolo")?.unwrap_or(false);
-    let root = if yolo {
-        req.opt_str("projectRoot")?.unwrap_or_default()
-    } else {
-        req.str("projectRoot")?
-    };
-    Ok(compute_gating(
-        servers,
-        &lists,
-        cli_allowed.as_deref(),
-        &req.approvals(),
-        root,
-        yolo,
-    ))
+impl Decode for GatingRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        let servers = req.servers("servers")?;
+        Ok(GatingRequest {
+            servers,
+            inputs: GatingInputs::decode(req)?,
+        })
+    }
 }
 
-/// `unavailableReason`: `name`, `merged`, `gating`, `removed`, `approvals?`,
-/// `projectRoot?`.
-pub(crate) fn op_unavailable_reason(req: &Request<'_>) -> Result<Value, ApiError> {
-    let name = req.str("name")?;
-    let q = AdmissionQuery::parse(req)?;
-    let reason = unavailable_reason(name, &q.merged, &q.gating, &q.removed, q.approvals());
-    Ok(reason.map(Reason::as_str).into())
+/// The admission inputs the `gating` and `hotReload` requests share.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "camelCase"))]
+pub(crate) struct GatingInputs {
+    /// The merged `mcp.*` lists of the settings files (absent: none set).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) settings: McpLists,
+    /// Occurrences of the `--allowed-mcp-server-names` launch flag.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub(crate) cli_allowed: Option<Vec<String>>,
+    /// No decisions when absent or `null`.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) approvals: Approvals,
+    /// Needed unless `yolo` (approvals are read only with the gate on).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) project_root: String,
+    /// Approval gate off: no `pending`.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) yolo: bool,
 }
 
-/// `toolNotFound`: `tool`, `merged`, `gating`, `removed`, `approvals?`,
-/// `projectRoot?`.
-pub(crate) fn op_tool_not_found(req: &Request<'_>) -> Result<Value, ApiError> {
-    let tool = req.str("tool")?;
-    let q = AdmissionQuery::parse(req)?;
-    Ok(tool_not_found(tool, &q.merged, &q.gating, &q.removed, q.approvals()).into())
+impl Decode for GatingInputs {
+    /// `settings: {allowed?, excluded?, workspaceAllowed?}`, `cliAllowed?`,
+    /// `approvals`, `projectRoot` (optional in yolo), `yolo?`.
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        let settings = match req.get("settings") {
+            None => Object::new(),
+            Some(Value::Object(o)) => o.clone(),
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "field `settings` must be an object, found {}",
+                    other.to_json()
+                )))
+            }
+        };
+        let settings = Request { fields: &settings };
+        let settings = McpLists {
+            allowed: settings.opt_string_list("allowed")?,
+            excluded: settings.opt_string_list("excluded")?,
+            workspace_allowed: settings.opt_string_list("workspaceAllowed")?,
+        };
+        let cli_allowed = req.opt_string_list("cliAllowed")?;
+        let yolo = req.opt_bool("yolo")?.unwrap_or(false);
+        let project_root = if yolo {
+            req.opt_str("projectRoot")?.unwrap_or_default()
+        } else {
+            req.str("projectRoot")?
+        };
+        Ok(GatingInputs {
+            settings,
+            cli_allowed,
+            approvals: req.approvals(),
+            project_root: project_root.to_owned(),
+            yolo,
+        })
+    }
 }
 
-/// `gatingEqual`: `a`, `b` (gating objects).
-pub(crate) fn op_gating_equal(req: &Request<'_>) -> Result<Value, ApiError> {
-    Ok(gating_equal(&req.gating("a")?, &req.gating("b")?).into())
-}
-
-/// `serversEqual`: `a`, `b` (maps or `null`).
-pub(crate) fn op_servers_equal(req: &Request<'_>) -> Result<Value, ApiError> {
-    servers_equal(req.fields.get("a"), req.fields.get("b"))
-        .map(Value::Bool)
-        .map_err(|e| ApiError::config(e.to_string()))
-}
-
-/// `matchPattern`: `pattern`, `name` → whether the glob matches.
-pub(crate) fn op_match_pattern(req: &Request<'_>) -> Result<Value, ApiError> {
-    Ok(match_pattern(req.str("pattern")?, req.str("name")?).into())
+impl GatingInputs {
+    /// [`compute_gating`] of `servers` under these inputs.
+    pub(crate) fn gating(&self, servers: &Servers) -> Gating {
+        compute_gating(
+            servers,
+            &self.settings,
+            self.cli_allowed.as_deref(),
+            &self.approvals,
+            &self.project_root,
+            self.yolo,
+        )
+    }
 }
 
 /// The fields shared by `unavailableReason` and `toolNotFound`.
-struct AdmissionQuery<'a> {
-    merged: Servers,
-    gating: Gating,
-    removed: Vec<String>,
-    store: Option<Approvals>,
-    root: Option<&'a str>,
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "camelCase"))]
+pub(crate) struct AdmissionQuery {
+    /// The merged server map (absent or `null`: `{}`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) merged: Servers,
+    /// The gating in force (absent or `null`: `{}`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) gating: Gating,
+    /// Names removed during this session (absent or `null`: `[]`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) removed: Vec<String>,
+    /// Approvals count only when both `approvals` and `projectRoot` are given.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub(crate) approvals: Option<Approvals>,
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub(crate) project_root: Option<String>,
 }
 
-impl<'a> AdmissionQuery<'a> {
-    /// `merged` absent or `null` is `{}`, `gating` absent or `null` is `{}`,
-    /// `removed` absent or `null` is `[]`.
-    fn parse(req: &Request<'a>) -> Result<Self, ApiError> {
+impl Decode for AdmissionQuery {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
         Ok(AdmissionQuery {
             merged: match req.get("merged") {
                 None => Servers::new(),
@@ -112,13 +132,151 @@ impl<'a> AdmissionQuery<'a> {
                 Some(_) => req.gating("gating")?,
             },
             removed: req.opt_string_list("removed")?.unwrap_or_default(),
-            store: req.get("approvals").map(|v| Approvals::new(v.clone())),
-            root: req.opt_str("projectRoot")?,
+            approvals: req.get("approvals").map(|v| Approvals::new(v.clone())),
+            project_root: req.opt_str("projectRoot")?.map(str::to_owned),
         })
     }
+}
 
-    /// Approvals count only when both `approvals` and `projectRoot` are given.
+impl AdmissionQuery {
     fn approvals(&self) -> Option<(&Approvals, &str)> {
-        self.store.as_ref().zip(self.root)
+        self.approvals.as_ref().zip(self.project_root.as_deref())
     }
+}
+
+/// `unavailableReason`: why one server is not connected.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct UnavailableReasonRequest {
+    pub(crate) name: String,
+    #[cfg_attr(feature = "ts", ts(flatten))]
+    pub(crate) query: AdmissionQuery,
+}
+
+impl Decode for UnavailableReasonRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        let name = req.str("name")?.to_owned();
+        Ok(UnavailableReasonRequest {
+            name,
+            query: AdmissionQuery::decode(req)?,
+        })
+    }
+}
+
+/// `toolNotFound`: why a tool call found no tool.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct ToolNotFoundRequest {
+    /// `mcp__<server>__<tool>`.
+    pub(crate) tool: String,
+    #[cfg_attr(feature = "ts", ts(flatten))]
+    pub(crate) query: AdmissionQuery,
+}
+
+impl Decode for ToolNotFoundRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        let tool = req.str("tool")?.to_owned();
+        Ok(ToolNotFoundRequest {
+            tool,
+            query: AdmissionQuery::decode(req)?,
+        })
+    }
+}
+
+/// `gatingEqual`: two gating objects.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct GatingEqualRequest {
+    pub(crate) a: Gating,
+    pub(crate) b: Gating,
+}
+
+impl Decode for GatingEqualRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        Ok(GatingEqualRequest {
+            a: req.gating("a")?,
+            b: req.gating("b")?,
+        })
+    }
+}
+
+/// `serversEqual`: two server maps (compared as written, so any JSON;
+/// `null` equals `{}`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct ServersEqualRequest {
+    #[cfg_attr(feature = "ts", ts(as = "Option<Servers>", optional = nullable))]
+    pub(crate) a: Option<Value>,
+    #[cfg_attr(feature = "ts", ts(as = "Option<Servers>", optional = nullable))]
+    pub(crate) b: Option<Value>,
+}
+
+impl Decode for ServersEqualRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        Ok(ServersEqualRequest {
+            a: req.fields.get("a").cloned(),
+            b: req.fields.get("b").cloned(),
+        })
+    }
+}
+
+/// `matchPattern`: a `*` / `?` pattern and a name.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct MatchPatternRequest {
+    pub(crate) pattern: String,
+    pub(crate) name: String,
+}
+
+impl Decode for MatchPatternRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        Ok(MatchPatternRequest {
+            pattern: req.str("pattern")?.to_owned(),
+            name: req.str("name")?.to_owned(),
+        })
+    }
+}
+
+/// `gating`: `servers`, `settings: {allowed?, excluded?, workspaceAllowed?}`, `cliAllowed?`,
+/// `approvals`, `projectRoot`, `yolo?`.
+pub(crate) fn op_gating(req: GatingRequest) -> Result<Gating, ApiError> {
+    Ok(req.inputs.gating(&req.servers))
+}
+
+/// `unavailableReason`: `name`, `merged`, `gating`, `removed`, `approvals?`,
+/// `projectRoot?`.
+pub(crate) fn op_unavailable_reason(
+    req: UnavailableReasonRequest,
+) -> Result<Option<Reason>, ApiError> {
+    let q = &req.query;
+    Ok(unavailable_reason(
+        &req.name,
+        &q.merged,
+        &q.gating,
+        &q.removed,
+        q.approvals(),
+    ))
+}
+
+/// `toolNotFound`: `tool`, `merged`, `gating`, `removed`, `approvals?`,
+/// `projectRoot?`.
+pub(crate) fn op_tool_not_found(req: ToolNotFoundRequest) -> Result<Option<String>, ApiError> {
+    let q = &req.query;
+    Ok(tool_not_found(
+        &req.tool,
+        &q.merged,
+        &q.gating,
+        &q.removed,
+        q.approvals(),
+    ))
+}
+
+/// `gatingEqual`: `a`, `b` (gating objects).
+pub(crate) fn op_gating_equal(req: GatingEqualRequest) -> Result<bool, ApiError> {
+    Ok(gating_equal(&req.a, &req.b))
+}
+
+/// `serversEqual`: `a`, `b` (maps or `null`).
+pub(crate) fn op_servers_equal(req: ServersEqualRequest) -> Result<bool, ApiError> {
+    servers_equal(req.a.as_ref(), req.b.as_ref()).map_err(|e| ApiError::config(e.to_string()))
+}
+
+/// `matchPattern`: `pattern`, `name` → whether the glob matches.
+pub(crate) fn op_match_pattern(req: MatchPatternRequest) -> Result<bool, ApiError> {
+    Ok(match_pattern(&req.pattern, &req.name))
 }

@@ -1,6 +1,7 @@
-//! The codecs of every op: each `op_*` function decodes its request's
-//! fields, calls the typed domain function and encodes the result as JSON.
-//! Grouped by the domain module they front.
+//! The codecs of every op, grouped by the domain module they front: each op
+//! has a request record (read by [`Decode`](super::request::Decode)) and an
+//! `op_*` function from that record to a typed result (written by
+//! [`Encode`](super::encode::Encode)), which calls the domain function.
 
 pub(crate) mod approvals;
 pub(crate) mod gating;
@@ -11,10 +12,3 @@ pub(crate) mod plan;
 pub(crate) mod settings;
 pub(crate) mod sources;
 pub(crate) mod supervise;
-
-use crate::json::Value;
-
-/// A list of names as a JSON array.
-pub(crate) fn names_value(names: Vec<String>) -> Value {
-    Value::Array(names.into_iter().map(Value::String).collect())
-}

@@ -1,45 +1,68 @@
 //! Source ops: `parseMcpJson`, `assemble`, and the `layers` decoder
 //! `hotReload` shares.
 
+use crate::api::request::Decode;
 use crate::api::{ApiError, Request};
-use crate::config::{servers_to_value, ServerConfig, Servers};
+use crate::config::{ServerConfig, Servers};
 use crate::json::{Object, Value};
-use crate::sources::{assemble, parse_mcp_json, Layer, LayerSource};
+use crate::sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
+
+/// `parseMcpJson`: a `.mcp.json` file's text and how to read it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct ParseMcpJsonRequest {
+    pub(crate) text: String,
+    /// Variables for `$VAR` / `${VAR}` expansion (`process.env` fits); the
+    /// kernel never reads the real environment.
+    #[cfg_attr(
+        feature = "ts",
+        ts(as = "Option<crate::api::typescript::Environment>", optional = nullable)
+    )]
+    pub(crate) env: Option<Object>,
+    /// Expand variables (default true; false in yolo mode).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) expand: bool,
+}
+
+impl Decode for ParseMcpJsonRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        let text = req.str("text")?.to_owned();
+        let env = match req.get("env") {
+            None => None,
+            Some(Value::Object(env)) => Some(env.clone()),
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "field `env` must be an object, found {}",
+                    other.to_json()
+                )))
+            }
+        };
+        let expand = req.opt_bool("expand")?.unwrap_or(true);
+        Ok(ParseMcpJsonRequest { text, env, expand })
+    }
+}
+
+/// `assemble`: the configuration layers, in any order.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct AssembleRequest {
+    pub(crate) layers: Vec<Layer>,
+}
+
+impl Decode for AssembleRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        Ok(AssembleRequest {
+            layers: request_layers(req)?,
+        })
+    }
+}
 
 /// `parseMcpJson`: `text`, `env`?, `expand`? (default true) → `{servers, errors}`.
-pub(crate) fn op_parse_mcp_json(req: &Request<'_>) -> Result<Value, ApiError> {
-    let text = req.str("text")?;
-    let env = match req.get("env") {
-        None => None,
-        Some(Value::Object(env)) => Some(env),
-        Some(other) => {
-            return Err(ApiError::invalid(format!(
-                "field `env` must be an object, found {}",
-                other.to_json()
-            )))
-        }
-    };
-    let expand = req.opt_bool("expand")?.unwrap_or(true);
-    let parsed = parse_mcp_json(text, env, expand);
-    let mut out = Object::new();
-    out.insert("servers".into(), servers_to_value(&parsed.servers));
-    out.insert(
-        "errors".into(),
-        Value::Array(parsed.errors.into_iter().map(Value::String).collect()),
-    );
-    Ok(Value::Object(out))
+pub(crate) fn op_parse_mcp_json(req: ParseMcpJsonRequest) -> Result<McpJson, ApiError> {
+    Ok(parse_mcp_json(&req.text, req.env.as_ref(), req.expand))
 }
 
 /// `assemble`: `layers: [{source, servers, extension?, scope?}]` → `{servers, sources}`.
-pub(crate) fn op_assemble(req: &Request<'_>) -> Result<Value, ApiError> {
-    let assembled = assemble(&request_layers(req)?);
-    let mut out = Object::new();
-    out.insert("servers".into(), servers_to_value(&assembled.servers));
-    out.insert(
-        "sources".into(),
-        Value::Object(assembled.sources.map_values(|_, s| s.as_str().into())),
-    );
-    Ok(Value::Object(out))
+pub(crate) fn op_assemble(req: AssembleRequest) -> Result<Assembled, ApiError> {
+    Ok(assemble(&req.layers))
 }
 
 /// The request's `layers` array, each checked and read.

@@ -2,14 +2,115 @@
 //! bookkeeping (SPEC §9), so a host in another language (the TypeScript
 //! `Reconciler`) applies the kernel's policy instead of a copy of it.
 
+use crate::api::encode::Encode;
+use crate::api::request::Decode;
 use crate::api::{ApiError, Request};
 use crate::json::{whole_number, Object, Value};
 use crate::plan::Status;
 use crate::supervise::{Supervision, View};
 use crate::time::Millis;
 
+/// What happened to a supervised connection.
+#[derive(Clone, Copy)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "camelCase"))]
+pub(crate) enum SupervisionEvent {
+    /// A start begins (a retry carries the failure count).
+    Start,
+    /// The connection is up.
+    Connected,
+    /// A start failed (`error`, `unsupported`?).
+    Failed,
+    /// A live connection ended on its own (`error`).
+    Closed,
+    /// Manual reconnect or reload: failures forgotten.
+    Forgive,
+    /// Nobody may run it: no retry timer.
+    Park,
+    /// Nothing happened: only the view at `now`.
+    View,
+}
+
+/// `supervise`: one event in a connection's life.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "camelCase"))]
+pub(crate) struct SuperviseRequest {
+    /// The state so far (absent: a fresh connection).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) supervision: Supervision,
+    pub(crate) event: SupervisionEvent,
+    /// Milliseconds on the host's clock.
+    pub(crate) now: Millis,
+    /// Per-connection jitter seed, an unsigned integer ≤ 2^53.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) seed: u64,
+    /// What went wrong (`failed`, `closed`).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub(crate) error: Option<String>,
+    /// The transport can never work here (`failed`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) unsupported: bool,
+}
+
+impl Decode for SuperviseRequest {
+    fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
+        let supervision = match req.opt_object("supervision")? {
+            Some(object) => from_value(object)?,
+            None => Supervision::connecting(0, false),
+        };
+        let now = millis(req.raw("now")?, "now")?;
+        let seed = match req.get("seed") {
+            None | Some(Value::Null) => 0,
+            Some(value) => whole_number(value, crate::backoff::MAX_SEED).ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "field `seed` must be an integer from 0 to 2^53, found {}",
+                    value.preview(60)
+                ))
+            })?,
+        };
+        let event = match req.str("event")? {
+            "start" => SupervisionEvent::Start,
+            "connected" => SupervisionEvent::Connected,
+            "failed" => SupervisionEvent::Failed,
+            "closed" => SupervisionEvent::Closed,
+            "forgive" => SupervisionEvent::Forgive,
+            "park" => SupervisionEvent::Park,
+            "view" => SupervisionEvent::View,
+            other => {
+                return Err(ApiError::invalid(format!(
+                    "field `event` must be one of start, connected, failed, closed, forgive, \
+                     park, view; found {}",
+                    Value::from(other).to_json()
+                )))
+            }
+        };
+        // Only the events that use them read `error` and `unsupported`.
+        let (error, unsupported) = match event {
+            SupervisionEvent::Failed => {
+                let unsupported = req.opt_bool("unsupported")?.unwrap_or(false);
+                (req.opt_str("error")?.map(str::to_owned), unsupported)
+            }
+            SupervisionEvent::Closed => (req.opt_str("error")?.map(str::to_owned), false),
+            _ => (None, false),
+        };
+        Ok(SuperviseRequest {
+            supervision,
+            event,
+            now,
+            seed,
+            error,
+            unsupported,
+        })
+    }
+}
+
+/// What `supervise` answers: how to show the connection, and its next state.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub(crate) struct Supervised {
+    pub(crate) view: View,
+    pub(crate) supervision: Supervision,
+}
+
 /// Op `supervise`: `{supervision?, event, now, seed?, error?, unsupported?}`
-/// → `{supervision, view}`.
+/// → `{view, supervision}`.
 ///
 /// `event` is what happened: `start` (a start begins, carrying the failure
 /// count and crash-loop state of `supervision`), `connected`, `failed`
@@ -17,48 +118,32 @@ use crate::time::Millis;
 /// ended: `error`), `forgive` (manual reconnect / reload), `park` (nobody may
 /// run it: no timer), or `view` (nothing happened; just the view at `now`).
 /// An absent `supervision` is a fresh connection.
-pub(crate) fn op_supervise(req: &Request<'_>) -> Result<Value, ApiError> {
-    let mut s = match req.opt_object("supervision")? {
-        Some(object) => from_value(object)?,
-        None => Supervision::connecting(0, false),
-    };
-    let now = millis(req.raw("now")?, "now")?;
-    let seed = match req.get("seed") {
-        None | Some(Value::Null) => 0,
-        Some(value) => whole_number(value, crate::backoff::MAX_SEED).ok_or_else(|| {
-            ApiError::invalid(format!(
-                "field `seed` must be an integer from 0 to 2^53, found {}",
-                value.preview(60)
-            ))
-        })?,
-    };
-    let error = || {
-        req.opt_str("error")
-            .map(|e| e.unwrap_or_default().to_owned())
-    };
-    match req.str("event")? {
-        "start" => s = Supervision::connecting(s.attempts, s.crash_loop),
-        "connected" => s.connected(now),
-        "failed" => {
-            let unsupported = req.opt_bool("unsupported")?.unwrap_or(false);
-            s.fail(seed, error()?, now, unsupported);
-        }
-        "closed" => s.closed(seed, error()?, now),
-        "forgive" => s.forgive(),
-        "park" => s.park(),
-        "view" => {}
-        other => {
-            return Err(ApiError::invalid(format!(
-                "field `event` must be one of start, connected, failed, closed, forgive, park, \
-                 view; found {}",
-                Value::from(other).to_json()
-            )))
-        }
+pub(crate) fn op_supervise(req: SuperviseRequest) -> Result<Supervised, ApiError> {
+    let mut s = req.supervision;
+    let (now, seed) = (req.now, req.seed);
+    let error = || req.error.clone().unwrap_or_default();
+    match req.event {
+        SupervisionEvent::Start => s = Supervision::connecting(s.attempts, s.crash_loop),
+        SupervisionEvent::Connected => s.connected(now),
+        SupervisionEvent::Failed => s.fail(seed, error(), now, req.unsupported),
+        SupervisionEvent::Closed => s.closed(seed, error(), now),
+        SupervisionEvent::Forgive => s.forgive(),
+        SupervisionEvent::Park => s.park(),
+        SupervisionEvent::View => {}
     }
-    let mut out = Object::new();
-    out.insert("view".into(), view_to_value(&s.view(now)));
-    out.insert("supervision".into(), to_value(&s));
-    Ok(Value::Object(out))
+    Ok(Supervised {
+        view: s.view(now),
+        supervision: s,
+    })
+}
+
+impl Encode for Supervised {
+    fn encode(self) -> Value {
+        let mut out = Object::new();
+        out.insert("view".into(), view_to_value(&self.view));
+        out.insert("supervision".into(), to_value(&self.supervision));
+        Value::Object(out)
+    }
 }
 
 fn millis(value: &Value, field: &str) -> Result<Millis, ApiError> {
