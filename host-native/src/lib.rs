@@ -10,6 +10,7 @@
 //! * [`inputs`], [`approvals_store`], [`watcher`] — the files and their
 //!   changes;
 //! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE);
+//! * [`lsp`] — language-server connections (SPEC §14);
 //! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
 //! * [`pool`] — connections shared by several sessions in one process (pool mode);
@@ -32,6 +33,7 @@ pub mod host;
 pub mod http_guard;
 pub mod inputs;
 pub mod ipc;
+pub mod lsp;
 pub mod pool;
 pub mod redact;
 pub mod review;
