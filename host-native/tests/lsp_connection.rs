@@ -14,10 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lsp_types::Diagnostic;
+use lsp_types::{Diagnostic, Url};
 use mcp_reconcile::lsp::connection::{LspConnection, LspEvent, LspStart};
 use mcp_reconcile_kernel::json::{self, Object, Value};
-use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -103,12 +102,12 @@ async fn stop_and_check(started: Started) {
     );
 }
 
-/// Whether the group led by `pid` has no process left (waits briefly for the reaper).
+/// Whether the group led by `pid` has no live process left (waits briefly for the kill to land;
+/// a zombie waiting for its reaper counts as gone).
 async fn gone(pid: u32) -> bool {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let group = killpg(Pid::from_raw(pid as i32), None::<Signal>);
-        if group == Err(Errno::ESRCH) && !Path::new(&format!("/proc/{pid}")).exists() {
+        if live_members(pid).is_empty() {
             return true;
         }
         if tokio::time::Instant::now() >= deadline {
@@ -116,6 +115,25 @@ async fn gone(pid: u32) -> bool {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The processes of group `pgid` that are not zombies, from `/proc/*/stat`.
+fn live_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid pgrp ...`; comm may contain spaces and parentheses.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
+        })
+        .collect()
 }
 
 async fn diagnostics(started: &Started, path: &Path, language: &str) -> Vec<Diagnostic> {
@@ -130,7 +148,9 @@ async fn diagnostics(started: &Started, path: &Path, language: &str) -> Vec<Diag
 async fn json_server_validation_follows_pushed_settings_without_a_restart() {
     let server = installed("node_modules/.bin/vscode-json-language-server");
     let project = tempfile::tempdir().expect("temp dir");
-    let file = project.path().join("broken.json");
+    // Characters servers may encode differently in the URI they publish.
+    let file = project.path().join("sub dir/broken @file+é.json");
+    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
     std::fs::write(&file, "{\"a\": 1,, \"b\": }\n").expect("write");
 
     let started = start(
@@ -370,4 +390,91 @@ fn entries_are_read_with_defaults_and_checked() {
     }
     let tcp = LspStart::from_entry(&entry(json!({"transport": "tcp"})), root).expect_err("tcp");
     assert!(tcp.contains("unsupported_transport"), "{tcp}");
+}
+
+/// The scripted edge server, run with the venv's Python.
+fn edge_server(mode: &str) -> serde_json::Value {
+    let python = installed(".venv-test/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lsp_edge_server.py");
+    json!({"command": python, "args": [script, mode]})
+}
+
+/// The answers the edge server got for its latest round of questions, as it reports them.
+async fn edge_report(started: &Started, file: &Path) -> serde_json::Value {
+    let found = diagnostics(started, file, "plaintext").await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    serde_json::from_str(&found[0].message).expect("the report is JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_requests_are_answered_and_unknown_notifications_ignored() {
+    let project = tempfile::tempdir().expect("temp dir");
+    let file = project.path().join("doc.txt");
+    std::fs::write(&file, "text").expect("write");
+    let mut entry_json = edge_server("normal");
+    entry_json["settings"] = json!({"a": {"b": [1, 2]}, "other": true});
+    let started = start("edge", entry_json, project.path()).await;
+
+    let report = edge_report(&started, &file).await;
+    assert_eq!(report["pushes"], 1);
+    assert_eq!(
+        report["settings"],
+        json!({"a": {"b": [1, 2]}, "other": true})
+    );
+    let answers = &report["answers"];
+    let whole = json!({"a": {"b": [1, 2]}, "other": true});
+    assert_eq!(
+        answers[0]["result"],
+        json!([[1, 2], whole, whole, null, null]),
+        "dotted sections; empty or absent = everything; missing = null"
+    );
+    for accepted in 1..=3 {
+        assert_eq!(answers[accepted], json!({"result": null}), "{answers}");
+    }
+    let folder = Url::from_file_path(project.path()).expect("url");
+    assert_eq!(answers[4]["result"][0]["uri"], folder.as_str(), "{answers}");
+    assert_eq!(
+        answers[5]["error"]["code"], -32601,
+        "MethodNotFound: {answers}"
+    );
+
+    // A push: the next pull sees the new settings whole, and the document is re-sent.
+    started
+        .connection
+        .reconfigure(json!({"a": {"b": "new"}}))
+        .expect("reconfigure");
+    let report = edge_report(&started, &file).await;
+    assert_eq!(report["pushes"], 2);
+    assert_eq!(report["settings"], json!({"a": {"b": "new"}}));
+    assert_eq!(
+        report["answers"][0]["result"],
+        json!(["new", {"a": {"b": "new"}}, {"a": {"b": "new"}}, null, null])
+    );
+    assert_eq!(started.connection.settings_pushes(), 2);
+
+    stop_and_check(started).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_will_not_die_is_killed_with_its_group_in_bounded_time() {
+    let project = tempfile::tempdir().expect("temp dir");
+    let mut entry_json = edge_server("stubborn");
+    entry_json["shutdownTimeout"] = json!(300);
+    let started = start("stubborn", entry_json, project.path()).await;
+    let pid = started.connection.pid().expect("pid");
+    // The `sleep` grandchild shares the group.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while live_members(pid).len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(live_members(pid).len() >= 2, "{:?}", live_members(pid));
+
+    let began = std::time::Instant::now();
+    stop_and_check(started).await;
+    // shutdown 0.3 s + stdin grace 1 s + SIGTERM grace 1 s + SIGKILL, with room for a slow CI.
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
 }

@@ -338,7 +338,7 @@ impl LspConnection {
         wait: Duration,
     ) -> Result<Vec<Diagnostic>, String> {
         let deadline = Instant::now() + wait;
-        let path = self.shared.folder_path.join(path);
+        let path = normalized(&self.shared.folder_path.join(path));
         let text = tokio::fs::read_to_string(&path)
             .await
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -446,7 +446,7 @@ impl LspConnection {
         let mut ended = self.shared.ended.subscribe();
         loop {
             publishes.borrow_and_update();
-            if let Some(found) = lock(&self.shared.published).matching(uri, target) {
+            if let Some(found) = lock(&self.shared.published).matching(&document_key(uri), target) {
                 return Ok(found);
             }
             if let Some(why) = ended.borrow_and_update().clone() {
@@ -569,11 +569,19 @@ struct Target {
     after: u64,
 }
 
-/// The latest `publishDiagnostics` per document.
+/// The latest `publishDiagnostics` per document (by [`document_key`]).
 #[derive(Default)]
 struct Published {
     next_seq: u64,
-    latest: HashMap<Url, Publish>,
+    latest: HashMap<String, Publish>,
+}
+
+/// Which document a URI names: its file path where it has one, so a server that re-encodes
+/// the URI it was sent (`%20` vs `%40`, ...) still matches.
+fn document_key(uri: &Url) -> String {
+    uri.to_file_path()
+        .map(|path| path.to_string_lossy().into_owned())
+        .unwrap_or_else(|()| uri.to_string())
 }
 
 struct Publish {
@@ -590,13 +598,13 @@ impl Published {
             version: params.version,
             diagnostics: params.diagnostics,
         };
-        self.latest.insert(params.uri, publish);
+        self.latest.insert(document_key(&params.uri), publish);
         self.next_seq += 1;
         self.next_seq
     }
 
-    fn matching(&self, uri: &Url, target: Target) -> Option<Vec<Diagnostic>> {
-        let publish = self.latest.get(uri)?;
+    fn matching(&self, key: &str, target: Target) -> Option<Vec<Diagnostic>> {
+        let publish = self.latest.get(key)?;
         let current = match publish.version {
             Some(version) => version >= target.version,
             None => publish.seq >= target.after,
