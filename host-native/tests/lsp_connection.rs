@@ -307,7 +307,7 @@ async fn a_missing_program_and_a_silent_one_fail_to_start_and_leave_nothing() {
     // `sleep` reads nothing and never answers `initialize`.
     let silent = LspStart::from_entry(
         &entry(
-            json!({"command": "sleep", "args": ["600"], "startupTimeout": 300,
+            json!({"command": "sleep", "args": ["617"], "startupTimeout": 300,
                       "env": {"TOKEN": "hunter2-secret"}}),
         ),
         project.path(),
@@ -320,6 +320,16 @@ async fn a_missing_program_and_a_silent_one_fail_to_start_and_leave_nothing() {
     assert!(error.contains("within 300 ms"), "{error}");
     assert!(!error.contains("hunter2-secret"));
     assert!(began.elapsed() < Duration::from_secs(10), "bounded");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| cmdline.as_slice() == b"sleep\x00617\x00")
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the silent server was not stopped: {left:?}"
+    );
 }
 
 #[test]
@@ -413,6 +423,7 @@ async fn server_requests_are_answered_and_unknown_notifications_ignored() {
     std::fs::write(&file, "text").expect("write");
     let mut entry_json = edge_server("normal");
     entry_json["settings"] = json!({"a": {"b": [1, 2]}, "other": true});
+    entry_json["initializationOptions"] = json!({"provideFormatter": true, "n": 1});
     let started = start("edge", entry_json, project.path()).await;
 
     let report = edge_report(&started, &file).await;

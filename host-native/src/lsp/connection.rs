@@ -33,7 +33,7 @@ use lsp_types::notification::{
     Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    Initialize, RegisterCapability, Shutdown, UnregisterCapability, WorkDoneProgressCreate,
+    RegisterCapability, Shutdown, UnregisterCapability, WorkDoneProgressCreate,
     WorkspaceConfiguration, WorkspaceFoldersRequest,
 };
 use lsp_types::{
@@ -147,8 +147,16 @@ impl LspStart {
             workspace_folder,
             initialization_options,
             settings,
-            startup_timeout: millis(field("startupTimeout"), "startupTimeout", 10_000)?,
-            shutdown_timeout: millis(field("shutdownTimeout"), "shutdownTimeout", 5_000)?,
+            startup_timeout: millis(
+                field("startupTimeout"),
+                "startupTimeout",
+                DEFAULT_STARTUP_TIMEOUT_MS,
+            )?,
+            shutdown_timeout: millis(
+                field("shutdownTimeout"),
+                "shutdownTimeout",
+                DEFAULT_SHUTDOWN_TIMEOUT_MS,
+            )?,
         })
     }
 }
@@ -195,9 +203,16 @@ impl LspConnection {
         generation: u64,
         events: mpsc::UnboundedSender<LspEvent>,
     ) -> Result<LspConnection, String> {
-        let config = process_config(&start)?;
+        let config =
+            process_config(&start).map_err(|e| format!("language server `{name}`: {e}"))?;
         let secrets = secrets(&config);
         let fail = |what: String| redact_all(&format!("language server `{name}` {what}"), &secrets);
+        let folder_uri = Url::from_file_path(&start.workspace_folder).map_err(|()| {
+            fail(format!(
+                "has a workspace folder that is not a file URL: {}",
+                start.workspace_folder.display()
+            ))
+        })?;
         let (mut process, pipes) = ChildProcess::spawn(&config, None, secrets.clone(), name)
             .map_err(|e| {
                 fail(format!(
@@ -205,12 +220,6 @@ impl LspConnection {
                     start.command
                 ))
             })?;
-        let folder_uri = Url::from_file_path(&start.workspace_folder).map_err(|()| {
-            fail(format!(
-                "has a workspace folder that is not a file URL: {}",
-                start.workspace_folder.display()
-            ))
-        })?;
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             secrets: secrets.clone(),
@@ -231,7 +240,7 @@ impl LspConnection {
         let main_loop =
             tokio::spawn(main_loop.run_buffered(pipes.stdout.compat(), pipes.stdin.compat_write()));
 
-        let initialize = server.request::<Initialize>(initialize_params(&start, folder_uri));
+        let initialize = server.request::<InitializeRaw>(initialize_params(&start, folder_uri));
         let failure = match tokio::time::timeout(start.startup_timeout, initialize).await {
             Ok(Ok(_)) => None,
             Ok(Err(e)) => Some(format!("failed `initialize`: {e}")),
@@ -661,6 +670,16 @@ fn client_router(shared: &Arc<Shared>, socket: ServerSocket) -> Router<Client> {
         .event::<StopLoop>(|_, StopLoop| ControlFlow::Break(Ok(())))
         .unhandled_event(|_, _| ControlFlow::Continue(()));
     router
+}
+
+/// `initialize` with the answer kept as raw JSON: nothing in it is needed yet, and a capability
+/// shape lsp-types 0.95 does not know must not fail the start.
+enum InitializeRaw {}
+
+impl lsp_types::request::Request for InitializeRaw {
+    type Params = InitializeParams;
+    type Result = serde_json::Value;
+    const METHOD: &'static str = lsp_types::request::Initialize::METHOD;
 }
 
 /// `initialize` as SPEC §14.4 asks: process id, root URI, one workspace folder, the entry's
