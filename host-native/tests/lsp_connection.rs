@@ -68,7 +68,11 @@ fn entry(value: serde_json::Value) -> Object {
     }
 }
 
-async fn start(name: &str, entry_json: serde_json::Value, project: &Path) -> Started {
+async fn start(name: &str, mut entry_json: serde_json::Value, project: &Path) -> Started {
+    // Node and Python start slowly on a loaded CI machine; the default is 10 s.
+    if entry_json.get("startupTimeout").is_none() {
+        entry_json["startupTimeout"] = json!(60_000);
+    }
     let start = LspStart::from_entry(&entry(entry_json), project).expect("a valid entry");
     let (tx, events) = mpsc::unbounded_channel();
     let connection = LspConnection::start(name, start, 7, tx)
@@ -305,9 +309,11 @@ async fn a_missing_program_and_a_silent_one_fail_to_start_and_leave_nothing() {
     );
 
     // `sleep` reads nothing and never answers `initialize`.
+    // A length no other test process uses, to find this one in /proc afterwards.
+    let nap = format!("{}", 1_000_000 + std::process::id());
     let silent = LspStart::from_entry(
         &entry(
-            json!({"command": "sleep", "args": ["617"], "startupTimeout": 300,
+            json!({"command": "sleep", "args": [nap.clone()], "startupTimeout": 300,
                       "env": {"TOKEN": "hunter2-secret"}}),
         ),
         project.path(),
@@ -323,7 +329,7 @@ async fn a_missing_program_and_a_silent_one_fail_to_start_and_leave_nothing() {
     let left: Vec<String> = std::fs::read_dir("/proc")
         .expect("/proc")
         .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
-        .filter(|cmdline| cmdline.as_slice() == b"sleep\x00617\x00")
+        .filter(|cmdline| *cmdline == format!("sleep\0{nap}\0").into_bytes())
         .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
         .collect();
     assert!(

@@ -335,7 +335,9 @@ impl LspConnection {
     /// Opens the document on first use (`languageId` = `language_id`); sends its new full text
     /// when it changed on disk, or when settings were pushed since it was last sent. Then waits,
     /// at most `wait`, for a `publishDiagnostics` of that version: one that names the version,
-    /// or, from servers that name none, the first one after the text was sent.
+    /// or, from servers that name none, the first one after the text was sent. (Such a server
+    /// could still be finishing the previous text's validation when the new text arrives; the
+    /// servers tested here drop a validation whose document changed meanwhile.)
     ///
     /// # Errors
     /// The file cannot be read (or is not UTF-8), nothing was published within `wait`, or the
