@@ -16,37 +16,28 @@
 //!    ends (stdin closes), then SIGTERM / SIGKILL to the group. A dropped connection is killed
 //!    at once in the background. Nothing waits without a bound.
 //!
+//! Parts: `start` reads a `.lsp.json` entry into an [`LspStart`]; `client` is what the main
+//! loop answers and keeps (shared with the connection) and the `initialize` request.
+//!
 //! Diagnostics are push-only: the client does not declare `textDocument.diagnostic`, because
 //! servers that see it stop pushing (vscode-json-language-server switches to pull mode).
 
 use std::collections::HashMap;
-use std::ops::ControlFlow;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_lsp::router::Router;
-use async_lsp::{AnyNotification, ErrorCode, MainLoop, ResponseError, ServerSocket};
+use async_lsp::{MainLoop, ServerSocket};
 use lsp_types::notification::{
     DidChangeConfiguration, DidChangeTextDocument, DidOpenTextDocument, Exit, Initialized,
-    Notification as _, PublishDiagnostics,
 };
-use lsp_types::request::{
-    RegisterCapability, Shutdown, UnregisterCapability, WorkDoneProgressCreate,
-    WorkspaceConfiguration, WorkspaceFoldersRequest,
-};
+use lsp_types::request::Shutdown;
 use lsp_types::{
-    ClientCapabilities, ClientInfo, ConfigurationParams, Diagnostic, DidChangeConfigurationParams,
-    DidChangeTextDocumentParams, DidOpenTextDocumentParams, DocumentSymbolClientCapabilities,
-    DynamicRegistrationClientCapabilities, GotoCapability, HoverClientCapabilities,
-    InitializeParams, InitializedParams, MarkupKind, PublishDiagnosticsClientCapabilities,
-    PublishDiagnosticsParams, TextDocumentClientCapabilities, TextDocumentContentChangeEvent,
-    TextDocumentItem, TextDocumentSyncClientCapabilities, Url, VersionedTextDocumentIdentifier,
-    WindowClientCapabilities, WorkspaceClientCapabilities, WorkspaceFolder,
+    Diagnostic, DidChangeConfigurationParams, DidChangeTextDocumentParams,
+    DidOpenTextDocumentParams, InitializedParams, TextDocumentContentChangeEvent, TextDocumentItem,
+    Url, VersionedTextDocumentIdentifier, WorkspaceFolder,
 };
-use mcp_reconcile_kernel::json::{Object, Value};
-use mcp_reconcile_kernel::ServerConfig;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -54,11 +45,16 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::redact::{redact_all, secrets};
 use crate::transport::stdio::ChildProcess;
+use client::{
+    client_router, document_key, initialize_params, lock, Document, InitializeRaw, Published,
+    Shared, StopLoop, Target,
+};
+use start::{folder_name, normalized, process_config};
+pub use start::{LspStart, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
 
-/// `startupTimeout` when the entry has none (SPEC §14.1), in ms.
-pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
-/// `shutdownTimeout` when the entry has none (SPEC §14.1), in ms.
-pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 5_000;
+mod client;
+mod start;
+
 /// After a failed start or an exit: how long to wait for the exit status and the last stderr
 /// lines before writing the message.
 const SETTLE: Duration = Duration::from_millis(500);
@@ -66,100 +62,6 @@ const SETTLE: Duration = Duration::from_millis(500);
 const LOOP_CLOSE: Duration = Duration::from_secs(1);
 /// Bound on [`LspConnection::stop`]'s process part, in case a stop step misbehaves.
 const CLOSE_LIMIT: Duration = Duration::from_secs(15);
-
-/// What a start is made from: a `.lsp.json` entry, already `$VAR`-expanded, made concrete.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LspStart {
-    pub command: String,
-    pub args: Vec<String>,
-    /// Set over the host's environment.
-    pub env: Vec<(String, String)>,
-    /// Absolute, inside the project root; the server's cwd, `rootUri` and only workspace folder.
-    pub workspace_folder: PathBuf,
-    pub initialization_options: Option<serde_json::Value>,
-    /// Pushed whole with `workspace/didChangeConfiguration`; answers `workspace/configuration`.
-    pub settings: serde_json::Value,
-    pub startup_timeout: Duration,
-    pub shutdown_timeout: Duration,
-}
-
-impl LspStart {
-    /// Reads an entry as the kernel holds it (fields `command`, `args`, `env`,
-    /// `workspaceFolder`, `initializationOptions`, `settings`, `startupTimeout`,
-    /// `shutdownTimeout`; defaults as SPEC §14.1) for a project at `project_root`.
-    ///
-    /// # Errors
-    /// A sentence naming the field: a `tcp` / `socket` transport (unsupported: the host reports
-    /// `unsupported_transport`), no `command`, a value of the wrong type, or a
-    /// `workspaceFolder` outside the project root.
-    pub fn from_entry(entry: &Object, project_root: &Path) -> Result<LspStart, String> {
-        let field = |key: &str| entry.get(key).filter(|v| !v.is_null());
-        match field("transport") {
-            None => {}
-            Some(Value::String(t)) if t == "stdio" => {}
-            Some(other) => {
-                return Err(format!(
-                    "field `transport` is {}: only stdio language servers are supported \
-                     (unsupported_transport); start the server with `command` instead",
-                    other.preview(40)
-                ))
-            }
-        }
-        let command = match field("command") {
-            Some(Value::String(c)) if !c.is_empty() => c.clone(),
-            Some(other) => return Err(wrong("command", "a non-empty string", other)),
-            None => return Err("field `command` is missing: name the program to run".into()),
-        };
-        let args = match field("args") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| item.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| wrong("args", "an array of strings", &items.clone().into()))?,
-            Some(other) => return Err(wrong("args", "an array of strings", other)),
-        };
-        let env = match field("env") {
-            None => Vec::new(),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| wrong("env", "an object of string values", &map.clone().into()))?,
-            Some(other) => return Err(wrong("env", "an object of string values", other)),
-        };
-        let folder = match field("workspaceFolder") {
-            None => None,
-            Some(Value::String(f)) => Some(f.as_str()),
-            Some(other) => return Err(wrong("workspaceFolder", "a path string", other)),
-        };
-        let workspace_folder = resolve_folder(folder, project_root)?;
-        let initialization_options = field("initializationOptions").map(to_serde);
-        let settings = match field("settings") {
-            None => serde_json::Value::Object(serde_json::Map::new()),
-            Some(value @ Value::Object(_)) => to_serde(value),
-            Some(other) => return Err(wrong("settings", "an object", other)),
-        };
-        Ok(LspStart {
-            command,
-            args,
-            env,
-            workspace_folder,
-            initialization_options,
-            settings,
-            startup_timeout: millis(
-                field("startupTimeout"),
-                "startupTimeout",
-                DEFAULT_STARTUP_TIMEOUT_MS,
-            )?,
-            shutdown_timeout: millis(
-                field("shutdownTimeout"),
-                "shutdownTimeout",
-                DEFAULT_SHUTDOWN_TIMEOUT_MS,
-            )?,
-        })
-    }
-}
 
 /// Something a live connection reports on its own.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -487,270 +389,6 @@ impl Drop for LspConnection {
 }
 
 // ---------------------------------------------------------------------------------------------
-// State the main loop and the connection share
-
-/// What the router's handlers and the connection's methods both see.
-struct Shared {
-    name: String,
-    secrets: Vec<String>,
-    folder_path: PathBuf,
-    folder: WorkspaceFolder,
-    /// The settings last pushed: `workspace/configuration` pulls are answered from these.
-    settings: Mutex<serde_json::Value>,
-    pushes: AtomicU64,
-    published: Mutex<Published>,
-    /// Bumped after every stored publish, to wake waiters.
-    publishes: watch::Sender<u64>,
-    documents: Mutex<HashMap<Url, Document>>,
-    /// Why the connection ended (redacted), once it did: waiters stop waiting.
-    ended: watch::Sender<Option<String>>,
-    /// Set by `stop`: an exit from now on is expected, not reported.
-    stopping: AtomicBool,
-}
-
-impl Shared {
-    /// The answer to one `workspace/configuration` item: the value at the dotted `section` of
-    /// the settings (the whole object for none or an empty one), `null` when it is missing.
-    fn section(&self, section: Option<&str>) -> serde_json::Value {
-        let settings = lock(&self.settings);
-        let Some(section) = section.filter(|s| !s.is_empty()) else {
-            return settings.clone();
-        };
-        section
-            .split('.')
-            .try_fold(&*settings, |at, key| at.get(key))
-            .cloned()
-            .unwrap_or(serde_json::Value::Null)
-    }
-
-    fn handle_notification(&self, notification: AnyNotification) {
-        match notification.method.as_str() {
-            PublishDiagnostics::METHOD => {
-                match serde_json::from_value::<PublishDiagnosticsParams>(notification.params) {
-                    Ok(params) => {
-                        let seq = lock(&self.published).store(params);
-                        self.publishes.send_replace(seq);
-                    }
-                    Err(e) => tracing::debug!(
-                        server = %self.name,
-                        "ignoring a malformed publishDiagnostics: {e}"
-                    ),
-                }
-            }
-            "window/logMessage" | "window/showMessage" => {
-                let message = notification
-                    .params
-                    .get("message")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or_default();
-                tracing::debug!(server = %self.name, "{}", redact_all(message, &self.secrets));
-            }
-            // Progress, telemetry, server-specific notifications: nothing to do.
-            _ => {}
-        }
-    }
-
-    fn closed_error(&self, cause: &str) -> String {
-        self.ended
-            .borrow()
-            .clone()
-            .unwrap_or_else(|| format!("language server `{}` is not running ({cause})", self.name))
-    }
-}
-
-/// A std mutex guard; a poisoned lock still holds valid data here (plain values).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A document the server has open, as last sent.
-struct Document {
-    version: i32,
-    text: String,
-    /// `settings_pushes` when it was last sent.
-    pushes: u64,
-    /// The publish sequence number from which on a version-less publish counts for it.
-    after: u64,
-}
-
-/// What a publish must match to answer for the current text of a document.
-#[derive(Clone, Copy)]
-struct Target {
-    version: i32,
-    after: u64,
-}
-
-/// The latest `publishDiagnostics` per document (by [`document_key`]).
-#[derive(Default)]
-struct Published {
-    next_seq: u64,
-    latest: HashMap<String, Publish>,
-}
-
-/// Which document a URI names: its file path where it has one, so a server that re-encodes
-/// the URI it was sent (`%20` vs `%40`, ...) still matches.
-fn document_key(uri: &Url) -> String {
-    uri.to_file_path()
-        .map(|path| path.to_string_lossy().into_owned())
-        .unwrap_or_else(|()| uri.to_string())
-}
-
-struct Publish {
-    seq: u64,
-    version: Option<i32>,
-    diagnostics: Vec<Diagnostic>,
-}
-
-impl Published {
-    /// Keeps `params` as the latest publish of its document; returns the next sequence number.
-    fn store(&mut self, params: PublishDiagnosticsParams) -> u64 {
-        let publish = Publish {
-            seq: self.next_seq,
-            version: params.version,
-            diagnostics: params.diagnostics,
-        };
-        self.latest.insert(document_key(&params.uri), publish);
-        self.next_seq += 1;
-        self.next_seq
-    }
-
-    fn matching(&self, key: &str, target: Target) -> Option<Vec<Diagnostic>> {
-        let publish = self.latest.get(key)?;
-        let current = match publish.version {
-            Some(version) => version >= target.version,
-            None => publish.seq >= target.after,
-        };
-        current.then(|| publish.diagnostics.clone())
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The client side of the protocol
-
-/// The router's state: the shared view, and a socket that keeps the main loop's channel open
-/// (async-lsp's loop panics if every sender is gone while it runs).
-struct Client {
-    shared: Arc<Shared>,
-    _socket: ServerSocket,
-}
-
-/// Loop-back event that ends the main loop (after it flushed what was queued before it).
-struct StopLoop;
-
-fn client_router(shared: &Arc<Shared>, socket: ServerSocket) -> Router<Client> {
-    let mut router = Router::new(Client {
-        shared: shared.clone(),
-        _socket: socket,
-    });
-    router
-        .request::<WorkspaceConfiguration, _>(|client, params: ConfigurationParams| {
-            let answers = params
-                .items
-                .iter()
-                .map(|item| client.shared.section(item.section.as_deref()))
-                .collect();
-            std::future::ready(Ok(answers))
-        })
-        .request::<RegisterCapability, _>(|_, _| std::future::ready(Ok(())))
-        .request::<UnregisterCapability, _>(|_, _| std::future::ready(Ok(())))
-        .request::<WorkDoneProgressCreate, _>(|_, _| std::future::ready(Ok(())))
-        .request::<WorkspaceFoldersRequest, _>(|client, ()| {
-            std::future::ready(Ok(Some(vec![client.shared.folder.clone()])))
-        })
-        .unhandled_request(|_, request| {
-            std::future::ready(Err(ResponseError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("mcp-reconcile does not handle `{}`", request.method),
-            )))
-        })
-        // async-lsp's default ends the loop on an unknown notification; servers send plenty
-        // (telemetry, progress, their own extensions) that a client may ignore.
-        .unhandled_notification(|client, notification| {
-            client.shared.handle_notification(notification);
-            ControlFlow::Continue(())
-        })
-        .event::<StopLoop>(|_, StopLoop| ControlFlow::Break(Ok(())))
-        .unhandled_event(|_, _| ControlFlow::Continue(()));
-    router
-}
-
-/// `initialize` with the answer kept as raw JSON: nothing in it is needed yet, and a capability
-/// shape lsp-types 0.95 does not know must not fail the start.
-enum InitializeRaw {}
-
-impl lsp_types::request::Request for InitializeRaw {
-    type Params = InitializeParams;
-    type Result = serde_json::Value;
-    const METHOD: &'static str = lsp_types::request::Initialize::METHOD;
-}
-
-/// `initialize` as SPEC §14.4 asks: process id, root URI, one workspace folder, the entry's
-/// `initializationOptions`, and the capabilities the host uses.
-fn initialize_params(start: &LspStart, folder_uri: Url) -> InitializeParams {
-    let dynamic = Some(DynamicRegistrationClientCapabilities {
-        dynamic_registration: Some(true),
-    });
-    let capabilities = ClientCapabilities {
-        workspace: Some(WorkspaceClientCapabilities {
-            configuration: Some(true),
-            did_change_configuration: dynamic,
-            workspace_folders: Some(true),
-            ..Default::default()
-        }),
-        text_document: Some(TextDocumentClientCapabilities {
-            synchronization: Some(TextDocumentSyncClientCapabilities {
-                dynamic_registration: Some(true),
-                ..Default::default()
-            }),
-            publish_diagnostics: Some(PublishDiagnosticsClientCapabilities {
-                related_information: Some(true),
-                version_support: Some(true),
-                ..Default::default()
-            }),
-            hover: Some(HoverClientCapabilities {
-                dynamic_registration: Some(true),
-                content_format: Some(vec![MarkupKind::Markdown, MarkupKind::PlainText]),
-            }),
-            definition: Some(GotoCapability {
-                dynamic_registration: Some(true),
-                link_support: Some(false),
-            }),
-            references: dynamic,
-            document_symbol: Some(DocumentSymbolClientCapabilities {
-                dynamic_registration: Some(true),
-                hierarchical_document_symbol_support: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        window: Some(WindowClientCapabilities {
-            work_done_progress: Some(true),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    #[allow(deprecated)] // `root_path` is deprecated in the type, not sent (None).
-    InitializeParams {
-        process_id: Some(std::process::id()),
-        root_path: None,
-        root_uri: Some(folder_uri.clone()),
-        initialization_options: start.initialization_options.clone(),
-        capabilities,
-        trace: None,
-        workspace_folders: Some(vec![WorkspaceFolder {
-            uri: folder_uri,
-            name: folder_name(&start.workspace_folder),
-        }]),
-        client_info: Some(ClientInfo {
-            name: "mcp-reconcile".to_owned(),
-            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-        }),
-        locale: None,
-        work_done_progress_params: Default::default(),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // The driver: watches the process and the main loop, stops both
 
 struct Driver {
@@ -829,109 +467,6 @@ async fn drive(driver: Driver) {
             error: message,
         });
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading an entry
-
-fn wrong(field: &str, expected: &str, found: &Value) -> String {
-    format!(
-        "field `{field}` must be {expected}, found {}",
-        found.preview(40)
-    )
-}
-
-/// A kernel value as serde_json sees it (whole numbers stay integers).
-fn to_serde(value: &Value) -> serde_json::Value {
-    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
-}
-
-/// A timeout field in ms, or `default_ms` when absent.
-fn millis(value: Option<&Value>, field: &str, default_ms: u64) -> Result<Duration, String> {
-    match value {
-        None => Ok(Duration::from_millis(default_ms)),
-        Some(Value::Number(ms)) if ms.is_finite() && *ms >= 0.0 => {
-            Ok(Duration::from_millis(ms.min(1e12) as u64))
-        }
-        Some(other) => Err(wrong(field, "a non-negative number of milliseconds", other)),
-    }
-}
-
-/// The workspace folder: `folder` resolved against the (absolute) project root, lexically
-/// normalized, and required to stay inside it; the root itself when there is none.
-fn resolve_folder(folder: Option<&str>, project_root: &Path) -> Result<PathBuf, String> {
-    let root = std::path::absolute(project_root)
-        .map(|root| normalized(&root))
-        .map_err(|e| {
-            format!(
-                "the project root {} cannot be made absolute: {e}",
-                project_root.display()
-            )
-        })?;
-    let Some(folder) = folder else {
-        return Ok(root);
-    };
-    let resolved = normalized(&root.join(folder));
-    if resolved.starts_with(&root) {
-        Ok(resolved)
-    } else {
-        Err(format!(
-            "field `workspaceFolder` {} is outside the project root {}: use a folder inside the \
-             project (relative paths are resolved against it)",
-            Value::from(folder).to_json(),
-            root.display()
-        ))
-    }
-}
-
-/// `path` without `.` components and with each `..` removing the component before it.
-fn normalized(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-fn folder_name(folder: &Path) -> String {
-    folder
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| folder.display().to_string())
-}
-
-/// The entry as the stdio spawner reads it: `command`, `args`, `env`, `cwd`.
-fn process_config(start: &LspStart) -> Result<ServerConfig, String> {
-    let cwd = start.workspace_folder.to_str().ok_or_else(|| {
-        format!(
-            "the workspace folder {} is not valid UTF-8",
-            start.workspace_folder.display()
-        )
-    })?;
-    let mut object = Object::new();
-    object.insert("command".into(), start.command.as_str().into());
-    object.insert(
-        "args".into(),
-        Value::Array(start.args.iter().map(|a| a.as_str().into()).collect()),
-    );
-    object.insert(
-        "env".into(),
-        Value::Object(
-            start
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-                .collect(),
-        ),
-    );
-    object.insert("cwd".into(), cwd.into());
-    Ok(ServerConfig::new(object))
 }
 
 /// `; stderr:` and the tail when there is one, else nothing.
