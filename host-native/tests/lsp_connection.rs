@@ -278,7 +278,10 @@ async fn a_server_that_dies_is_reported_with_its_generation() {
         .expect("an event");
     let LspEvent::Closed { generation, error } = event;
     assert_eq!(generation, 7);
-    assert!(error.contains("`json`"), "{error}");
+    assert!(
+        error.starts_with("language server `json` exited (signal: 9 (SIGKILL))"),
+        "{error}"
+    );
     let file = project.path().join("a.json");
     std::fs::write(&file, "{}").expect("write");
     let late = started
@@ -287,6 +290,29 @@ async fn a_server_that_dies_is_reported_with_its_generation() {
         .await
         .expect_err("a dead server answers nothing");
     assert!(late.contains("`json`"), "{late}");
+    assert!(gone(pid).await);
+    started.connection.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_reports_the_exit_status_and_the_redacted_stderr_tail() {
+    let project = tempfile::tempdir().expect("temp dir");
+    let mut entry_json = edge_server("crash");
+    entry_json["env"] = json!({"TOKEN": "sk-live-secret-value"});
+    let mut started = start("crashy", entry_json, project.path()).await;
+    let event = tokio::time::timeout(WAIT, started.events.recv())
+        .await
+        .expect("reported in time")
+        .expect("an event");
+    let LspEvent::Closed { generation, error } = event;
+    assert_eq!(generation, 7);
+    assert!(
+        error.starts_with("language server `crashy` exited (exit status: 3)"),
+        "{error}"
+    );
+    assert!(error.contains("boom: cannot use token ***"), "{error}");
+    assert!(!error.contains("sk-live-secret-value"), "{error}");
+    let pid = started.connection.pid().expect("pid");
     assert!(gone(pid).await);
     started.connection.stop().await;
 }

@@ -412,18 +412,24 @@ async fn drive(driver: Driver) {
         events,
     } = driver;
     enum Ending {
-        Exited(String),
-        LoopEnded(String),
+        /// The process exited (`status`), or the connection ended (`connection`) first.
+        ByItself {
+            status: Option<String>,
+            connection: Option<String>,
+        },
         Stop,
         Dropped,
     }
     let ending = tokio::select! {
-        status = process.exited() => Ending::Exited(status),
-        ended = &mut main_loop => Ending::LoopEnded(match ended {
-            Ok(Ok(())) => "closed the connection".to_owned(),
-            Ok(Err(e)) => format!("broke the connection: {e}"),
-            Err(e) => format!("lost its connection task: {e}"),
-        }),
+        status = process.exited() => Ending::ByItself { status: Some(status), connection: None },
+        ended = &mut main_loop => Ending::ByItself {
+            status: None,
+            connection: Some(match ended {
+                Ok(Ok(())) => "ended".to_owned(),
+                Ok(Err(e)) => format!("failed: {e}"),
+                Err(e) => format!("task failed: {e}"),
+            }),
+        },
         asked = &mut stop => if asked.is_ok() { Ending::Stop } else { Ending::Dropped },
     };
     let (why, asked) = match ending {
@@ -445,11 +451,26 @@ async fn drive(driver: Driver) {
             let _ = process.wait_exit(SETTLE).await;
             ("was dropped".to_owned(), true)
         }
-        Ending::Exited(what) | Ending::LoopEnded(what) => {
+        Ending::ByItself { status, connection } => {
             main_loop.abort();
+            // Pipes usually close a moment before the exit is reaped: wait for the status.
+            let status = match status {
+                Some(status) => Some(status),
+                None => process.wait_exit(SETTLE).await,
+            };
             process.stderr_settled(SETTLE).await;
             process.stop().await;
-            (what, shared.stopping.load(Ordering::SeqCst))
+            let why = match (status, connection) {
+                (Some(status), None) => format!("exited ({status})"),
+                (Some(status), Some(connection)) => {
+                    format!("exited ({status}); its connection {connection}")
+                }
+                (None, connection) => format!(
+                    "was stopped: its connection {}",
+                    connection.unwrap_or_default()
+                ),
+            };
+            (why, shared.stopping.load(Ordering::SeqCst))
         }
     };
     let message = redact_all(
