@@ -2,11 +2,11 @@
 //!
 //! Life of a connection:
 //! 1. [`LspConnection::start`] spawns the server as the leader of its own process group (the
-//!    same [`ChildProcess`] MCP stdio servers use: stderr tail, `PR_SET_PDEATHSIG`, group-wide
+//!    same `ChildProcess` MCP stdio servers use: stderr tail, `PR_SET_PDEATHSIG`, group-wide
 //!    stop), cwd = the workspace folder;
 //! 2. `initialize` (bounded by `startupTimeout`), `initialized`, then
 //!    `workspace/didChangeConfiguration` with the whole `settings` object (push 1);
-//! 3. while it runs, the main loop answers the server's requests from [`Shared`] (settings pulls,
+//! 3. while it runs, the main loop answers the server's requests from the shared state (settings pulls,
 //!    registrations, progress tokens, workspace folders; anything else `MethodNotFound`), keeps
 //!    the latest `publishDiagnostics` per document, and ignores every other notification
 //!    (async-lsp's default would end the loop on the first unknown one);
