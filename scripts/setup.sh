@@ -2,9 +2,10 @@
 # Installs what the test suite needs. Idempotent: skips what is present.
 #   - rustfmt and clippy (rustup components)
 #   - cargo-fuzz (crates.io)
-#   - server-everything and friends, and the TypeScript compiler that
-#     host-wasm/tests/typescript.rs checks the generated types with (npm ci at
-#     the repository root)
+#   - server-everything and friends, the JSON / YAML language servers, and the
+#     TypeScript compiler host-wasm/tests/typescript.rs checks the generated types
+#     with (npm ci at the repository root)
+#   - pylsp with pyflakes, in a venv at .venv-test/ (scripts/lsp-test-requirements.txt)
 #   - the openssl CLI (host-native/tests/remote_tls.rs makes its test CA with it)
 #   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
@@ -21,6 +22,8 @@ fi
 # Third-party MCP servers for the integration tests and TypeScript for the
 # generated-types check, at pinned versions.
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
+  || [ ! -x node_modules/.bin/vscode-json-language-server ] \
+  || [ ! -x node_modules/.bin/yaml-language-server ] \
   || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
@@ -29,6 +32,17 @@ if ! command -v openssl >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
   apt-get install -y --no-install-recommends openssl
+fi
+
+# pylsp for the language-server tests (host-native/tests/lsp_connection.rs), every package
+# pinned. The marker is written last, so an interrupted install is redone.
+if [ ! -x .venv-test/bin/pylsp ] \
+  || [ ! -f .venv-test/.installed ] \
+  || [ scripts/lsp-test-requirements.txt -nt .venv-test/.installed ]; then
+  python3 -m venv .venv-test
+  .venv-test/bin/pip install --quiet --disable-pip-version-check \
+    -r scripts/lsp-test-requirements.txt
+  touch .venv-test/.installed
 fi
 
 bash scripts/wasm-setup.sh

@@ -11,6 +11,7 @@
 //!   changes;
 //! * [`transport`] — real MCP connections (stdio, streamable HTTP, SSE); [`tls`] — the
 //!   roots and crypto provider HTTPS uses, and certificate errors in plain words;
+//! * [`lsp`] — language-server connections (SPEC §14);
 //! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
 //! * [`pool`] — connections shared by several sessions in one process (pool mode);
@@ -33,6 +34,7 @@ pub mod host;
 pub mod http_guard;
 pub mod inputs;
 pub mod ipc;
+pub mod lsp;
 pub mod pool;
 pub mod redact;
 pub mod review;

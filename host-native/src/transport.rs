@@ -24,7 +24,7 @@ mod progress;
 mod remote;
 mod session;
 mod sse;
-mod stdio;
+pub(crate) mod stdio;
 
 use std::path::PathBuf;
 use std::sync::Arc;
