@@ -21,7 +21,7 @@ use mcp_reconcile_kernel::Decision;
 use tokio::sync::mpsc;
 
 use cli::args::{Cli, Command, ServeArgs, WatchArgs};
-use cli::print::{failure_line, report_text};
+use cli::print::{failure_line, lsp_failure_line, lsp_plan_text, report_text};
 use cli::prompt::{approval_hint, ask, Answer};
 
 fn main() -> ExitCode {
@@ -95,13 +95,16 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
     let _guard = ipc::serve(&socket, handle.clone()).await?;
     let (file_tx, file_rx) = mpsc::unbounded_channel();
     let _watcher = watcher::watch(inputs.watched(), file_tx)?;
-    let store = inputs.approvals_store().clone();
+    let stores = Stores {
+        mcp: inputs.approvals_store().clone(),
+        lsp: inputs.lsp_approvals_store().clone(),
+    };
     let project_root = inputs.project_root().to_owned();
     let mut host = Host::new(inputs, options);
     let events = host.subscribe();
     let watching = matches!(front, Front::Watch { .. });
     let printer = match &front {
-        Front::Watch { prompt } => tokio::spawn(print_watch(events, *prompt, store, project_root)),
+        Front::Watch { prompt } => tokio::spawn(print_watch(events, *prompt, stores, project_root)),
         Front::Serve { .. } => tokio::spawn(print_serve(events)),
     };
     let (result, host_task, announcer) = match front {
@@ -171,13 +174,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     run_session(inputs, HostOptions::default(), Front::Serve { http }).await
 }
 
+/// The approvals files a prompt's decision goes to.
+struct Stores {
+    mcp: mcp_reconcile::approvals_store::ApprovalsStore,
+    lsp: mcp_reconcile::approvals_store::ApprovalsStore,
+}
+
 /// `watch`'s printer: applied plans and failures on stdout, input problems
 /// on stderr; servers that need approval are asked about (with `prompt`) or
 /// get the command that approves them.
 async fn print_watch(
     mut events: mpsc::UnboundedReceiver<HostEvent>,
     prompt: bool,
-    store: mcp_reconcile::approvals_store::ApprovalsStore,
+    stores: Stores,
     project_root: String,
 ) {
     let mut decide_all = false;
@@ -193,6 +202,12 @@ async fn print_watch(
                 }
             }
             HostEvent::CatalogChanged(_) => {}
+            HostEvent::LspPlanApplied(actions) => say(&lsp_plan_text(&actions)),
+            HostEvent::LspUpdate(s) => {
+                if let Some(line) = lsp_failure_line(&s) {
+                    say(&format!("{line}\n"));
+                }
+            }
             HostEvent::ApprovalNeeded(requests) => {
                 for request in requests {
                     if !prompt {
@@ -214,8 +229,15 @@ async fn print_watch(
                         Answer::Skip => None,
                     };
                     if let Some(decision) = decision {
-                        let (name, config) = (&request.name, &request.config);
-                        if let Err(e) = store.decide(&project_root, name, config, decision) {
+                        let name = &request.name;
+                        let store = if request.lsp {
+                            &stores.lsp
+                        } else {
+                            &stores.mcp
+                        };
+                        if let Err(e) =
+                            store.decide_hash(&project_root, name, &request.hash, decision)
+                        {
                             let _ = writeln!(
                                 io::stderr(),
                                 "! could not store the decision for {}: {}",
@@ -248,6 +270,12 @@ async fn print_serve(mut events: mpsc::UnboundedReceiver<HostEvent>) {
             HostEvent::ApprovalNeeded(requests) => {
                 for request in requests {
                     eprint!("{}", approval_hint(&request));
+                }
+            }
+            HostEvent::LspPlanApplied(actions) => eprint!("{}", lsp_plan_text(&actions)),
+            HostEvent::LspUpdate(s) => {
+                if let Some(line) = lsp_failure_line(&s) {
+                    eprintln!("{line}");
                 }
             }
             HostEvent::CatalogChanged(_) => {}

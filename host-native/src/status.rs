@@ -5,13 +5,14 @@
 use mcp_reconcile_kernel::plan::Plan;
 use serde_json::{json, Value};
 
-use crate::host::{ServerStatus, StatusReport};
+use crate::host::{LspServerStatus, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
 /// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`;
 /// also `transport`, `resources`, `attempts`, `retryInMs`.
 pub fn status_json(s: &ServerStatus) -> Value {
     json!({
+        "kind": "mcp",
         "name": s.name,
         "state": s.state,
         "reason": s.reason.map(|r| r.as_str()),
@@ -28,10 +29,36 @@ pub fn status_json(s: &ServerStatus) -> Value {
     })
 }
 
-/// `{servers: [...], errors: [...]}` as the session socket carries it.
+/// One language server as a `status --json` object (SPEC §14.4): `kind: "lsp"`, `name`,
+/// `state`, `reason`, `approval`, `pid`, `spawns`, `attempts`, `lastError`, `retryInMs`,
+/// `extensions`, `settingsPushes`.
+pub fn lsp_status_json(s: &LspServerStatus) -> Value {
+    json!({
+        "kind": "lsp",
+        "name": s.name,
+        "state": s.state,
+        "reason": s.reason.map(|r| r.as_str()),
+        "approval": s.approval.map(|a| a.as_str()),
+        "pid": s.pid,
+        "spawns": s.spawns,
+        "attempts": s.attempts,
+        "lastError": s.last_error,
+        "retryInMs": s.retry_in_ms,
+        "extensions": s.extensions,
+        "settingsPushes": s.settings_pushes,
+    })
+}
+
+/// `{servers: [...], errors: [...]}` as the session socket carries it: MCP servers, then
+/// language servers, each with its `kind`.
 pub fn report_json(report: &StatusReport) -> Value {
     json!({
-        "servers": report.servers.iter().map(status_json).collect::<Vec<_>>(),
+        "servers": report
+            .servers
+            .iter()
+            .map(status_json)
+            .chain(report.language_servers.iter().map(lsp_status_json))
+            .collect::<Vec<_>>(),
         "errors": report.errors,
     })
 }

@@ -369,6 +369,14 @@ where
         }
     }
 
+    /// Replaces the config `key` runs with, without restarting it (the change is applied to
+    /// the live connection by the caller, e.g. a language server's pushed settings).
+    pub(crate) fn set_config(&mut self, key: &K, config: C::Config) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.config = config;
+        }
+    }
+
     /// Clears `key`'s failure and crash-loop state.
     pub(crate) fn forgive(&mut self, key: &K) {
         if let Some(entry) = self.entries.get_mut(key) {

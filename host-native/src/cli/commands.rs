@@ -9,11 +9,11 @@ use mcp_reconcile::host::Host;
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::ipc::{self, SessionRequest};
 use mcp_reconcile::review::{quoted, ApprovalRequest};
-use mcp_reconcile::status::{plan_json, status_json};
+use mcp_reconcile::status::{plan_json, report_json};
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspScope};
 use mcp_reconcile_kernel::{assemble, Decision};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::args::{DecideArgs, FlagsOnly, PlanArgs, ReconnectArgs, StatusArgs};
 use super::client;
@@ -67,9 +67,8 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
         ),
         // No running session (or it is unreachable): what the files say.
         _ => {
-            let report = Host::config_status(inputs);
-            let servers = report.servers.iter().map(status_json).collect();
-            (Value::Array(servers), json!(report.errors))
+            let report = report_json(&Host::config_status(inputs));
+            (report["servers"].clone(), report["errors"].clone())
         }
     };
     let errors: Vec<String> = errors

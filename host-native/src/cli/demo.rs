@@ -2,7 +2,9 @@
 //!
 //! Writes, in a fresh temporary directory, user settings with two fixture
 //! servers and a project `.mcp.json` with a third that needs approval, and
-//! says which file to edit to see an incremental reconcile.
+//! says which file to edit to see an incremental reconcile. When the JSON
+//! language server of the test setup is present (or on PATH), the user's
+//! language-server file runs it too, to show a settings edit applied live.
 
 use std::path::{Path, PathBuf};
 
@@ -72,7 +74,24 @@ pub fn write_demo() -> anyhow::Result<Demo> {
     write(&project.join(".mcp.json"), &mcp_json)?;
     let approvals = dir.join("approvals.json");
     let state = dir.join("state");
+    let user_lsp = dir.join("lsp.json");
+    let json_server = json_language_server();
+    let lsp = match &json_server {
+        Some(command) => json!({"json": {
+            "command": command.to_string_lossy(),
+            "args": ["--stdio"],
+            "extensionToLanguage": {".json": "json"},
+            "settings": {"json": {"validate": {"enable": true}}},
+        }}),
+        None => json!({}),
+    };
+    write(&user_lsp, &lsp)?;
+    let lsp_approvals = dir.join("lsp-approvals.json");
     let args = [
+        "--user-lsp",
+        &user_lsp.to_string_lossy(),
+        "--lsp-approvals",
+        &lsp_approvals.to_string_lossy(),
         "--user-settings",
         &user.to_string_lossy(),
         "--project",
@@ -93,14 +112,31 @@ pub fn write_demo() -> anyhow::Result<Demo> {
     let exe = std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "mcp-reconcile".to_owned());
+    let lsp_lines = match &json_server {
+        Some(_) => format!(
+            "\x20 json (language server) from {lsp}\n",
+            lsp = user_lsp.display()
+        ),
+        None => String::new(),
+    };
+    let lsp_try = match &json_server {
+        Some(_) => format!(
+            "\x20 4. edit {lsp}: set \"enable\" to false — the JSON language server gets the new \
+             settings pushed, same process (`status` counts the pushes)\n",
+            lsp = user_lsp.display()
+        ),
+        None => String::new(),
+    };
     let instructions = format!(
         "Demo project in {dir}\n\
          \x20 notes, clock          from {user}\n\
          \x20 project-tools         from {mcp} (needs approval)\n\
+         {lsp_lines}\
          Try, in another terminal:\n\
          \x20 1. edit {user}: change \"echo,add\" to \"echo,add,sleep\" — only `notes` reconnects\n\
          \x20 2. {exe} approve project-tools {same}\n\
          \x20 3. {exe} status {same}\n\
+         {lsp_try}\
          Ctrl-C stops every server.\n",
         dir = dir.display(),
         user = user.display(),
@@ -110,6 +146,25 @@ pub fn write_demo() -> anyhow::Result<Demo> {
         flags,
         instructions,
         dir,
+    })
+}
+
+/// `vscode-json-language-server`: the test setup's (`node_modules/.bin` of the checkout this
+/// binary was built in), else one on PATH.
+fn json_language_server() -> Option<PathBuf> {
+    const NAME: &str = "vscode-json-language-server";
+    let exe = std::env::current_exe().ok()?;
+    let built = exe
+        .ancestors()
+        .skip(1)
+        .map(|dir| dir.join("node_modules/.bin").join(NAME))
+        .find(|candidate| candidate.is_file());
+    built.or_else(|| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(NAME))
+                .find(|candidate| candidate.is_file())
+        })
     })
 }
 

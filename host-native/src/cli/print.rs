@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 
 use mcp_reconcile::display::{decide_command, safe, safe_multiline};
-use mcp_reconcile::host::{PlanReport, ServerStatus};
+use mcp_reconcile::host::{LspServerStatus, PlanReport, ServerStatus};
+use mcp_reconcile_kernel::lsp::LspAction;
 use mcp_reconcile_kernel::plan::Action;
 use mcp_reconcile_kernel::Reason;
 use serde_json::Value;
@@ -24,20 +25,28 @@ pub fn action_line_json(action: &Value) -> String {
     let text = |k: &str| action.get(k).and_then(Value::as_str).unwrap_or("");
     let name = safe(text("name"));
     let reason = text("reason").replace('_', " ");
+    let changed: Vec<String> = action
+        .get("changed")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(|f| safe(f).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let changed = |verb: &str| {
+        if changed.is_empty() {
+            format!("{verb} {name}")
+        } else {
+            format!("{verb} {name} ({} changed)", changed.join(", "))
+        }
+    };
     match text("action") {
         "connect" => format!("+ connect {name}"),
-        "reconnect" => {
-            let changed: Vec<&str> = action
-                .get("changed")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if changed.is_empty() {
-                format!("~ reconnect {name}")
-            } else {
-                format!("~ reconnect {name} ({} changed)", changed.join(", "))
-            }
-        }
+        "reconnect" => changed("~ reconnect"),
+        "restart" => changed("~ restart"),
+        "reconfigure" => changed("⟳ reconfigure"),
         "retry" => format!(
             "↻ retry {name} (attempt {})",
             action.get("attempt").and_then(Value::as_u64).unwrap_or(0)
@@ -48,6 +57,36 @@ pub fn action_line_json(action: &Value) -> String {
         "noop" => format!("· nothing to do ({reason})"),
         other => format!("? {other} {name}"),
     }
+}
+
+/// The lines `watch` prints when a pass changed language servers.
+pub fn lsp_plan_text(actions: &[LspAction]) -> String {
+    let mut out = String::from("language servers:\n");
+    for action in actions {
+        let value: Value =
+            serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
+        let _ = writeln!(out, "  {}", action_line_json(&value));
+    }
+    out
+}
+
+/// The line `watch` and `serve` print when a language server fails.
+pub fn lsp_failure_line(s: &LspServerStatus) -> Option<String> {
+    let error = s.last_error.as_deref()?;
+    let next = match (s.reason, s.retry_in_ms) {
+        (Some(Reason::CrashLoop), _) => {
+            ", not restarted until its entry changes or `reload`".into()
+        }
+        (_, Some(ms)) => format!(", retry in {ms} ms"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "  language server {} is {} (attempt {}{next}) — {}",
+        safe(&s.name),
+        s.state,
+        s.attempts,
+        safe_multiline(error)
+    ))
 }
 
 /// The text `watch` prints for an applied plan.
@@ -127,7 +166,20 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         if let Some(ms) = s.get("retryInMs").and_then(Value::as_u64) {
             let _ = write!(line, " (retry in {ms} ms)");
         }
-        if text("state") == "connected" {
+        if text("kind") == "lsp" {
+            line = format!(
+                "{:<24} {:<12}",
+                format!("{} (lsp)", safe(text("name"))),
+                safe(text("state"))
+            );
+            if let Some(reason) = s.get("reason").and_then(Value::as_str) {
+                let _ = write!(line, " {}", safe(reason));
+            }
+            if text("state") == "connected" {
+                let pushes = s.get("settingsPushes").and_then(Value::as_u64).unwrap_or(0);
+                let _ = write!(line, " {pushes} settings pushes");
+            }
+        } else if text("state") == "connected" {
             let count = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
             let _ = write!(
                 line,

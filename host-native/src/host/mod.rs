@@ -27,10 +27,12 @@
 
 mod catalog;
 mod handle;
+mod lsp;
 mod pass;
 mod status;
 
 use mcp_reconcile_kernel::hot_reload::Previous;
+use mcp_reconcile_kernel::lsp::LspAction;
 use mcp_reconcile_kernel::plan::{plan, Mode, Online, Plan};
 use mcp_reconcile_kernel::reload::{FileSource, ReloadScheduler};
 use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
@@ -40,6 +42,8 @@ pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners}
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
 pub use self::handle::HostHandle;
+use self::lsp::LanguageServers;
+pub use self::lsp::LspServerStatus;
 use self::pass::Running;
 pub use self::pass::{PlanReport, Step};
 pub use self::status::{ServerStatus, StatusReport};
@@ -96,6 +100,11 @@ pub enum HostEvent {
     /// The merged catalog ([`Control::Catalog`]) changed since it was last
     /// announced (after a pass, a crash, or a server's own `list_changed`).
     CatalogChanged(CatalogChange),
+    /// A pass changed language servers (SPEC §14.2): the actions that start, restart or
+    /// reconfigure one, or stop one.
+    LspPlanApplied(Vec<LspAction>),
+    /// A language server's state changed outside a pass (it failed to start, or crashed).
+    LspUpdate(LspServerStatus),
 }
 
 /// Requests to a running host.
@@ -133,6 +142,8 @@ pub struct Host {
     previous: Previous,
     /// The connections, by server name.
     supervisor: Supervisor<String, Mcp>,
+    /// The language servers.
+    lsp: LanguageServers,
     running: Option<Running>,
     retry_runs: u64,
     clear_crash_loops: bool,
@@ -164,7 +175,13 @@ impl Host {
             base_dir: Some(inputs.project_dir().to_path_buf()),
         };
         let supervisor = Supervisor::new(kind, options.parallelism, options.clock.clone());
+        let lsp = LanguageServers::new(
+            inputs.project_dir().to_path_buf(),
+            options.parallelism,
+            options.clock.clone(),
+        );
         Host {
+            lsp,
             inputs,
             options,
             scheduler,
@@ -223,6 +240,7 @@ impl Host {
         let snapshot = self.inputs.load(None);
         self.desired = assemble(&snapshot.layers).servers;
         self.gating = snapshot.gating_for(&self.desired);
+        self.lsp.adopt(&snapshot);
         let trusted = snapshot.trusted;
         self.snapshot = Some(snapshot);
         trusted
@@ -269,6 +287,7 @@ impl Host {
                     Some(request) => self.handle_control(request),
                 },
                 report = self.supervisor.next() => self.handle_report(report),
+                report = self.lsp.next() => self.handle_lsp_report(report),
                 source = files.recv(), if files_open => match source {
                     Some(source) => {
                         let now = self.now();
@@ -295,16 +314,22 @@ impl Host {
     /// When the loop must wake up: the scheduler's debounce or a due retry.
     fn next_wake(&self) -> Option<Millis> {
         let retry = self.supervisor.next_retry();
-        [self.scheduler.poll_timeout(), retry, self.waiters_deadline]
-            .into_iter()
-            .flatten()
-            .min()
+        let lsp_retry = self.lsp.next_retry();
+        [
+            self.scheduler.poll_timeout(),
+            retry,
+            lsp_retry,
+            self.waiters_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// A failed server's retry time came: run a pass (no file reload needed,
     /// but it goes through the same queue so passes never overlap).
     fn schedule_due_retries(&mut self) {
-        let due = !self.supervisor.due().is_empty();
+        let due = !self.supervisor.due().is_empty() || self.lsp.retry_due();
         if due && self.running.is_none() && !self.scheduler.is_running() {
             self.retry_runs += 1;
             self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
@@ -374,6 +399,6 @@ impl Host {
 
     /// Stops every connection; returns when all are stopped.
     async fn shutdown(self) {
-        self.supervisor.shutdown().await;
+        tokio::join!(self.supervisor.shutdown(), self.lsp.shutdown());
     }
 }

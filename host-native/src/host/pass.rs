@@ -5,11 +5,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approval_hash;
+use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
 
 use super::{adopt, Host, HostEvent};
-use crate::inputs::InputError;
+use crate::inputs::{InputError, Snapshot};
 use crate::review::ApprovalRequest;
 use crate::supervisor::Report;
 
@@ -122,9 +124,22 @@ impl Host {
         self.previous = adopt(&decision, &self.desired, &self.gating);
         self.desired = decision.servers;
         self.gating = decision.gating;
+        let lsp_requests = lsp_approval_requests(&snapshot, &self.prompted);
         self.snapshot = Some(snapshot);
         if std::mem::take(&mut self.clear_crash_loops) {
             self.supervisor.forgive_all();
+            self.lsp.forgive_all();
+        }
+        if let Some(snapshot) = &self.snapshot {
+            let lsp_plan = self.lsp.reconcile(snapshot);
+            let changes: Vec<LspAction> = lsp_plan
+                .actions
+                .into_iter()
+                .filter(|a| a.applies() || matches!(a, LspAction::Disconnect { .. }))
+                .collect();
+            if !changes.is_empty() {
+                self.emit(HostEvent::LspPlanApplied(changes));
+            }
         }
         let trusted = self.snapshot.as_ref().is_some_and(|s| s.trusted);
         let mut online = self.online();
@@ -212,7 +227,13 @@ impl Host {
             }
         }
         self.running = Some(running);
-        if !approval_needed.is_empty() && decision.approval_event {
+        let mut approval_needed = if decision.approval_event {
+            approval_needed
+        } else {
+            Vec::new()
+        };
+        approval_needed.extend(lsp_requests);
+        if !approval_needed.is_empty() {
             self.prompted.extend(
                 approval_needed
                     .iter()
@@ -244,6 +265,23 @@ impl Host {
             self.supervisor
                 .start(name.to_owned(), name.to_owned(), config),
         )
+    }
+
+    /// A language server failed to start, crashed or otherwise changed outside a pass.
+    pub(super) fn handle_lsp_report(&mut self, report: Report<String>) {
+        let name = match report {
+            Report::Started {
+                key,
+                current: true,
+                error: Some(_),
+                ..
+            }
+            | Report::Updated(key) => key,
+            Report::Started { .. } | Report::Stale => return,
+        };
+        if let Some(status) = self.lsp.status().into_iter().find(|s| s.name == name) {
+            self.emit(HostEvent::LspUpdate(status));
+        }
     }
 
     /// A connection's start ended or it reported something.
@@ -329,6 +367,32 @@ impl Host {
             self.answer_catalog_waiters();
         }
     }
+}
+
+/// The project language servers of `snapshot` waiting for a decision for their current entry
+/// that were not announced yet (`prompted` holds the (name, hash) pairs that were).
+fn lsp_approval_requests(
+    snapshot: &Snapshot,
+    prompted: &[(String, String)],
+) -> Vec<ApprovalRequest> {
+    if !snapshot.trusted {
+        return Vec::new();
+    }
+    snapshot
+        .lsp
+        .iter()
+        .filter(|(_, entry)| entry.scope == LspScope::Project)
+        .filter(|(name, entry)| {
+            lsp_approval_state(
+                &snapshot.lsp_approvals,
+                &snapshot.project_root,
+                name,
+                &entry.config,
+            ) == ApprovalState::Pending
+        })
+        .filter_map(|(name, _)| ApprovalRequest::language_server(snapshot, name))
+        .filter(|r| !prompted.contains(&(r.name.clone(), r.hash.clone())))
+        .collect()
 }
 
 fn describe_sources(sources: &[FileSource]) -> String {

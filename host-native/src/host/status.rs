@@ -46,6 +46,8 @@ pub struct ServerStatus {
 pub struct StatusReport {
     /// Every configured server, in map order.
     pub servers: Vec<ServerStatus>,
+    /// Every configured language server, in map order (SPEC §14.4).
+    pub language_servers: Vec<super::LspServerStatus>,
     /// What is broken in the inputs right now.
     pub errors: Vec<String>,
 }
@@ -123,7 +125,11 @@ impl Host {
             .as_ref()
             .map(|s| s.errors.iter().map(InputError::to_string).collect())
             .unwrap_or_default();
-        StatusReport { servers, errors }
+        StatusReport {
+            servers,
+            language_servers: self.lsp.status(),
+            errors,
+        }
     }
 
     pub(super) fn status_of(&self, name: &str) -> Option<ServerStatus> {

@@ -21,6 +21,19 @@ pub(super) fn kept_note(has_last_good: bool) -> &'static str {
     }
 }
 
+/// `text` as JSON (comments allowed), or why not as the user should read it: empty, or not
+/// valid JSON, and what stays in use meanwhile.
+pub(super) fn parse_or_explain(text: &str, has_last_good: bool) -> Result<Value, String> {
+    json::parse_jsonc(text).map_err(|e| {
+        let what = if text.trim().is_empty() {
+            "it is empty".to_owned()
+        } else {
+            format!("not valid JSON: {e}")
+        };
+        format!("{what} — fix it; {}", kept_note(has_last_good))
+    })
+}
+
 /// The largest input file read (settings, `.mcp.json`, `--mcp-config`,
 /// approvals): a repository's file is hostile input, and no real
 /// configuration comes near this.
@@ -318,18 +331,10 @@ impl JsonFile {
                 }
             },
         };
-        let parsed = match json::parse_jsonc(&text) {
+        let parsed = match parse_or_explain(&text, self.good.is_some()) {
             Ok(value) => value,
-            Err(e) => {
-                let what = if text.trim().is_empty() {
-                    "it is empty".to_owned()
-                } else {
-                    format!("not valid JSON: {e}")
-                };
-                self.error = Some(format!(
-                    "{what} — fix it; {}",
-                    kept_note(self.good.is_some())
-                ));
+            Err(message) => {
+                self.error = Some(message);
                 return;
             }
         };

@@ -4,11 +4,12 @@
 
 use std::path::PathBuf;
 
-use mcp_reconcile_kernel::json::{self, Object, Value};
-use mcp_reconcile_kernel::lsp::{parse_lsp_json, LspParseOptions, LspScope};
+use mcp_reconcile_kernel::json::{Object, Value};
+use mcp_reconcile_kernel::lsp::{merge_lsp, parse_lsp_json, LspParseOptions, LspScope, LspServers};
 use mcp_reconcile_kernel::reload::FileSource;
+use mcp_reconcile_kernel::Approvals;
 
-use super::files::{kept_note, read_text};
+use super::files::{kept_note, parse_or_explain, read_text};
 use super::InputError;
 
 /// One language-server file.
@@ -60,7 +61,7 @@ impl LspFile {
         };
         // A file that is not an object as a whole keeps what ran before (a half-written file
         // must not stop every language server); entry errors only skip their entry.
-        match json::parse_jsonc(&text) {
+        match parse_or_explain(&text, self.good.is_some()) {
             Ok(Value::Object(_)) => {}
             Ok(other) => {
                 self.error = Some(format!(
@@ -70,16 +71,8 @@ impl LspFile {
                 ));
                 return;
             }
-            Err(e) => {
-                let what = if text.trim().is_empty() {
-                    "it is empty".to_owned()
-                } else {
-                    format!("not valid JSON: {e}")
-                };
-                self.error = Some(format!(
-                    "{what} — fix it; {}",
-                    kept_note(self.good.is_some())
-                ));
+            Err(message) => {
+                self.error = Some(message);
                 return;
             }
         }
@@ -127,4 +120,37 @@ impl LspFile {
             })
             .collect()
     }
+}
+
+/// The desired language servers of `user` under `project` (and as written), the language-server
+/// approvals, and their problems added to `errors`.
+pub(super) fn lsp_part(
+    user: Option<&LspFile>,
+    project: &LspFile,
+    approvals: Option<&(Approvals, Vec<String>)>,
+    store_path: &std::path::Path,
+    errors: &mut Vec<InputError>,
+) -> (LspServers, LspServers, Approvals) {
+    for file in user.into_iter().chain([project]) {
+        errors.extend(file.errors());
+    }
+    let servers = merge_lsp(
+        &user.map(LspFile::servers).unwrap_or_default(),
+        &project.servers(),
+    );
+    let written = merge_lsp(
+        &user.map(LspFile::written).unwrap_or_default(),
+        &project.written(),
+    );
+    let (approvals, problems) = approvals
+        .cloned()
+        .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
+    errors.extend(problems.into_iter().map(|problem| InputError {
+        file: store_path.to_path_buf(),
+        message: format!(
+            "{problem} — every language server from .lsp.json stays pending until it is fixed; \
+             repair or delete the file (the next approval keeps a copy as .bak)"
+        ),
+    }));
+    (servers, written, approvals)
 }

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use mcp_reconcile_kernel::gating::compute_gating;
 use mcp_reconcile_kernel::json::{Object, Value};
-use mcp_reconcile_kernel::lsp::{merge_lsp, LspScope, LspServers};
+use mcp_reconcile_kernel::lsp::{LspScope, LspServers};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{
@@ -526,7 +526,13 @@ impl Inputs {
             ),
         }));
 
-        let (lsp, lsp_written, lsp_approvals) = self.lsp_part(&mut errors);
+        let (lsp, lsp_written, lsp_approvals) = lsp::lsp_part(
+            self.lsp_user.as_ref(),
+            &self.lsp_project,
+            self.lsp_approvals.as_ref(),
+            self.lsp_store.path(),
+            &mut errors,
+        );
         Snapshot {
             lsp_json: self.paths.lsp_json.clone(),
             lsp,
@@ -544,35 +550,6 @@ impl Inputs {
             yolo: self.yolo,
             errors,
         }
-    }
-
-    /// The desired language servers (and as written), the language-server approvals, and
-    /// their problems added to `errors`.
-    fn lsp_part(&self, errors: &mut Vec<InputError>) -> (LspServers, LspServers, Approvals) {
-        let files = || self.lsp_user.iter().chain([&self.lsp_project]);
-        for file in files() {
-            errors.extend(file.errors());
-        }
-        let user = self.lsp_user.as_ref();
-        let servers = merge_lsp(
-            &user.map(LspFile::servers).unwrap_or_default(),
-            &self.lsp_project.servers(),
-        );
-        let written = merge_lsp(
-            &user.map(LspFile::written).unwrap_or_default(),
-            &self.lsp_project.written(),
-        );
-        let (approvals, problems) = self
-            .lsp_approvals
-            .clone()
-            .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
-        errors.extend(problems.into_iter().map(|problem| InputError {
-            file: self.lsp_store.path().to_path_buf(),
-            message: format!(
-                "{problem} — every language server from .lsp.json stays pending until it is                  fixed; repair or delete the file (the next approval keeps a copy as .bak)"
-            ),
-        }));
-        (servers, written, approvals)
     }
 
     /// `mcp.serverCommand` over the settings scopes and the file that sets it.

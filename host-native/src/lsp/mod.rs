@@ -1,3 +1,4 @@
-//! Language servers (SPEC §14): the client connection to one server.
+//! Language servers (SPEC §14): the client connection and its place on the supervisor.
 
 pub mod connection;
+pub(crate) mod kind;

@@ -339,6 +339,7 @@ impl PoolSession {
             .collect();
         Ok(StatusReport {
             servers,
+            language_servers: Vec::new(),
             errors: self.errors.clone(),
         })
     }

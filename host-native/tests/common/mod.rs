@@ -54,6 +54,16 @@ impl Project {
         self.path("user-settings.json")
     }
 
+    /// The user's language-server file (`--user-lsp`).
+    pub fn user_lsp(&self) -> PathBuf {
+        self.path("user-lsp.json")
+    }
+
+    /// The project's `.lsp.json`.
+    pub fn lsp_json(&self) -> PathBuf {
+        self.path("project/.lsp.json")
+    }
+
     pub fn mcp_json(&self) -> PathBuf {
         self.path("project/.mcp.json")
     }
@@ -71,6 +81,8 @@ impl Project {
             &self.path("project").to_string_lossy(),
             "--approvals",
             &self.path("approvals.json").to_string_lossy(),
+            "--user-lsp",
+            &self.user_lsp().to_string_lossy(),
             "--state-dir",
             &self.path("state").to_string_lossy(),
         ]
@@ -87,6 +99,7 @@ impl Project {
             system_defaults: Some(self.path("no-system-defaults.json")),
             project: Some(self.path("project")),
             approvals: Some(self.path("approvals.json")),
+            user_lsp: Some(self.user_lsp()),
             state_dir: Some(self.path("state")),
             ..mcp_reconcile::inputs::Options::default()
         }

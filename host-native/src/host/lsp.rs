@@ -1,0 +1,294 @@
+//! The session's language servers (SPEC §14): the kernel's `lspPlan` from the desired entries
+//! and what runs, executed on a supervisor of their own. Seed edits restart a server, live
+//! edits are pushed to it (`workspace/didChangeConfiguration`), and a project entry runs only
+//! while approved for exactly its current config.
+
+use std::path::PathBuf;
+
+use mcp_reconcile_kernel::approvals::{ApprovalState, Approvals};
+use mcp_reconcile_kernel::json::{Object, Value};
+use mcp_reconcile_kernel::lsp::{
+    lsp_approval_state, lsp_plan, LspAction, LspPlan, LspPlanContext, LspScope, LspServers,
+};
+use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::{Reason, ServerConfig};
+
+use crate::clock::Clock;
+use crate::inputs::Snapshot;
+use crate::lsp::kind::Lsp;
+use crate::supervisor::{Entry, Report, Supervisor};
+
+/// The default `maxRestarts` (SPEC §14.1).
+const DEFAULT_MAX_RESTARTS: f64 = 8.0;
+
+/// One language server as `status` shows it (SPEC §14.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LspServerStatus {
+    /// Server name.
+    pub name: String,
+    /// `connected`, `connecting`, `failed`, `disconnected` or `skipped`.
+    pub state: &'static str,
+    /// A §10 reason, or `None`.
+    pub reason: Option<Reason>,
+    /// Approval state of a project entry, `None` for the user's own.
+    pub approval: Option<ApprovalState>,
+    /// Process id of the running server.
+    pub pid: Option<u32>,
+    /// How many times this session started its process.
+    pub spawns: u64,
+    /// Consecutive failures.
+    pub attempts: u32,
+    /// The last error, redacted.
+    pub last_error: Option<String>,
+    /// Milliseconds until a failed server is retried.
+    pub retry_in_ms: Option<u64>,
+    /// The file extensions routed to it (`extensionToLanguage`).
+    pub extensions: Vec<String>,
+    /// `workspace/didChangeConfiguration` pushes the current process received (1 after start).
+    pub settings_pushes: u64,
+}
+
+/// The language servers of one session.
+pub(super) struct LanguageServers {
+    supervisor: Supervisor<String, Lsp>,
+    desired: LspServers,
+    approvals: Approvals,
+    project_root: String,
+    trusted: bool,
+}
+
+impl LanguageServers {
+    pub(super) fn new(project_dir: PathBuf, parallelism: usize, clock: Clock) -> Self {
+        LanguageServers {
+            supervisor: Supervisor::new(Lsp { project_dir }, parallelism, clock),
+            desired: LspServers::new(),
+            approvals: Approvals::empty(),
+            project_root: String::new(),
+            trusted: true,
+        }
+    }
+
+    /// Adopts the snapshot's language servers and approvals without starting anything.
+    pub(super) fn adopt(&mut self, snapshot: &Snapshot) {
+        self.desired = snapshot.lsp.clone();
+        self.approvals = snapshot.lsp_approvals.clone();
+        self.project_root = snapshot.project_root.clone();
+        self.trusted = snapshot.trusted;
+    }
+
+    /// Adopts `snapshot` and executes the kernel's plan for it; returns the plan.
+    pub(super) fn reconcile(&mut self, snapshot: &Snapshot) -> LspPlan {
+        self.adopt(snapshot);
+        let plan = self.plan();
+        for action in &plan.actions {
+            match action {
+                LspAction::Disconnect { name, .. } => self.supervisor.remove(name),
+                LspAction::Restart { name, .. } => {
+                    // A new seed is a new server: it starts with a clean record.
+                    self.supervisor.forgive(name);
+                    self.start(name);
+                }
+                LspAction::Connect { name, .. } | LspAction::Retry { name, .. } => {
+                    self.start(name);
+                }
+                LspAction::Reconfigure { name, .. } => self.reconfigure(name),
+                LspAction::Keep { .. } | LspAction::Skip { .. } | LspAction::Noop { .. } => {}
+            }
+        }
+        plan
+    }
+
+    /// What a reconcile would do now.
+    pub(super) fn plan(&self) -> LspPlan {
+        let context = LspPlanContext {
+            approvals: &self.approvals,
+            project_root: &self.project_root,
+            trusted_folder: self.trusted,
+            now: self.supervisor.clock().now(),
+        };
+        lsp_plan(&self.desired, &self.online(), context)
+    }
+
+    /// Whether a failed server may not be started again (`restartOnCrash: false`, or
+    /// `maxRestarts` failures in a row): such a server shows and plans as `crash_loop`.
+    fn exhausted(entry: &Entry<Lsp>) -> bool {
+        let health = entry.health();
+        if health.status != Status::Failed {
+            return false;
+        }
+        let restart = !matches!(entry.config.get("restartOnCrash"), Some(Value::Bool(false)));
+        let max = match entry.config.get("maxRestarts") {
+            Some(Value::Number(n)) if n.is_finite() && *n >= 0.0 => *n,
+            _ => DEFAULT_MAX_RESTARTS,
+        };
+        !restart || f64::from(health.attempts) >= max.max(1.0)
+    }
+
+    /// The kernel's view of what runs.
+    fn online(&self) -> Online {
+        self.supervisor
+            .entries()
+            .map(|(name, entry)| {
+                let health = entry.health();
+                (
+                    name.clone(),
+                    OnlineEntry {
+                        config: ServerConfig(entry.config.clone()),
+                        status: health.status,
+                        attempts: health.attempts,
+                        retry_at: health.retry_at,
+                        crash_loop: health.crash_loop || Self::exhausted(entry),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Starts `name` from its desired entry (a running process of it is stopped first).
+    fn start(&mut self, name: &str) {
+        if let Some(entry) = self.desired.get(name) {
+            let config = entry.config.clone();
+            self.supervisor
+                .start(name.to_owned(), name.to_owned(), config);
+        }
+    }
+
+    /// Applies `name`'s new live fields: pushes the full new `settings` to the running server
+    /// (routing and policy take effect at once). A server still starting is started again
+    /// with them, so it never comes up with the old settings.
+    fn reconfigure(&mut self, name: &str) {
+        let Some(entry) = self.desired.get(name) else {
+            return;
+        };
+        let config = entry.config.clone();
+        let live = self.supervisor.get(&name.to_owned()).and_then(Entry::live);
+        match live {
+            Some(connection) => {
+                let settings = match config.get("settings") {
+                    Some(value @ Value::Object(_)) => to_serde(value),
+                    _ => serde_json::Value::Object(serde_json::Map::new()),
+                };
+                if let Err(e) = connection.reconfigure(settings) {
+                    tracing::warn!(server = %crate::display::safe(name), "pushing settings failed: {e}");
+                }
+                self.supervisor.set_config(&name.to_owned(), config);
+            }
+            None => self.start(name),
+        }
+    }
+
+    /// Parks servers whose policy forbids another start, so no timer retries them.
+    fn park_exhausted(&mut self) {
+        let exhausted: Vec<String> = self
+            .supervisor
+            .entries()
+            .filter(|(_, entry)| Self::exhausted(entry))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in exhausted {
+            self.supervisor.park(&name);
+        }
+    }
+
+    /// The next start or event; see [`Supervisor::next`].
+    pub(super) async fn next(&mut self) -> Report<String> {
+        let report = self.supervisor.next().await;
+        self.park_exhausted();
+        report
+    }
+
+    /// When the next retry is due.
+    pub(super) fn next_retry(&self) -> Option<mcp_reconcile_kernel::Millis> {
+        self.supervisor.next_retry()
+    }
+
+    /// Whether a retry is due now.
+    pub(super) fn retry_due(&self) -> bool {
+        !self.supervisor.due().is_empty()
+    }
+
+    /// Clears every server's failure state (`reload`).
+    pub(super) fn forgive_all(&mut self) {
+        self.supervisor.forgive_all();
+    }
+
+    /// Every configured language server, in map order.
+    pub(super) fn status(&self) -> Vec<LspServerStatus> {
+        self.desired
+            .iter()
+            .map(|(name, entry)| self.status_of(name, &entry.config, entry.scope))
+            .collect()
+    }
+
+    fn status_of(&self, name: &str, config: &Object, scope: LspScope) -> LspServerStatus {
+        let key = name.to_owned();
+        let approval = (scope == LspScope::Project)
+            .then(|| lsp_approval_state(&self.approvals, &self.project_root, name, config));
+        let extensions = match config.get("extensionToLanguage") {
+            Some(Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let mut status = LspServerStatus {
+            name: name.to_owned(),
+            state: "disconnected",
+            reason: None,
+            approval,
+            pid: None,
+            spawns: self.supervisor.spawns(&key),
+            attempts: 0,
+            last_error: None,
+            retry_in_ms: None,
+            extensions,
+            settings_pushes: 0,
+        };
+        let running = self.supervisor.get(&key);
+        if !self.trusted {
+            status.state = "skipped";
+            status.reason = Some(Reason::UntrustedFolder);
+            return status;
+        }
+        match approval {
+            Some(ApprovalState::Rejected) => {
+                status.state = "skipped";
+                status.reason = Some(Reason::Rejected);
+                return status;
+            }
+            // An edit waiting for approval: the last approved config may still run.
+            Some(ApprovalState::Pending) => {
+                status.reason = Some(Reason::PendingApproval);
+                if running.is_none() {
+                    status.state = "skipped";
+                    return status;
+                }
+            }
+            _ => {}
+        }
+        let (Some(entry), Some(view)) = (running, self.supervisor.view(&key)) else {
+            return status;
+        };
+        status.state = view.state.as_str();
+        status.reason = status.reason.or(view.reason);
+        status.attempts = view.attempts;
+        status.last_error = view.last_error;
+        status.retry_in_ms = view.retry_in_ms;
+        if Self::exhausted(entry) {
+            status.reason = Some(Reason::CrashLoop);
+            status.retry_in_ms = None;
+        }
+        if let Some(connection) = entry.live() {
+            status.pid = entry.pid();
+            status.settings_pushes = connection.settings_pushes();
+        }
+        status
+    }
+
+    /// Stops every language server; returns when all are stopped.
+    pub(super) async fn shutdown(self) {
+        self.supervisor.shutdown().await;
+    }
+}
+
+/// A kernel JSON value as `serde_json` holds it.
+fn to_serde(value: &Value) -> serde_json::Value {
+    serde_json::from_str(&value.to_json()).unwrap_or(serde_json::Value::Null)
+}
