@@ -36,6 +36,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::host::{HostEvent, HostHandle, MergedCatalog, Route, Target};
+use crate::lsp::tools::{self as lsp_tools, LspTool};
 use crate::session::{Session, SessionGone};
 use crate::transport::CallError;
 
@@ -168,6 +169,45 @@ impl<S: Session> Gateway<S> {
     }
 }
 
+impl<S: Session> Gateway<S> {
+    /// A language tool (SPEC §14.5): routed by the file's extension to the running language
+    /// server that serves it; every failure is a tool error saying why.
+    async fn language_call(
+        &self,
+        tool: LspTool,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let extension = match lsp_tools::extension(arguments) {
+            Ok(extension) => extension,
+            Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        };
+        // A server still starting is waited for (bounded), as the first listing waits for
+        // the start pass.
+        let deadline = tokio::time::Instant::now() + lsp_tools::START_WAIT;
+        let route = loop {
+            match self
+                .session
+                .language(extension.clone())
+                .await
+                .map_err(gone)?
+            {
+                Ok(route) => break route,
+                Err(why) if why.starting && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(why) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(why.message)]))
+                }
+            }
+        };
+        tracing::info!(tool = tool.name(), server = %route.server, "language tool");
+        Ok(match lsp_tools::call(tool, &route, arguments).await {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+        })
+    }
+}
+
 fn gone(e: SessionGone) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
@@ -224,6 +264,10 @@ impl<S: Session> ServerHandler for Gateway<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
+        if let Some(tool) = LspTool::parse(&name) {
+            let arguments = request.arguments.unwrap_or_default();
+            return Ok(self.language_call(tool, &arguments).await?.into());
+        }
         let route = self
             .session
             .route(Target::Tool(name.clone()))

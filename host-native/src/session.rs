@@ -8,6 +8,7 @@
 use std::future::Future;
 
 use crate::host::{MergedCatalog, Route, StatusReport, Target};
+use crate::lsp::tools::{LspRoute, LspUnavailable};
 
 /// The session behind a handle stopped (it is shutting down).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -36,4 +37,17 @@ pub trait Session: Send + Sync + 'static {
         &self,
         server: Option<String>,
     ) -> impl Future<Output = Result<Result<Vec<String>, String>, SessionGone>> + Send;
+
+    /// The running language server for files with `extension` (`.json`), or the message for
+    /// the caller (SPEC §14.5). A session without language servers has none.
+    fn language(
+        &self,
+        extension: String,
+    ) -> impl Future<Output = Result<Result<LspRoute, LspUnavailable>, SessionGone>> + Send {
+        async move {
+            Ok(Err(LspUnavailable::because(format!(
+                "no language server handles {extension} files in this session"
+            ))))
+        }
+    }
 }

@@ -581,3 +581,135 @@ async fn prompts_and_resources_are_offered_and_forwarded() {
         .is_err());
     served.close().await;
 }
+
+/// The language tools (SPEC §14.5) over a real `vscode-json-language-server`: diagnostics of
+/// the file on disk, a settings-only edit that changes the answer (pushed to the same process),
+/// symbols with 1-based positions, clear tool errors, and `list_changed` when the tools come and
+/// go with the language servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn language_tools_answer_from_the_running_server_and_follow_its_settings() {
+    let server = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../node_modules/.bin/vscode-json-language-server");
+    assert!(
+        server.exists(),
+        "{} is missing: run `bash scripts/setup.sh`",
+        server.display()
+    );
+    let p = Project::new();
+    let entry = |validate: bool| {
+        json!({"json": {
+            "command": server.to_string_lossy(),
+            "args": ["--stdio"],
+            "extensionToLanguage": {".json": "json"},
+            "settings": {"json": {"validate": {"enable": validate}}},
+        }})
+    };
+    fs::write(p.path("project/broken.json"), "{\"a\": 1,,}\n").expect("write");
+    fs::write(
+        p.path("project/ok.json"),
+        "{\n  \"name\": \"x\",\n  \"list\": [1]\n}\n",
+    )
+    .expect("write");
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    p.write(&p.user_lsp(), &entry(true));
+    let mut served = Served::start(&p).await;
+    let names = served.tool_names().await;
+    for tool in [
+        "lsp_diagnostics",
+        "lsp_hover",
+        "lsp_definition",
+        "lsp_references",
+        "lsp_document_symbols",
+    ] {
+        assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
+    }
+
+    let parsed = |result: &CallToolResult| -> Value {
+        assert_ne!(result.is_error, Some(true), "{}", text(result));
+        serde_json::from_str(&text(result)).expect("JSON text")
+    };
+    let found = parsed(
+        &served
+            .call("lsp_diagnostics", json!({"path": "broken.json"}))
+            .await,
+    );
+    let found = found.as_array().cloned().unwrap_or_default();
+    assert!(!found.is_empty(), "a syntax error is reported");
+    assert!(
+        found.iter().all(|d| d["line"] == 1),
+        "1-based lines: {found:?}"
+    );
+
+    let symbols = parsed(
+        &served
+            .call("lsp_document_symbols", json!({"path": "ok.json"}))
+            .await,
+    );
+    let symbol_names: Vec<&str> = symbols
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(symbol_names, ["name", "list"]);
+    assert_eq!(symbols[0]["line"], 2, "1-based: {symbols}");
+
+    // A settings-only edit: pushed to the same process, and the answer follows it.
+    let before = p.status();
+    let lsp = |s: &[Value]| {
+        s.iter()
+            .find(|x| x["kind"] == "lsp")
+            .cloned()
+            .unwrap_or_default()
+    };
+    let pid = lsp(&before)["pid"].clone();
+    p.write(&p.user_lsp(), &entry(false));
+    let after = p.wait_for("the settings pushed", |s| lsp(s)["settingsPushes"] == 2);
+    assert_eq!(lsp(&after)["pid"], pid, "the same process");
+    let found = parsed(
+        &served
+            .call("lsp_diagnostics", json!({"path": "broken.json"}))
+            .await,
+    );
+    assert_eq!(found, json!([]), "validation is off now");
+
+    // Tool errors that say why.
+    let outside = served
+        .call("lsp_diagnostics", json!({"path": "../x.json"}))
+        .await;
+    assert_eq!(outside.is_error, Some(true));
+    assert!(
+        text(&outside).contains("outside the project"),
+        "{}",
+        text(&outside)
+    );
+    let unrouted = served
+        .call(
+            "lsp_hover",
+            json!({"path": "a.py", "line": 1, "character": 1}),
+        )
+        .await;
+    assert_eq!(unrouted.is_error, Some(true));
+    assert!(
+        text(&unrouted).contains("no language server handles .py"),
+        "{}",
+        text(&unrouted)
+    );
+
+    // No language server configured any more: the tools go, with list_changed.
+    p.write(&p.user_lsp(), &json!({}));
+    let start = Instant::now();
+    loop {
+        served.tools_changed().await;
+        if !served
+            .tool_names()
+            .await
+            .iter()
+            .any(|n| n.starts_with("lsp_"))
+        {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "the language tools never left");
+    }
+    served.close().await;
+}

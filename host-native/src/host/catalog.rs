@@ -223,7 +223,11 @@ impl Host {
         for (name, live, _) in self.connected() {
             merger.add(name, session_view(name, &live.config, &live.catalog));
         }
-        merger.finish()
+        let mut catalog = merger.finish();
+        if self.lsp.any_configured() {
+            catalog.tools.extend(crate::lsp::tools::definitions());
+        }
+        catalog
     }
 
     /// The merged catalog for a client; from the first one on, changes are

@@ -5,6 +5,7 @@ use mcp_reconcile_kernel::plan::Plan;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Control, MergedCatalog, Route, StatusReport, Target};
+use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::session::{Session, SessionGone};
 
 /// Talks to a running host over its control channel.
@@ -69,6 +70,13 @@ impl Session for HostHandle {
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
         self.ask(|tx| Control::Reconnect(server, tx)).await
+    }
+
+    async fn language(
+        &self,
+        extension: String,
+    ) -> Result<Result<LspRoute, LspUnavailable>, SessionGone> {
+        self.ask(|tx| Control::Language(extension, tx)).await
     }
 }
 

@@ -16,6 +16,7 @@ use mcp_reconcile_kernel::{Reason, ServerConfig};
 use crate::clock::Clock;
 use crate::inputs::Snapshot;
 use crate::lsp::kind::Lsp;
+use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::supervisor::{Entry, Report, Supervisor};
 
 /// The default `maxRestarts` (SPEC §14.1).
@@ -280,6 +281,71 @@ impl LanguageServers {
             status.settings_pushes = connection.settings_pushes();
         }
         status
+    }
+
+    /// Whether any language server is configured (the language tools are offered then).
+    pub(super) fn any_configured(&self) -> bool {
+        self.trusted && !self.desired.is_empty()
+    }
+
+    /// The running server for files with `extension` (`.json`), or why there is none: no
+    /// server routes it, its server waits for approval or was rejected, or it is not running
+    /// (with its last error).
+    pub(super) fn route(&self, extension: &str) -> Result<LspRoute, LspUnavailable> {
+        let routes = |config: &Object| match config.get("extensionToLanguage") {
+            Some(Value::Object(map)) => map
+                .get(extension)
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        };
+        let mut why = None;
+        for (name, entry) in &self.desired {
+            let Some(language_id) = routes(&entry.config) else {
+                continue;
+            };
+            let key = name.clone();
+            let running = self.supervisor.get(&key);
+            // The approved config may still run while an edit waits; route to what runs.
+            if let Some(connection) = running.and_then(Entry::live) {
+                let language_id = running
+                    .and_then(|e| routes(&e.config))
+                    .unwrap_or(language_id);
+                return Ok(LspRoute {
+                    server: name.clone(),
+                    handle: connection.handle(),
+                    language_id,
+                    project_root: PathBuf::from(&self.project_root),
+                });
+            }
+            let status = self.status_of(name, &entry.config, entry.scope);
+            let safe = crate::display::safe(name);
+            let starting = status.state == "connecting";
+            let message = match (status.reason, status.last_error) {
+                (Some(Reason::PendingApproval), _) => format!(
+                    "language server \"{safe}\" (for {extension} files) is waiting for approval: run `{}`",
+                    crate::display::decide_command("approve --lsp", name)
+                ),
+                (Some(Reason::Rejected), _) => format!(
+                    "language server \"{safe}\" (for {extension} files) was rejected; approve it with `{}`",
+                    crate::display::decide_command("approve --lsp", name)
+                ),
+                (_, Some(error)) => format!(
+                    "language server \"{safe}\" (for {extension} files) is {}: {error}",
+                    status.state
+                ),
+                _ => format!(
+                    "language server \"{safe}\" (for {extension} files) is {}; try again in a moment",
+                    status.state
+                ),
+            };
+            why.get_or_insert(LspUnavailable { message, starting });
+        }
+        Err(why.unwrap_or_else(|| {
+            LspUnavailable::because(format!(
+                "no language server handles {extension} files; add one to .lsp.json with \"extensionToLanguage\": {{\"{extension}\": \"<language id>\"}}"
+            ))
+        }))
     }
 
     /// Stops every language server; returns when all are stopped.

@@ -49,6 +49,7 @@ pub use self::pass::{PlanReport, Step};
 pub use self::status::{ServerStatus, StatusReport};
 use crate::clock::Clock;
 use crate::inputs::{Inputs, Snapshot};
+use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
 
@@ -127,6 +128,9 @@ pub enum Control {
     /// (removed, not allowed, excluded, awaiting approval, rejected, or not
     /// connected).
     Route(Target, oneshot::Sender<Result<Route, String>>),
+    /// The running language server for files with this extension (`.json`), or the message
+    /// for the caller (SPEC §14.5).
+    Language(String, oneshot::Sender<Result<LspRoute, LspUnavailable>>),
     /// Stop every connection and return from [`Host::run`].
     Shutdown,
 }
@@ -377,6 +381,9 @@ impl Host {
             }
             Control::Route(target, reply) => {
                 let _ = reply.send(self.route(target));
+            }
+            Control::Language(extension, reply) => {
+                let _ = reply.send(self.lsp.route(&extension));
             }
             Control::Plan(reply) => {
                 let snapshot = self.inputs.load(None);

@@ -29,30 +29,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_lsp::{MainLoop, ServerSocket};
-use lsp_types::notification::{
-    DidChangeConfiguration, DidChangeTextDocument, DidOpenTextDocument, Exit, Initialized,
-};
+use lsp_types::notification::{DidChangeConfiguration, Exit, Initialized};
 use lsp_types::request::Shutdown;
 use lsp_types::{
-    Diagnostic, DidChangeConfigurationParams, DidChangeTextDocumentParams,
-    DidOpenTextDocumentParams, InitializedParams, TextDocumentContentChangeEvent, TextDocumentItem,
-    Url, VersionedTextDocumentIdentifier, WorkspaceFolder,
+    Diagnostic, DidChangeConfigurationParams, InitializedParams, Url, WorkspaceFolder,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::redact::{redact_all, secrets};
 use crate::transport::stdio::ChildProcess;
-use client::{
-    client_router, document_key, initialize_params, lock, Document, InitializeRaw, Published,
-    Shared, StopLoop, Target,
-};
-use start::{folder_name, normalized, process_config};
+use client::{client_router, initialize_params, lock, InitializeRaw, Published, Shared, StopLoop};
+pub use queries::LspHandle;
+use start::{folder_name, process_config};
 pub use start::{LspStart, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
 
 mod client;
+mod queries;
 mod start;
 
 /// After a failed start or an exit: how long to wait for the exit status and the last stderr
@@ -250,15 +244,16 @@ impl LspConnection {
         language_id: &str,
         wait: Duration,
     ) -> Result<Vec<Diagnostic>, String> {
-        let deadline = Instant::now() + wait;
-        let path = normalized(&self.shared.folder_path.join(path));
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let uri = Url::from_file_path(&path)
-            .map_err(|()| format!("{} is not a file path", path.display()))?;
-        let target = self.sync(&uri, language_id, text)?;
-        self.published_for(&uri, target, deadline, wait).await
+        self.handle().diagnostics(path, language_id, wait).await
+    }
+
+    /// A handle for queries from other tasks (a gateway): cheap to clone, it does not keep the
+    /// server alive; once the connection is stopped its requests fail at once.
+    pub fn handle(&self) -> LspHandle {
+        LspHandle {
+            shared: Arc::clone(&self.shared),
+            server: self.server.clone(),
+        }
     }
 
     /// Stops the server: `shutdown` (bounded by `shutdownTimeout`), `exit`, the main loop ends
@@ -287,95 +282,6 @@ impl LspConnection {
                 tracing::warn!(server = %self.shared.name, "stopping took too long; killing it");
                 // Dropping the process (inside the aborted task) kills its group.
                 driver.abort();
-            }
-        }
-    }
-
-    /// Opens or re-sends `uri` as needed; returns what a publish must match to answer.
-    fn sync(&self, uri: &Url, language_id: &str, text: String) -> Result<Target, String> {
-        let pushes = self.shared.pushes.load(Ordering::SeqCst);
-        let mut documents = lock(&self.shared.documents);
-        // Publishes counted from here on were sent after the server got this text.
-        let after = lock(&self.shared.published).next_seq;
-        let sent = match documents.get_mut(uri) {
-            None => {
-                let document = Document {
-                    version: 1,
-                    text: text.clone(),
-                    pushes,
-                    after,
-                };
-                let sent = self
-                    .server
-                    .notify::<DidOpenTextDocument>(DidOpenTextDocumentParams {
-                        text_document: TextDocumentItem {
-                            uri: uri.clone(),
-                            language_id: language_id.to_owned(),
-                            version: document.version,
-                            text,
-                        },
-                    });
-                documents.insert(uri.clone(), document);
-                sent
-            }
-            Some(document) if document.text != text || document.pushes != pushes => {
-                document.version += 1;
-                document.text.clone_from(&text);
-                document.pushes = pushes;
-                document.after = after;
-                self.server
-                    .notify::<DidChangeTextDocument>(DidChangeTextDocumentParams {
-                        text_document: VersionedTextDocumentIdentifier {
-                            uri: uri.clone(),
-                            version: document.version,
-                        },
-                        // No range: the whole text (valid whatever sync kind the server chose).
-                        content_changes: vec![TextDocumentContentChangeEvent {
-                            range: None,
-                            range_length: None,
-                            text,
-                        }],
-                    })
-            }
-            Some(_) => Ok(()),
-        };
-        sent.map_err(|e| self.shared.closed_error(&e.to_string()))?;
-        let document = &documents[uri];
-        Ok(Target {
-            version: document.version,
-            after: document.after,
-        })
-    }
-
-    /// Waits until the diagnostics published for `uri` match `target`.
-    async fn published_for(
-        &self,
-        uri: &Url,
-        target: Target,
-        deadline: Instant,
-        wait: Duration,
-    ) -> Result<Vec<Diagnostic>, String> {
-        let mut publishes = self.shared.publishes.subscribe();
-        let mut ended = self.shared.ended.subscribe();
-        loop {
-            publishes.borrow_and_update();
-            if let Some(found) = lock(&self.shared.published).matching(&document_key(uri), target) {
-                return Ok(found);
-            }
-            if let Some(why) = ended.borrow_and_update().clone() {
-                return Err(why);
-            }
-            tokio::select! {
-                _ = publishes.changed() => {}
-                _ = ended.changed() => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    return Err(format!(
-                        "language server `{}` published no diagnostics for {} within {} ms",
-                        self.shared.name,
-                        uri,
-                        wait.as_millis()
-                    ));
-                }
             }
         }
     }

@@ -2,3 +2,4 @@
 
 pub mod connection;
 pub(crate) mod kind;
+pub mod tools;
