@@ -713,3 +713,41 @@ async fn language_tools_answer_from_the_running_server_and_follow_its_settings()
     }
     served.close().await;
 }
+
+/// A language server restarted by a seed edit gets the documents its predecessor had open
+/// (SPEC §14.4), so its answers do not start from an empty workspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_language_server_gets_the_open_documents_again() {
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/lsp_edge_server.py");
+    let p = Project::new();
+    let opened = p.path("opened.log");
+    let entry = |mode_flag: &str| {
+        json!({"edge": {
+            "command": "python3",
+            "args": [script.to_string_lossy(), "normal", mode_flag],
+            "env": {"OPENED_LOG": opened.to_string_lossy()},
+            "extensionToLanguage": {".txt": "plaintext"},
+        }})
+    };
+    fs::write(p.path("project/notes.txt"), "hello\n").expect("write");
+    p.write(&p.user_lsp(), &entry("first"));
+    let served = Served::start(&p).await;
+    let first = served
+        .call("lsp_diagnostics", json!({"path": "notes.txt"}))
+        .await;
+    assert_ne!(first.is_error, Some(true), "{}", text(&first));
+    let lines = || fs::read_to_string(&opened).unwrap_or_default();
+    assert_eq!(lines().lines().count(), 1, "{}", lines());
+
+    // A seed edit: a new process, which is handed notes.txt without being asked about it.
+    p.write(&p.user_lsp(), &entry("second"));
+    wait_until("the new process opened notes.txt", || {
+        let log = lines();
+        let pids: std::collections::BTreeSet<&str> =
+            log.lines().filter_map(|l| l.split(' ').next()).collect();
+        pids.len() == 2 && log.lines().all(|l| l.ends_with("/notes.txt"))
+    })
+    .await;
+    served.close().await;
+}

@@ -3,6 +3,7 @@
 //! edits are pushed to it (`workspace/didChangeConfiguration`), and a project entry runs only
 //! while approved for exactly its current config.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use mcp_reconcile_kernel::approvals::{ApprovalState, Approvals};
@@ -52,6 +53,9 @@ pub struct LspServerStatus {
 /// The language servers of one session.
 pub(super) struct LanguageServers {
     supervisor: Supervisor<String, Lsp>,
+    /// Documents a replaced process had open, opened again on its successor once it runs
+    /// (SPEC §14.4).
+    reopen: HashMap<String, Vec<(PathBuf, String)>>,
     desired: LspServers,
     approvals: Approvals,
     project_root: String,
@@ -62,6 +66,7 @@ impl LanguageServers {
     pub(super) fn new(project_dir: PathBuf, parallelism: usize, clock: Clock) -> Self {
         LanguageServers {
             supervisor: Supervisor::new(Lsp { project_dir }, parallelism, clock),
+            reopen: HashMap::new(),
             desired: LspServers::new(),
             approvals: Approvals::empty(),
             project_root: String::new(),
@@ -83,7 +88,10 @@ impl LanguageServers {
         let plan = self.plan();
         for action in &plan.actions {
             match action {
-                LspAction::Disconnect { name, .. } => self.supervisor.remove(name),
+                LspAction::Disconnect { name, .. } => {
+                    self.reopen.remove(name);
+                    self.supervisor.remove(name);
+                }
                 LspAction::Restart { name, .. } => {
                     // A new seed is a new server: it starts with a clean record.
                     self.supervisor.forgive(name);
@@ -145,8 +153,16 @@ impl LanguageServers {
             .collect()
     }
 
-    /// Starts `name` from its desired entry (a running process of it is stopped first).
+    /// Starts `name` from its desired entry (a running process of it is stopped first; the
+    /// documents it had open are opened on the new one).
     fn start(&mut self, name: &str) {
+        let key = name.to_owned();
+        if let Some(live) = self.supervisor.get(&key).and_then(Entry::live) {
+            let documents = live.handle().open_documents();
+            if !documents.is_empty() {
+                self.reopen.insert(key, documents);
+            }
+        }
         if let Some(entry) = self.desired.get(name) {
             let config = entry.config.clone();
             self.supervisor
@@ -195,7 +211,33 @@ impl LanguageServers {
     pub(super) async fn next(&mut self) -> Report<String> {
         let report = self.supervisor.next().await;
         self.park_exhausted();
+        if let Report::Started {
+            key,
+            current: true,
+            error: None,
+            ..
+        } = &report
+        {
+            self.reopen_documents(key);
+        }
         report
+    }
+
+    /// Opens the documents `name`'s previous process had open on the one that now runs (from
+    /// disk, as they are now).
+    fn reopen_documents(&mut self, name: &String) {
+        let Some(documents) = self.reopen.remove(name) else {
+            return;
+        };
+        let Some(live) = self.supervisor.get(name).and_then(Entry::live) else {
+            return;
+        };
+        let handle = live.handle();
+        for (path, language_id) in documents {
+            if let Err(e) = handle.open_document(&path, &language_id) {
+                tracing::debug!("reopening {} failed: {e}", path.display());
+            }
+        }
     }
 
     /// When the next retry is due.

@@ -104,6 +104,8 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A document the server has open, as last sent.
 pub(super) struct Document {
+    /// The language id it was opened with.
+    pub(super) language_id: String,
     pub(super) version: i32,
     pub(super) text: String,
     /// `settings_pushes` when it was last sent.

@@ -133,6 +133,30 @@ impl LspHandle {
         self.ask::<DocumentSymbolRequest>(params).await
     }
 
+    /// The documents this server has open: `(path, language id)`, to open again on the
+    /// process that replaces it.
+    pub fn open_documents(&self) -> Vec<(std::path::PathBuf, String)> {
+        lock(&self.shared.documents)
+            .iter()
+            .filter_map(|(uri, document)| {
+                Some((uri.to_file_path().ok()?, document.language_id.clone()))
+            })
+            .collect()
+    }
+
+    /// Opens the file at `path` as it is on disk now (or sends its new text) and returns at
+    /// once; the read is bounded and never waits (a FIFO or a huge file is refused).
+    ///
+    /// # Errors
+    /// The file cannot be read, or the connection closed.
+    pub fn open_document(&self, path: &Path, language_id: &str) -> Result<(), String> {
+        let text = crate::inputs::read_text(path)?
+            .ok_or_else(|| format!("{} no longer exists", path.display()))?;
+        let uri = Url::from_file_path(path)
+            .map_err(|()| format!("{} is not a file path", path.display()))?;
+        self.sync(&uri, language_id, text).map(|_| ())
+    }
+
     /// Reads `path` (relative to the workspace folder) and opens it, or sends its new text when
     /// it changed on disk (or settings were pushed) since it was last sent.
     async fn open(&self, path: &Path, language_id: &str) -> Result<(Url, Target), String> {
@@ -175,6 +199,7 @@ impl LspHandle {
         let sent = match documents.get_mut(uri) {
             None => {
                 let document = Document {
+                    language_id: language_id.to_owned(),
                     version: 1,
                     text: text.clone(),
                     pushes,
