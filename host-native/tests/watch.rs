@@ -200,10 +200,10 @@ fn an_untrusted_folder_starts_nothing() {
 }
 
 #[test]
-fn ten_saves_inside_the_debounce_window_make_one_reconcile() {
+fn ten_saves_inside_the_quiet_window_make_one_reconcile() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    let watch = p.watch_with(&["--debounce-ms", "600"]);
+    let watch = p.watch_with(&["--debounce-ms", "600", "--quiet-ms", "600"]);
     p.wait_for("a connected", |s| state_of(s, "a") == "connected");
     watch.wait_output("the start pass", |o| o.contains("reconcile #1"));
     let before = watch.passes();
@@ -218,6 +218,34 @@ fn ten_saves_inside_the_debounce_window_make_one_reconcile() {
     });
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(watch.passes(), before + 1, "log:\n{}", watch.output());
+}
+
+/// Settle detection: a file that does not parse yet holds the reload back (up to the
+/// debounce); once it is complete the reload runs, and no pass ever reads the half-written file.
+#[test]
+fn a_half_written_file_is_never_read_by_a_pass() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let watch = p.watch_with(&["--debounce-ms", "2000"]);
+    p.wait_for("a connected", |s| state_of(s, "a") == "connected");
+    watch.wait_output("the start pass", |o| o.contains("reconcile #1"));
+    let before = watch.passes();
+    // An in-place save in two writes: the first leaves invalid JSON behind for a moment.
+    let full = serde_json::to_string(&json!({"mcpServers": {"a": p.server("a", "echo,add")}}))
+        .expect("json");
+    let (head, _) = full.split_at(full.len() / 2);
+    std::fs::write(p.user_settings(), head).expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(p.user_settings(), &full).expect("write");
+    p.wait_for("a reconnected", |s| {
+        p.spawns("a") == 2 && state_of(s, "a") == "connected"
+    });
+    let log = watch.output();
+    assert!(
+        !log.contains("not valid JSON"),
+        "a pass read the half-written file:\n{log}"
+    );
+    assert_eq!(watch.passes(), before + 1, "log:\n{log}");
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub use lsp::{
 };
 pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Status};
 pub use pool::{Acquire, Pool, Release};
-pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE};
+pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
 pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
 pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
 pub use time::Millis;

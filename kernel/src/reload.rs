@@ -11,6 +11,10 @@ use crate::time::Millis;
 /// host configures another (`--debounce-ms`).
 pub const DEFAULT_DEBOUNCE: Millis = Millis(300);
 
+/// The default quiet window of settle detection: a change whose files are all complete is
+/// applied once no further event arrived for this long.
+pub const DEFAULT_QUIET: Millis = Millis(25);
+
 /// A watched input whose change the host reports (SPEC §8, §13.1).
 ///
 /// Exhaustive on purpose: a host must decide how to reload every kind, so a
@@ -127,6 +131,12 @@ pub struct ReloadCounts {
 #[derive(Clone, Debug)]
 pub struct ReloadScheduler {
     debounce: Millis,
+    /// The wait after an event when every pending source is complete (settle detection); the
+    /// debounce when it is not shorter.
+    quiet: Millis,
+    /// Pending sources whose last change was not complete (it did not parse, or it was not
+    /// checked): while any is left, the full debounce applies.
+    unsettled: IndexSet<FileSource>,
     /// The latest `now` seen; inputs never move it backwards.
     now: Millis,
     /// The last file event, while its debounce is pending.
@@ -189,6 +199,8 @@ impl ReloadScheduler {
     pub fn new(debounce: Millis) -> Self {
         ReloadScheduler {
             debounce,
+            quiet: debounce,
+            unsettled: IndexSet::new(),
             now: Millis::ZERO,
             last_event: None,
             deadline: None,
@@ -216,12 +228,29 @@ impl ReloadScheduler {
         }
     }
 
+    /// Turns settle detection on: after a change reported complete
+    /// ([`Self::handle_file_change`]), a run waits only `quiet` (when shorter than the
+    /// debounce) after the last event — as long as every pending source is complete.
+    pub fn with_quiet(mut self, quiet: Millis) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    /// The wait after the last event for what is pending now.
+    fn wait(&self) -> Millis {
+        if self.unsettled.is_empty() {
+            self.quiet.min(self.debounce)
+        } else {
+            self.debounce
+        }
+    }
+
     /// Changes the quiet period. A pending debounce is re-timed from its last
     /// file event (it may then be due at once: see [`Self::poll_timeout`]).
     pub fn set_debounce(&mut self, debounce: Millis) {
         self.debounce = debounce;
         if let (Some(last), Some(_)) = (self.last_event, self.deadline) {
-            self.deadline = Some(last.saturating_add(debounce.0));
+            self.deadline = Some(last.saturating_add(self.wait().0));
         }
     }
 
@@ -233,11 +262,25 @@ impl ReloadScheduler {
     /// A watched input changed: `source` joins the set the next run reloads
     /// and the shared debounce restarts from `now`.
     pub fn handle_file_event(&mut self, now: Millis, source: FileSource) {
+        self.handle_file_change(now, source, false);
+    }
+
+    /// A watched input changed, and whether what it holds now is `complete` (it parses: an
+    /// editor's rename-save, or the last write of an in-place save). While every pending
+    /// source is complete, the run waits only the quiet window after the last event; a source
+    /// that is not (empty, half-written) waits the full debounce, until a later complete
+    /// change of it. [`Self::handle_file_event`] is this with `complete` false.
+    pub fn handle_file_change(&mut self, now: Millis, source: FileSource, complete: bool) {
         self.advance(now);
         self.counts.file_events = self.counts.file_events.saturating_add(1);
+        if complete {
+            self.unsettled.shift_remove(&source);
+        } else {
+            self.unsettled.insert(source.clone());
+        }
         self.pending.insert(source);
         self.last_event = Some(self.now);
-        self.deadline = Some(self.now.saturating_add(self.debounce.0));
+        self.deadline = Some(self.now.saturating_add(self.wait().0));
     }
 
     /// A manual reload: requests a run without waiting for the debounce. A
@@ -297,6 +340,7 @@ impl ReloadScheduler {
         self.last_run = run;
         self.running = Some(run);
         self.counts.runs_started = self.counts.runs_started.saturating_add(1);
+        self.unsettled.clear();
         let sources = std::mem::take(&mut self.pending).into_iter().collect();
         Some(Step::Reconcile {
             run,

@@ -207,9 +207,13 @@ pub struct LayerFlags {
     /// (and `$VAR`s in .mcp.json are not expanded)
     #[arg(long)]
     pub yolo: bool,
-    /// Quiet period after a file change before reloading, in ms [default: 300]
+    /// The longest wait after a file change before reloading, in ms: for a file that does
+    /// not parse yet (empty, half-written) [default: 300]
     #[arg(long, value_name = "N")]
     pub debounce_ms: Option<u64>,
+    /// Once every changed file parses, reload after N ms without a further change [default: 25]
+    #[arg(long, value_name = "N")]
+    pub quiet_ms: Option<u64>,
     /// Default file set: `default` or `qwen`
     #[arg(long, value_enum, default_value_t = LayoutArg::Default, value_name = "NAME", long_help = LAYOUT_HELP)]
     pub layout: LayoutArg,
@@ -235,6 +239,7 @@ impl LayerFlags {
             untrusted: self.untrusted,
             yolo: self.yolo,
             debounce_ms: self.debounce_ms,
+            quiet_ms: self.quiet_ms,
             layout: self.layout.into(),
             state_dir: self.state_dir.clone(),
         }

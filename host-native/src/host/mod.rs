@@ -4,8 +4,9 @@
 //! [`Host::run`] owns all state and reacts to one input at a time:
 //! 1. start: load every input, then reconcile (run #1 of the kernel's
 //!    [`ReloadScheduler`]);
-//! 2. a watched file changes → `handle_file_event`; the scheduler's trailing
-//!    debounce decides when a reload runs (edits during a run → exactly one
+//! 2. a watched file changes → `handle_file_change` (with whether the file parses now); the
+//!    scheduler's quiet window (all changed files parse) or trailing debounce (one does not)
+//!    decides when a reload runs (edits during a run → exactly one
 //!    follow-up);
 //! 3. a run reloads only the changed files, asks the kernel whether anything
 //!    MCP-relevant changed ([`hot_reload`]) and for a [`plan`], tears down
@@ -174,7 +175,7 @@ pub struct Host {
 impl Host {
     /// A host over `inputs`; nothing runs until [`Host::run`].
     pub fn new(inputs: Inputs, options: HostOptions) -> Self {
-        let scheduler = ReloadScheduler::starting(inputs.debounce());
+        let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
         let kind = Mcp {
             base_dir: Some(inputs.project_dir().to_path_buf()),
         };
@@ -295,7 +296,8 @@ impl Host {
                 source = files.recv(), if files_open => match source {
                     Some(source) => {
                         let now = self.now();
-                        self.scheduler.handle_file_event(now, source);
+                        let complete = pass::off_the_loop(|| self.inputs.complete(&source));
+                        self.scheduler.handle_file_change(now, source, complete);
                     }
                     None => files_open = false,
                 },

@@ -417,7 +417,7 @@ fn describe_sources(sources: &[FileSource]) -> String {
 /// Runs blocking file work (reading the inputs) without stalling the other
 /// tasks of a multi-threaded runtime; inline elsewhere. The reads themselves
 /// are bounded and never wait on a FIFO ([`crate::inputs::read_text`]).
-fn off_the_loop<T>(work: impl FnOnce() -> T) -> T {
+pub(super) fn off_the_loop<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(work)

@@ -36,7 +36,7 @@ use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{
     assemble, Approvals, Assembled, Gating, Layer, LayerSource, McpLists, Millis, ServerConfig,
-    Servers, DEFAULT_DEBOUNCE,
+    Servers, DEFAULT_DEBOUNCE, DEFAULT_QUIET,
 };
 
 use crate::approvals_store::ApprovalsStore;
@@ -154,6 +154,7 @@ pub struct Inputs {
     trusted: bool,
     yolo: bool,
     debounce: Millis,
+    quiet: Millis,
     cli_allowed: Option<Vec<String>>,
     settings: Vec<SettingsFile>,
     mcp_json: JsonFile,
@@ -263,6 +264,7 @@ impl Inputs {
             trusted,
             yolo: flags.yolo,
             debounce: flags.debounce_ms.map_or(DEFAULT_DEBOUNCE, Millis),
+            quiet: flags.quiet_ms.map_or(DEFAULT_QUIET, Millis),
             cli_allowed: (!flags.allowed_mcp_server_names.is_empty())
                 .then(|| flags.allowed_mcp_server_names.clone()),
             settings,
@@ -375,9 +377,41 @@ impl Inputs {
         &self.env
     }
 
-    /// The reload debounce (`--debounce-ms`, default 300 ms).
+    /// The reload debounce (`--debounce-ms`, default 300 ms): the longest wait.
     pub fn debounce(&self) -> Millis {
         self.debounce
+    }
+
+    /// The quiet window of settle detection (`--quiet-ms`, default 25 ms).
+    pub fn quiet(&self) -> Millis {
+        self.quiet
+    }
+
+    /// Whether the input behind `source` is complete now: it exists, is not empty and parses
+    /// as JSON (an editor's rename-save, or the last write of an in-place one). Bounded and
+    /// never waiting, like every read of an input.
+    pub fn complete(&self, source: &FileSource) -> bool {
+        let path = match source {
+            FileSource::Settings(_) => self
+                .settings
+                .iter()
+                .find(|f| &f.source() == source)
+                .map(|f| f.path.clone()),
+            FileSource::McpJson => Some(self.paths.mcp_json.clone()),
+            FileSource::Approvals => Some(self.paths.approvals.clone()),
+            FileSource::McpConfig(path) => Some(PathBuf::from(path)),
+            FileSource::LspFile(_) => self
+                .lsp_user
+                .iter()
+                .chain([&self.lsp_project])
+                .find(|f| &f.source() == source)
+                .map(|f| f.path.clone()),
+            FileSource::LspApprovals => Some(self.paths.lsp_approvals.clone()),
+        };
+        path.is_some_and(|path| {
+            matches!(read_text(&path), Ok(Some(text))
+                if !text.trim().is_empty() && mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok())
+        })
     }
 
     /// A stable id of this session's file set: 16 hex digits of a hash of the

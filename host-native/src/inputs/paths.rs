@@ -84,8 +84,12 @@ pub struct Options {
     /// Turn the approval gate off: project servers connect without asking
     /// (and `$VAR`s in `.mcp.json` are not expanded).
     pub yolo: bool,
-    /// Quiet period after a file change before reloading, in ms (default 300).
+    /// Quiet period after a file change before reloading, in ms (default 300): the longest
+    /// wait, for a file that does not parse yet.
     pub debounce_ms: Option<u64>,
+    /// Settle detection: once every changed file parses, reload after this many ms without a
+    /// further change (default 25).
+    pub quiet_ms: Option<u64>,
     /// Default file set.
     pub layout: Layout,
     /// Where a running session keeps its socket (default

@@ -1,0 +1,118 @@
+//! Settle detection in the reload scheduler: a change whose files all parse is applied after
+//! a short quiet window instead of the full debounce; one that does not waits the debounce.
+
+use mcp_reconcile_kernel::reload::{FileSource, Outcome, ReloadScheduler, Step};
+use mcp_reconcile_kernel::Millis;
+use proptest::prelude::*;
+
+const DEBOUNCE: Millis = Millis(300);
+const QUIET: Millis = Millis(25);
+
+fn source(i: u8) -> FileSource {
+    match i % 3 {
+        0 => FileSource::Settings("user".into()),
+        1 => FileSource::McpJson,
+        _ => FileSource::LspFile("project".into()),
+    }
+}
+
+/// A scheduler past its start-up run.
+fn idle() -> ReloadScheduler {
+    let mut s = ReloadScheduler::starting(DEBOUNCE).with_quiet(QUIET);
+    assert!(s.poll_step().is_some());
+    s.handle_reconcile_done(Millis(0), Outcome::Ok);
+    s
+}
+
+/// Drives `s` to `until`, firing timers and finishing each run at once; the runs started.
+fn drive(s: &mut ReloadScheduler, mut now: u64, until: u64) -> Vec<Vec<FileSource>> {
+    let mut runs = Vec::new();
+    loop {
+        while let Some(Step::Reconcile { sources, .. }) = s.poll_step() {
+            runs.push(sources);
+            s.handle_reconcile_done(Millis(now), Outcome::Ok);
+        }
+        match s.poll_timeout() {
+            Some(at) if at.0 <= until => {
+                now = now.max(at.0);
+                s.handle_timeout(Millis(now));
+            }
+            _ => return runs,
+        }
+    }
+}
+
+proptest! {
+    /// Complete saves closer together than the quiet window are one run, due the quiet window
+    /// after the last of them.
+    #[test]
+    fn a_burst_of_complete_saves_inside_the_window_is_one_run(
+        gaps in prop::collection::vec(0u64..QUIET.0, 1..12),
+        which in prop::collection::vec(any::<u8>(), 12),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        for (i, gap) in gaps.iter().enumerate() {
+            now += gap;
+            s.handle_file_change(Millis(now), source(which[i]), true);
+            prop_assert!(s.poll_step().is_none(), "nothing runs inside the window");
+        }
+        prop_assert_eq!(s.poll_timeout(), Some(Millis(now + QUIET.0)));
+        let runs = drive(&mut s, now, now + 10_000);
+        prop_assert_eq!(runs.len(), 1);
+    }
+
+    /// A source whose last change did not parse holds the run back for the full debounce
+    /// after the last event, however complete the others are; a later complete change of it
+    /// releases the quiet window again.
+    #[test]
+    fn an_incomplete_file_waits_the_debounce_until_it_parses(
+        events in prop::collection::vec((any::<u8>(), any::<bool>(), 0u64..QUIET.0), 1..12),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        let mut unsettled = std::collections::BTreeSet::new();
+        for (which, complete, gap) in &events {
+            now += gap;
+            s.handle_file_change(Millis(now), source(*which), *complete);
+            if *complete {
+                unsettled.remove(&(*which % 3));
+            } else {
+                unsettled.insert(*which % 3);
+            }
+        }
+        let wait = if unsettled.is_empty() { QUIET } else { DEBOUNCE };
+        prop_assert_eq!(s.poll_timeout(), Some(Millis(now + wait.0)));
+        prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1);
+    }
+
+    /// Saves during a run are answered by exactly one follow-up: a burst never makes more than
+    /// two runs, the one under way and its follow-up.
+    #[test]
+    fn saves_during_a_run_make_one_follow_up(
+        gaps in prop::collection::vec(0u64..QUIET.0, 1..12),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        s.handle_file_change(Millis(now), source(0), true);
+        now += QUIET.0;
+        s.handle_timeout(Millis(now));
+        let started = matches!(s.poll_step(), Some(Step::Reconcile { .. }));
+        prop_assert!(started, "the first save's run starts");
+        for gap in &gaps {
+            now += gap;
+            s.handle_file_change(Millis(now), source(1), true);
+            prop_assert!(s.poll_step().is_none(), "one run at a time");
+        }
+        s.handle_reconcile_done(Millis(now), Outcome::Ok);
+        prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1, "one follow-up");
+    }
+
+    /// Without a quiet window the scheduler is the plain debounce, complete or not.
+    #[test]
+    fn without_a_quiet_window_every_change_waits_the_debounce(complete in any::<bool>()) {
+        let mut s = ReloadScheduler::new(DEBOUNCE);
+        s.handle_file_change(Millis(5), source(0), complete);
+        prop_assert_eq!(s.poll_timeout(), Some(Millis(5 + DEBOUNCE.0)));
+    }
+}
