@@ -34,6 +34,22 @@ pub(super) fn parse_or_explain(text: &str, has_last_good: bool) -> Result<Value,
     })
 }
 
+/// The problems of one file as the user sees them: its load error, then its entry errors.
+pub(super) fn file_errors<'a>(
+    file: &std::path::Path,
+    error: Option<&'a String>,
+    entry_errors: impl Iterator<Item = &'a String>,
+) -> Vec<InputError> {
+    error
+        .into_iter()
+        .chain(entry_errors)
+        .map(|message| InputError {
+            file: file.to_path_buf(),
+            message: message.clone(),
+        })
+        .collect()
+}
+
 /// The largest input file read (settings, `.mcp.json`, `--mcp-config`,
 /// approvals): a repository's file is hostile input, and no real
 /// configuration comes near this.
@@ -244,14 +260,7 @@ impl SettingsFile {
 
     pub(super) fn errors(&self) -> Vec<InputError> {
         let entry_errors = self.good.iter().flat_map(|g| g.entry_errors.iter());
-        self.error
-            .iter()
-            .chain(entry_errors)
-            .map(|message| InputError {
-                file: self.path.clone(),
-                message: message.clone(),
-            })
-            .collect()
+        file_errors(&self.path, self.error.as_ref(), entry_errors)
     }
 }
 

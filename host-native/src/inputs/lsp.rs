@@ -9,7 +9,7 @@ use mcp_reconcile_kernel::lsp::{merge_lsp, parse_lsp_json, LspParseOptions, LspS
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::Approvals;
 
-use super::files::{kept_note, parse_or_explain, read_text};
+use super::files::{file_errors, kept_note, parse_or_explain, read_text};
 use super::InputError;
 
 /// One language-server file.
@@ -111,14 +111,7 @@ impl LspFile {
 
     pub(super) fn errors(&self) -> Vec<InputError> {
         let entry_errors = self.good.iter().flat_map(|(_, e)| e.iter());
-        self.error
-            .iter()
-            .chain(entry_errors)
-            .map(|message| InputError {
-                file: self.path.clone(),
-                message: message.clone(),
-            })
-            .collect()
+        file_errors(&self.path, self.error.as_ref(), entry_errors)
     }
 }
 

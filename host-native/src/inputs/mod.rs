@@ -25,18 +25,17 @@ mod files;
 mod lsp;
 mod paths;
 mod shell_words;
+mod snapshot;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use mcp_reconcile_kernel::gating::compute_gating;
 use mcp_reconcile_kernel::json::{Object, Value};
-use mcp_reconcile_kernel::lsp::{LspScope, LspServers};
+use mcp_reconcile_kernel::lsp::LspScope;
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{
-    assemble, Approvals, Assembled, Gating, Layer, LayerSource, McpLists, Millis, ServerConfig,
-    Servers, DEFAULT_DEBOUNCE, DEFAULT_QUIET,
+    Approvals, Layer, LayerSource, Millis, ServerConfig, Servers, DEFAULT_DEBOUNCE, DEFAULT_QUIET,
 };
 
 use crate::approvals_store::ApprovalsStore;
@@ -46,6 +45,7 @@ use lsp::LspFile;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use shell_words::server_command_config;
 pub use shell_words::shell_words;
+pub use snapshot::Snapshot;
 
 /// A problem with one input, as the user should see it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -55,91 +55,6 @@ pub struct InputError {
     pub file: PathBuf,
     /// What is wrong and what to do about it.
     pub message: String,
-}
-
-/// What the inputs hold at one moment, ready for the kernel.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    /// One layer per input, in kernel layer kinds: systemDefaults, user,
-    /// project (`.mcp.json`), workspace (trusted folders only), system,
-    /// cliConfig (one per `--mcp-config`), serverCommand (when
-    /// `mcp.serverCommand` is set).
-    pub layers: Vec<Layer>,
-    /// [`Snapshot::layers`] with the project-controlled ones (`.mcp.json`,
-    /// workspace settings, a workspace `mcp.serverCommand`) as their files
-    /// wrote them: `$VAR`s not expanded. What a review shows; never what runs.
-    pub written_layers: Vec<Layer>,
-    /// The project's `.mcp.json` (where project servers come from).
-    pub mcp_json: PathBuf,
-    /// The workspace settings file (where workspace servers come from).
-    pub workspace_settings: PathBuf,
-    /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
-    pub lists: McpLists,
-    /// The `--allowed-mcp-server-names` occurrences as given (`None` when
-    /// the flag is absent).
-    pub cli_allowed: Option<Vec<String>>,
-    /// The approval records (empty when the file is missing or malformed).
-    pub approvals: Approvals,
-    /// The canonical project root that keys approvals.
-    pub project_root: String,
-    /// The folder is trusted (no `--untrusted`).
-    pub trusted: bool,
-    /// The approval gate is off (`--yolo`).
-    pub yolo: bool,
-    /// The project's `.lsp.json` (where project language servers come from).
-    pub lsp_json: PathBuf,
-    /// The desired language servers (SPEC §14.1): the user file's entries under the project's
-    /// `.lsp.json` (a project entry replaces a user one of the same name), scope stamped.
-    pub lsp: LspServers,
-    /// [`Snapshot::lsp`] as the files wrote them (`$VAR`s not expanded): what a review shows.
-    pub lsp_written: LspServers,
-    /// The language-server approval records (SPEC §14.3; empty when missing or malformed).
-    pub lsp_approvals: Approvals,
-    /// What is broken right now; empty when every input loaded cleanly.
-    pub errors: Vec<InputError>,
-}
-
-impl Snapshot {
-    /// What reloading to this snapshot does after `previous` was adopted (the kernel's
-    /// [`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload) over its layers, gating,
-    /// approvals, project root and yolo).
-    ///
-    /// # Errors
-    /// The kernel cannot compare the server maps.
-    pub fn hot_reload(
-        &self,
-        previous: &mcp_reconcile_kernel::hot_reload::Previous,
-    ) -> Result<
-        mcp_reconcile_kernel::hot_reload::HotReload,
-        mcp_reconcile_kernel::json::DeepEqualError,
-    > {
-        mcp_reconcile_kernel::hot_reload::hot_reload(
-            previous,
-            &self.layers,
-            |servers| self.gating_for(servers),
-            &self.approvals,
-            &self.project_root,
-            self.yolo,
-        )
-    }
-
-    /// The admission lists for `servers` (SPEC §4), from this snapshot's
-    /// settings lists, launch-flag cap, approvals, project root and yolo.
-    pub fn gating_for(&self, servers: &Servers) -> Gating {
-        compute_gating(
-            servers,
-            &self.lists,
-            self.cli_allowed.as_deref(),
-            &self.approvals,
-            &self.project_root,
-            self.yolo,
-        )
-    }
-
-    /// The desired server map: [`assemble`] over [`Snapshot::layers`].
-    pub fn assembled(&self) -> Assembled {
-        assemble(&self.layers)
-    }
 }
 
 /// The inputs of one session: resolved paths and the content last loaded

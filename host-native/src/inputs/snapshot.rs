@@ -1,0 +1,94 @@
+//! [`Snapshot`]: what the inputs hold at one moment, ready for the kernel.
+
+use std::path::PathBuf;
+
+use mcp_reconcile_kernel::gating::compute_gating;
+use mcp_reconcile_kernel::lsp::LspServers;
+use mcp_reconcile_kernel::{assemble, Approvals, Assembled, Gating, Layer, McpLists, Servers};
+
+use super::InputError;
+
+/// What the inputs hold at one moment, ready for the kernel.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// One layer per input, in kernel layer kinds: systemDefaults, user,
+    /// project (`.mcp.json`), workspace (trusted folders only), system,
+    /// cliConfig (one per `--mcp-config`), serverCommand (when
+    /// `mcp.serverCommand` is set).
+    pub layers: Vec<Layer>,
+    /// [`Snapshot::layers`] with the project-controlled ones (`.mcp.json`,
+    /// workspace settings, a workspace `mcp.serverCommand`) as their files
+    /// wrote them: `$VAR`s not expanded. What a review shows; never what runs.
+    pub written_layers: Vec<Layer>,
+    /// The project's `.mcp.json` (where project servers come from).
+    pub mcp_json: PathBuf,
+    /// The workspace settings file (where workspace servers come from).
+    pub workspace_settings: PathBuf,
+    /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
+    pub lists: McpLists,
+    /// The `--allowed-mcp-server-names` occurrences as given (`None` when
+    /// the flag is absent).
+    pub cli_allowed: Option<Vec<String>>,
+    /// The approval records (empty when the file is missing or malformed).
+    pub approvals: Approvals,
+    /// The canonical project root that keys approvals.
+    pub project_root: String,
+    /// The folder is trusted (no `--untrusted`).
+    pub trusted: bool,
+    /// The approval gate is off (`--yolo`).
+    pub yolo: bool,
+    /// The project's `.lsp.json` (where project language servers come from).
+    pub lsp_json: PathBuf,
+    /// The desired language servers (SPEC §14.1): the user file's entries under the project's
+    /// `.lsp.json` (a project entry replaces a user one of the same name), scope stamped.
+    pub lsp: LspServers,
+    /// [`Snapshot::lsp`] as the files wrote them (`$VAR`s not expanded): what a review shows.
+    pub lsp_written: LspServers,
+    /// The language-server approval records (SPEC §14.3; empty when missing or malformed).
+    pub lsp_approvals: Approvals,
+    /// What is broken right now; empty when every input loaded cleanly.
+    pub errors: Vec<InputError>,
+}
+
+impl Snapshot {
+    /// What reloading to this snapshot does after `previous` was adopted (the kernel's
+    /// [`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload) over its layers, gating,
+    /// approvals, project root and yolo).
+    ///
+    /// # Errors
+    /// The kernel cannot compare the server maps.
+    pub fn hot_reload(
+        &self,
+        previous: &mcp_reconcile_kernel::hot_reload::Previous,
+    ) -> Result<
+        mcp_reconcile_kernel::hot_reload::HotReload,
+        mcp_reconcile_kernel::json::DeepEqualError,
+    > {
+        mcp_reconcile_kernel::hot_reload::hot_reload(
+            previous,
+            &self.layers,
+            |servers| self.gating_for(servers),
+            &self.approvals,
+            &self.project_root,
+            self.yolo,
+        )
+    }
+
+    /// The admission lists for `servers` (SPEC §4), from this snapshot's
+    /// settings lists, launch-flag cap, approvals, project root and yolo.
+    pub fn gating_for(&self, servers: &Servers) -> Gating {
+        compute_gating(
+            servers,
+            &self.lists,
+            self.cli_allowed.as_deref(),
+            &self.approvals,
+            &self.project_root,
+            self.yolo,
+        )
+    }
+
+    /// The desired server map: [`assemble`] over [`Snapshot::layers`].
+    pub fn assembled(&self) -> Assembled {
+        assemble(&self.layers)
+    }
+}
