@@ -98,6 +98,19 @@ fn a_settings_edit_is_pushed_to_the_same_process_and_a_seed_edit_restarts_it() {
     });
     wait_gone(first);
 
+    // The same program under another path is another `command`: a restart too.
+    let real = std::fs::canonicalize(json_server()).expect("the server's real path");
+    entry["command"] = json!(real.to_string_lossy());
+    p.write(&p.user_lsp(), &json!({"json": entry}));
+    let s = p.wait_for("a third process", |s| {
+        connected(s, "json") && pid(s, "json") != second && pid(s, "json") != 0
+    });
+    watch.wait_output("the command restart line", |o| {
+        o.contains("~ restart json (command changed)")
+    });
+    wait_gone(second);
+    let second = pid(&s, "json");
+
     // Removed: stopped (shutdown, exit), no process left.
     p.write(&p.user_lsp(), &json!({}));
     p.wait_for("the entry gone", |s| lsp(s, "json").is_null());
