@@ -165,6 +165,9 @@ pub(crate) struct Entry<C: ConnectionKind> {
     health: Supervision,
     generation: u64,
     connection: Option<C::Connection>,
+    /// While a replacement starts (make before break): the connection it replaces, still
+    /// serving — its catalog stays the entry's until the new one is up.
+    standby: Option<C::Connection>,
 }
 
 impl<C: ConnectionKind> Entry<C> {
@@ -173,16 +176,21 @@ impl<C: ConnectionKind> Entry<C> {
         &self.health
     }
 
-    /// The connection when the entry is connected.
+    /// The connection when the entry is connected, or the one still serving while its
+    /// replacement starts.
     pub(crate) fn live(&self) -> Option<&C::Connection> {
         self.connection
             .as_ref()
             .filter(|_| self.health.status == Status::Connected)
+            .or(self.standby.as_ref())
     }
 
     /// The process id of a live local server.
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.connection.as_ref().and_then(C::pid)
+        self.connection
+            .as_ref()
+            .or(self.standby.as_ref())
+            .and_then(C::pid)
     }
 }
 
@@ -297,9 +305,32 @@ where
                 health: Supervision::connecting(attempts, crash_loop),
                 generation: 0,
                 connection: None,
+                standby: None,
             },
         );
         self.launch(&key).unwrap_or_default()
+    }
+
+    /// Starts `key` as `name` from `config` **before** stopping what runs (make before
+    /// break): the connected entry's connection keeps serving — calls are routed to it and its
+    /// catalog stays offered — until the new one is up; then it is stopped. If the new one
+    /// fails to start while the old runs (a port or lock both want), the old one is stopped
+    /// and the new one started once more. Without a connected entry this is
+    /// [`Supervisor::start`]. Returns the generation.
+    pub(crate) fn replace(&mut self, key: K, name: String, config: C::Config) -> u64 {
+        let serving = self.entries.get_mut(&key).and_then(|entry| {
+            if entry.health.status != Status::Connected {
+                return None;
+            }
+            let connection = entry.connection.take()?;
+            Some((connection, std::mem::take(&mut entry.catalog)))
+        });
+        let generation = self.start(key.clone(), name, config);
+        if let (Some((connection, catalog)), Some(entry)) = (serving, self.entries.get_mut(&key)) {
+            entry.catalog = catalog;
+            entry.standby = Some(connection);
+        }
+        generation
     }
 
     /// Starts `key` again with its config, keeping its supervision state (a retry); closes its
@@ -352,7 +383,12 @@ where
     pub(crate) fn disconnect(&mut self, key: &K) {
         if let Some(entry) = self.entries.get_mut(key) {
             entry.catalog = C::Catalog::default();
-            if let Some(connection) = entry.connection.take() {
+            for connection in entry
+                .connection
+                .take()
+                .into_iter()
+                .chain(entry.standby.take())
+            {
                 self.closing.spawn(C::stop(connection));
             }
         }
@@ -363,7 +399,7 @@ where
     pub(crate) fn remove(&mut self, key: &K) {
         if let Some(entry) = self.entries.remove(key) {
             self.generations.remove(&entry.generation);
-            if let Some(connection) = entry.connection {
+            for connection in entry.connection.into_iter().chain(entry.standby) {
                 self.closing.spawn(C::stop(connection));
             }
         }
@@ -447,6 +483,7 @@ where
             .get_mut(&done.key)
             .filter(|e| e.generation == done.generation);
         let mut error = None;
+        let mut relaunch = false;
         let current = entry.is_some();
         match (entry, done.result) {
             (None, Ok(connection)) => {
@@ -455,17 +492,40 @@ where
             }
             (None, Err(_)) => {}
             (Some(entry), Ok(connection)) => {
+                if let Some(old) = entry.standby.take() {
+                    self.closing.spawn(C::stop(old));
+                }
                 entry.catalog = C::catalog(&connection);
                 entry.connection = Some(connection);
                 entry.health.connected(now);
             }
+            (Some(entry), Err(e)) if entry.standby.is_some() && !e.unsupported => {
+                // It may not run beside the old process: stop that one, start again.
+                if let Some(old) = entry.standby.take() {
+                    self.closing.spawn(C::stop(old));
+                }
+                entry.catalog = C::Catalog::default();
+                error = Some(format!(
+                    "{}; it could not start beside the running one, so that was stopped and it \
+                     is started again",
+                    e.message
+                ));
+                relaunch = true;
+            }
             (Some(entry), Err(e)) => {
+                if let Some(old) = entry.standby.take() {
+                    self.closing.spawn(C::stop(old));
+                }
+                entry.catalog = C::Catalog::default();
                 let seed = seed_for(&entry.name);
                 entry
                     .health
                     .fail(seed, e.message.clone(), now, e.unsupported);
                 error = Some(e.message);
             }
+        }
+        if relaunch {
+            self.launch(&done.key);
         }
         Report::Started {
             key: done.key,

@@ -751,3 +751,71 @@ async fn a_restarted_language_server_gets_the_open_documents_again() {
     .await;
     served.close().await;
 }
+
+/// Make before break: while a changed server's new process starts, the old one keeps serving
+/// (its tools stay listed, calls reach it); a new process that cannot come up beside it gets
+/// the old one stopped and is started once more. `"stopBeforeRestart": true` opts out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
+    let p = Project::new();
+    let server = |extra: &[&str], opt_out: bool| {
+        let mut s = with_args(p.server("a", "echo"), extra);
+        s["discoveryTimeoutMs"] = json!(3000);
+        if opt_out {
+            s["stopBeforeRestart"] = json!(true);
+        }
+        s
+    };
+    p.write_settings(json!({"mcpServers": {"a": server(&[], false)}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
+    let old = pids(&p, "a");
+    assert_eq!(old.len(), 1);
+
+    // The replacement never finishes its handshake: until it gives up, the old one serves.
+    p.write_settings(json!({"mcpServers": {"a": server(&["--hang-handshake"], false)}}));
+    wait_until("the replacement spawned", || pids(&p, "a").len() == 2).await;
+    assert!(alive(old[0]), "the old process still runs");
+    assert_eq!(
+        served.tool_names().await,
+        ["mcp__a__echo"],
+        "its tools stay offered"
+    );
+    let answer = served
+        .call("mcp__a__echo", json!({"text": "still here"}))
+        .await;
+    assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
+    assert!(text(&answer).contains("still here"));
+    // It gave up beside the old one: the old one is stopped and it is started once more.
+    wait_until("the old process stopped and a third start", || {
+        !alive(old[0]) && pids(&p, "a").len() >= 3
+    })
+    .await;
+    assert!(
+        served
+            .log()
+            .contains("could not start beside the running one"),
+        "{}",
+        served.log()
+    );
+
+    // Opted out: stopped first, then started (no second process beside it).
+    p.write_settings(json!({"mcpServers": {"a": server(&[], true)}}));
+    wait_until("a connected again", || {
+        p.status()
+            .iter()
+            .any(|s| s["name"] == "a" && s["state"] == "connected")
+    })
+    .await;
+    // (A hanging start still under way when the entry changed ends at its handshake timeout.)
+    let running = || -> Vec<u64> { pids(&p, "a").into_iter().filter(|p| alive(*p)).collect() };
+    wait_until("one process left", || running().len() == 1).await;
+    let before = running();
+    p.write_settings(json!({"mcpServers": {"a": server(&["--resources", "1"], true)}}));
+    wait_until("the opted-out server replaced", || {
+        let now = running();
+        now.len() == 1 && now != before
+    })
+    .await;
+    served.close().await;
+}

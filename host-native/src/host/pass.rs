@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approval_hash;
 use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
@@ -189,8 +190,12 @@ impl Host {
         // catalog at once, stop its connection in the background.
         for (index, action) in plan.actions.into_iter().enumerate() {
             let t = Instant::now();
+            let replace =
+                matches!(&action, Action::Reconnect { name, .. } if self.makes_before_break(name));
             match &action {
                 Action::Disconnect { name, .. } => self.teardown(name, true),
+                // Make before break: the running connection serves until the new one is up.
+                Action::Reconnect { .. } if replace => {}
                 Action::Reconnect { name, .. } | Action::Retry { name, .. } => {
                     self.teardown(name, false)
                 }
@@ -202,7 +207,7 @@ impl Host {
             match action.name().filter(|_| action.starts()) {
                 Some(name) => {
                     let name = name.to_owned();
-                    match self.spawn_start(&name) {
+                    match self.spawn_start(&name, replace) {
                         Some(generation) => {
                             running.starting.insert(name, (index, action, generation));
                         }
@@ -257,14 +262,28 @@ impl Host {
         }
     }
 
-    /// Starts `name` from its desired config; its generation, or `None` when it is not
-    /// configured.
-    fn spawn_start(&mut self, name: &str) -> Option<u64> {
+    /// Starts `name` from its desired config — with `replace`, before stopping what runs
+    /// ([`Supervisor::replace`](crate::supervisor::Supervisor::replace)); its generation, or
+    /// `None` when it is not configured.
+    fn spawn_start(&mut self, name: &str, replace: bool) -> Option<u64> {
         let config = self.desired.get(name)?.clone();
-        Some(
-            self.supervisor
-                .start(name.to_owned(), name.to_owned(), config),
-        )
+        let (key, name) = (name.to_owned(), name.to_owned());
+        Some(if replace {
+            self.supervisor.replace(key, name, config)
+        } else {
+            self.supervisor.start(key, name, config)
+        })
+    }
+
+    /// Whether a changed `name` is started beside the running one before that is stopped:
+    /// yes, unless the entry says `"stopBeforeRestart": true` (a server that cannot run twice:
+    /// a port, a lock) or the session restarts everything on purpose (`--full-restart`).
+    fn makes_before_break(&self, name: &str) -> bool {
+        let opted_out = self
+            .desired
+            .get(name)
+            .is_some_and(|c| matches!(c.get("stopBeforeRestart"), Some(Value::Bool(true))));
+        !opted_out && !self.options.full_restart
     }
 
     /// A language server failed to start, crashed or otherwise changed outside a pass.
