@@ -751,3 +751,27 @@ async fn a_restarted_language_server_gets_the_open_documents_again() {
     .await;
     served.close().await;
 }
+
+/// `status` counts the tools a client is offered, after `includeTools` / `excludeTools`, not
+/// every tool the server lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_counts_the_tools_a_client_is_offered() {
+    let p = Project::new();
+    let mut included = p.server("inc", "echo,add,sleep");
+    included["includeTools"] = json!(["add"]);
+    let mut excluded = p.server("exc", "echo,add,sleep");
+    excluded["excludeTools"] = json!(["sleep"]);
+    p.write_settings(json!({"mcpServers": {"inc": included, "exc": excluded}}));
+    let served = Served::start(&p).await;
+    let names = served.tool_names().await;
+    assert_eq!(names, ["mcp__inc__add", "mcp__exc__echo", "mcp__exc__add"]);
+    let s = p.status();
+    let tools = |name: &str| {
+        s.iter()
+            .find(|x| x["name"] == name)
+            .map(|x| x["tools"].clone())
+    };
+    assert_eq!(tools("inc"), Some(json!(1)), "{s:#?}");
+    assert_eq!(tools("exc"), Some(json!(2)), "{s:#?}");
+    served.close().await;
+}

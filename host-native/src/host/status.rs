@@ -7,6 +7,7 @@ use mcp_reconcile_kernel::{Gating, Reason, ServerConfig, Transport};
 use super::catalog::prefix_taken;
 use super::{Host, PrefixOwners};
 use crate::inputs::InputError;
+use crate::view::tool_enabled;
 
 /// One server as `status` shows it. Field names are the `status --json`
 /// contract (camelCase there).
@@ -22,7 +23,7 @@ pub struct ServerStatus {
     pub approval: Option<ApprovalState>,
     /// Transport kind.
     pub transport: Transport,
-    /// Tools, prompts and resources currently registered.
+    /// Tools offered to clients: the server's own after its `includeTools` / `excludeTools`.
     pub tools: usize,
     /// Prompts registered.
     pub prompts: usize,
@@ -160,7 +161,13 @@ impl Host {
         status.reason = view.reason;
         status.retry_in_ms = view.retry_in_ms;
         if live.health().status == Status::Connected {
-            status.tools = live.catalog.tools.len();
+            // What a client of this session is offered: after `includeTools` / `excludeTools`.
+            status.tools = live
+                .catalog
+                .tools
+                .iter()
+                .filter(|t| tool_enabled(&live.config, &t.name))
+                .count();
             status.prompts = live.catalog.prompts.len();
             status.resources = live.catalog.resources.len();
             status.pid = live.pid();
