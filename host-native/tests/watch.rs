@@ -186,6 +186,40 @@ fn a_project_server_waits_for_approval_and_asks_again_after_an_edit() {
     );
 }
 
+/// The kernel's plan calls a rejected server `pending_approval` (it sees only the gating); the
+/// lines a person reads say it was rejected, in `watch` and in `plan`.
+#[test]
+fn a_rejected_server_is_called_rejected_in_plan_lines() {
+    let p = Project::new();
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
+    let watch = p.watch();
+    watch.wait_output("proj skipped as pending", |o| {
+        o.contains("! skip proj (pending approval)")
+    });
+    assert!(p.run(&["approve", "proj"]).status.success());
+    p.wait_for("proj connected", |s| state_of(s, "proj") == "connected");
+
+    assert!(p.run(&["reject", "proj"]).status.success());
+    watch.wait_output("proj disconnected as rejected", |o| {
+        o.contains("- disconnect proj (rejected)")
+    });
+    let plan = p.run(&["plan"]);
+    assert!(plan.status.success());
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.contains("! skip proj (rejected)"), "{plan}");
+    let output = watch.stop();
+    assert!(
+        !output
+            .lines()
+            .skip_while(|l| !l.contains("(rejected)"))
+            .any(|l| l.contains("proj (pending approval)")),
+        "after the rejection no line calls proj pending: {output}"
+    );
+}
+
 #[test]
 fn an_untrusted_folder_starts_nothing() {
     let p = Project::new();

@@ -198,8 +198,16 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
 /// `plan`: what a reconcile would do now (from the running session, or from
 /// nothing when none runs).
 pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
-    let inputs = Inputs::new(&args.layers.options())?;
+    let mut inputs = Inputs::new(&args.layers.options())?;
     let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Plan).await?;
+    // The approvals file is what the session reads too: its rejected servers, which the
+    // kernel's plan calls pending.
+    let rejected = (!args.json)
+        .then(|| {
+            let snapshot = inputs.load(None);
+            snapshot.rejected(&snapshot.assembled().servers)
+        })
+        .unwrap_or_default();
     let plan = match live {
         Some(plan) => plan,
         None => plan_json(&Host::config_plan(inputs).map_err(anyhow::Error::msg)?),
@@ -214,7 +222,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
         .cloned()
         .unwrap_or_default();
     for action in &actions {
-        println!("{}", action_line_json(action));
+        println!("{}", action_line_json(action, &rejected));
     }
     Ok(())
 }

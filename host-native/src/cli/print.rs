@@ -14,17 +14,21 @@ use serde_json::Value;
 
 /// The line for one action: `+ connect`, `~ reconnect (args changed)`,
 /// `- disconnect (removed)`, `= keep`, `! skip (pending approval)`,
-/// `↻ retry (attempt 2)`.
-pub fn action_line(action: &Action) -> String {
+/// `↻ retry (attempt 2)`. A server in `rejected` that the kernel's plan calls
+/// `pending_approval` (its plan sees only the gating, SPEC §6) is said to be `rejected`.
+pub fn action_line(action: &Action, rejected: &[String]) -> String {
     let value: Value = serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
-    action_line_json(&value)
+    action_line_json(&value, rejected)
 }
 
 /// [`action_line`] for a §10 action object.
-pub fn action_line_json(action: &Value) -> String {
+pub fn action_line_json(action: &Value, rejected: &[String]) -> String {
     let text = |k: &str| action.get(k).and_then(Value::as_str).unwrap_or("");
     let name = safe(text("name"));
-    let reason = text("reason").replace('_', " ");
+    let reason = match text("reason") {
+        "pending_approval" if rejected.iter().any(|r| r == text("name")) => "rejected".to_owned(),
+        reason => reason.replace('_', " "),
+    };
     let changed: Vec<String> = action
         .get("changed")
         .and_then(Value::as_array)
@@ -65,7 +69,7 @@ pub fn lsp_plan_text(actions: &[LspAction]) -> String {
     for action in actions {
         let value: Value =
             serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
-        let _ = writeln!(out, "  {}", action_line_json(&value));
+        let _ = writeln!(out, "  {}", action_line_json(&value, &[]));
     }
     out
 }
@@ -100,7 +104,7 @@ pub fn report_text(report: &PlanReport) -> String {
         report.elapsed.as_millis()
     );
     for step in &report.steps {
-        let mut line = format!("  {}", action_line(&step.action));
+        let mut line = format!("  {}", action_line(&step.action, &report.rejected));
         if step.action.starts() {
             let _ = write!(line, "  {} ms", step.elapsed.as_millis());
         }

@@ -26,6 +26,10 @@ pub struct PlanReport {
     pub steps: Vec<Step>,
     /// Problems with input files at the time of the pass.
     pub input_errors: Vec<String>,
+    /// The gated servers whose approval was rejected at the time of the pass: the kernel's
+    /// plan skips or disconnects them as `pending_approval` (it sees only the gating, SPEC §6);
+    /// the lines a person reads say `rejected`.
+    pub rejected: Vec<String>,
     /// Whole pass, from the trigger to the last start finishing.
     pub elapsed: Duration,
 }
@@ -51,6 +55,7 @@ pub(super) struct Running {
     /// Starts still connecting: server name → (position, the plan's action, the start's
     /// generation).
     starting: HashMap<String, (usize, Action, u64)>,
+    rejected: Vec<String>,
     failed: bool,
     scheduled: bool,
 }
@@ -182,6 +187,11 @@ impl Host {
             began,
             steps: Vec::new(),
             starting: HashMap::new(),
+            rejected: self
+                .snapshot
+                .as_ref()
+                .map(|s| s.rejected(&self.desired))
+                .unwrap_or_default(),
             failed: false,
             scheduled,
         };
@@ -358,6 +368,7 @@ impl Host {
             trigger: running.trigger,
             steps: running.steps.into_iter().map(|(_, step)| step).collect(),
             input_errors,
+            rejected: running.rejected,
             elapsed: running.began.elapsed(),
         };
         self.emit(HostEvent::PlanApplied(report));
