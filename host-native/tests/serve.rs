@@ -775,3 +775,44 @@ async fn status_counts_the_tools_a_client_is_offered() {
     assert_eq!(tools("exc"), Some(json!(2)), "{s:#?}");
     served.close().await;
 }
+
+/// A client that calls a tool, gets a prompt or reads a resource it knows (from an earlier
+/// session, say) before the start pass has finished waits for the pass, as `tools/list` does,
+/// instead of hearing "not found".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_before_the_start_pass_finishes_wait_for_it() {
+    let p = Project::new();
+    // The server is slow to start, so the client's first requests arrive while it connects.
+    let fixture_args = with_args(
+        p.server("slow", "echo"),
+        &["--prompts", "greet", "--resources", "1"],
+    )["args"]
+        .clone();
+    let mut args = vec![
+        json!("-c"),
+        json!("sleep 2; exec \"$0\" \"$@\""),
+        json!(fixture().to_string_lossy()),
+    ];
+    args.extend(fixture_args.as_array().cloned().unwrap_or_default());
+    p.write_settings(json!({"mcpServers": {"slow": {"command": "sh", "args": args}}}));
+    let served = Served::start(&p).await;
+    let client = served.client();
+    let mut greet = serde_json::Map::new();
+    greet.insert("name".into(), json!("Ada"));
+    let (echo, prompt, read) = tokio::join!(
+        served.call("mcp__slow__echo", json!({"text": "early"})),
+        client.get_prompt(
+            rmcp::model::GetPromptRequestParams::new("mcp__slow__greet").with_arguments(greet)
+        ),
+        client.read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1"
+        )),
+    );
+    assert_ne!(echo.is_error, Some(true), "{}", text(&echo));
+    assert_eq!(text(&echo), "early");
+    let prompt = prompt.expect("prompts/get waits for the start pass");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    let read = read.expect("resources/read waits for the start pass");
+    assert!(format!("{:?}", read.contents).contains("fixture resource 1"));
+    served.close().await;
+}

@@ -19,7 +19,8 @@
 //! 5. control requests (status, reload, reconnect, dry-run plan) come from the
 //!    CLI over the session socket ([`crate::ipc`]); a gateway asks for the
 //!    merged catalog and where a request goes ([`Control::Catalog`],
-//!    [`Control::Route`]) and forwards it itself, so a slow call never blocks
+//!    [`Control::Route`]; both wait for the start pass, bounded by
+//!    [`STARTUP_WAIT`]) and forwards it itself, so a slow call never blocks
 //!    the loop;
 //! 6. after any of these, when the merged catalog (qualified tools, prompts,
 //!    resources of connected servers) differs from the last one announced,
@@ -53,8 +54,8 @@ use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
 
-/// How long a gateway's first catalog request waits for the start pass
-/// before it is answered with the servers connected so far.
+/// How long a gateway's catalog and route requests wait for the start pass
+/// before they are answered with the servers connected so far.
 pub const STARTUP_WAIT: Millis = Millis(10_000);
 
 /// How many servers start at once.
@@ -126,7 +127,9 @@ pub enum Control {
     /// Where a tool call, prompt or resource read goes. `Err` carries the
     /// message for the caller: for a tool, the §4 tool-not-found message
     /// (removed, not allowed, excluded, awaiting approval, rejected, or not
-    /// connected).
+    /// connected). Like [`Control::Catalog`], answered once the start pass
+    /// has finished (a client that calls a tool it remembers from an earlier
+    /// session gets it, not "not found"), or after [`STARTUP_WAIT`].
     Route(Target, oneshot::Sender<Result<Route, String>>),
     /// The running language server for files with this extension (`.json`), or the message
     /// for the caller (SPEC §14.5).
@@ -158,9 +161,10 @@ pub struct Host {
     observers: Vec<mpsc::UnboundedSender<HostEvent>>,
     /// The start pass has finished.
     started: bool,
-    /// Catalog requests waiting for the start pass, and when they are
-    /// answered anyway ([`STARTUP_WAIT`]).
+    /// Catalog and route requests waiting for the start pass, and when they
+    /// are answered anyway ([`STARTUP_WAIT`]).
     catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
+    route_waiters: Vec<(Target, oneshot::Sender<Result<Route, String>>)>,
     waiters_deadline: Option<Millis>,
     /// A catalog was handed out or the start pass finished: changes from
     /// now on are announced.
@@ -205,6 +209,7 @@ impl Host {
             observers: Vec::new(),
             started: false,
             catalog_waiters: Vec::new(),
+            route_waiters: Vec::new(),
             waiters_deadline: None,
             announcing: false,
             catalog_dirty: false,
@@ -306,7 +311,7 @@ impl Host {
                     if self.waiters_deadline.is_some_and(|at| at <= now) {
                         // Slow servers: answer with what is connected; the rest
                         // arrives as list_changed.
-                        self.answer_catalog_waiters();
+                        self.answer_startup_waiters();
                     }
                 }
             }
@@ -375,12 +380,16 @@ impl Host {
                     let _ = reply.send(self.hand_out_catalog());
                 } else {
                     self.catalog_waiters.push(reply);
-                    let deadline = self.now().saturating_add(STARTUP_WAIT.0);
-                    self.waiters_deadline.get_or_insert(deadline);
+                    self.wait_for_start();
                 }
             }
             Control::Route(target, reply) => {
-                let _ = reply.send(self.route(target));
+                if self.started {
+                    let _ = reply.send(self.route(target));
+                } else {
+                    self.route_waiters.push((target, reply));
+                    self.wait_for_start();
+                }
             }
             Control::Language(extension, reply) => {
                 let _ = reply.send(self.lsp.route(&extension));
@@ -401,6 +410,22 @@ impl Host {
                 let _ = reply.send(result);
             }
             Control::Shutdown => {}
+        }
+    }
+
+    /// A request waits for the start pass: it is answered when the pass
+    /// finishes, or at the deadline the first waiter set.
+    fn wait_for_start(&mut self) {
+        let deadline = self.now().saturating_add(STARTUP_WAIT.0);
+        self.waiters_deadline.get_or_insert(deadline);
+    }
+
+    /// Answers the requests that waited for the start pass (it finished, or
+    /// [`STARTUP_WAIT`] passed): catalogs and routes as things are now.
+    fn answer_startup_waiters(&mut self) {
+        self.answer_catalog_waiters();
+        for (target, reply) in std::mem::take(&mut self.route_waiters) {
+            let _ = reply.send(self.route(target));
         }
     }
 

@@ -375,7 +375,7 @@ impl Host {
         self.catalog_dirty = true;
         if !self.started {
             self.started = true;
-            self.answer_catalog_waiters();
+            self.answer_startup_waiters();
         }
     }
 }
