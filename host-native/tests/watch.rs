@@ -362,3 +362,32 @@ fn a_crashing_server_backs_off_and_reconnect_clears_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Retry passes and scheduled passes share one count: `reconcile #1 (start)`, `#2 (retry)`,
+/// `#3 (change in …)`, `#4 (retry)`, never a second `#1`.
+#[test]
+fn every_pass_has_its_own_number() {
+    let p = Project::new();
+    let mut crashy = p.server("crashy", "echo");
+    if let Some(args) = crashy["args"].as_array_mut() {
+        args.extend([json!("--crash-after"), json!("100")]);
+    }
+    p.write_settings(json!({"mcpServers": {"crashy": crashy.clone()}}));
+    let watch = p.watch();
+    watch.wait_output("a retry pass", |o| o.contains("(retry)"));
+    p.write_settings(json!({"mcpServers": {"crashy": crashy, "b": p.server("b", "echo")}}));
+    watch.wait_output("a retry pass after the edit's pass", |o| {
+        o.lines()
+            .skip_while(|l| !(l.starts_with("reconcile #") && l.contains("(change in")))
+            .any(|l| l.starts_with("reconcile #") && l.contains("(retry)"))
+    });
+    let output = watch.stop();
+    let numbers: Vec<u64> = output
+        .lines()
+        .filter_map(|l| l.strip_prefix("reconcile #"))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let expected: Vec<u64> = (1..=numbers.len() as u64).collect();
+    assert_eq!(numbers, expected, "{output}");
+}

@@ -152,7 +152,9 @@ pub struct Host {
     /// The language servers.
     lsp: LanguageServers,
     running: Option<Running>,
-    retry_runs: u64,
+    /// Passes run so far, scheduled and retry passes alike: the number a
+    /// report carries.
+    passes: u64,
     clear_crash_loops: bool,
     restart: Vec<String>,
     /// (name, approval hash) pairs already announced: an edited config is
@@ -202,7 +204,7 @@ impl Host {
             },
             supervisor,
             running: None,
-            retry_runs: 0,
+            passes: 0,
             clear_crash_loops: false,
             restart: Vec::new(),
             prompted: Vec::new(),
@@ -340,8 +342,7 @@ impl Host {
     fn schedule_due_retries(&mut self) {
         let due = !self.supervisor.due().is_empty() || self.lsp.retry_due();
         if due && self.running.is_none() && !self.scheduler.is_running() {
-            self.retry_runs += 1;
-            self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
+            self.pass(Some(&[]), "retry".into(), false);
         }
     }
 

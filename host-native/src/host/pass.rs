@@ -18,7 +18,7 @@ use crate::supervisor::Report;
 /// One applied plan with timings.
 #[derive(Clone, Debug)]
 pub struct PlanReport {
-    /// The scheduler's run number (retry passes have their own).
+    /// The session's pass number, from 1: scheduled and retry passes share one count.
     pub run: u64,
     /// What triggered it.
     pub trigger: String,
@@ -83,7 +83,7 @@ impl Host {
                 (None, _) => "manual reload".to_owned(),
                 (Some(sources), _) => describe_sources(sources),
             };
-            self.pass(run, changed.as_deref(), trigger, true);
+            self.pass(changed.as_deref(), trigger, true);
         }
     }
 
@@ -91,13 +91,14 @@ impl Host {
     /// decide, tear down, start.
     pub(super) fn pass(
         &mut self,
-        run: u64,
         changed: Option<&[FileSource]>,
         trigger: String,
         scheduled: bool,
     ) {
         let began = Instant::now();
         let now = self.now();
+        self.passes += 1;
+        let run = self.passes;
         let snapshot = off_the_loop(|| self.inputs.load(changed));
         let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
         if !input_errors.is_empty() {
