@@ -816,3 +816,42 @@ async fn requests_before_the_start_pass_finishes_wait_for_it() {
     assert!(format!("{:?}", read.contents).contains("fixture resource 1"));
     served.close().await;
 }
+
+/// A tool of a server that keeps failing answers with what the host knows of it (backing off,
+/// when it is retried, its stderr tail), not "may be disconnected or still starting up".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_of_a_failing_server_says_what_the_host_knows() {
+    let p = Project::new();
+    let failing = with_args(
+        p.server("failing", "echo"),
+        &["--stderr-lines", "1", "--exit-immediately"],
+    );
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "failing": failing}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
+    // Between its retries it backs off; a call that lands while a retry connects hears that.
+    let start = Instant::now();
+    let message = loop {
+        let result = served
+            .call("mcp__failing__echo", json!({"text": "x"}))
+            .await;
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let message = text(&result);
+        assert!(
+            message.contains("server \"failing\"") && !message.contains("may be disconnected"),
+            "{message}"
+        );
+        if message.contains("backing off") {
+            break message;
+        }
+        assert!(message.contains("still connecting"), "{message}");
+        assert!(start.elapsed() < PATIENCE, "never backing off: {message}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(message.contains("retry in "), "{message}");
+    assert!(
+        message.contains("fixture: stderr line 1 of 1"),
+        "the stderr tail says why: {message}"
+    );
+    served.close().await;
+}

@@ -1,6 +1,7 @@
 //! What `status` shows of a session: every configured server's state.
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::gating::tool_prefix;
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::{Gating, Reason, ServerConfig, Transport};
 
@@ -131,6 +132,44 @@ impl Host {
             language_servers: self.lsp.status(),
             errors,
         }
+    }
+
+    /// What the host knows of why qualified tool `tool` is not served when its owner (the
+    /// configured server with the longest prefix of it, as SPEC §4 picks it) is admitted but
+    /// not connected: failing (retried when, or in a crash loop) or still connecting, with its
+    /// last error (the stderr tail of a crash). `None` when the owner is not admitted, is
+    /// connected (the tool was renamed), or nothing is known.
+    pub(super) fn not_serving(&self, tool: &str) -> Option<String> {
+        let owner = self
+            .desired
+            .keys()
+            .filter(|name| !name.is_empty())
+            .map(|name| (name, tool_prefix(name).len()))
+            .filter(|(name, _)| tool.starts_with(tool_prefix(name).as_str()))
+            .fold(None::<(&String, usize)>, |best, (name, len)| match best {
+                Some((_, best_len)) if best_len >= len => best,
+                _ => Some((name, len)),
+            })
+            .map(|(name, _)| name)?;
+        let status = self.status_of(owner)?;
+        let server = format!("server \"{owner}\"");
+        let state = match (status.state, status.reason, status.retry_in_ms) {
+            ("failed", Some(Reason::CrashLoop), _) => format!(
+                "{server} keeps crashing and is not restarted until its config changes, \
+                 `mcp-reconcile reconnect {owner}` or `mcp-reconcile reload`"
+            ),
+            ("failed", _, Some(ms)) => format!(
+                "{server} is backing off, retry in {} s",
+                ms.div_ceil(1000).max(1)
+            ),
+            ("failed", _, None) => format!("{server} failed"),
+            ("connecting", _, _) => format!("{server} is still connecting"),
+            _ => return None,
+        };
+        Some(match status.last_error {
+            Some(error) => format!("Tool \"{tool}\" is unavailable: {state}: {error}"),
+            None => format!("Tool \"{tool}\" is unavailable: {state}."),
+        })
     }
 
     pub(super) fn status_of(&self, name: &str) -> Option<ServerStatus> {
