@@ -202,12 +202,12 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
     let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Plan).await?;
     // The approvals file is what the session reads too: its rejected servers, which the
     // kernel's plan calls pending.
-    let rejected = (!args.json)
-        .then(|| {
-            let snapshot = inputs.load(None);
-            snapshot.rejected(&snapshot.assembled().servers)
-        })
-        .unwrap_or_default();
+    let rejected = if args.json {
+        Vec::new()
+    } else {
+        let snapshot = inputs.load(None);
+        snapshot.rejected(&snapshot.assembled().servers)
+    };
     let plan = match live {
         Some(plan) => plan,
         None => plan_json(&Host::config_plan(inputs).map_err(anyhow::Error::msg)?),
