@@ -391,3 +391,47 @@ fn every_pass_has_its_own_number() {
     let expected: Vec<u64> = (1..=numbers.len() as u64).collect();
     assert_eq!(numbers, expected, "{output}");
 }
+
+/// A settings file deleted and written again a moment later (past the debounce, as some
+/// editors and tools do) keeps its servers: a missing file is held for a grace period.
+#[test]
+fn a_settings_file_deleted_and_recreated_keeps_its_servers() {
+    let p = Project::new();
+    let settings = json!({"mcpServers": {"a": p.server("a", "echo")}});
+    p.write_settings(settings.clone());
+    let watch = p.watch();
+    let s = p.wait_for("a connected", |s| state_of(s, "a") == "connected");
+    let pid = pid_of(&s, "a");
+    fs::remove_file(p.user_settings()).expect("delete the settings file");
+    watch.wait_output("the file held as missing", |o| o.contains("file missing"));
+    let passes = watch.passes();
+    p.write_settings(settings);
+    watch.wait_output("the pass of the recreated file", |o| {
+        o.lines().filter(|l| l.starts_with("reconcile #")).count() > passes
+    });
+    let s = p.status();
+    assert_eq!(state_of(&s, "a"), "connected", "{s:#?}");
+    assert_eq!(pid_of(&s, "a"), pid);
+    assert_eq!(p.spawns("a"), 1, "{}", watch.output());
+    let output = watch.stop();
+    assert!(!output.contains("disconnect a"), "{output}");
+}
+
+/// A settings file that stays missing past the grace stops its servers, and the plan line
+/// says the file is missing.
+#[test]
+fn a_settings_file_that_stays_missing_stops_its_servers() {
+    let p = Project::new();
+    p.write_settings(
+        json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
+    );
+    let watch = p.watch();
+    p.wait_for("a and b connected", |s| all_connected(s, &["a", "b"]));
+    fs::remove_file(p.user_settings()).expect("delete the settings file");
+    p.wait_for("a and b gone", |s| {
+        state_of(s, "a") == "absent" && state_of(s, "b") == "absent"
+    });
+    let output = watch.stop();
+    assert!(output.contains("- disconnect a (file missing)"), "{output}");
+    assert!(output.contains("- disconnect b (file missing)"), "{output}");
+}

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::args::{DecideArgs, FlagsOnly, PlanArgs, ReconnectArgs, StatusArgs};
 use super::client;
-use super::print::{action_line_json, status_text};
+use super::print::{action_line_json, status_text, Known};
 
 /// `reconnect`: asks the running session to restart one server (or all).
 pub async fn reconnect(args: ReconnectArgs) -> anyhow::Result<()> {
@@ -222,7 +222,11 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
         .cloned()
         .unwrap_or_default();
     for action in &actions {
-        println!("{}", action_line_json(action, &rejected));
+        let known = Known {
+            rejected: &rejected,
+            ..Known::default()
+        };
+        println!("{}", action_line_json(action, known));
     }
     Ok(())
 }

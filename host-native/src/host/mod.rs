@@ -175,6 +175,11 @@ pub struct Host {
     catalog_dirty: bool,
     /// Digests of the last announced (tools, prompts, resources).
     catalog_digest: (u64, u64, u64),
+    /// When the files that went missing and are still held are given up
+    /// ([`MISSING_GRACE`](crate::inputs::MISSING_GRACE)).
+    missing_deadline: Option<Millis>,
+    /// The servers of files given up as missing, for the next pass's report.
+    file_missing: Vec<String>,
 }
 
 impl Host {
@@ -216,6 +221,8 @@ impl Host {
             announcing: false,
             catalog_dirty: false,
             catalog_digest: (0, 0, 0),
+            missing_deadline: None,
+            file_missing: Vec::new(),
         }
     }
 
@@ -309,6 +316,7 @@ impl Host {
                 () = sleep => {
                     let now = self.now();
                     self.scheduler.handle_timeout(now);
+                    self.expire_missing_files(now);
                     self.schedule_due_retries();
                     if self.waiters_deadline.is_some_and(|at| at <= now) {
                         // Slow servers: answer with what is connected; the rest
@@ -331,10 +339,25 @@ impl Host {
             retry,
             lsp_retry,
             self.waiters_deadline,
+            self.missing_deadline,
         ]
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// Files missing for [`MISSING_GRACE`](crate::inputs::MISSING_GRACE) are given up: they
+    /// read as empty, and a reload of them (through the scheduler) stops their servers.
+    fn expire_missing_files(&mut self, now: Millis) {
+        if self.missing_deadline.is_none_or(|at| at > now) {
+            return;
+        }
+        self.missing_deadline = None;
+        let (sources, servers) = self.inputs.expire_missing();
+        self.file_missing.extend(servers);
+        for source in sources {
+            self.scheduler.handle_file_event(now, source);
+        }
     }
 
     /// A failed server's retry time came: run a pass (no file reload needed,

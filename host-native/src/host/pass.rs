@@ -30,6 +30,10 @@ pub struct PlanReport {
     /// plan skips or disconnects them as `pending_approval` (it sees only the gating, SPEC §6);
     /// the lines a person reads say `rejected`.
     pub rejected: Vec<String>,
+    /// The servers of settings files or `.mcp.json` that stayed missing past
+    /// [`MISSING_GRACE`](crate::inputs::MISSING_GRACE): the plan disconnects them as
+    /// `removed`; the lines a person reads say `file missing`.
+    pub file_missing: Vec<String>,
     /// Whole pass, from the trigger to the last start finishing.
     pub elapsed: Duration,
 }
@@ -56,6 +60,7 @@ pub(super) struct Running {
     /// generation).
     starting: HashMap<String, (usize, Action, u64)>,
     rejected: Vec<String>,
+    file_missing: Vec<String>,
     failed: bool,
     scheduled: bool,
 }
@@ -101,6 +106,11 @@ impl Host {
         let run = self.passes;
         let snapshot = off_the_loop(|| self.inputs.load(changed));
         let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
+        if !self.inputs.missing() {
+            self.missing_deadline = None;
+        } else if self.missing_deadline.is_none() {
+            self.missing_deadline = Some(now.saturating_add(crate::inputs::MISSING_GRACE.0));
+        }
         if !input_errors.is_empty() {
             self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
         }
@@ -193,6 +203,7 @@ impl Host {
                 .as_ref()
                 .map(|s| s.rejected(&self.desired))
                 .unwrap_or_default(),
+            file_missing: std::mem::take(&mut self.file_missing),
             failed: false,
             scheduled,
         };
@@ -370,6 +381,7 @@ impl Host {
             steps: running.steps.into_iter().map(|(_, step)| step).collect(),
             input_errors,
             rejected: running.rejected,
+            file_missing: running.file_missing,
             elapsed: running.began.elapsed(),
         };
         self.emit(HostEvent::PlanApplied(report));
