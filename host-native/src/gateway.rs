@@ -394,6 +394,7 @@ pub async fn serve_http<S: Session>(
     let guard = Arc::new(Guard::new(guard, bound.port(), sessions));
     let router = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(crate::http_guard::session_ended))
         .layer(axum::middleware::from_fn_with_state(guard, check));
     let task = tokio::spawn(async move {
         let shutdown = async move { stop.cancelled().await };

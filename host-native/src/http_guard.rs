@@ -11,6 +11,10 @@
 //! 4. a request that would open a new MCP session (a POST without `Mcp-Session-Id`) gets 503
 //!    while `--max-sessions` sessions are open.
 //!
+//! A `DELETE` with an `Mcp-Session-Id` ends that session; [`session_ended`] answers it
+//! `200 OK` as MCP clients expect (rmcp says `202 Accepted`, which the Python SDK logs as
+//! "Session termination failed: 202" on every close).
+//!
 //! Idle sessions are closed by rmcp's own session keep-alive
 //! ([`SessionConfig::keep_alive`](rmcp::transport::streamable_http_server::session::local::SessionConfig)),
 //! which removes them from the session manager, so their memory is released.
@@ -358,6 +362,18 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         return response;
     };
     next.run(request).await
+}
+
+/// The axum middleware that answers a `DELETE` which ended its session `200 OK` (rmcp
+/// answers `202 Accepted`); the streamable HTTP transport of MCP expects 200, or 405 from a
+/// server that does not let clients end sessions.
+pub async fn session_ended(request: Request, next: Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 /// A JSON-RPC error body (id `null`) with `status`.

@@ -313,8 +313,22 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
     assert!(snap.errors.is_empty(), "{:?}", snap.errors);
     assert_eq!(snap.lists.excluded, None);
 
-    // Deleted: missing is `{}`.
+    // Deleted: held as missing (its last content stays, the error says so) until the host
+    // gives up on it; from then on missing is `{}`.
     fs::remove_file(&user).expect("rm");
+    let snap = inputs.load(None);
+    assert_eq!(layer_names(&snap, LayerSource::User), ["c"]);
+    assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
+    assert!(
+        snap.errors[0].message.contains("file missing"),
+        "{}",
+        snap.errors[0]
+    );
+    assert!(inputs.missing());
+    let (sources, servers) = inputs.expire_missing();
+    assert_eq!(sources, [FileSource::Settings("user".into())]);
+    assert_eq!(servers, ["c"]);
+    assert!(!inputs.missing());
     let snap = inputs.load(None);
     assert!(layer_names(&snap, LayerSource::User).is_empty());
     assert!(snap.errors.is_empty());

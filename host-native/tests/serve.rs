@@ -819,3 +819,107 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
     .await;
     served.close().await;
 }
+
+/// `status` counts the tools a client is offered, after `includeTools` / `excludeTools`, not
+/// every tool the server lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_counts_the_tools_a_client_is_offered() {
+    let p = Project::new();
+    let mut included = p.server("inc", "echo,add,sleep");
+    included["includeTools"] = json!(["add"]);
+    let mut excluded = p.server("exc", "echo,add,sleep");
+    excluded["excludeTools"] = json!(["sleep"]);
+    p.write_settings(json!({"mcpServers": {"inc": included, "exc": excluded}}));
+    let served = Served::start(&p).await;
+    let names = served.tool_names().await;
+    assert_eq!(names, ["mcp__inc__add", "mcp__exc__echo", "mcp__exc__add"]);
+    let s = p.status();
+    let tools = |name: &str| {
+        s.iter()
+            .find(|x| x["name"] == name)
+            .map(|x| x["tools"].clone())
+    };
+    assert_eq!(tools("inc"), Some(json!(1)), "{s:#?}");
+    assert_eq!(tools("exc"), Some(json!(2)), "{s:#?}");
+    served.close().await;
+}
+
+/// A client that calls a tool, gets a prompt or reads a resource it knows (from an earlier
+/// session, say) before the start pass has finished waits for the pass, as `tools/list` does,
+/// instead of hearing "not found".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_before_the_start_pass_finishes_wait_for_it() {
+    let p = Project::new();
+    // The server is slow to start, so the client's first requests arrive while it connects.
+    let fixture_args = with_args(
+        p.server("slow", "echo"),
+        &["--prompts", "greet", "--resources", "1"],
+    )["args"]
+        .clone();
+    let mut args = vec![
+        json!("-c"),
+        json!("sleep 2; exec \"$0\" \"$@\""),
+        json!(fixture().to_string_lossy()),
+    ];
+    args.extend(fixture_args.as_array().cloned().unwrap_or_default());
+    p.write_settings(json!({"mcpServers": {"slow": {"command": "sh", "args": args}}}));
+    let served = Served::start(&p).await;
+    let client = served.client();
+    let mut greet = serde_json::Map::new();
+    greet.insert("name".into(), json!("Ada"));
+    let (echo, prompt, read) = tokio::join!(
+        served.call("mcp__slow__echo", json!({"text": "early"})),
+        client.get_prompt(
+            rmcp::model::GetPromptRequestParams::new("mcp__slow__greet").with_arguments(greet)
+        ),
+        client.read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1"
+        )),
+    );
+    assert_ne!(echo.is_error, Some(true), "{}", text(&echo));
+    assert_eq!(text(&echo), "early");
+    let prompt = prompt.expect("prompts/get waits for the start pass");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    let read = read.expect("resources/read waits for the start pass");
+    assert!(format!("{:?}", read.contents).contains("fixture resource 1"));
+    served.close().await;
+}
+
+/// A tool of a server that keeps failing answers with what the host knows of it (backing off,
+/// when it is retried, its stderr tail), not "may be disconnected or still starting up".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_of_a_failing_server_says_what_the_host_knows() {
+    let p = Project::new();
+    let failing = with_args(
+        p.server("failing", "echo"),
+        &["--stderr-lines", "1", "--exit-immediately"],
+    );
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "failing": failing}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
+    // Between its retries it backs off; a call that lands while a retry connects hears that.
+    let start = Instant::now();
+    let message = loop {
+        let result = served
+            .call("mcp__failing__echo", json!({"text": "x"}))
+            .await;
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let message = text(&result);
+        assert!(
+            message.contains("server \"failing\"") && !message.contains("may be disconnected"),
+            "{message}"
+        );
+        if message.contains("backing off") {
+            break message;
+        }
+        assert!(message.contains("still connecting"), "{message}");
+        assert!(start.elapsed() < PATIENCE, "never backing off: {message}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(message.contains("retry in "), "{message}");
+    assert!(
+        message.contains("fixture: stderr line 1 of 1"),
+        "the stderr tail says why: {message}"
+    );
+    served.close().await;
+}

@@ -585,3 +585,47 @@ async fn token_file_must_be_private_and_non_empty() {
     assert!(status.success(), "{status}");
     assert!(file.exists(), "the user's token file must be kept");
 }
+
+/// A `DELETE` with the session id ends the session and says so with 200, as MCP clients
+/// expect (the Python SDK logs "Session termination failed: 202" otherwise); the session is
+/// gone afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_ends_the_session_with_200() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let served = Served::start(&p, &[]).await;
+    let auth = served.bearer();
+    let session = served.open_session().await;
+    let closed = send(
+        http()
+            .delete(&served.url)
+            .header("authorization", &auth)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18"),
+    )
+    .await;
+    assert_eq!(closed.status, 200, "DELETE of a session: {closed:?}");
+    let after = served
+        .post(
+            &tools_list_body(),
+            &[("mcp-session-id", &session), ("authorization", &auth)],
+        )
+        .await;
+    assert_eq!(
+        after.status, 404,
+        "a request on the ended session: {after:?}"
+    );
+    // Without the token a DELETE ends nothing.
+    let other = served.open_session().await;
+    let refused = send(http().delete(&served.url).header("mcp-session-id", &other)).await;
+    assert_unauthorized(&refused, "DELETE without the token");
+    let listed = served
+        .post(
+            &tools_list_body(),
+            &[("mcp-session-id", &other), ("authorization", &auth)],
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}

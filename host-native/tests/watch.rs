@@ -186,6 +186,40 @@ fn a_project_server_waits_for_approval_and_asks_again_after_an_edit() {
     );
 }
 
+/// The kernel's plan calls a rejected server `pending_approval` (it sees only the gating); the
+/// lines a person reads say it was rejected, in `watch` and in `plan`.
+#[test]
+fn a_rejected_server_is_called_rejected_in_plan_lines() {
+    let p = Project::new();
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
+    let watch = p.watch();
+    watch.wait_output("proj skipped as pending", |o| {
+        o.contains("! skip proj (pending approval)")
+    });
+    assert!(p.run(&["approve", "proj"]).status.success());
+    p.wait_for("proj connected", |s| state_of(s, "proj") == "connected");
+
+    assert!(p.run(&["reject", "proj"]).status.success());
+    watch.wait_output("proj disconnected as rejected", |o| {
+        o.contains("- disconnect proj (rejected)")
+    });
+    let plan = p.run(&["plan"]);
+    assert!(plan.status.success());
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.contains("! skip proj (rejected)"), "{plan}");
+    let output = watch.stop();
+    assert!(
+        !output
+            .lines()
+            .skip_while(|l| !l.contains("(rejected)"))
+            .any(|l| l.contains("proj (pending approval)")),
+        "after the rejection no line calls proj pending: {output}"
+    );
+}
+
 #[test]
 fn an_untrusted_folder_starts_nothing() {
     let p = Project::new();
@@ -355,4 +389,77 @@ fn a_crashing_server_backs_off_and_reconnect_clears_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Retry passes and scheduled passes share one count: `reconcile #1 (start)`, `#2 (retry)`,
+/// `#3 (change in …)`, `#4 (retry)`, never a second `#1`.
+#[test]
+fn every_pass_has_its_own_number() {
+    let p = Project::new();
+    let mut crashy = p.server("crashy", "echo");
+    if let Some(args) = crashy["args"].as_array_mut() {
+        args.extend([json!("--crash-after"), json!("100")]);
+    }
+    p.write_settings(json!({"mcpServers": {"crashy": crashy.clone()}}));
+    let watch = p.watch();
+    watch.wait_output("a retry pass", |o| o.contains("(retry)"));
+    p.write_settings(json!({"mcpServers": {"crashy": crashy, "b": p.server("b", "echo")}}));
+    watch.wait_output("a retry pass after the edit's pass", |o| {
+        o.lines()
+            .skip_while(|l| !(l.starts_with("reconcile #") && l.contains("(change in")))
+            .any(|l| l.starts_with("reconcile #") && l.contains("(retry)"))
+    });
+    let output = watch.stop();
+    let numbers: Vec<u64> = output
+        .lines()
+        .filter_map(|l| l.strip_prefix("reconcile #"))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let expected: Vec<u64> = (1..=numbers.len() as u64).collect();
+    assert_eq!(numbers, expected, "{output}");
+}
+
+/// A settings file deleted and written again a moment later (past the debounce, as some
+/// editors and tools do) keeps its servers: a missing file is held for a grace period.
+#[test]
+fn a_settings_file_deleted_and_recreated_keeps_its_servers() {
+    let p = Project::new();
+    let settings = json!({"mcpServers": {"a": p.server("a", "echo")}});
+    p.write_settings(settings.clone());
+    let watch = p.watch();
+    let s = p.wait_for("a connected", |s| state_of(s, "a") == "connected");
+    let pid = pid_of(&s, "a");
+    fs::remove_file(p.user_settings()).expect("delete the settings file");
+    watch.wait_output("the file held as missing", |o| o.contains("file missing"));
+    let passes = watch.passes();
+    p.write_settings(settings);
+    watch.wait_output("the pass of the recreated file", |o| {
+        o.lines().filter(|l| l.starts_with("reconcile #")).count() > passes
+    });
+    let s = p.status();
+    assert_eq!(state_of(&s, "a"), "connected", "{s:#?}");
+    assert_eq!(pid_of(&s, "a"), pid);
+    assert_eq!(p.spawns("a"), 1, "{}", watch.output());
+    let output = watch.stop();
+    assert!(!output.contains("disconnect a"), "{output}");
+}
+
+/// A settings file that stays missing past the grace stops its servers, and the plan line
+/// says the file is missing.
+#[test]
+fn a_settings_file_that_stays_missing_stops_its_servers() {
+    let p = Project::new();
+    p.write_settings(
+        json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
+    );
+    let watch = p.watch();
+    p.wait_for("a and b connected", |s| all_connected(s, &["a", "b"]));
+    fs::remove_file(p.user_settings()).expect("delete the settings file");
+    p.wait_for("a and b gone", |s| {
+        state_of(s, "a") == "absent" && state_of(s, "b") == "absent"
+    });
+    let output = watch.stop();
+    assert!(output.contains("- disconnect a (file missing)"), "{output}");
+    assert!(output.contains("- disconnect b (file missing)"), "{output}");
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::args::{DecideArgs, FlagsOnly, PlanArgs, ReconnectArgs, StatusArgs};
 use super::client;
-use super::print::{action_line_json, status_text};
+use super::print::{action_line_json, status_text, Known};
 
 /// `reconnect`: asks the running session to restart one server (or all).
 pub async fn reconnect(args: ReconnectArgs) -> anyhow::Result<()> {
@@ -198,8 +198,16 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
 /// `plan`: what a reconcile would do now (from the running session, or from
 /// nothing when none runs).
 pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
-    let inputs = Inputs::new(&args.layers.options())?;
+    let mut inputs = Inputs::new(&args.layers.options())?;
     let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Plan).await?;
+    // The approvals file is what the session reads too: its rejected servers, which the
+    // kernel's plan calls pending.
+    let rejected = if args.json {
+        Vec::new()
+    } else {
+        let snapshot = inputs.load(None);
+        snapshot.rejected(&snapshot.assembled().servers)
+    };
     let plan = match live {
         Some(plan) => plan,
         None => plan_json(&Host::config_plan(inputs).map_err(anyhow::Error::msg)?),
@@ -214,7 +222,11 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
         .cloned()
         .unwrap_or_default();
     for action in &actions {
-        println!("{}", action_line_json(action));
+        let known = Known {
+            rejected: &rejected,
+            ..Known::default()
+        };
+        println!("{}", action_line_json(action, known));
     }
     Ok(())
 }

@@ -14,17 +14,33 @@ use serde_json::Value;
 
 /// The line for one action: `+ connect`, `~ reconnect (args changed)`,
 /// `- disconnect (removed)`, `= keep`, `! skip (pending approval)`,
-/// `↻ retry (attempt 2)`.
-pub fn action_line(action: &Action) -> String {
+/// `↻ retry (attempt 2)`, with reasons as [`Known`] refines them.
+pub fn action_line(action: &Action, known: Known<'_>) -> String {
     let value: Value = serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
-    action_line_json(&value)
+    action_line_json(&value, known)
+}
+
+/// What the host knows that the kernel's plan does not say: a server in `rejected` that the
+/// plan calls `pending_approval` (it sees only the gating, SPEC §6) is said to be `rejected`;
+/// one in `file_missing` that it calls `removed` is said to be `file missing`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Known<'a> {
+    /// Gated servers whose approval was rejected.
+    pub rejected: &'a [String],
+    /// Servers whose file stayed missing past the grace.
+    pub file_missing: &'a [String],
 }
 
 /// [`action_line`] for a §10 action object.
-pub fn action_line_json(action: &Value) -> String {
+pub fn action_line_json(action: &Value, known: Known<'_>) -> String {
     let text = |k: &str| action.get(k).and_then(Value::as_str).unwrap_or("");
     let name = safe(text("name"));
-    let reason = text("reason").replace('_', " ");
+    let named = |names: &[String]| names.iter().any(|n| n == text("name"));
+    let reason = match text("reason") {
+        "pending_approval" if named(known.rejected) => "rejected".to_owned(),
+        "removed" if named(known.file_missing) => "file missing".to_owned(),
+        reason => reason.replace('_', " "),
+    };
     let changed: Vec<String> = action
         .get("changed")
         .and_then(Value::as_array)
@@ -65,7 +81,7 @@ pub fn lsp_plan_text(actions: &[LspAction]) -> String {
     for action in actions {
         let value: Value =
             serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
-        let _ = writeln!(out, "  {}", action_line_json(&value));
+        let _ = writeln!(out, "  {}", action_line_json(&value, Known::default()));
     }
     out
 }
@@ -100,7 +116,16 @@ pub fn report_text(report: &PlanReport) -> String {
         report.elapsed.as_millis()
     );
     for step in &report.steps {
-        let mut line = format!("  {}", action_line(&step.action));
+        let mut line = format!(
+            "  {}",
+            action_line(
+                &step.action,
+                Known {
+                    rejected: &report.rejected,
+                    file_missing: &report.file_missing,
+                },
+            )
+        );
         if step.action.starts() {
             let _ = write!(line, "  {} ms", step.elapsed.as_millis());
         }

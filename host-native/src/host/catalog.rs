@@ -312,8 +312,13 @@ impl Host {
         })
     }
 
-    /// The §4 message for a tool that is not available now.
+    /// The §4 message for a tool that is not available now; for a server that is failing or
+    /// connecting, what the host knows of it instead (its state, when it is retried, its last
+    /// error).
     pub fn tool_not_found(&self, name: &str) -> String {
+        if let Some(message) = self.not_serving(name) {
+            return message;
+        }
         let removed = self.previous.removed.as_deref().unwrap_or_default();
         let approvals = self
             .snapshot

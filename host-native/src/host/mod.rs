@@ -20,7 +20,8 @@
 //! 5. control requests (status, reload, reconnect, dry-run plan) come from the
 //!    CLI over the session socket ([`crate::ipc`]); a gateway asks for the
 //!    merged catalog and where a request goes ([`Control::Catalog`],
-//!    [`Control::Route`]) and forwards it itself, so a slow call never blocks
+//!    [`Control::Route`]; both wait for the start pass, bounded by
+//!    [`STARTUP_WAIT`]) and forwards it itself, so a slow call never blocks
 //!    the loop;
 //! 6. after any of these, when the merged catalog (qualified tools, prompts,
 //!    resources of connected servers) differs from the last one announced,
@@ -54,8 +55,8 @@ use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
 
-/// How long a gateway's first catalog request waits for the start pass
-/// before it is answered with the servers connected so far.
+/// How long a gateway's catalog and route requests wait for the start pass
+/// before they are answered with the servers connected so far.
 pub const STARTUP_WAIT: Millis = Millis(10_000);
 
 /// How many servers start at once.
@@ -127,7 +128,9 @@ pub enum Control {
     /// Where a tool call, prompt or resource read goes. `Err` carries the
     /// message for the caller: for a tool, the §4 tool-not-found message
     /// (removed, not allowed, excluded, awaiting approval, rejected, or not
-    /// connected).
+    /// connected). Like [`Control::Catalog`], answered once the start pass
+    /// has finished (a client that calls a tool it remembers from an earlier
+    /// session gets it, not "not found"), or after [`STARTUP_WAIT`].
     Route(Target, oneshot::Sender<Result<Route, String>>),
     /// The running language server for files with this extension (`.json`), or the message
     /// for the caller (SPEC §14.5).
@@ -150,7 +153,9 @@ pub struct Host {
     /// The language servers.
     lsp: LanguageServers,
     running: Option<Running>,
-    retry_runs: u64,
+    /// Passes run so far, scheduled and retry passes alike: the number a
+    /// report carries.
+    passes: u64,
     clear_crash_loops: bool,
     restart: Vec<String>,
     /// (name, approval hash) pairs already announced: an edited config is
@@ -159,9 +164,10 @@ pub struct Host {
     observers: Vec<mpsc::UnboundedSender<HostEvent>>,
     /// The start pass has finished.
     started: bool,
-    /// Catalog requests waiting for the start pass, and when they are
-    /// answered anyway ([`STARTUP_WAIT`]).
+    /// Catalog and route requests waiting for the start pass, and when they
+    /// are answered anyway ([`STARTUP_WAIT`]).
     catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
+    route_waiters: Vec<(Target, oneshot::Sender<Result<Route, String>>)>,
     waiters_deadline: Option<Millis>,
     /// A catalog was handed out or the start pass finished: changes from
     /// now on are announced.
@@ -170,6 +176,11 @@ pub struct Host {
     catalog_dirty: bool,
     /// Digests of the last announced (tools, prompts, resources).
     catalog_digest: (u64, u64, u64),
+    /// When the files that went missing and are still held are given up
+    /// ([`MISSING_GRACE`](crate::inputs::MISSING_GRACE)).
+    missing_deadline: Option<Millis>,
+    /// The servers of files given up as missing, for the next pass's report.
+    file_missing: Vec<String>,
 }
 
 impl Host {
@@ -199,17 +210,20 @@ impl Host {
             },
             supervisor,
             running: None,
-            retry_runs: 0,
+            passes: 0,
             clear_crash_loops: false,
             restart: Vec::new(),
             prompted: Vec::new(),
             observers: Vec::new(),
             started: false,
             catalog_waiters: Vec::new(),
+            route_waiters: Vec::new(),
             waiters_deadline: None,
             announcing: false,
             catalog_dirty: false,
             catalog_digest: (0, 0, 0),
+            missing_deadline: None,
+            file_missing: Vec::new(),
         }
     }
 
@@ -304,11 +318,12 @@ impl Host {
                 () = sleep => {
                     let now = self.now();
                     self.scheduler.handle_timeout(now);
+                    self.expire_missing_files(now);
                     self.schedule_due_retries();
                     if self.waiters_deadline.is_some_and(|at| at <= now) {
                         // Slow servers: answer with what is connected; the rest
                         // arrives as list_changed.
-                        self.answer_catalog_waiters();
+                        self.answer_startup_waiters();
                     }
                 }
             }
@@ -326,10 +341,25 @@ impl Host {
             retry,
             lsp_retry,
             self.waiters_deadline,
+            self.missing_deadline,
         ]
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// Files missing for [`MISSING_GRACE`](crate::inputs::MISSING_GRACE) are given up: they
+    /// read as empty, and a reload of them (through the scheduler) stops their servers.
+    fn expire_missing_files(&mut self, now: Millis) {
+        if self.missing_deadline.is_none_or(|at| at > now) {
+            return;
+        }
+        self.missing_deadline = None;
+        let (sources, servers) = self.inputs.expire_missing();
+        self.file_missing.extend(servers);
+        for source in sources {
+            self.scheduler.handle_file_event(now, source);
+        }
     }
 
     /// A failed server's retry time came: run a pass (no file reload needed,
@@ -337,8 +367,7 @@ impl Host {
     fn schedule_due_retries(&mut self) {
         let due = !self.supervisor.due().is_empty() || self.lsp.retry_due();
         if due && self.running.is_none() && !self.scheduler.is_running() {
-            self.retry_runs += 1;
-            self.pass(self.retry_runs, Some(&[]), "retry".into(), false);
+            self.pass(Some(&[]), "retry".into(), false);
         }
     }
 
@@ -377,12 +406,16 @@ impl Host {
                     let _ = reply.send(self.hand_out_catalog());
                 } else {
                     self.catalog_waiters.push(reply);
-                    let deadline = self.now().saturating_add(STARTUP_WAIT.0);
-                    self.waiters_deadline.get_or_insert(deadline);
+                    self.wait_for_start();
                 }
             }
             Control::Route(target, reply) => {
-                let _ = reply.send(self.route(target));
+                if self.started {
+                    let _ = reply.send(self.route(target));
+                } else {
+                    self.route_waiters.push((target, reply));
+                    self.wait_for_start();
+                }
             }
             Control::Language(extension, reply) => {
                 let _ = reply.send(self.lsp.route(&extension));
@@ -403,6 +436,22 @@ impl Host {
                 let _ = reply.send(result);
             }
             Control::Shutdown => {}
+        }
+    }
+
+    /// A request waits for the start pass: it is answered when the pass
+    /// finishes, or at the deadline the first waiter set.
+    fn wait_for_start(&mut self) {
+        let deadline = self.now().saturating_add(STARTUP_WAIT.0);
+        self.waiters_deadline.get_or_insert(deadline);
+    }
+
+    /// Answers the requests that waited for the start pass (it finished, or
+    /// [`STARTUP_WAIT`] passed): catalogs and routes as things are now.
+    fn answer_startup_waiters(&mut self) {
+        self.answer_catalog_waiters();
+        for (target, reply) in std::mem::take(&mut self.route_waiters) {
+            let _ = reply.send(self.route(target));
         }
     }
 

@@ -19,7 +19,7 @@ use crate::supervisor::Report;
 /// One applied plan with timings.
 #[derive(Clone, Debug)]
 pub struct PlanReport {
-    /// The scheduler's run number (retry passes have their own).
+    /// The session's pass number, from 1: scheduled and retry passes share one count.
     pub run: u64,
     /// What triggered it.
     pub trigger: String,
@@ -27,6 +27,14 @@ pub struct PlanReport {
     pub steps: Vec<Step>,
     /// Problems with input files at the time of the pass.
     pub input_errors: Vec<String>,
+    /// The gated servers whose approval was rejected at the time of the pass: the kernel's
+    /// plan skips or disconnects them as `pending_approval` (it sees only the gating, SPEC §6);
+    /// the lines a person reads say `rejected`.
+    pub rejected: Vec<String>,
+    /// The servers of settings files or `.mcp.json` that stayed missing past
+    /// [`MISSING_GRACE`](crate::inputs::MISSING_GRACE): the plan disconnects them as
+    /// `removed`; the lines a person reads say `file missing`.
+    pub file_missing: Vec<String>,
     /// Whole pass, from the trigger to the last start finishing.
     pub elapsed: Duration,
 }
@@ -52,6 +60,8 @@ pub(super) struct Running {
     /// Starts still connecting: server name → (position, the plan's action, the start's
     /// generation).
     starting: HashMap<String, (usize, Action, u64)>,
+    rejected: Vec<String>,
+    file_missing: Vec<String>,
     failed: bool,
     scheduled: bool,
 }
@@ -79,7 +89,7 @@ impl Host {
                 (None, _) => "manual reload".to_owned(),
                 (Some(sources), _) => describe_sources(sources),
             };
-            self.pass(run, changed.as_deref(), trigger, true);
+            self.pass(changed.as_deref(), trigger, true);
         }
     }
 
@@ -87,15 +97,21 @@ impl Host {
     /// decide, tear down, start.
     pub(super) fn pass(
         &mut self,
-        run: u64,
         changed: Option<&[FileSource]>,
         trigger: String,
         scheduled: bool,
     ) {
         let began = Instant::now();
         let now = self.now();
+        self.passes += 1;
+        let run = self.passes;
         let snapshot = off_the_loop(|| self.inputs.load(changed));
         let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
+        if !self.inputs.missing() {
+            self.missing_deadline = None;
+        } else if self.missing_deadline.is_none() {
+            self.missing_deadline = Some(now.saturating_add(crate::inputs::MISSING_GRACE.0));
+        }
         if !input_errors.is_empty() {
             self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
         }
@@ -183,6 +199,12 @@ impl Host {
             began,
             steps: Vec::new(),
             starting: HashMap::new(),
+            rejected: self
+                .snapshot
+                .as_ref()
+                .map(|s| s.rejected(&self.desired))
+                .unwrap_or_default(),
+            file_missing: std::mem::take(&mut self.file_missing),
             failed: false,
             scheduled,
         };
@@ -377,13 +399,15 @@ impl Host {
             trigger: running.trigger,
             steps: running.steps.into_iter().map(|(_, step)| step).collect(),
             input_errors,
+            rejected: running.rejected,
+            file_missing: running.file_missing,
             elapsed: running.began.elapsed(),
         };
         self.emit(HostEvent::PlanApplied(report));
         self.catalog_dirty = true;
         if !self.started {
             self.started = true;
-            self.answer_catalog_waiters();
+            self.answer_startup_waiters();
         }
     }
 }

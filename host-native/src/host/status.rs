@@ -1,12 +1,14 @@
 //! What `status` shows of a session: every configured server's state.
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::gating::tool_prefix;
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::{Gating, Reason, ServerConfig, Transport};
 
 use super::catalog::prefix_taken;
 use super::{Host, PrefixOwners};
 use crate::inputs::InputError;
+use crate::view::tool_enabled;
 
 /// One server as `status` shows it. Field names are the `status --json`
 /// contract (camelCase there).
@@ -22,7 +24,7 @@ pub struct ServerStatus {
     pub approval: Option<ApprovalState>,
     /// Transport kind.
     pub transport: Transport,
-    /// Tools, prompts and resources currently registered.
+    /// Tools offered to clients: the server's own after its `includeTools` / `excludeTools`.
     pub tools: usize,
     /// Prompts registered.
     pub prompts: usize,
@@ -132,6 +134,44 @@ impl Host {
         }
     }
 
+    /// What the host knows of why qualified tool `tool` is not served when its owner (the
+    /// configured server with the longest prefix of it, as SPEC §4 picks it) is admitted but
+    /// not connected: failing (retried when, or in a crash loop) or still connecting, with its
+    /// last error (the stderr tail of a crash). `None` when the owner is not admitted, is
+    /// connected (the tool was renamed), or nothing is known.
+    pub(super) fn not_serving(&self, tool: &str) -> Option<String> {
+        let owner = self
+            .desired
+            .keys()
+            .filter(|name| !name.is_empty())
+            .map(|name| (name, tool_prefix(name).len()))
+            .filter(|(name, _)| tool.starts_with(tool_prefix(name).as_str()))
+            .fold(None::<(&String, usize)>, |best, (name, len)| match best {
+                Some((_, best_len)) if best_len >= len => best,
+                _ => Some((name, len)),
+            })
+            .map(|(name, _)| name)?;
+        let status = self.status_of(owner)?;
+        let server = format!("server \"{owner}\"");
+        let state = match (status.state, status.reason, status.retry_in_ms) {
+            ("failed", Some(Reason::CrashLoop), _) => format!(
+                "{server} keeps crashing and is not restarted until its config changes, \
+                 `mcp-reconcile reconnect {owner}` or `mcp-reconcile reload`"
+            ),
+            ("failed", _, Some(ms)) => format!(
+                "{server} is backing off, retry in {} s",
+                ms.div_ceil(1000).max(1)
+            ),
+            ("failed", _, None) => format!("{server} failed"),
+            ("connecting", _, _) => format!("{server} is still connecting"),
+            _ => return None,
+        };
+        Some(match status.last_error {
+            Some(error) => format!("Tool \"{tool}\" is unavailable: {state}: {error}"),
+            None => format!("Tool \"{tool}\" is unavailable: {state}."),
+        })
+    }
+
     pub(super) fn status_of(&self, name: &str) -> Option<ServerStatus> {
         let config = self.desired.get(name)?;
         let snapshot = self.snapshot.as_ref();
@@ -160,7 +200,13 @@ impl Host {
         status.reason = view.reason;
         status.retry_in_ms = view.retry_in_ms;
         if live.health().status == Status::Connected {
-            status.tools = live.catalog.tools.len();
+            // What a client of this session is offered: after `includeTools` / `excludeTools`.
+            status.tools = live
+                .catalog
+                .tools
+                .iter()
+                .filter(|t| tool_enabled(&live.config, &t.name))
+                .count();
             status.prompts = live.catalog.prompts.len();
             status.resources = live.catalog.resources.len();
             status.pid = live.pid();

@@ -8,9 +8,38 @@ use std::path::{Path, PathBuf};
 use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::server_command;
-use mcp_reconcile_kernel::{parse_mcp_json, parse_settings, LayerSource, ServerConfig, Servers};
+use mcp_reconcile_kernel::{
+    parse_mcp_json, parse_settings, LayerSource, Millis, ServerConfig, Servers,
+};
 
 use super::InputError;
+
+/// How long a settings file or `.mcp.json` that had content and went missing keeps its last
+/// good content before its servers stop: an editor or tool that deletes a file and writes it
+/// again a moment later must not restart every server in it. The host owns the timer
+/// ([`Inputs::expire_missing`](super::Inputs::expire_missing)).
+pub const MISSING_GRACE: Millis = Millis(3_000);
+
+/// A file that had content and is missing now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Missing {
+    /// Present, or missing with nothing to keep.
+    #[default]
+    No,
+    /// Missing since a reload: its last good content stays in use for [`MISSING_GRACE`].
+    Held,
+    /// Still missing after the grace: read as empty until it comes back.
+    Expired,
+}
+
+/// The error a held missing file shows.
+fn held_note() -> String {
+    format!(
+        "file missing — its servers stay as they are for {} s in case it comes back; after \
+         that they stop",
+        MISSING_GRACE.0 / 1000
+    )
+}
 
 /// The note appended to a load error: what stays in use meanwhile.
 pub(super) fn kept_note(has_last_good: bool) -> &'static str {
@@ -149,6 +178,7 @@ pub(super) struct SettingsFile {
     pub(super) loaded: bool,
     pub(super) good: Option<SettingsContent>,
     pub(super) error: Option<String>,
+    pub(super) missing: Missing,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -201,6 +231,7 @@ impl SettingsFile {
             loaded: false,
             good: None,
             error: None,
+            missing: Missing::No,
         }
     }
 
@@ -213,8 +244,16 @@ impl SettingsFile {
         let text = match read_text(&self.path) {
             Ok(Some(text)) => text,
             Ok(None) => {
-                self.good = Some(SettingsContent::empty());
-                self.error = None;
+                let has_content = self.good.as_ref().is_some_and(|g| {
+                    g.value.as_object().is_some_and(|o| !o.is_empty()) || !g.servers.is_empty()
+                });
+                if has_content && self.missing != Missing::Expired {
+                    self.missing = Missing::Held;
+                    self.error = Some(held_note());
+                } else {
+                    self.good = Some(SettingsContent::empty());
+                    self.error = None;
+                }
                 return;
             }
             Err(e) => {
@@ -222,6 +261,7 @@ impl SettingsFile {
                 return;
             }
         };
+        self.missing = Missing::No;
         match parse_settings(&text, Some(env)) {
             Ok(value) => {
                 let mut content = SettingsContent::from_value(value);
@@ -241,6 +281,20 @@ impl SettingsFile {
                 ));
             }
         }
+    }
+
+    /// Gives up on a held missing file: from now on it reads as empty. The servers it held.
+    pub(super) fn expire_missing(&mut self) -> Option<Vec<String>> {
+        if self.missing != Missing::Held {
+            return None;
+        }
+        self.missing = Missing::Expired;
+        self.error = None;
+        let held = self.good.replace(SettingsContent::empty());
+        Some(
+            held.map(|g| g.servers.keys().cloned().collect())
+                .unwrap_or_default(),
+        )
     }
 
     /// The servers in use as the file wrote them (workspace settings; other
@@ -273,6 +327,8 @@ pub(super) struct JsonFile {
     /// `.mcp.json` only: the servers in use with `$VAR`s as written.
     pub(super) written: Option<Servers>,
     pub(super) error: Option<String>,
+    /// `.mcp.json` only: held or expired while missing.
+    pub(super) missing: Missing,
 }
 
 #[derive(Debug)]
@@ -314,6 +370,7 @@ impl JsonFile {
             good: None,
             written: None,
             error: None,
+            missing: Missing::No,
         }
     }
 
@@ -322,7 +379,19 @@ impl JsonFile {
         let text = match &self.kind {
             JsonKind::CliInline(text) => text.clone(),
             JsonKind::McpJson(path) | JsonKind::CliFile(path) => match read_text(path) {
-                Ok(Some(text)) => text,
+                Ok(Some(text)) => {
+                    self.missing = Missing::No;
+                    text
+                }
+                Ok(None)
+                    if matches!(self.kind, JsonKind::McpJson(_))
+                        && self.missing != Missing::Expired
+                        && self.good.as_ref().is_some_and(|(s, _)| !s.is_empty()) =>
+                {
+                    self.missing = Missing::Held;
+                    self.error = Some(held_note());
+                    return;
+                }
                 Ok(None) => {
                     self.good = Some((Servers::new(), Vec::new()));
                     self.written = None;
@@ -389,6 +458,21 @@ impl JsonFile {
                 self.error = None;
             }
         }
+    }
+
+    /// Gives up on a held missing file: from now on it reads as empty. The servers it held.
+    pub(super) fn expire_missing(&mut self) -> Option<Vec<String>> {
+        if self.missing != Missing::Held {
+            return None;
+        }
+        self.missing = Missing::Expired;
+        self.error = None;
+        self.written = None;
+        let held = self.good.replace((Servers::new(), Vec::new()));
+        Some(
+            held.map(|(s, _)| s.keys().cloned().collect())
+                .unwrap_or_default(),
+        )
     }
 
     pub(super) fn servers(&self) -> Servers {

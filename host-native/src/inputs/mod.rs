@@ -39,8 +39,8 @@ use mcp_reconcile_kernel::{
 };
 
 use crate::approvals_store::ApprovalsStore;
-pub use files::{read_text, MAX_INPUT_BYTES};
-use files::{JsonFile, JsonKind, SettingsFile};
+pub use files::{read_text, MAX_INPUT_BYTES, MISSING_GRACE};
+use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use shell_words::server_command_config;
@@ -250,6 +250,34 @@ impl Inputs {
             self.lsp_approvals = Some(self.lsp_store.load());
         }
         self.snapshot()
+    }
+
+    /// Whether a settings file or `.mcp.json` that had content is missing and still in use
+    /// (for [`MISSING_GRACE`], until [`Inputs::expire_missing`]).
+    pub fn missing(&self) -> bool {
+        self.settings
+            .iter()
+            .map(|f| f.missing)
+            .chain([self.mcp_json.missing])
+            .any(|m| m == Missing::Held)
+    }
+
+    /// Gives up on the missing files still held: they read as empty from now on (until they
+    /// come back). Their sources, to reload, and the servers they held.
+    pub fn expire_missing(&mut self) -> (Vec<FileSource>, Vec<String>) {
+        let mut sources = Vec::new();
+        let mut servers = Vec::new();
+        for file in &mut self.settings {
+            if let Some(held) = file.expire_missing() {
+                sources.push(file.source());
+                servers.extend(held);
+            }
+        }
+        if let Some(held) = self.mcp_json.expire_missing() {
+            sources.push(FileSource::McpJson);
+            servers.extend(held);
+        }
+        (sources, servers)
     }
 
     /// The approvals file.

@@ -87,6 +87,21 @@ impl Snapshot {
         )
     }
 
+    /// The gated servers of `servers` whose approval is rejected, in map order. The kernel's
+    /// plan sees only the gating, where they are pending like the undecided ones (SPEC §6);
+    /// what a person reads says `rejected` for these.
+    pub fn rejected(&self, servers: &Servers) -> Vec<String> {
+        servers
+            .iter()
+            .filter(|(name, config)| {
+                config.is_gated()
+                    && self.approvals.state(&self.project_root, name, config)
+                        == mcp_reconcile_kernel::approvals::ApprovalState::Rejected
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// The desired server map: [`assemble`] over [`Snapshot::layers`].
     pub fn assembled(&self) -> Assembled {
         assemble(&self.layers)
