@@ -62,6 +62,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Reject(args) => commands::decide(args, Decision::Rejected),
         Command::Plan(args) => commands::plan(args).await,
         Command::Reconnect(args) => commands::reconnect(args).await,
+        Command::Auth(args) => commands::auth(args).await,
         Command::Reload(args) => commands::reload(args).await,
         Command::Eval => Ok(()),
     }
