@@ -477,7 +477,15 @@ async fn oauth_manager(
     let Ok(store) = crate::auth::token_store(url, &entry) else {
         return Ok(None);
     };
-    let stored = store.load().await.map_err(|e| e.to_string())?;
+    let stored = match store.load().await {
+        Ok(stored) => stored,
+        Err(e) if entry.enabled => return Err(e.to_string()),
+        // A damaged token file must not break servers that never used OAuth.
+        Err(e) => {
+            tracing::warn!(server = %ctx.name, error = %e, "ignoring the OAuth token file");
+            None
+        }
+    };
     if !entry.enabled && stored.is_none() {
         return Ok(None);
     }

@@ -243,3 +243,41 @@ pub fn needs_auth_message(name: &str) -> String {
         crate::display::shell_arg(name)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oauth_fields_are_read_as_the_typescript_cli_writes_them() {
+        let config = ServerConfig::from_json(
+            r#"{"httpUrl":"http://127.0.0.1:1/mcp","oauth":{"enabled":true,"clientId":"c1","clientSecret":"s","scopes":["a",7,"b"]}}"#,
+        )
+        .expect("config");
+        let entry = OAuthEntry::of(&config);
+        assert!(entry.enabled);
+        assert_eq!(entry.client_key(), "c1");
+        assert_eq!(entry.client_secret.as_deref(), Some("s"));
+        assert_eq!(entry.scopes, ["a", "b"]);
+
+        let plain = ServerConfig::from_json(r#"{"httpUrl":"x","oauth":{"enabled":"yes"}}"#)
+            .expect("config");
+        let entry = OAuthEntry::of(&plain);
+        assert!(!entry.enabled, "only a JSON true enables it");
+        assert_eq!(entry.client_key(), DYNAMIC_CLIENT);
+    }
+
+    #[test]
+    fn a_401_and_a_rejected_refresh_need_auth_other_failures_do_not() {
+        use rmcp::transport::streamable_http_client::{AuthRequiredError, StreamableHttpError};
+        let challenge: StreamableHttpError<reqwest::Error> =
+            StreamableHttpError::AuthRequired(AuthRequiredError::new("Bearer".into()));
+        assert!(is_auth_required(&challenge));
+        let rejected: StreamableHttpError<reqwest::Error> =
+            StreamableHttpError::Auth(AuthError::TokenRefreshRejected("invalid_grant".into()));
+        assert!(is_auth_required(&rejected));
+        let other: StreamableHttpError<reqwest::Error> = StreamableHttpError::SessionExpired;
+        assert!(!is_auth_required(&other));
+        assert!(needs_auth_message("my api").contains("run `mcp-reconcile auth 'my api'`"));
+    }
+}
