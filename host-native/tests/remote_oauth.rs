@@ -123,6 +123,12 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
     );
     assert_eq!(field(&status, "guarded", "retryInMs"), &Value::Null);
     let local_pid = pid_of(&status, "local").expect("local runs");
+    let plan = p.run(&["plan", "--json"]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        plan.contains(r#""name":"guarded","reason":"needs_auth""#),
+        "a plan skips it as needs_auth: {plan}"
+    );
 
     // 2. `auth guarded`: follow the printed URL like a browser would; the redirect lands on
     //    the command's loopback listener.

@@ -488,6 +488,11 @@ export type OnlineEntry = {
      * Failed too often in a row: not retried until its config changes.
      */
     crashLoop?: boolean | null,
+    /**
+     * Waits for an authorization the host does not have (`needs_auth`): not
+     * retried until its credentials or config change.
+     */
+    needsAuth?: boolean | null,
 };
 
 /**
