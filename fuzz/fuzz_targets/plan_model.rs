@@ -149,6 +149,7 @@ fuzz_target!(|input: Input| {
                 attempts: u32::from(l.attempts % 10),
                 retry_at: (l.retry_at % 3 != 0).then_some(Millis(u64::from(l.retry_at))),
                 crash_loop: l.crash_loop,
+                needs_auth: false,
             },
         );
     }

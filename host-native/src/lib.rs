@@ -27,6 +27,7 @@
 //! (`tests/architecture.rs` checks it).
 
 pub mod approvals_store;
+pub mod auth;
 pub mod clock;
 pub mod display;
 pub mod gateway;

@@ -62,6 +62,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Reject(args) => commands::decide(args, Decision::Rejected),
         Command::Plan(args) => commands::plan(args).await,
         Command::Reconnect(args) => commands::reconnect(args).await,
+        Command::Auth(args) => {
+            init_logging();
+            commands::auth(args).await
+        }
         Command::Reload(args) => commands::reload(args).await,
         Command::Eval => Ok(()),
     }
@@ -141,6 +145,10 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
 }
 
 async fn watch(args: WatchArgs) -> anyhow::Result<()> {
+    // `watch` speaks to people on stdout; library logs only when asked for.
+    if std::env::var_os("MCP_RECONCILE_LOG").is_some() {
+        init_logging();
+    }
     let mut demo_dir = None;
     let layers = if args.demo {
         let demo = cli::demo::write_demo()?;
@@ -317,9 +325,16 @@ fn say(text: &str) {
 
 /// Logs to stderr (stdout may be the MCP channel), filtered by
 /// `MCP_RECONCILE_LOG` (default `warn`).
+///
+/// rmcp's OAuth module logs the authorization code at `debug`: it is held at `info`
+/// whatever the variable says, so no credential reaches a log.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_RECONCILE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = match "rmcp::transport::auth=info".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(io::stderr)

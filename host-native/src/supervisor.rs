@@ -48,6 +48,9 @@ pub(crate) struct StartError {
     pub(crate) message: String,
     /// The transport can never work here (the crash loop begins at once).
     pub(crate) unsupported: bool,
+    /// The server wants an authorization the host does not have (`needs_auth`: parked, no
+    /// retry timer).
+    pub(crate) needs_auth: bool,
 }
 
 /// A kind of supervised connection: how one starts, stops and reports.
@@ -119,6 +122,7 @@ impl ConnectionKind for Mcp {
                 .await
                 .map_err(|e| StartError {
                     unsupported: e.kind == ConnectErrorKind::Unsupported,
+                    needs_auth: e.kind == ConnectErrorKind::NeedsAuth,
                     message: e.message,
                 })
         })
@@ -518,9 +522,13 @@ where
                 }
                 entry.catalog = C::Catalog::default();
                 let seed = seed_for(&entry.name);
-                entry
-                    .health
-                    .fail(seed, e.message.clone(), now, e.unsupported);
+                if e.needs_auth {
+                    entry.health.needs_auth(e.message.clone());
+                } else {
+                    entry
+                        .health
+                        .fail(seed, e.message.clone(), now, e.unsupported);
+                }
                 error = Some(e.message);
             }
         }

@@ -50,6 +50,7 @@ pub use rmcp::model::{
 use crate::redact::{redact_all, secrets};
 pub use caller::{CallError, Caller};
 use progress::ProgressRouter;
+pub use remote::{build_http_client, http_client};
 use remote::{Failure, Watched};
 use session::{describe, handshake, start, Ending, Handler, HandshakeFailure, Service};
 use stdio::ChildProcess;
@@ -123,6 +124,9 @@ pub enum ConnectErrorKind {
     Timeout,
     /// The server answered badly, refused, or went away during the handshake.
     Handshake,
+    /// The server wants an (OAuth) authorization the host does not have: no token, or its
+    /// refresh was rejected. The host reports `needs_auth` and does not retry on a timer.
+    NeedsAuth,
     /// The connection is closed.
     Closed,
     /// A request on a live connection failed.
@@ -409,36 +413,100 @@ async fn connect_stdio(
 // remote
 
 async fn connect_http(
-    ctx: Ctx,
+    mut ctx: Ctx,
     config: &ServerConfig,
     opts: ConnectOptions,
 ) -> Result<Connection, ConnectError> {
     let url = config.str_field("httpUrl").unwrap_or_default().to_owned();
-    let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
-    check_http_url(&url).map_err(spawn_error)?;
-    let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
-    let client = remote::build_http_client().await.map_err(spawn_error)?;
+    check_http_url(&url).map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
+    let headers = remote::configured_headers(config, &ctx.name)
+        .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
+    let client = remote::build_http_client()
+        .await
+        .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let (bearer, custom) = remote::split_bearer(headers);
     let mut http_config =
         StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(custom);
-    if let Some(token) = bearer {
-        http_config = http_config.auth_header(token);
-    }
     let failure = Failure::default();
-    let transport = Watched::new(
-        StreamableHttpClientTransport::with_client(client, http_config),
-        failure.clone(),
-    );
     let relist = Arc::new(Notify::new());
-    let outcome = tokio::time::timeout(
-        opts.handshake_timeout,
-        handshake(
-            Handler::new(relist.clone(), opts.elicitation.clone()),
-            transport,
-        ),
-    )
-    .await;
+    let handler = Handler::new(relist.clone(), opts.elicitation.clone());
+    let outcome = match oauth_manager(&mut ctx, config, &url).await {
+        Err(what) => return Err(ctx.error(ConnectErrorKind::Spawn, &what)),
+        Ok(Some(manager)) => {
+            // The authorization manager adds the bearer token (and refreshes it) itself.
+            let transport = Watched::new(
+                StreamableHttpClientTransport::with_client(
+                    rmcp::transport::auth::AuthClient::new(client, manager),
+                    http_config,
+                ),
+                failure.clone(),
+            );
+            tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
+        }
+        Ok(None) => {
+            if let Some(token) = bearer {
+                http_config = http_config.auth_header(token);
+            }
+            let transport = Watched::new(
+                StreamableHttpClientTransport::with_client(client, http_config),
+                failure.clone(),
+            );
+            tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
+        }
+    };
+    if failure.auth_required() && !matches!(outcome, Ok(Ok(_))) {
+        let url = crate::redact::mask_url(&url);
+        return Err(ctx.error(
+            ConnectErrorKind::NeedsAuth,
+            &format!("at {url} {}", crate::auth::needs_auth_message(&ctx.name)),
+        ));
+    }
     finish_remote(ctx, opts, outcome, relist, failure, &url)
+}
+
+/// The OAuth manager a streamable-HTTP connection authorizes with: when the entry has
+/// `oauth.enabled` or the token file holds credentials for its URL. Stored token values join
+/// the connection's secrets, so no message can show them.
+async fn oauth_manager(
+    ctx: &mut Ctx,
+    config: &ServerConfig,
+    url: &str,
+) -> Result<Option<rmcp::transport::auth::AuthorizationManager>, String> {
+    use rmcp::transport::auth::CredentialStore;
+    let entry = crate::auth::OAuthEntry::of(config);
+    let Ok(store) = crate::auth::token_store(url, &entry) else {
+        return Ok(None);
+    };
+    let stored = match store.load().await {
+        Ok(stored) => stored,
+        Err(e) if entry.enabled => return Err(e.to_string()),
+        // A damaged token file must not break servers that never used OAuth.
+        Err(e) => {
+            tracing::warn!(server = %ctx.name, error = %e, "ignoring the OAuth token file");
+            None
+        }
+    };
+    if !entry.enabled && stored.is_none() {
+        return Ok(None);
+    }
+    if let Some(tokens) = stored.as_ref().and_then(|s| s.token_response.as_ref()) {
+        use oauth2::TokenResponse;
+        ctx.secrets.push(tokens.access_token().secret().clone());
+        if let Some(refresh) = tokens.refresh_token() {
+            ctx.secrets.push(refresh.secret().clone());
+        }
+    }
+    let mut manager = crate::auth::manager(url, store)
+        .await
+        .map_err(|e| format!("cannot set up OAuth: {e}"))?;
+    if stored.is_some() {
+        // Discovers the authorization server and configures the stored client; without
+        // tokens the first request goes out unauthorized and its 401 says `needs_auth`.
+        if let Err(e) = manager.initialize_from_store().await {
+            tracing::debug!(server = %ctx.name, error = %e, "OAuth discovery failed");
+        }
+    }
+    Ok(Some(manager))
 }
 
 async fn connect_sse(

@@ -488,6 +488,11 @@ export type OnlineEntry = {
      * Failed too often in a row: not retried until its config changes.
      */
     crashLoop?: boolean | null,
+    /**
+     * Waits for an authorization the host does not have (`needs_auth`): not
+     * retried until its credentials or config change.
+     */
+    needsAuth?: boolean | null,
 };
 
 /**
@@ -659,7 +664,7 @@ export type PlanRequest = { desired: Record<string, ServerConfig>, online: Recor
  * Spelled in snake_case exactly as the TypeScript host spells its
  * unavailable reasons; the spellings are part of the JSON contract.
  */
-export type Reason = "removed" | "not_allowed" | "excluded" | "pending_approval" | "rejected" | "no_transport" | "backing_off" | "crash_loop" | "untrusted_folder" | "unsupported_transport";
+export type Reason = "removed" | "not_allowed" | "excluded" | "pending_approval" | "rejected" | "no_transport" | "backing_off" | "crash_loop" | "untrusted_folder" | "unsupported_transport" | "needs_auth";
 
 /**
  * What the session adopted at its last reconcile.
@@ -811,6 +816,11 @@ export type SuperviseRequest = {
      * The transport can never work here (`failed`).
      */
     unsupported?: boolean | null,
+    /**
+     * The server wants an authorization the host does not have (`failed`):
+     * `needs_auth`, no retry timer.
+     */
+    needsAuth?: boolean | null,
 };
 
 /**
@@ -849,6 +859,11 @@ export type SupervisionState = {
      */
     unsupported?: boolean | null,
     /**
+     * The server needs an authorization the host does not have
+     * (`needs_auth`): not retried on a timer.
+     */
+    needsAuth?: boolean | null,
+    /**
      * Since when it has been up (for the healthy reset).
      */
     healthySince?: Millis | null,
@@ -869,7 +884,7 @@ export type SupervisionView = {
     state: Status,
     /**
      * Why a failed connection is not up: `unsupported_transport`,
-     * `crash_loop` or `backing_off`; not set otherwise.
+     * `needs_auth`, `crash_loop` or `backing_off`; not set otherwise.
      */
     reason: Reason | null,
     /**

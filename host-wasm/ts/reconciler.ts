@@ -98,6 +98,7 @@ function entryOf({ config, supervision: s }: Live): OnlineEntry {
     ...(s.attempts ? { attempts: s.attempts } : {}),
     ...(s.retryAt != null ? { retryAt: s.retryAt } : {}),
     ...(s.crashLoop ? { crashLoop: true } : s.status === "failed" ? { crashLoop: false } : {}),
+    ...(s.needsAuth ? { needsAuth: true } : {}),
   };
 }
 

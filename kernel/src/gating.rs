@@ -47,6 +47,10 @@ pub enum Reason {
     UntrustedFolder,
     /// The host cannot speak this transport.
     UnsupportedTransport,
+    /// The server wants an (OAuth) authorization the host does not have:
+    /// not retried on a timer until its credentials change, a reconnect or a
+    /// config change.
+    NeedsAuth,
 }
 
 impl Reason {
@@ -63,6 +67,7 @@ impl Reason {
             Reason::CrashLoop => "crash_loop",
             Reason::UntrustedFolder => "untrusted_folder",
             Reason::UnsupportedTransport => "unsupported_transport",
+            Reason::NeedsAuth => "needs_auth",
         }
     }
 }

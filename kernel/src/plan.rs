@@ -100,6 +100,10 @@ pub struct OnlineEntry {
     /// Failed too often in a row: not retried until its config changes.
     #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional = nullable))]
     pub crash_loop: bool,
+    /// Waits for an authorization the host does not have (`needs_auth`): not
+    /// retried until its credentials or config change.
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional = nullable))]
+    pub needs_auth: bool,
 }
 
 impl OnlineEntry {
@@ -111,6 +115,7 @@ impl OnlineEntry {
             attempts: 0,
             retry_at: None,
             crash_loop: false,
+            needs_auth: false,
         }
     }
 }
@@ -376,6 +381,10 @@ fn admitted_online(
     }
     Ok(match live.status {
         Status::Connected | Status::Connecting => Action::Keep { name },
+        Status::Failed if live.needs_auth => Action::Skip {
+            name,
+            reason: Reason::NeedsAuth,
+        },
         _ if live.crash_loop => Action::Skip {
             name,
             reason: Reason::CrashLoop,
@@ -603,7 +612,7 @@ pub enum OnlineError {
     },
 }
 
-/// Reads `{name: {config, status, attempts?, retryAt?, crashLoop?}}`; an
+/// Reads `{name: {config, status, attempts?, retryAt?, crashLoop?, needsAuth?}}`; an
 /// optional field that is `null` is absent.
 ///
 /// # Errors
@@ -638,6 +647,9 @@ pub fn online_to_value(online: &Online) -> Value {
         }
         if entry.crash_loop {
             object.insert("crashLoop".into(), true.into());
+        }
+        if entry.needs_auth {
+            object.insert("needsAuth".into(), true.into());
         }
         (name.clone(), Value::Object(object))
     });
@@ -695,22 +707,21 @@ fn entry_from_value(value: &Value) -> Result<OnlineEntry, String> {
             )
         })?)),
     };
-    let crash_loop = match optional("crashLoop") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(format!(
-                "`crashLoop` must be a boolean, found {}",
-                other.to_json()
-            ))
-        }
+    let flag = |key: &str| match optional(key) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(format!(
+            "`{key}` must be a boolean, found {}",
+            other.to_json()
+        )),
     };
     Ok(OnlineEntry {
         config,
         status,
         attempts,
         retry_at,
-        crash_loop,
+        crash_loop: flag("crashLoop")?,
+        needs_auth: flag("needsAuth")?,
     })
 }
 
@@ -798,6 +809,45 @@ mod tests {
             Millis(0),
         );
         assert_eq!(kinds(&pool.expect("pool plan")), ["keep:a"]);
+    }
+
+    #[test]
+    fn a_server_that_needs_auth_is_skipped_as_such() {
+        let desired = servers(r#"{"a":{"httpUrl":"h"}}"#);
+        let online: Online = desired
+            .iter()
+            .map(|(name, config)| {
+                let entry = OnlineEntry {
+                    status: Status::Failed,
+                    crash_loop: true,
+                    needs_auth: true,
+                    ..OnlineEntry::connected(config.clone())
+                };
+                (name.clone(), entry)
+            })
+            .collect();
+        let plan = plan(
+            &desired,
+            &online,
+            &Gating::default(),
+            true,
+            Mode::Session,
+            Millis(0),
+        )
+        .expect("plan");
+        assert!(
+            matches!(
+                plan.actions.as_slice(),
+                [Action::Skip {
+                    reason: Reason::NeedsAuth,
+                    ..
+                }]
+            ),
+            "{:?}",
+            plan.actions
+        );
+        let value = online_to_value(&online);
+        assert!(value.to_json().contains(r#""needsAuth":true"#));
     }
 
     #[test]

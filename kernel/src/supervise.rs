@@ -40,6 +40,10 @@ pub struct Supervision {
     /// The transport can never work here (`unsupported_transport`).
     #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub unsupported: bool,
+    /// The server needs an authorization the host does not have
+    /// (`needs_auth`): not retried on a timer.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub needs_auth: bool,
     /// Since when it has been up (for the healthy reset).
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub healthy_since: Option<Millis>,
@@ -60,7 +64,7 @@ pub struct View {
     /// `connecting`, `connected`, `failed` or `disconnected`.
     pub state: Status,
     /// Why a failed connection is not up: `unsupported_transport`,
-    /// `crash_loop` or `backing_off`; not set otherwise.
+    /// `needs_auth`, `crash_loop` or `backing_off`; not set otherwise.
     pub reason: Option<Reason>,
     /// Consecutive failures.
     pub attempts: u32,
@@ -81,6 +85,7 @@ impl Supervision {
             retry_at: None,
             crash_loop,
             unsupported: false,
+            needs_auth: false,
             healthy_since: None,
             last_error: None,
         }
@@ -89,6 +94,7 @@ impl Supervision {
     /// A start begins again for this connection (a retry): failures are kept.
     pub fn restart(&mut self) {
         self.status = Status::Connecting;
+        self.needs_auth = false;
         self.retry_at = None;
         self.healthy_since = None;
     }
@@ -97,6 +103,7 @@ impl Supervision {
     /// healthy (see [`Supervision::closed`]).
     pub fn connected(&mut self, now: Millis) {
         self.status = Status::Connected;
+        self.needs_auth = false;
         self.last_error = None;
         self.healthy_since = Some(now);
     }
@@ -120,8 +127,24 @@ impl Supervision {
         self.attempts = self.attempts.saturating_add(1);
         let delay = backoff(self.attempts, seed);
         self.unsupported = unsupported;
+        self.needs_auth = false;
         self.crash_loop = delay.crash_loop || unsupported;
         self.retry_at = Some(now.saturating_add(delay.delay_ms));
+        self.last_error = Some(error);
+    }
+
+    /// A start failed because the server wants an authorization the host
+    /// does not have (no token, or its refresh was rejected). Retrying on a
+    /// timer cannot help, so it is parked like a crash loop (a plan skips it)
+    /// — without counting a failure — until new credentials, a reconnect or
+    /// a config change.
+    pub fn needs_auth(&mut self, error: String) {
+        self.status = Status::Failed;
+        self.healthy_since = None;
+        self.unsupported = false;
+        self.needs_auth = true;
+        self.crash_loop = true;
+        self.retry_at = None;
         self.last_error = Some(error);
     }
 
@@ -156,6 +179,8 @@ impl Supervision {
         let failed = self.status == Status::Failed;
         let reason = failed.then_some(if self.unsupported {
             Reason::UnsupportedTransport
+        } else if self.needs_auth {
+            Reason::NeedsAuth
         } else if self.crash_loop {
             Reason::CrashLoop
         } else {
@@ -237,6 +262,25 @@ mod tests {
         let view = s.view(Millis(0));
         assert_eq!(view.reason, Some(Reason::UnsupportedTransport));
         assert_eq!((view.retry_in_ms, s.retry_due()), (None, None));
+    }
+
+    #[test]
+    fn a_server_that_needs_auth_waits_without_a_timer_or_a_failure_count() {
+        let mut s = Supervision::connecting(2, false);
+        s.needs_auth("run `mcp-reconcile auth api`".into());
+        let view = s.view(Millis(0));
+        assert_eq!(view.reason, Some(Reason::NeedsAuth));
+        assert_eq!(
+            (view.retry_in_ms, s.retry_due(), s.attempts),
+            (None, None, 2)
+        );
+        assert!(!s.is_due(Millis(u64::MAX)));
+        assert!(s.crash_loop, "a plan skips it like a crash loop");
+        s.forgive();
+        s.restart();
+        assert_eq!(s.view(Millis(0)).reason, None, "a new start clears it");
+        s.fail(seed_for("api"), "boom".into(), Millis(0), false);
+        assert_eq!(s.view(Millis(0)).reason, Some(Reason::BackingOff));
     }
 
     #[test]

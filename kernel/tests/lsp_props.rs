@@ -307,6 +307,7 @@ fn world(servers: &[Server]) -> World {
                     attempts: *attempts,
                     retry_at: retry_at.map(Millis),
                     crash_loop: *crash_loop,
+                    needs_auth: false,
                 },
             );
         }
@@ -547,6 +548,7 @@ proptest! {
             online.insert(s.name.to_owned(), OnlineEntry {
                 config: ServerConfig(build(&old)),
                 status, attempts, retry_at: retry_at.map(Millis), crash_loop,
+                needs_auth: false,
             });
             before.push((s.name, old, *spec));
         }

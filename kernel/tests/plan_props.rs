@@ -205,6 +205,7 @@ fn world() -> impl Strategy<Value = World> {
                         attempts,
                         retry_at: retry_at.map(Millis),
                         crash_loop,
+                        needs_auth: false,
                     };
                     online.insert((*name).to_owned(), entry);
                 }

@@ -136,12 +136,14 @@ pub(super) fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-pub(super) fn lock_dir(dir: &Path) -> anyhow::Result<Flock<fs::File>> {
+/// Locks `dir` (exclusive `flock`) for a read-modify-write of a file in it;
+/// the lock ends with the returned handle.
+pub(crate) fn lock_dir(dir: &Path) -> anyhow::Result<Flock<fs::File>> {
     let handle =
         fs::File::open(dir).with_context(|| format!("cannot open {} to lock it", dir.display()))?;
     Flock::lock(handle, FlockArg::LockExclusive).map_err(|(_, errno)| {
         anyhow::anyhow!(
-            "cannot lock {} while writing the approvals file: {errno}",
+            "cannot lock {} to write a file in it: {errno}",
             dir.display()
         )
     })

@@ -49,7 +49,8 @@ use mcp_reconcile_kernel::{Approvals, Decision, ServerConfig};
 mod disk;
 mod salvage;
 
-use self::disk::{backup, lock_dir, parent_dir, read_contents, write_target};
+pub(crate) use self::disk::lock_dir;
+use self::disk::{backup, parent_dir, read_contents, write_target};
 pub use self::disk::{sweep_stale_tmp, to_pretty_json, write_atomic};
 pub use self::salvage::salvage;
 

@@ -43,6 +43,11 @@ pub enum Command {
     Plan(PlanArgs),
     /// Clear a server's failure / crash-loop state and restart it now.
     Reconnect(ReconnectArgs),
+    /// Authorize a remote (streamable HTTP) server with OAuth: prints the
+    /// authorization URL (and opens `$BROWSER` when set), waits for the
+    /// redirect on 127.0.0.1, stores the tokens, and has a running `watch`
+    /// reconnect that server. `--logout` forgets the tokens instead.
+    Auth(AuthArgs),
     /// Reload the files now (no debounce); clears crash loops. SIGHUP to a
     /// running `watch` does the same.
     Reload(FlagsOnly),
@@ -157,6 +162,17 @@ pub struct ReconnectArgs {
     /// Every configured server.
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AuthArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// The server name.
+    pub name: String,
+    /// Forget the stored tokens of this server.
+    #[arg(long)]
+    pub logout: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,5 +1,5 @@
 //! The commands that talk to a running session or only read the files:
-//! `status`, `approve` / `reject`, `plan`, `reconnect`, `reload`, `eval`.
+//! `status`, `approve` / `reject`, `plan`, `reconnect`, `auth`, `reload`, `eval`.
 
 use std::io::{self, BufRead, Write};
 
@@ -15,7 +15,7 @@ use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspScope};
 use mcp_reconcile_kernel::{assemble, Decision};
 use serde_json::Value;
 
-use super::args::{DecideArgs, FlagsOnly, PlanArgs, ReconnectArgs, StatusArgs};
+use super::args::{AuthArgs, DecideArgs, FlagsOnly, PlanArgs, ReconnectArgs, StatusArgs};
 use super::client;
 use super::print::{action_line_json, status_text, Known};
 
@@ -26,6 +26,114 @@ pub async fn reconnect(args: ReconnectArgs) -> anyhow::Result<()> {
     let names = client::require(&inputs, &SessionRequest::Reconnect { name }).await?;
     println!("reconnecting {}", join_names(&names));
     Ok(())
+}
+
+/// `auth`: the interactive OAuth login of one streamable-HTTP server (or `--logout`), then a
+/// running session reconnects only that server. Refuses a server that is not admitted (a
+/// project entry waiting for approval, excluded, not allowed): its URL is not contacted.
+pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
+    use mcp_reconcile::auth::{self, OAuthEntry};
+    let mut inputs = Inputs::new(&args.layers.options())?;
+    let snapshot = inputs.load(None);
+    let servers = assemble(&snapshot.layers).servers;
+    let name = display::safe(&args.name).into_owned();
+    let Some(config) = servers.get(&args.name) else {
+        bail!("no configured server named \"{name}\"; run `mcp-reconcile status` to list them");
+    };
+    let gating = snapshot.gating_for(&servers);
+    if let Some(reason) = mcp_reconcile_kernel::gating::unavailable_reason(
+        &args.name,
+        &servers,
+        &gating,
+        &[],
+        Some((&snapshot.approvals, inputs.project_root())),
+    ) {
+        bail!(
+            "server \"{name}\" is not admitted ({}); its URL is not contacted until it is",
+            reason.as_str()
+        );
+    }
+    let Some(url) = config.str_field("httpUrl").filter(|u| !u.is_empty()) else {
+        bail!("server \"{name}\" has no `httpUrl`: OAuth is supported for streamable HTTP servers");
+    };
+    let entry = OAuthEntry::of(config);
+    let masked = mcp_reconcile::redact::mask_url(url);
+    if args.logout {
+        auth::logout(url, &entry)
+            .await
+            .with_context(|| format!("cannot forget the tokens of server \"{name}\""))?;
+        println!(
+            "forgot the tokens of server \"{name}\" ({})",
+            display::safe(&masked)
+        );
+        return Ok(());
+    }
+    let logged_in = auth::login(url, &entry, |auth_url| {
+        println!("Open this URL to authorize server \"{name}\":");
+        println!("{}", display::safe(auth_url));
+        let _ = io::stdout().flush();
+        if let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
+            let _ = std::process::Command::new(browser)
+                .arg(auth_url)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+        }
+    })
+    .await
+    .with_context(|| {
+        format!(
+            "cannot authorize server \"{name}\" at {}",
+            display::safe(&masked)
+        )
+    })?;
+    let until = logged_in
+        .expires
+        .map(|at| format!(" until {}", httpdate(at)))
+        .unwrap_or_default();
+    println!(
+        "authorized server \"{name}\"{until}; tokens stored in {}",
+        display::safe(&logged_in.path.display().to_string())
+    );
+    let request = SessionRequest::Reconnect {
+        name: Some(args.name.clone()),
+    };
+    match client::request(&ipc::socket_path(&inputs), &request).await {
+        Ok(Some(_)) => println!("reconnecting {name}"),
+        Ok(None) => {}
+        Err(e) => eprintln!("! the running session did not reconnect it: {e:#}"),
+    }
+    Ok(())
+}
+
+/// `at` as seconds since the epoch in UTC (`2026-12-03T06:10:00Z`).
+fn httpdate(at: std::time::SystemTime) -> String {
+    let secs = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day count since
+/// 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// `reload`: asks the running session to reload its files now.

@@ -147,6 +147,7 @@ impl LanguageServers {
                         attempts: health.attempts,
                         retry_at: health.retry_at,
                         crash_loop: health.crash_loop || Self::exhausted(entry),
+                        needs_auth: false,
                     },
                 )
             })

@@ -108,6 +108,7 @@ impl Host {
                     attempts: health.attempts,
                     retry_at: health.retry_at,
                     crash_loop: health.crash_loop,
+                    needs_auth: health.needs_auth,
                 },
             );
         }

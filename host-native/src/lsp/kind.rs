@@ -39,12 +39,14 @@ impl ConnectionKind for Lsp {
             let start = start.map_err(|message| StartError {
                 message: format!("language server \"{name}\": {message}"),
                 unsupported,
+                needs_auth: false,
             })?;
             LspConnection::start(&name, start, generation, events)
                 .await
                 .map_err(|message| StartError {
                     message,
                     unsupported: false,
+                    needs_auth: false,
                 })
         })
     }

@@ -135,17 +135,31 @@ pub fn split_bearer(headers: HeaderMap) -> (Option<String>, HashMap<HeaderName, 
     (token, rest)
 }
 
-/// The first failure of a remote transport, shared by the transport and the connection monitor.
+/// The first failure of a remote transport, shared by the transport and the connection monitor,
+/// and whether a failure said the server wants an authorization the host does not have.
 #[derive(Clone)]
-pub struct Failure(Arc<watch::Sender<Option<String>>>);
+pub struct Failure(
+    Arc<watch::Sender<Option<String>>>,
+    Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl Default for Failure {
     fn default() -> Self {
-        Failure(Arc::new(watch::channel(None).0))
+        Failure(Arc::new(watch::channel(None).0), Arc::default())
     }
 }
 
 impl Failure {
+    /// Records a failure that asked for authorization ([`crate::auth::is_auth_required`]).
+    pub fn record_auth_required(&self) {
+        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a failure asked for authorization.
+    pub fn auth_required(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Records `reason` unless a failure was recorded already (the first one is the cause).
     pub fn record(&self, reason: String) {
         self.0.send_if_modified(|slot| {
@@ -200,6 +214,9 @@ where
         async move {
             let result = sending.await;
             if let Err(e) = &result {
+                if crate::auth::is_auth_required(e) {
+                    failure.record_auth_required();
+                }
                 failure.record(super::session::describe(e));
             }
             result

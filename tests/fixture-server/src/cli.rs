@@ -63,6 +63,21 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_TLS_CERT", value_name = "FILE", requires_all = ["http", "tls_key"])]
     pub tls_cert: Option<PathBuf>,
 
+    /// With `--http`: `/mcp` wants an OAuth bearer token, and a minimal authorization server
+    /// on the same origin issues them (metadata, dynamic registration, an `/authorize` that
+    /// redirects at once with a code, `/token`, and `POST /oauth/revoke-all`).
+    #[arg(long, env = "FIXTURE_OAUTH", requires = "http", value_parser = BoolishValueParser::new())]
+    pub oauth: bool,
+
+    /// With `--oauth`: how long an access token lives, in seconds.
+    #[arg(
+        long,
+        env = "FIXTURE_OAUTH_TOKEN_TTL",
+        value_name = "SECS",
+        default_value_t = 3600
+    )]
+    pub oauth_token_ttl: u64,
+
     /// With `--http`: the private key for `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "FIXTURE_TLS_KEY", value_name = "FILE", requires_all = ["http", "tls_cert"])]
     pub tls_key: Option<PathBuf>,

@@ -41,6 +41,7 @@ pub async fn serve(
     catalog: Arc<Catalog>,
     mode: Mode,
     tls: Option<TlsAcceptor>,
+    oauth: Option<Duration>,
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr)
         .await
@@ -59,7 +60,14 @@ pub async fn serve(
                 Arc::new(LocalSessionManager::default()),
                 StreamableHttpServerConfig::default(),
             );
-            Router::new().nest_service("/mcp", service)
+            let mcp = Router::new().nest_service("/mcp", service);
+            match oauth {
+                Some(ttl) => {
+                    let base = url.trim_end_matches("/mcp").to_owned();
+                    crate::oauth::AuthServer::new(base, ttl).router(mcp)
+                }
+                None => mcp,
+            }
         }
         Mode::Hang => Router::new().fallback(std::future::pending::<()>),
         Mode::Garbage => Router::new()

@@ -13,6 +13,7 @@
 mod cli;
 mod faults;
 mod http;
+mod oauth;
 mod server;
 
 use std::process::ExitCode;
@@ -105,7 +106,10 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             (Some(cert), Some(key)) => Some(http::tls_acceptor(cert, key)?),
             _ => None,
         };
-        return http::serve(addr, catalog, mode, tls).await;
+        let oauth = args
+            .oauth
+            .then(|| std::time::Duration::from_secs(args.oauth_token_ttl));
+        return http::serve(addr, catalog, mode, tls, oauth).await;
     }
     if args.hang_handshake {
         return faults::swallow_stdin().await;

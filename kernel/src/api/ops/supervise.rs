@@ -18,7 +18,7 @@ pub(crate) enum SupervisionEvent {
     Start,
     /// The connection is up.
     Connected,
-    /// A start failed (`error`, `unsupported`?).
+    /// A start failed (`error`, `unsupported`?, `needsAuth`?).
     Failed,
     /// A live connection ended on its own (`error`).
     Closed,
@@ -48,6 +48,10 @@ pub(crate) struct SuperviseRequest {
     /// The transport can never work here (`failed`).
     #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub(crate) unsupported: bool,
+    /// The server wants an authorization the host does not have (`failed`):
+    /// `needs_auth`, no retry timer.
+    #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
+    pub(crate) needs_auth: bool,
 }
 
 impl Decode for SuperviseRequest {
@@ -82,14 +86,16 @@ impl Decode for SuperviseRequest {
                 )))
             }
         };
-        // Only the events that use them read `error` and `unsupported`.
-        let (error, unsupported) = match event {
-            SupervisionEvent::Failed => {
-                let unsupported = req.opt_bool("unsupported")?.unwrap_or(false);
-                (req.opt_str("error")?.map(str::to_owned), unsupported)
-            }
-            SupervisionEvent::Closed => (req.opt_str("error")?.map(str::to_owned), false),
-            _ => (None, false),
+        // Only the events that use them read `error`, `unsupported` and
+        // `needsAuth`.
+        let (error, unsupported, needs_auth) = match event {
+            SupervisionEvent::Failed => (
+                req.opt_str("error")?.map(str::to_owned),
+                req.opt_bool("unsupported")?.unwrap_or(false),
+                req.opt_bool("needsAuth")?.unwrap_or(false),
+            ),
+            SupervisionEvent::Closed => (req.opt_str("error")?.map(str::to_owned), false, false),
+            _ => (None, false, false),
         };
         Ok(SuperviseRequest {
             supervision,
@@ -98,6 +104,7 @@ impl Decode for SuperviseRequest {
             seed,
             error,
             unsupported,
+            needs_auth,
         })
     }
 }
@@ -109,12 +116,13 @@ pub(crate) struct Supervised {
     pub(crate) supervision: Supervision,
 }
 
-/// Op `supervise`: `{supervision?, event, now, seed?, error?, unsupported?}`
+/// Op `supervise`: `{supervision?, event, now, seed?, error?, unsupported?,
+/// needsAuth?}`
 /// → `{view, supervision}`.
 ///
 /// `event` is what happened: `start` (a start begins, carrying the failure
 /// count and crash-loop state of `supervision`), `connected`, `failed`
-/// (a start failed: `error`, `unsupported`?), `closed` (a live connection
+/// (a start failed: `error`, `unsupported`?, `needsAuth`?), `closed` (a live connection
 /// ended: `error`), `forgive` (manual reconnect / reload), `park` (nobody may
 /// run it: no timer), or `view` (nothing happened; just the view at `now`).
 /// An absent `supervision` is a fresh connection.
@@ -125,6 +133,7 @@ pub(crate) fn op_supervise(req: SuperviseRequest) -> Result<Supervised, ApiError
     match req.event {
         SupervisionEvent::Start => s = Supervision::connecting(s.attempts, s.crash_loop),
         SupervisionEvent::Connected => s.connected(now),
+        SupervisionEvent::Failed if req.needs_auth => s.needs_auth(error()),
         SupervisionEvent::Failed => s.fail(seed, error(), now, req.unsupported),
         SupervisionEvent::Closed => s.closed(seed, error(), now),
         SupervisionEvent::Forgive => s.forgive(),
@@ -174,7 +183,7 @@ fn flag(object: &Object, field: &str) -> Result<bool, ApiError> {
 }
 
 /// Reads `{status, attempts?, retryAt?, crashLoop?, unsupported?,
-/// healthySince?, lastError?}`.
+/// needsAuth?, healthySince?, lastError?}`.
 fn from_value(object: &Object) -> Result<Supervision, ApiError> {
     let status = match object.get("status") {
         Some(Value::String(s)) => Status::parse(s),
@@ -212,6 +221,7 @@ fn from_value(object: &Object) -> Result<Supervision, ApiError> {
         retry_at: opt_millis(object, "retryAt")?,
         crash_loop: flag(object, "crashLoop")?,
         unsupported: flag(object, "unsupported")?,
+        needs_auth: flag(object, "needsAuth")?,
         healthy_since: opt_millis(object, "healthySince")?,
         last_error,
     })
@@ -228,6 +238,10 @@ fn to_value(s: &Supervision) -> Value {
     out.insert("retryAt".into(), opt_number(s.retry_at));
     out.insert("crashLoop".into(), s.crash_loop.into());
     out.insert("unsupported".into(), s.unsupported.into());
+    // Written only when set, so the answers for everything else keep their bytes.
+    if s.needs_auth {
+        out.insert("needsAuth".into(), true.into());
+    }
     out.insert("healthySince".into(), opt_number(s.healthy_since));
     out.insert(
         "lastError".into(),
@@ -278,6 +292,22 @@ mod tests {
             r#"{"op":"supervise","supervision":{"status":"connected","attempts":5,"healthySince":0},"event":"closed","now":300000,"seed":7,"error":"gone"}"#,
         );
         assert!(response.contains(r#""attempts":1,"#), "{response}");
+    }
+
+    #[test]
+    fn a_server_that_needs_auth_is_parked_and_says_so() {
+        let response = evaluate_str(
+            r#"{"op":"supervise","supervision":{"status":"connecting","attempts":1},"event":"failed","now":5,"seed":7,"error":"run auth","needsAuth":true}"#,
+        );
+        assert_eq!(
+            response,
+            r#"{"ok":{"view":{"state":"failed","reason":"needs_auth","attempts":1,"retryInMs":null,"lastError":"run auth"},"supervision":{"status":"failed","attempts":1,"retryAt":null,"crashLoop":true,"unsupported":false,"needsAuth":true,"healthySince":null,"lastError":"run auth"}}}"#
+        );
+        // The state it answered reads back the same.
+        let again = evaluate_str(
+            r#"{"op":"supervise","supervision":{"status":"failed","attempts":1,"needsAuth":true,"lastError":"run auth"},"event":"view","now":9}"#,
+        );
+        assert!(again.contains(r#""reason":"needs_auth""#), "{again}");
     }
 
     #[test]

@@ -1,0 +1,239 @@
+//! End-to-end: an OAuth-protected streamable-HTTP server. The fixture runs with `--oauth`
+//! (its `/mcp` wants a bearer token; a minimal authorization server on the same 127.0.0.1
+//! origin issues short-lived ones), beside a stdio server. A real `watch` shows the protected
+//! server as `needs_auth`; `mcp-reconcile auth NAME`, driven by following the printed URL to
+//! its loopback listener, stores tokens and the running `watch` connects that server alone;
+//! expiring access tokens are refreshed on the live connection; revoked tokens turn it into
+//! `needs_auth` again. No token the fixture issued appears in any output or log
+//! (`MCP_RECONCILE_LOG=debug`).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+/// How long the fixture's access tokens live.
+const TOKEN_TTL_SECS: u64 = 4;
+
+/// The fixture with `--oauth`; its process group is killed on drop.
+struct Guarded {
+    child: Child,
+    url: String,
+}
+
+impl Guarded {
+    fn start() -> Self {
+        let mut child = Command::new(fixture())
+            .args(["--http", "127.0.0.1:0", "--oauth", "--name", "guarded"])
+            .args(["--tools", "echo,add"])
+            .args(["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("the fixture starts");
+        let mut url = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        BufReader::new(stdout).read_line(&mut url).expect("stdout");
+        let url = url.trim().to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "fixture printed {url:?}"
+        );
+        Guarded { child, url }
+    }
+
+    fn base(&self) -> &str {
+        self.url.trim_end_matches("/mcp")
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+fn field<'a>(status: &'a [Value], name: &str, key: &str) -> &'a Value {
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .map_or(&Value::Null, |s| &s[key])
+}
+
+fn needs_auth(status: &[Value], name: &str) -> bool {
+    state_of(status, name) == "failed" && field(status, name, "reason") == "needs_auth"
+}
+
+/// The access token the token file holds for the fixture (to see a refresh happen).
+fn stored_access_token(tokens: &PathBuf) -> Option<String> {
+    let text = std::fs::read_to_string(tokens).ok()?;
+    let file: Value = serde_json::from_str(&text).ok()?;
+    let servers = file["servers"].as_object()?;
+    let (_, clients) = servers.iter().next()?;
+    clients["dynamic"]["token_response"]["access_token"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    mcp_reconcile::tls::install_crypto_provider();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_revoked() {
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+        "local": p.server("local", "echo"),
+    }}));
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    let watch = p.watch_env(
+        &[],
+        &[
+            ("XDG_CONFIG_HOME", xdg_text.as_str()),
+            ("MCP_RECONCILE_LOG", "debug"),
+        ],
+    );
+
+    // 1. No tokens: needs_auth, with what to do, and no retry timer.
+    let status = p.wait_for("guarded needs auth, local connected", |s| {
+        needs_auth(s, "guarded") && all_connected(s, &["local"])
+    });
+    let last_error = field(&status, "guarded", "lastError").to_string();
+    assert!(
+        last_error.contains("run `mcp-reconcile auth guarded`"),
+        "{status:#?}"
+    );
+    assert_eq!(field(&status, "guarded", "retryInMs"), &Value::Null);
+    let local_pid = pid_of(&status, "local").expect("local runs");
+    let plan = p.run(&["plan", "--json"]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        plan.contains(r#""name":"guarded","reason":"needs_auth""#),
+        "a plan skips it as needs_auth: {plan}"
+    );
+
+    // 2. `auth guarded`: follow the printed URL like a browser would; the redirect lands on
+    //    the command's loopback listener.
+    let mut auth = Command::new(cli())
+        .arg("auth")
+        .arg("guarded")
+        .args(p.flags())
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env("MCP_RECONCILE_LOG", "debug")
+        .env_remove("BROWSER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("auth starts");
+    let mut stdout = BufReader::new(auth.stdout.take().expect("stdout"));
+    let mut printed = String::new();
+    let authorize_url = loop {
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).expect("auth output");
+        assert!(n > 0, "auth ended before printing a URL: {printed}");
+        printed.push_str(&line);
+        if line.starts_with(server.base()) {
+            break line.trim().to_owned();
+        }
+    };
+    assert!(authorize_url.contains("/authorize?"), "{printed}");
+    let landed = runtime().block_on(async {
+        reqwest::get(&authorize_url)
+            .await
+            .expect("the authorization URL answers")
+    });
+    assert!(landed.status().is_success(), "{landed:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("auth output");
+    printed.push_str(&rest);
+    let auth_out = auth.wait_with_output().expect("auth ends");
+    let auth_err = String::from_utf8_lossy(&auth_out.stderr).into_owned();
+    assert!(auth_out.status.success(), "{printed}\n{auth_err}");
+    assert!(
+        printed.contains("authorized server \"guarded\" until ")
+            && printed.contains("reconnecting"),
+        "{printed}"
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&tokens)
+            .expect("token file")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+
+    // 3. The running watch connects it; the stdio server is not touched.
+    let status = p.wait_for("guarded connected", |s| {
+        all_connected(s, &["guarded", "local"]) && field(s, "guarded", "tools") == 2
+    });
+    assert_eq!(pid_of(&status, "local"), Some(local_pid), "{status:#?}");
+    let first_token = stored_access_token(&tokens).expect("an access token");
+
+    // 4. Access tokens expire every few seconds: the live connection refreshes them (the
+    //    keepalive pings keep using it) without a failure or a new pass.
+    let passes = watch.passes();
+    let start = Instant::now();
+    while stored_access_token(&tokens).as_deref() == Some(first_token.as_str())
+        || start.elapsed() < Duration::from_secs(3 * TOKEN_TTL_SECS)
+    {
+        assert!(start.elapsed() < PATIENCE, "no refresh happened");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = p.status();
+    assert!(all_connected(&status, &["guarded", "local"]), "{status:#?}");
+    assert_eq!(field(&status, "guarded", "attempts"), 0, "{status:#?}");
+    assert_eq!(watch.passes(), passes, "{}", watch.output());
+
+    // 5. Every token revoked: the refresh is rejected and it waits for `auth` again.
+    let revoked = runtime().block_on(async {
+        reqwest::Client::new()
+            .post(format!("{}/oauth/revoke-all", server.base()))
+            .send()
+            .await
+            .expect("revoke")
+    });
+    assert!(revoked.status().is_success());
+    let status = p.wait_for("guarded needs auth again", |s| {
+        needs_auth(s, "guarded") && all_connected(s, &["local"])
+    });
+    assert_eq!(pid_of(&status, "local"), Some(local_pid), "{status:#?}");
+
+    // 6. Nothing the authorization server issued was ever printed or logged.
+    let log = watch.stop();
+    assert!(
+        log.contains("DEBUG") && auth_err.contains("DEBUG"),
+        "debug logs were on:\n{log}\n{auth_err}"
+    );
+    let status_text = serde_json::to_string(&status).expect("json");
+    for (what, text) in [
+        ("watch log", log.as_str()),
+        ("auth output", printed.as_str()),
+        ("auth stderr", auth_err.as_str()),
+        ("status", status_text.as_str()),
+    ] {
+        for secret in ["fixture-access-", "fixture-refresh-", "fixture-code-"] {
+            assert!(
+                !text.contains(secret),
+                "{what} shows a {secret} token:\n{text}"
+            );
+        }
+    }
+}
