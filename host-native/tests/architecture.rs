@@ -122,3 +122,20 @@ fn the_binary_is_where_clap_lives() {
     let text = fs::read_to_string(&cli).expect("src/cli/args.rs exists");
     assert!(text.lines().any(|l| clap_use(l).is_some()));
 }
+
+/// No source file of the host grows past 600 lines: a file that does is doing more than one
+/// thing and is split by concern (as `inputs/`, `approvals_store/`, `transport/` were).
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let lines = fs::read_to_string(path).ok()?.lines().count();
+            (lines > 600).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these by concern: {long:?}");
+}
