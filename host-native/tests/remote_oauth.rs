@@ -10,9 +10,8 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -22,44 +21,39 @@ use serde_json::{json, Value};
 const TOKEN_TTL_SECS: u64 = 4;
 
 /// The fixture with `--oauth`; its process group is killed on drop.
-struct Guarded {
-    child: Child,
-    url: String,
-}
+struct Guarded(HttpFixture);
 
 impl Guarded {
     fn start() -> Self {
-        let mut child = Command::new(fixture())
-            .args(["--http", "127.0.0.1:0", "--oauth", "--name", "guarded"])
-            .args(["--tools", "echo,add"])
-            .args(["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("the fixture starts");
-        let mut url = String::new();
-        let stdout = child.stdout.take().expect("stdout");
-        BufReader::new(stdout).read_line(&mut url).expect("stdout");
-        let url = url.trim().to_owned();
+        let ttl = TOKEN_TTL_SECS.to_string();
+        let server = HttpFixture::start(&[
+            "--http",
+            "127.0.0.1:0",
+            "--oauth",
+            "--name",
+            "guarded",
+            "--tools",
+            "echo,add",
+            "--oauth-token-ttl",
+            &ttl,
+        ]);
         assert!(
-            url.starts_with("http://127.0.0.1:"),
-            "fixture printed {url:?}"
+            server.url.starts_with("http://127.0.0.1:"),
+            "fixture printed {:?}",
+            server.url
         );
-        Guarded { child, url }
+        Guarded(server)
     }
 
     fn base(&self) -> &str {
-        self.url.trim_end_matches("/mcp")
+        self.0.url.trim_end_matches("/mcp")
     }
 }
 
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
+impl std::ops::Deref for Guarded {
+    type Target = HttpFixture;
+    fn deref(&self) -> &HttpFixture {
+        &self.0
     }
 }
 

@@ -8,10 +8,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -76,57 +74,52 @@ impl Certs {
     }
 }
 
-/// The fixture serving HTTPS on 127.0.0.1; its process group is killed on drop.
-struct Https {
-    child: Child,
-    url: String,
-}
+/// The fixture serving HTTPS on 127.0.0.1.
+struct Https(HttpFixture);
 
 impl Https {
     /// Starts the fixture with the test certificate on `addr` (`127.0.0.1:0` for any port).
     fn start(certs: &Certs, addr: &str) -> Self {
-        let mut child = Command::new(fixture())
-            .args(["--http", addr, "--name", "secure", "--tools", "echo,add"])
-            .arg("--tls-cert")
-            .arg(certs.path("server.pem"))
-            .arg("--tls-key")
-            .arg(certs.path("server.key"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("the fixture starts");
-        let mut url = String::new();
-        let stdout = child.stdout.take().expect("stdout");
-        BufReader::new(stdout).read_line(&mut url).expect("stdout");
-        let url = url.trim().to_owned();
-        let server = Https { child, url };
+        let (cert, key) = (certs.path("server.pem"), certs.path("server.key"));
+        let server = HttpFixture::start(&[
+            "--http".as_ref(),
+            addr.as_ref(),
+            "--name".as_ref(),
+            "secure".as_ref(),
+            "--tools".as_ref(),
+            "echo,add".as_ref(),
+            "--tls-cert".as_ref(),
+            cert.as_os_str(),
+            "--tls-key".as_ref(),
+            key.as_os_str(),
+        ]);
         assert!(
             server.url.starts_with("https://127.0.0.1:"),
             "the fixture printed {:?}",
             server.url
         );
-        server
+        Https(server)
     }
 
     fn addr(&self) -> String {
-        self.url
+        self.0
+            .url
             .trim_start_matches("https://")
             .trim_end_matches("/mcp")
             .to_owned()
     }
+}
 
-    fn stop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
+impl std::ops::Deref for Https {
+    type Target = HttpFixture;
+    fn deref(&self) -> &HttpFixture {
+        &self.0
     }
 }
 
-impl Drop for Https {
-    fn drop(&mut self) {
-        self.stop();
+impl std::ops::DerefMut for Https {
+    fn deref_mut(&mut self) -> &mut HttpFixture {
+        &mut self.0
     }
 }
 

@@ -301,3 +301,47 @@ pub fn state_of(status: &[Value], name: &str) -> String {
 pub fn all_connected(status: &[Value], names: &[&str]) -> bool {
     names.iter().all(|n| state_of(status, n) == "connected")
 }
+
+/// The fixture server serving HTTP(S) on a loopback address, started with `args` (which include
+/// `--http ADDR`); its process group is killed on drop.
+pub struct HttpFixture {
+    pub child: Child,
+    /// The URL it printed (`http(s)://127.0.0.1:PORT/mcp`).
+    pub url: String,
+}
+
+impl HttpFixture {
+    pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> HttpFixture {
+        use std::io::BufRead;
+        let mut child = Command::new(fixture())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("the fixture starts");
+        let mut url = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut url)
+            .expect("stdout");
+        HttpFixture {
+            child,
+            url: url.trim().to_owned(),
+        }
+    }
+
+    /// Kills its process group and reaps it.
+    pub fn stop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
