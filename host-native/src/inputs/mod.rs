@@ -42,6 +42,7 @@ use crate::approvals_store::ApprovalsStore;
 pub use files::{read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
+pub(crate) use paths::clean;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use shell_words::server_command_config;
 pub use shell_words::shell_words;

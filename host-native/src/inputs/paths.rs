@@ -333,7 +333,7 @@ fn qwen_system_dir() -> PathBuf {
 }
 
 /// Removes `.` components and folds `..` lexically (no filesystem access).
-pub(super) fn clean(path: &Path) -> PathBuf {
+pub(crate) fn clean(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

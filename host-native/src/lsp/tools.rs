@@ -6,7 +6,7 @@
 //! root or absolute inside it (anything else is refused). Results are JSON text with 1-based
 //! positions and project-relative paths.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,18 +166,15 @@ pub fn extension(arguments: &Map<String, Value>) -> Result<String, String> {
         })
 }
 
-/// The file a call names: `(absolute path, its extension with the dot)`.
+/// The file a call names, absolute; it must lie inside `project_root`.
 ///
 /// # Errors
-/// No `path` argument, a path outside `project_root`, or one without an extension.
-pub fn target(
-    project_root: &Path,
-    arguments: &Map<String, Value>,
-) -> Result<(PathBuf, String), String> {
+/// No `path` argument, or a path outside `project_root`.
+pub fn target(project_root: &Path, arguments: &Map<String, Value>) -> Result<PathBuf, String> {
     let Some(Value::String(given)) = arguments.get("path") else {
         return Err("`path` is required: the file, relative to the project root".into());
     };
-    let path = clean(&project_root.join(given));
+    let path = crate::inputs::clean(&project_root.join(given));
     if !path.starts_with(project_root) {
         return Err(format!(
             "{} is outside the project ({}); only files inside it can be asked about",
@@ -185,17 +182,7 @@ pub fn target(
             project_root.display()
         ));
     }
-    let extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| format!(".{e}"))
-        .ok_or_else(|| {
-            format!(
-                "{} has no file extension to route by",
-                crate::display::safe(given)
-            )
-        })?;
-    Ok((path, extension))
+    Ok(path)
 }
 
 /// Runs `tool` on `path` through `route`; the JSON text of the answer.
@@ -208,7 +195,7 @@ pub async fn call(
     arguments: &Map<String, Value>,
 ) -> Result<String, String> {
     let project_root = route.project_root.as_path();
-    let (path, _) = target(project_root, arguments)?;
+    let path = target(project_root, arguments)?;
     let path = path.as_path();
     let handle = &route.handle;
     let language = route.language_id.as_str();
@@ -360,21 +347,6 @@ fn flat_json(symbol: &SymbolInformation, project_root: &Path) -> Value {
     item
 }
 
-/// `path` with `.` and `..` resolved lexically.
-fn clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,19 +357,18 @@ mod tests {
         let args = |p: &str| json!({"path": p}).as_object().cloned().unwrap_or_default();
         assert_eq!(
             target(root, &args("src/a.json")),
-            Ok((
-                PathBuf::from("/work/project/src/a.json"),
-                ".json".to_owned()
-            ))
+            Ok(PathBuf::from("/work/project/src/a.json"))
         );
+        assert_eq!(extension(&args("src/a.json")), Ok(".json".to_owned()));
         assert_eq!(
-            target(root, &args("/work/project/b.yaml")).map(|t| t.1),
+            extension(&args("/work/project/b.yaml")),
             Ok(".yaml".to_owned())
         );
         assert!(target(root, &args("../secret.json")).is_err());
         assert!(target(root, &args("/etc/passwd.json")).is_err());
-        assert!(target(root, &args("Makefile")).is_err());
+        assert!(extension(&args("Makefile")).is_err());
         assert!(target(root, &Map::new()).is_err());
+        assert!(extension(&Map::new()).is_err());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use lsp_types::{
 use tokio::time::Instant;
 
 use super::client::{document_key, lock, Document, Shared, Target};
-use super::start::normalized;
+use crate::inputs::clean;
 
 /// How long a query (hover, definition, …) may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -160,7 +160,7 @@ impl LspHandle {
     /// Reads `path` (relative to the workspace folder) and opens it, or sends its new text when
     /// it changed on disk (or settings were pushed) since it was last sent.
     async fn open(&self, path: &Path, language_id: &str) -> Result<(Url, Target), String> {
-        let path = normalized(&self.shared.folder_path.join(path));
+        let path = clean(&self.shared.folder_path.join(path));
         let text = tokio::fs::read_to_string(&path)
             .await
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;

@@ -1,11 +1,13 @@
 //! Reading a `.lsp.json` entry (SPEC §14.1) into what [`super::LspConnection::start`] needs:
 //! defaults filled in, types checked, the workspace folder resolved inside the project root.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_reconcile_kernel::json::{Object, Value};
 use mcp_reconcile_kernel::ServerConfig;
+
+use crate::inputs::clean;
 
 /// `startupTimeout` when the entry has none (SPEC §14.1), in ms.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
@@ -133,7 +135,7 @@ fn millis(value: Option<&Value>, field: &str, default_ms: u64) -> Result<Duratio
 /// normalized, and required to stay inside it; the root itself when there is none.
 fn resolve_folder(folder: Option<&str>, project_root: &Path) -> Result<PathBuf, String> {
     let root = std::path::absolute(project_root)
-        .map(|root| normalized(&root))
+        .map(|root| clean(&root))
         .map_err(|e| {
             format!(
                 "the project root {} cannot be made absolute: {e}",
@@ -143,7 +145,7 @@ fn resolve_folder(folder: Option<&str>, project_root: &Path) -> Result<PathBuf, 
     let Some(folder) = folder else {
         return Ok(root);
     };
-    let resolved = normalized(&root.join(folder));
+    let resolved = clean(&root.join(folder));
     if resolved.starts_with(&root) {
         Ok(resolved)
     } else {
@@ -154,21 +156,6 @@ fn resolve_folder(folder: Option<&str>, project_root: &Path) -> Result<PathBuf, 
             root.display()
         ))
     }
-}
-
-/// `path` without `.` components and with each `..` removing the component before it.
-pub(super) fn normalized(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 pub(super) fn folder_name(folder: &Path) -> String {
