@@ -52,7 +52,7 @@ impl LspHandle {
         wait: Duration,
     ) -> Result<Vec<Diagnostic>, String> {
         let deadline = Instant::now() + wait;
-        let (uri, target) = self.open(path, language_id).await?;
+        let (uri, target) = self.open(path, language_id)?;
         self.published_for(&uri, target, deadline, wait).await
     }
 
@@ -66,7 +66,7 @@ impl LspHandle {
         language_id: &str,
         position: Position,
     ) -> Result<Option<Hover>, String> {
-        let (uri, _) = self.open(path, language_id).await?;
+        let (uri, _) = self.open(path, language_id)?;
         let params = HoverParams {
             text_document_position_params: at(uri, position),
             work_done_progress_params: WorkDoneProgressParams::default(),
@@ -84,7 +84,7 @@ impl LspHandle {
         language_id: &str,
         position: Position,
     ) -> Result<Option<GotoDefinitionResponse>, String> {
-        let (uri, _) = self.open(path, language_id).await?;
+        let (uri, _) = self.open(path, language_id)?;
         let params = GotoDefinitionParams {
             text_document_position_params: at(uri, position),
             work_done_progress_params: WorkDoneProgressParams::default(),
@@ -103,7 +103,7 @@ impl LspHandle {
         language_id: &str,
         position: Position,
     ) -> Result<Option<Vec<Location>>, String> {
-        let (uri, _) = self.open(path, language_id).await?;
+        let (uri, _) = self.open(path, language_id)?;
         let params = ReferenceParams {
             text_document_position: at(uri, position),
             work_done_progress_params: WorkDoneProgressParams::default(),
@@ -124,7 +124,7 @@ impl LspHandle {
         path: &Path,
         language_id: &str,
     ) -> Result<Option<DocumentSymbolResponse>, String> {
-        let (uri, _) = self.open(path, language_id).await?;
+        let (uri, _) = self.open(path, language_id)?;
         let params = DocumentSymbolParams {
             text_document: TextDocumentIdentifier { uri },
             work_done_progress_params: WorkDoneProgressParams::default(),
@@ -150,20 +150,18 @@ impl LspHandle {
     /// # Errors
     /// The file cannot be read, or the connection closed.
     pub fn open_document(&self, path: &Path, language_id: &str) -> Result<(), String> {
-        let text = crate::inputs::read_text(path)?
-            .ok_or_else(|| format!("{} no longer exists", path.display()))?;
-        let uri = Url::from_file_path(path)
-            .map_err(|()| format!("{} is not a file path", path.display()))?;
-        self.sync(&uri, language_id, text).map(|_| ())
+        self.open(path, language_id).map(|_| ())
     }
 
     /// Reads `path` (relative to the workspace folder) and opens it, or sends its new text when
-    /// it changed on disk (or settings were pushed) since it was last sent.
-    async fn open(&self, path: &Path, language_id: &str) -> Result<(Url, Target), String> {
+    /// it changed on disk (or settings were pushed) since it was last sent. The read is bounded
+    /// and never waits, like every read of a repository's file (a FIFO or a huge file is
+    /// refused).
+    fn open(&self, path: &Path, language_id: &str) -> Result<(Url, Target), String> {
         let path = clean(&self.shared.folder_path.join(path));
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = crate::inputs::read_text(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .ok_or_else(|| format!("{} does not exist", path.display()))?;
         let uri = Url::from_file_path(&path)
             .map_err(|()| format!("{} is not a file path", path.display()))?;
         let target = self.sync(&uri, language_id, text)?;
