@@ -15,6 +15,9 @@ use mcp_reconcile_kernel::ServerConfig;
 use rmcp::model::ElicitationAction;
 use tokio::sync::mpsc;
 
+#[path = "conformance_client/auth.rs"]
+mod auth;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     match run().await {
@@ -32,6 +35,9 @@ async fn run() -> anyhow::Result<()> {
         .filter(|a| a.starts_with("http"))
         .ok_or_else(|| anyhow::anyhow!("usage: conformance_client URL"))?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    if scenario.starts_with("auth/") {
+        return auth::run(&url, &scenario).await;
+    }
     let text = serde_json::json!({ "httpUrl": url }).to_string();
     let Ok(Value::Object(object)) = parse(&text) else {
         anyhow::bail!("cannot build the server config");

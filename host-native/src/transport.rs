@@ -430,48 +430,85 @@ async fn connect_http(
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone());
-    let outcome = match oauth_manager(&mut ctx, config, &url).await {
-        Err(what) => return Err(ctx.error(ConnectErrorKind::Spawn, &what)),
-        Ok(Some(manager)) => {
-            // The authorization manager adds the bearer token (and refreshes it) itself.
+    let oauth = oauth_manager(&mut ctx, config, &url)
+        .await
+        .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
+    let mut tokens = None;
+    let outcome = match oauth {
+        Some((manager, store)) => {
+            // The authorization manager adds the bearer token (and refreshes it) itself. A
+            // challenge the server answers with (a `401`, or a `403` asking for more scope,
+            // now or later in the session) is kept beside the tokens: `mcp-reconcile auth
+            // NAME` seeds its discovery and scopes from it.
+            tokens = Some(store);
             let transport = Watched::new(
                 StreamableHttpClientTransport::with_client(
                     rmcp::transport::auth::AuthClient::new(client, manager),
                     http_config,
                 ),
                 failure.clone(),
+                &ctx.name,
             );
             tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
         }
-        Ok(None) => {
+        None => {
             if let Some(token) = bearer {
                 http_config = http_config.auth_header(token);
             }
             let transport = Watched::new(
                 StreamableHttpClientTransport::with_client(client, http_config),
                 failure.clone(),
+                &ctx.name,
             );
             tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
         }
     };
+    if let Some(store) = tokens {
+        let kept = keep_challenge(failure.challenged(), store);
+        if matches!(outcome, Ok(Ok(_))) {
+            tokio::spawn(kept);
+        } else if failure.get().is_some() {
+            kept.await;
+        }
+    }
     if failure.auth_required() && !matches!(outcome, Ok(Ok(_))) {
         let url = crate::redact::mask_url(&url);
-        return Err(ctx.error(
-            ConnectErrorKind::NeedsAuth,
-            &format!("at {url} {}", crate::auth::needs_auth_message(&ctx.name)),
-        ));
+        let what = failure
+            .get()
+            .filter(|reason| reason.contains("mcp-reconcile auth"))
+            .unwrap_or_else(|| crate::auth::needs_auth_message(&ctx.name));
+        return Err(ctx.error(ConnectErrorKind::NeedsAuth, &format!("at {url} {what}")));
     }
     finish_remote(ctx, opts, outcome, relist, failure, &url)
 }
 
-/// The OAuth manager a streamable-HTTP connection authorizes with: when the entry has
-/// `oauth.enabled` or the token file holds credentials for its URL. Stored token values join
-/// the connection's secrets, so no message can show them.
+/// Writes the challenge of the connection's first failure, if it carried one, to the token
+/// file.
+async fn keep_challenge(
+    challenged: impl std::future::Future<Output = Option<String>>,
+    store: crate::auth::TokenStore,
+) {
+    if let Some(challenge) = challenged.await {
+        if let Err(e) = store.record_challenge(challenge).await {
+            tracing::warn!(error = %e, "cannot keep the server's authorization challenge");
+        }
+    }
+}
+
+/// The OAuth manager a streamable-HTTP connection authorizes with, and its token store: when
+/// the entry has `oauth.enabled` or the token file holds credentials for its URL. Stored token
+/// values join the connection's secrets, so no message can show them.
 async fn oauth_manager(
     ctx: &mut Ctx,
     config: &ServerConfig,
     url: &str,
-) -> Result<Option<rmcp::transport::auth::AuthorizationManager>, String> {
+) -> Result<
+    Option<(
+        rmcp::transport::auth::AuthorizationManager,
+        crate::auth::TokenStore,
+    )>,
+    String,
+> {
     use rmcp::transport::auth::CredentialStore;
     let entry = crate::auth::OAuthEntry::of(config);
     let Ok(store) = crate::auth::token_store(url, &entry) else {
@@ -496,7 +533,7 @@ async fn oauth_manager(
             ctx.secrets.push(refresh.secret().clone());
         }
     }
-    let mut manager = crate::auth::manager(url, store)
+    let mut manager = crate::auth::manager(url, &entry, store.clone())
         .await
         .map_err(|e| format!("cannot set up OAuth: {e}"))?;
     if stored.is_some() {
@@ -506,7 +543,7 @@ async fn oauth_manager(
             tracing::debug!(server = %ctx.name, error = %e, "OAuth discovery failed");
         }
     }
-    Ok(Some(manager))
+    Ok(Some((manager, store)))
 }
 
 async fn connect_sse(
@@ -530,7 +567,7 @@ async fn connect_sse(
             })?;
         handshake(
             Handler::new(relist.clone(), opts.elicitation.clone()),
-            Watched::new(transport, failure.clone()),
+            Watched::new(transport, failure.clone(), &ctx.name),
         )
         .await
     };

@@ -15,24 +15,41 @@ use std::time::SystemTime;
 use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::ServerConfig;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 pub use store::{TokenStore, DYNAMIC_CLIENT};
 
-/// The `oauth` fields of an entry that the host uses (SPEC §2 names them all).
+/// The `oauth` fields of an entry that the host uses (SPEC §2 names them all; the whole
+/// `oauth` object takes part in the server's identity, so an edit to any field reconnects
+/// only that server).
 #[derive(Clone, Debug, Default)]
 pub struct OAuthEntry {
     /// `oauth.enabled`: authorize even before the server asks.
     pub enabled: bool,
-    /// `oauth.clientId`: a pre-registered client (else dynamic registration).
+    /// `oauth.clientId`: a pre-registered client (else a metadata document, else dynamic
+    /// registration).
     pub client_id: Option<String>,
     /// `oauth.clientSecret`, for a pre-registered confidential client.
     pub client_secret: Option<String>,
-    /// `oauth.scopes`; empty: the scopes the server advertises.
+    /// `oauth.scopes`; empty: what the server's challenge or metadata asks for.
     pub scopes: Vec<String>,
+    /// `oauth.redirectUri`: where the authorization server sends the browser back; must be a
+    /// loopback `http` URL (the login listens there). Default: a free port on 127.0.0.1.
+    pub redirect_uri: Option<String>,
+    /// `oauth.authorizationUrl` and `oauth.tokenUrl`: the authorization server's endpoints,
+    /// for one that publishes no metadata (both needed; discovery is skipped).
+    pub authorization_url: Option<String>,
+    pub token_url: Option<String>,
+    /// `oauth.registrationUrl`: its dynamic client registration endpoint, with the above.
+    pub registration_url: Option<String>,
+    /// `oauth.clientMetadataUrl` (this host's own field): the `https` URL of a client ID
+    /// metadata document you host, used as the client id where the authorization server
+    /// supports that.
+    pub client_metadata_url: Option<String>,
 }
 
 impl OAuthEntry {
@@ -60,6 +77,11 @@ impl OAuthEntry {
             client_id: text("clientId"),
             client_secret: text("clientSecret"),
             scopes,
+            redirect_uri: text("redirectUri"),
+            authorization_url: text("authorizationUrl"),
+            token_url: text("tokenUrl"),
+            registration_url: text("registrationUrl"),
+            client_metadata_url: text("clientMetadataUrl"),
         }
     }
 
@@ -67,6 +89,46 @@ impl OAuthEntry {
     pub fn client_key(&self) -> &str {
         self.client_id.as_deref().unwrap_or(DYNAMIC_CLIENT)
     }
+
+    /// The authorization server metadata the entry configures (`authorizationUrl` and
+    /// `tokenUrl`), if it does.
+    fn configured_metadata(&self) -> Option<AuthorizationMetadata> {
+        let mut metadata = AuthorizationMetadata::default();
+        metadata.authorization_endpoint = self.authorization_url.clone()?;
+        metadata.token_endpoint = self.token_url.clone()?;
+        metadata.registration_endpoint = self.registration_url.clone();
+        metadata.code_challenge_methods_supported = Some(vec!["S256".to_owned()]);
+        Some(metadata)
+    }
+}
+
+/// The loopback address and path the login listens on for `redirect`.
+fn loopback_redirect(redirect: &str) -> Result<(std::net::SocketAddr, String), AuthError> {
+    let bad = || {
+        AuthError::InternalError(format!(
+            "oauth.redirectUri {} must be a loopback http URL with a port \
+             (http://127.0.0.1:PORT/PATH or http://localhost:PORT/PATH): \
+             `mcp-reconcile auth` receives the redirect itself",
+            crate::display::safe(redirect)
+        ))
+    };
+    let url = reqwest::Url::parse(redirect).map_err(|_| bad())?;
+    let host = url.host_str().unwrap_or_default();
+    let ip = if host.eq_ignore_ascii_case("localhost") {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .ok()
+            .filter(std::net::IpAddr::is_loopback)
+            .ok_or_else(bad)?
+    };
+    let port = url
+        .port()
+        .filter(|_| url.scheme() == "http")
+        .ok_or_else(bad)?;
+    Ok(((ip, port).into(), url.path().to_owned()))
 }
 
 /// The token store of the server at `url` configured as `entry`, in the default token file.
@@ -83,17 +145,24 @@ pub fn token_store(url: &str, entry: &OAuthEntry) -> Result<TokenStore, AuthErro
 }
 
 /// An authorization manager for the server at `url` on the host's HTTP client, with `store`
-/// as its credentials.
+/// as its credentials (and the endpoints `entry` configures, if it does).
 ///
 /// # Errors
 /// The URL is invalid or the HTTP client cannot be built.
-pub async fn manager(url: &str, store: TokenStore) -> Result<AuthorizationManager, AuthError> {
+pub async fn manager(
+    url: &str,
+    entry: &OAuthEntry,
+    store: TokenStore,
+) -> Result<AuthorizationManager, AuthError> {
     let client = crate::transport::build_http_client()
         .await
         .map_err(AuthError::InternalError)?;
     let mut manager = AuthorizationManager::new(url).await?;
     manager.with_client(client)?;
     manager.set_credential_store(store);
+    if let Some(metadata) = entry.configured_metadata() {
+        manager.set_metadata(metadata);
+    }
     Ok(manager)
 }
 
@@ -119,24 +188,69 @@ pub async fn login(
     entry: &OAuthEntry,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, AuthError> {
+    use rmcp::transport::auth::CredentialStore;
     let store = token_store(url, entry)?;
     let path = store.path().to_path_buf();
-    let mut manager = manager(url, store.clone()).await?;
-    let metadata = manager.resolve_metadata().await?;
-    manager.set_metadata(metadata.metadata);
-
-    let listener = TcpListener::bind(("127.0.0.1", 0))
+    // Reactive discovery: the challenge a connection met (kept in the token file), else the
+    // one the server answers an unauthorized `initialize` with.
+    let kept = store.challenge()?;
+    let challenge = match kept.clone() {
+        Some(challenge) => Some(challenge),
+        None => probe_challenge(url).await,
+    };
+    let granted = store
+        .load()
         .await
-        .map_err(|e| AuthError::InternalError(format!("cannot listen on 127.0.0.1: {e}")))?;
+        .ok()
+        .flatten()
+        .map(|stored| stored.granted_scopes)
+        .unwrap_or_default();
+    let mut manager = manager(url, entry, store.clone()).await?;
+    if entry.configured_metadata().is_none() {
+        let metadata = manager
+            .resolve_metadata_from_challenge(challenge.as_deref())
+            .await?;
+        manager.set_metadata(metadata.metadata);
+    }
+
+    let (address, redirect_path) = match &entry.redirect_uri {
+        Some(redirect) => loopback_redirect(redirect)?,
+        None => (
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            "/callback".to_owned(),
+        ),
+    };
+    let listener = TcpListener::bind(address).await.map_err(|e| {
+        AuthError::InternalError(format!("cannot listen on {address} for the redirect: {e}"))
+    })?;
     let port = listener
         .local_addr()
         .map_err(|e| AuthError::InternalError(e.to_string()))?
         .port();
-    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let redirect_uri = match &entry.redirect_uri {
+        Some(redirect) => redirect.clone(),
+        None => format!("http://127.0.0.1:{port}{redirect_path}"),
+    };
 
     let mut request = AuthorizationRequest::new(&redirect_uri).with_client_name("mcp-reconcile");
+    let stepped_up = kept.as_deref().and_then(challenged_scopes);
     if !entry.scopes.is_empty() {
         request = request.with_scopes(entry.scopes.iter().cloned());
+    } else if let Some(more) = stepped_up.filter(|_| !granted.is_empty()) {
+        // A step-up: what was granted plus what the server asked for (never fewer).
+        let mut scopes = granted;
+        for scope in more {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        request = request.with_scopes(scopes);
+    } else {
+        // A first login: the challenge's scopes, else the resource's; none if neither says.
+        request = request.with_initial_scope_selection();
+    }
+    if let Some(document) = &entry.client_metadata_url {
+        request = request.with_client_metadata_url(document);
     }
     if let Some(id) = &entry.client_id {
         request = request.with_preregistered_client(id);
@@ -149,12 +263,54 @@ pub async fn login(
         .map_err(|(_, e)| e)?;
     show(session.get_authorization_url());
 
-    let callback = accept_redirect(&listener, port).await?;
+    let callback = accept_redirect(&listener, &redirect_uri, &redirect_path).await?;
     session.handle_callback_url(&callback).await?;
     Ok(LoggedIn {
         path,
         expires: store.expiry()?,
     })
+}
+
+/// The scopes a `WWW-Authenticate` challenge asks for (`scope="a b"`).
+fn challenged_scopes(challenge: &str) -> Option<Vec<String>> {
+    let base = reqwest::Url::parse("http://localhost/").ok()?;
+    let params = rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base);
+    params
+        .scope
+        .map(|scope| scope.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Sends the server an unauthorized `initialize`, as a connection's first request is, and
+/// returns the `WWW-Authenticate` challenge of its `401`. Anything else: `None` (discovery
+/// then probes the well-known locations).
+async fn probe_challenge(url: &str) -> Option<String> {
+    let client = crate::transport::build_http_client().await.ok()?;
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": rmcp::model::ProtocolVersion::LATEST,
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-reconcile", "version": env!("CARGO_PKG_VERSION")}
+        }
+    });
+    let answer = client
+        .post(url)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .json(&initialize)
+        .send()
+        .await
+        .ok()?;
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    answer
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Forgets the stored tokens of the server at `url`.
@@ -166,9 +322,13 @@ pub async fn logout(url: &str, entry: &OAuthEntry) -> Result<(), AuthError> {
     token_store(url, entry)?.clear().await
 }
 
-/// Waits for the browser's redirect to `/callback` and answers it; returns the full redirect
-/// URL (with `code` and `state`). Other requests (a favicon) get a 404 and are not counted.
-async fn accept_redirect(listener: &TcpListener, port: u16) -> Result<String, AuthError> {
+/// Waits for the browser's redirect to `path` and answers it; returns the full redirect URL
+/// (with `code` and `state`). Other requests (a favicon) get a 404 and are not counted.
+async fn accept_redirect(
+    listener: &TcpListener,
+    redirect_uri: &str,
+    path: &str,
+) -> Result<String, AuthError> {
     loop {
         let (mut socket, _) = listener
             .accept()
@@ -189,7 +349,9 @@ async fn accept_redirect(listener: &TcpListener, port: u16) -> Result<String, Au
             .and_then(|line| line.strip_prefix("GET "))
             .and_then(|rest| rest.split(' ').next())
             .unwrap_or("");
-        let found = target.starts_with("/callback?");
+        let found = target
+            .strip_prefix(path)
+            .is_some_and(|rest| rest.starts_with('?'));
         let body = if found {
             "mcp-reconcile: authorized; you can close this page.\n"
         } else {
@@ -203,7 +365,8 @@ async fn accept_redirect(listener: &TcpListener, port: u16) -> Result<String, Au
         let _ = socket.write_all(response.as_bytes()).await;
         let _ = socket.shutdown().await;
         if found {
-            return Ok(format!("http://127.0.0.1:{port}{target}"));
+            let query = target.split_once('?').map_or("", |(_, q)| q);
+            return Ok(format!("{redirect_uri}?{query}"));
         }
     }
 }
@@ -234,6 +397,48 @@ pub fn is_auth_required(error: &(dyn std::error::Error + 'static)) -> bool {
         next = cause.source();
     }
     false
+}
+
+/// The `WWW-Authenticate` challenge of a `401` or `403` that `error` (or a cause of it) is.
+pub fn challenge_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(e) = cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            if let Some(challenge) = e.auth_challenge() {
+                return Some(challenge.to_owned());
+            }
+        }
+        next = cause.source();
+    }
+    None
+}
+
+/// When `error` is a `403 insufficient_scope`: the scope the server asks for, if it said.
+#[allow(clippy::option_option)]
+pub fn step_up_scope(error: &(dyn std::error::Error + 'static)) -> Option<Option<String>> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(StreamableHttpError::InsufficientScope(e)) =
+            cause.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return Some(e.get_required_scope().map(str::to_owned));
+        }
+        next = cause.source();
+    }
+    None
+}
+
+/// The sentence a request refused for want of scope answers with.
+pub fn step_up_message(name: &str, scope: Option<&str>) -> String {
+    let scope = scope
+        .map(|s| format!(" (scope \"{}\")", crate::display::safe(s)))
+        .unwrap_or_default();
+    format!(
+        "needs more access{scope}: run `mcp-reconcile auth {}` to grant it",
+        crate::display::shell_arg(name)
+    )
 }
 
 /// The sentence a server that needs authorization shows (its `lastError`).

@@ -3,8 +3,12 @@
 //! and client.
 //!
 //! ```json
-//! {"version": 1, "servers": {"https://mcp.example/mcp": {"<client>": {...credentials...}}}}
+//! {"version": 1, "servers": {"https://mcp.example/mcp": {"<client>": {...credentials...}}},
+//!  "challenges": {"https://mcp.example/mcp": "Bearer scope=\"...\", resource_metadata=\"...\""}}
 //! ```
+//!
+//! `challenges` keeps the `WWW-Authenticate` header a server last answered a connection with
+//! (it names no secret): the next login starts its discovery and scope choice from it.
 //!
 //! `<client>` is the entry's `oauth.clientId`, or `dynamic` for a client the authorization
 //! server registered on the fly (its id is inside the credentials). Token values never leave
@@ -90,10 +94,67 @@ impl TokenStore {
             .map_err(|e| store_error(&self.path, &format!("an entry is not credentials ({e})")))
     }
 
-    /// Replaces (or with `None` removes) this server's credentials: read, change, write back
-    /// atomically, all under the directory lock so two processes never lose each other's
-    /// writes.
-    fn update(&self, credentials: Option<StoredCredentials>) -> Result<(), AuthError> {
+    /// The `WWW-Authenticate` challenge a connection to this server last met (a `401`, or a
+    /// `403` asking for more scope), kept until new credentials are stored.
+    ///
+    /// # Errors
+    /// The file cannot be read or is not a token file.
+    pub fn challenge(&self) -> Result<Option<String>, AuthError> {
+        Ok(read_file(&self.path)?
+            .get("challenges")
+            .and_then(|c| c.get(&self.url))
+            .and_then(Value::as_str)
+            .map(str::to_owned))
+    }
+
+    /// Keeps `challenge` as this server's [`challenge`](Self::challenge).
+    ///
+    /// # Errors
+    /// The file cannot be read or written.
+    pub async fn record_challenge(&self, challenge: String) -> Result<(), AuthError> {
+        let store = self.clone();
+        blocking(move || {
+            store.update(|root, url, _| {
+                object_at(root, "challenges").insert(url.to_owned(), Value::String(challenge));
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Replaces (or with `None` removes) this server's credentials; storing new ones also
+    /// forgets the challenge they answered.
+    fn put(&self, credentials: Option<StoredCredentials>) -> Result<(), AuthError> {
+        let value = credentials
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| store_error(&self.path, &e.to_string()))?;
+        self.update(|root, url, client| {
+            if let Some(value) = value {
+                object_at(object_at(root, "servers"), url).insert(client.to_owned(), value);
+                if let Some(challenges) = root.get_mut("challenges").and_then(Value::as_object_mut)
+                {
+                    challenges.remove(url);
+                }
+                return Ok(());
+            }
+            let servers = object_at(root, "servers");
+            if let Some(clients) = servers.get_mut(url).and_then(Value::as_object_mut) {
+                clients.remove(client);
+                if clients.is_empty() {
+                    servers.remove(url);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Read, change with `change(root, url, client)`, write back atomically, all under the
+    /// directory lock so two processes never lose each other's writes.
+    fn update(
+        &self,
+        change: impl FnOnce(&mut Map<String, Value>, &str, &str) -> Result<(), AuthError>,
+    ) -> Result<(), AuthError> {
         let dir = self
             .path
             .parent()
@@ -108,42 +169,23 @@ impl TokenStore {
         }
         let root = file.as_object_mut().expect("an object");
         root.insert("version".into(), 1.into());
-        let servers = root
-            .entry("servers")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !servers.is_object() {
-            *servers = Value::Object(Map::new());
-        }
-        let servers = servers.as_object_mut().expect("an object");
-        match credentials {
-            Some(credentials) => {
-                let value = serde_json::to_value(credentials)
-                    .map_err(|e| store_error(&self.path, &e.to_string()))?;
-                let clients = servers
-                    .entry(self.url.clone())
-                    .or_insert_with(|| Value::Object(Map::new()));
-                if !clients.is_object() {
-                    *clients = Value::Object(Map::new());
-                }
-                clients
-                    .as_object_mut()
-                    .expect("an object")
-                    .insert(self.client.clone(), value);
-            }
-            None => {
-                if let Some(clients) = servers.get_mut(&self.url).and_then(Value::as_object_mut) {
-                    clients.remove(&self.client);
-                    if clients.is_empty() {
-                        servers.remove(&self.url);
-                    }
-                }
-            }
-        }
+        change(root, &self.url, &self.client)?;
         let text = serde_json::to_string_pretty(&file)
             .map_err(|e| store_error(&self.path, &e.to_string()))?;
         write_atomic(&self.path, text.as_bytes())
             .map_err(|e| store_error(&self.path, &format!("cannot write it: {e}")))
     }
+}
+
+/// The object under `key` in `parent`, made one if it is missing or something else.
+fn object_at<'a>(parent: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let slot = parent
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut().expect("an object")
 }
 
 #[async_trait::async_trait]
@@ -155,12 +197,12 @@ impl CredentialStore for TokenStore {
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         let store = self.clone();
-        blocking(move || store.update(Some(credentials))).await
+        blocking(move || store.put(Some(credentials))).await
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
         let store = self.clone();
-        blocking(move || store.update(None)).await
+        blocking(move || store.put(None)).await
     }
 
     /// A refresh token the server rejected is useless: forget it, so the server shows

@@ -141,15 +141,41 @@ pub fn split_bearer(headers: HeaderMap) -> (Option<String>, HashMap<HeaderName, 
 pub struct Failure(
     Arc<watch::Sender<Option<String>>>,
     Arc<std::sync::atomic::AtomicBool>,
+    Arc<std::sync::Mutex<Option<String>>>,
 );
 
 impl Default for Failure {
     fn default() -> Self {
-        Failure(Arc::new(watch::channel(None).0), Arc::default())
+        Failure(
+            Arc::new(watch::channel(None).0),
+            Arc::default(),
+            Arc::default(),
+        )
     }
 }
 
 impl Failure {
+    /// Records the `WWW-Authenticate` challenge of a `401` or `403` (the last one wins).
+    pub fn record_challenge(&self, challenge: String) {
+        *self
+            .2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(challenge);
+    }
+
+    /// Resolves, once a failure is recorded, to the challenge recorded by then; resolves to
+    /// `None` without one, or when every holder of this failure is gone.
+    pub fn challenged(&self) -> impl Future<Output = Option<String>> + Send + 'static {
+        let occurred = self.occurred();
+        let slot = self.2.clone();
+        async move {
+            occurred.await;
+            slot.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        }
+    }
+
     /// Records a failure that asked for authorization ([`crate::auth::is_auth_required`]).
     pub fn record_auth_required(&self) {
         self.1.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -191,11 +217,17 @@ impl Failure {
 pub struct Watched<T> {
     inner: T,
     failure: Failure,
+    name: String,
 }
 
 impl<T> Watched<T> {
-    pub fn new(inner: T, failure: Failure) -> Self {
-        Watched { inner, failure }
+    /// `name`: the server's, for the messages a failure shows.
+    pub fn new(inner: T, failure: Failure, name: &str) -> Self {
+        Watched {
+            inner,
+            failure,
+            name: name.to_owned(),
+        }
     }
 }
 
@@ -211,10 +243,17 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let sending = self.inner.send(item);
         let failure = self.failure.clone();
+        let name = self.name.clone();
         async move {
             let result = sending.await;
             if let Err(e) = &result {
-                if crate::auth::is_auth_required(e) {
+                if let Some(challenge) = crate::auth::challenge_of(e) {
+                    failure.record_challenge(challenge);
+                }
+                if let Some(scope) = crate::auth::step_up_scope(e) {
+                    failure.record_auth_required();
+                    failure.record(crate::auth::step_up_message(&name, scope.as_deref()));
+                } else if crate::auth::is_auth_required(e) {
                     failure.record_auth_required();
                 }
                 failure.record(super::session::describe(e));
