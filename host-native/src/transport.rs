@@ -430,7 +430,7 @@ async fn connect_http(
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone());
-    let oauth = oauth_manager(&mut ctx, config, &url)
+    let oauth = oauth_manager(&mut ctx, config, &url, opts.base_dir.as_deref())
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let mut tokens = None;
@@ -502,6 +502,7 @@ async fn oauth_manager(
     ctx: &mut Ctx,
     config: &ServerConfig,
     url: &str,
+    base_dir: Option<&std::path::Path>,
 ) -> Result<
     Option<(
         rmcp::transport::auth::AuthorizationManager,
@@ -514,6 +515,20 @@ async fn oauth_manager(
     let Ok(store) = crate::auth::token_store(url, &entry) else {
         return Ok(None);
     };
+    if entry.client_credentials {
+        // A machine client: fetch a token now (there is no refresh token to keep).
+        let manager = crate::auth::manager(url, &entry, store.clone())
+            .await
+            .map_err(|e| format!("cannot set up OAuth: {e}"))?;
+        let manager = crate::auth::client_credentials(manager, url, &entry, base_dir)
+            .await
+            .map_err(|e| format!("could not get a token (client credentials): {e}"))?;
+        if let Ok(Some(tokens)) = store.load().await.map(|s| s.and_then(|s| s.token_response)) {
+            use oauth2::TokenResponse;
+            ctx.secrets.push(tokens.access_token().secret().clone());
+        }
+        return Ok(Some((manager, store)));
+    }
     let stored = match store.load().await {
         Ok(stored) => stored,
         Err(e) if entry.enabled => return Err(e.to_string()),

@@ -36,15 +36,37 @@ pub async fn run(url: &str, scenario: &str) -> anyhow::Result<()> {
         "enabled": true,
         "clientMetadataUrl": "https://conformance-test.local/client-metadata.json",
     });
-    for (from, to) in [("client_id", "clientId"), ("client_secret", "clientSecret")] {
+    for (from, to) in [
+        ("client_id", "clientId"),
+        ("client_secret", "clientSecret"),
+        ("signing_algorithm", "signingAlgorithm"),
+    ] {
         if let Some(value) = context.get(from) {
             oauth[to] = value.clone();
+        }
+    }
+    // A machine client (`auth/client-credentials-*`): the key goes into a file, as a user
+    // keeps one; the host fetches its tokens itself when it connects.
+    let key_dir = tempfile::tempdir()?;
+    if scenario.starts_with("auth/client-credentials") {
+        oauth["grantType"] = "client_credentials".into();
+        if let Some(pem) = context.get("private_key_pem").and_then(|p| p.as_str()) {
+            let file = key_dir.path().join("client.pem");
+            std::fs::write(&file, pem)?;
+            oauth["privateKeyFile"] = file.display().to_string().into();
         }
     }
     let config =
         ServerConfig::from_json(&serde_json::json!({ "httpUrl": url, "oauth": oauth }).to_string())
             .map_err(|e| anyhow::anyhow!("cannot build the server config: {e:?}"))?;
     let entry = OAuthEntry::of(&config);
+
+    if entry.client_credentials {
+        let conn = connect_once(&config)
+            .await
+            .map_err(|kind| anyhow::anyhow!("the connection failed as {kind:?}"))?;
+        return use_tools(conn, &config, url, &entry).await;
+    }
 
     // 1. No tokens yet: the host must say `needs_auth`.
     match connect_once(&config).await {
@@ -63,6 +85,16 @@ pub async fn run(url: &str, scenario: &str) -> anyhow::Result<()> {
     let conn = connect_once(&config)
         .await
         .map_err(|kind| anyhow::anyhow!("after login the connection failed as {kind:?}"))?;
+    use_tools(conn, &config, url, &entry).await
+}
+
+/// Lists the tools and calls each one; a call refused for want of a scope logs in again.
+async fn use_tools(
+    conn: Connection,
+    config: &ServerConfig,
+    url: &str,
+    entry: &OAuthEntry,
+) -> anyhow::Result<()> {
     let tools: Vec<String> = conn
         .catalog()
         .tools
@@ -77,8 +109,8 @@ pub async fn run(url: &str, scenario: &str) -> anyhow::Result<()> {
             Err(e) => {
                 eprintln!("{tool} refused ({e}); authorizing again for the scopes it needs");
                 conn.close().await;
-                authorize(url, &entry).await?;
-                conn = connect_once(&config).await.map_err(|kind| {
+                authorize(url, entry).await?;
+                conn = connect_once(config).await.map_err(|kind| {
                     anyhow::anyhow!("after the step-up the connection failed as {kind:?}")
                 })?;
                 let result = conn.call_tool(tool, Some(Default::default())).await?;
@@ -109,7 +141,7 @@ async fn connect_once(config: &ServerConfig) -> Result<Connection, ConnectErrorK
 async fn authorize(url: &str, entry: &OAuthEntry) -> anyhow::Result<()> {
     let browser = Arc::new(std::sync::Mutex::new(None));
     let slot = browser.clone();
-    let login = login(url, entry, move |auth_url| {
+    let login = login(url, entry, None, move |auth_url: &str| {
         let task = tokio::spawn(browse(auth_url.to_owned()));
         *slot.lock().expect("browser slot") = Some(task);
     });

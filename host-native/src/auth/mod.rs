@@ -8,6 +8,7 @@
 //! the origin. Tokens live only in the token file and in memory; no message, status or log
 //! line the host writes contains one.
 
+mod grant;
 pub mod store;
 
 use std::time::SystemTime;
@@ -21,6 +22,7 @@ use rmcp::transport::auth::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+pub use grant::client_credentials;
 pub use store::{TokenStore, DYNAMIC_CLIENT};
 
 /// The `oauth` fields of an entry that the host uses (SPEC §2 names them all; the whole
@@ -50,6 +52,15 @@ pub struct OAuthEntry {
     /// metadata document you host, used as the client id where the authorization server
     /// supports that.
     pub client_metadata_url: Option<String>,
+    /// `oauth.grantType: "client_credentials"` (this host's own field): a machine client —
+    /// the host fetches tokens itself with `clientId` and `clientSecret` or `privateKeyFile`,
+    /// no browser.
+    pub client_credentials: bool,
+    /// `oauth.privateKeyFile`: a PEM key (absolute, or relative to the project root) that
+    /// signs a `private_key_jwt` client assertion, with `oauth.signingAlgorithm` (default
+    /// `ES256`).
+    pub private_key_file: Option<String>,
+    pub signing_algorithm: Option<String>,
 }
 
 impl OAuthEntry {
@@ -82,6 +93,9 @@ impl OAuthEntry {
             token_url: text("tokenUrl"),
             registration_url: text("registrationUrl"),
             client_metadata_url: text("clientMetadataUrl"),
+            client_credentials: text("grantType").as_deref() == Some("client_credentials"),
+            private_key_file: text("privateKeyFile"),
+            signing_algorithm: text("signingAlgorithm"),
         }
     }
 
@@ -178,7 +192,8 @@ pub struct LoggedIn {
 /// Runs the interactive authorization for the server at `url`: discovers its authorization
 /// server, registers a client (unless `entry` names one), listens for the redirect on
 /// 127.0.0.1, hands the authorization URL to `show`, exchanges the code (PKCE) and stores the
-/// tokens.
+/// tokens. A client-credentials entry fetches its tokens at once (no browser; `base_dir`
+/// resolves a relative `privateKeyFile`).
 ///
 /// # Errors
 /// Discovery, registration, the redirect or the token exchange failed (the message says
@@ -186,18 +201,21 @@ pub struct LoggedIn {
 pub async fn login(
     url: &str,
     entry: &OAuthEntry,
+    base_dir: Option<&std::path::Path>,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, AuthError> {
     use rmcp::transport::auth::CredentialStore;
     let store = token_store(url, entry)?;
     let path = store.path().to_path_buf();
-    // Reactive discovery: the challenge a connection met (kept in the token file), else the
-    // one the server answers an unauthorized `initialize` with.
+    if entry.client_credentials {
+        let manager = manager(url, entry, store.clone()).await?;
+        client_credentials(manager, url, entry, base_dir).await?;
+        return Ok(LoggedIn {
+            path,
+            expires: store.expiry()?,
+        });
+    }
     let kept = store.challenge()?;
-    let challenge = match kept.clone() {
-        Some(challenge) => Some(challenge),
-        None => probe_challenge(url).await,
-    };
     let granted = store
         .load()
         .await
@@ -206,12 +224,7 @@ pub async fn login(
         .map(|stored| stored.granted_scopes)
         .unwrap_or_default();
     let mut manager = manager(url, entry, store.clone()).await?;
-    if entry.configured_metadata().is_none() {
-        let metadata = manager
-            .resolve_metadata_from_challenge(challenge.as_deref())
-            .await?;
-        manager.set_metadata(metadata.metadata);
-    }
+    discover(&mut manager, url, entry, kept.clone()).await?;
 
     let (address, redirect_path) = match &entry.redirect_uri {
         Some(redirect) => loopback_redirect(redirect)?,
@@ -269,6 +282,30 @@ pub async fn login(
         path,
         expires: store.expiry()?,
     })
+}
+
+/// Finds the authorization server of the server at `url` (unless `entry` configures its
+/// endpoints). Reactive discovery: from `kept`, the challenge a connection met, else from the
+/// one the server answers an unauthorized `initialize` with, else from the well-known
+/// locations.
+async fn discover(
+    manager: &mut AuthorizationManager,
+    url: &str,
+    entry: &OAuthEntry,
+    kept: Option<String>,
+) -> Result<(), AuthError> {
+    if entry.configured_metadata().is_some() {
+        return Ok(());
+    }
+    let challenge = match kept {
+        Some(challenge) => Some(challenge),
+        None => probe_challenge(url).await,
+    };
+    let metadata = manager
+        .resolve_metadata_from_challenge(challenge.as_deref())
+        .await?;
+    manager.set_metadata(metadata.metadata);
+    Ok(())
 }
 
 /// The scopes a `WWW-Authenticate` challenge asks for (`scope="a b"`).

@@ -68,7 +68,8 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let logged_in = auth::login(url, &entry, |auth_url| {
+    let project = std::path::Path::new(inputs.project_root());
+    let logged_in = auth::login(url, &entry, Some(project), |auth_url| {
         println!("Open this URL to authorize server \"{name}\":");
         println!("{}", display::safe(auth_url));
         let _ = io::stdout().flush();
