@@ -50,9 +50,13 @@ pub fn question(request: &ApprovalRequest) -> String {
 /// What `watch` (when nobody can be asked) and `serve` print for a server that waits: its
 /// review and the command that approves exactly that entry.
 pub fn approval_hint(request: &ApprovalRequest) -> String {
+    format!("{}{}", request.review(), hint_line(request))
+}
+
+/// The line of [`approval_hint`] after the review: the command that approves the entry.
+pub fn hint_line(request: &ApprovalRequest) -> String {
     format!(
-        "{}! {} needs approval (from a project file): run `{}` with the same flags to approve exactly this entry\n",
-        request.review(),
+        "! {} needs approval (from a project file): run `{}` with the same flags to approve exactly this entry\n",
         quoted(&request.name),
         request.approve_command()
     )

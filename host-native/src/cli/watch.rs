@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::events::{event_values, json_line};
 use super::print::{lsp_failure_line, lsp_plan_text};
-use super::prompt::{approval_hint, question, read_answer, Answer, Input};
+use super::prompt::{approval_hint, hint_line, question, read_answer, Answer, Input};
 use super::report::{failure_line, report_text, Failures};
 
 /// How `watch` shows a session.
@@ -103,9 +103,10 @@ pub async fn print_watch(
                         decide(&stores, &project_root, &request, answer, &mut screen);
                     }
                     None => {
-                        // End of input: nobody can answer; this one and the rest get hints.
+                        // End of input: nobody can answer; this one (its review is on the
+                        // screen) and the rest get hints.
                         screen.ask = None;
-                        screen.say(&approval_hint(&request));
+                        screen.say(&hint_line(&request));
                     }
                 }
             }
