@@ -5,7 +5,8 @@
 #   - server-everything and friends, the JSON / YAML language servers, and the
 #     TypeScript compiler host-wasm/tests/typescript.rs checks the generated types
 #     with (npm ci at the repository root)
-#   - pylsp with pyflakes, in a venv at .venv-test/ (scripts/lsp-test-requirements.txt)
+#   - pylsp with pyflakes and the Python MCP SDK, in a venv at .venv-test/
+#     (scripts/lsp-test-requirements.txt, scripts/mcp-client-test-requirements.txt)
 #   - the openssl CLI (host-native/tests/remote_tls.rs makes its test CA with it)
 #   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
@@ -34,14 +35,16 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt-get install -y --no-install-recommends openssl
 fi
 
-# pylsp for the language-server tests (host-native/tests/lsp_connection.rs), every package
+# pylsp for the language-server tests (host-native/tests/lsp_connection.rs) and the official
+# Python MCP SDK for the real-client tests (host-native/tests/python_clients.rs), every package
 # pinned. The marker is written last, so an interrupted install is redone.
 if [ ! -x .venv-test/bin/pylsp ] \
   || [ ! -f .venv-test/.installed ] \
-  || [ scripts/lsp-test-requirements.txt -nt .venv-test/.installed ]; then
+  || [ scripts/lsp-test-requirements.txt -nt .venv-test/.installed ] \
+  || [ scripts/mcp-client-test-requirements.txt -nt .venv-test/.installed ]; then
   python3 -m venv .venv-test
   .venv-test/bin/pip install --quiet --disable-pip-version-check \
-    -r scripts/lsp-test-requirements.txt
+    -r scripts/lsp-test-requirements.txt -r scripts/mcp-client-test-requirements.txt
   touch .venv-test/.installed
 fi
 

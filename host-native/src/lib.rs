@@ -18,7 +18,8 @@
 //! * [`ipc`], [`status`] — the session socket a running session answers on,
 //!   and the JSON it carries;
 //! * [`redact`] — secrets never leave the host; [`display`] — nothing a
-//!   repository writes reaches a terminal unescaped.
+//!   repository writes reaches a terminal unescaped; [`diff`] — what changed in an entry,
+//!   field by field, for people (secrets masked).
 //!
 //! The kernel (`mcp-reconcile-kernel`) decides; this crate reads files,
 //! watches them, runs transports and executes the kernel's plans. The command
@@ -29,6 +30,7 @@
 pub mod approvals_store;
 pub mod auth;
 pub mod clock;
+pub mod diff;
 pub mod display;
 pub mod gateway;
 pub mod host;

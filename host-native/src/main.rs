@@ -15,14 +15,15 @@ use clap::Parser;
 use mcp_reconcile::display;
 use mcp_reconcile::host::{Control, Host, HostEvent, HostHandle, HostOptions};
 use mcp_reconcile::inputs::Inputs;
-use mcp_reconcile::review::quoted;
 use mcp_reconcile::{gateway, ipc, watcher};
 use mcp_reconcile_kernel::Decision;
 use tokio::sync::mpsc;
 
-use cli::args::{Cli, Command, ServeArgs, WatchArgs};
-use cli::print::{failure_line, lsp_failure_line, lsp_plan_text, report_text};
-use cli::prompt::{approval_hint, ask, Answer};
+use cli::args::{Cli, Command, EventsFormat, ServeArgs, WatchArgs};
+use cli::print::{lsp_failure_line, lsp_plan_text};
+use cli::prompt::{approval_hint, restore_terminal, Input};
+use cli::report::{failure_line, report_text, Failures};
+use cli::watch::{print_watch, say, Output, Stores};
 
 fn main() -> ExitCode {
     mcp_reconcile::tls::install_crypto_provider();
@@ -75,12 +76,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
 /// session (the socket, the watcher, the host, the shutdown) is
 /// [`run_session`].
 enum Front {
-    /// `watch`: plans and failures on stdout; asks about servers that need
-    /// approval when `prompt`; runs until Ctrl-C / SIGTERM; SIGHUP reloads.
-    Watch {
-        /// Ask on the terminal (else print the approve command).
-        prompt: bool,
-    },
+    /// `watch`: plans and failures (or JSON events) on stdout; asks about servers that
+    /// need approval; runs until Ctrl-C / SIGTERM; SIGHUP reloads.
+    Watch(Output),
     /// `serve`: the MCP gateway on stdio, or on HTTP with its guard; logs on
     /// stderr; runs until the client leaves or Ctrl-C / SIGTERM.
     Serve {
@@ -106,13 +104,16 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
     let project_root = inputs.project_root().to_owned();
     let mut host = Host::new(inputs, options);
     let events = host.subscribe();
-    let watching = matches!(front, Front::Watch { .. });
+    let watching = match &front {
+        Front::Watch(output) => Some(*output),
+        Front::Serve { .. } => None,
+    };
     let printer = match &front {
-        Front::Watch { prompt } => tokio::spawn(print_watch(events, *prompt, stores, project_root)),
+        Front::Watch(output) => tokio::spawn(print_watch(events, *output, stores, project_root)),
         Front::Serve { .. } => tokio::spawn(print_serve(events)),
     };
     let (result, host_task, announcer) = match front {
-        Front::Watch { .. } => {
+        Front::Watch(_) => {
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             until_stopped_reloading_on_hup(&control_tx).await;
             (Ok(()), host_task, None)
@@ -136,10 +137,13 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
     if let Some(announcer) = announcer {
         announcer.abort();
     }
-    if watching {
-        say("stopped every server\n");
-    } else {
-        eprintln!("mcp-reconcile serve: stopped every server");
+    match watching {
+        Some(Output::Text { .. }) => {
+            restore_terminal();
+            say("stopped every server\n");
+        }
+        Some(Output::Json) => say(&cli::events::json_line(&cli::events::stopped_event())),
+        None => eprintln!("mcp-reconcile serve: stopped every server"),
     }
     result
 }
@@ -152,7 +156,11 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     let mut demo_dir = None;
     let layers = if args.demo {
         let demo = cli::demo::write_demo()?;
-        say(&demo.instructions);
+        if args.events == EventsFormat::Json {
+            eprint!("{}", demo.instructions);
+        } else {
+            say(&demo.instructions);
+        }
         demo_dir = Some(demo.dir);
         demo.flags
     } else {
@@ -163,8 +171,17 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
         full_restart: args.full_restart,
         ..HostOptions::default()
     };
-    let prompt = !args.no_prompt && io::stdin().is_terminal();
-    let result = run_session(inputs, options, Front::Watch { prompt }).await;
+    let output = match args.events {
+        EventsFormat::Json => Output::Json,
+        EventsFormat::Text if args.no_prompt => Output::Text { ask: None },
+        EventsFormat::Text if io::stdin().is_terminal() => Output::Text {
+            ask: Some(Input::Key),
+        },
+        EventsFormat::Text => Output::Text {
+            ask: Some(Input::Line),
+        },
+    };
+    let result = run_session(inputs, options, Front::Watch(output)).await;
     if let Some(dir) = demo_dir {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -182,96 +199,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     run_session(inputs, HostOptions::default(), Front::Serve { http }).await
 }
 
-/// The approvals files a prompt's decision goes to.
-struct Stores {
-    mcp: mcp_reconcile::approvals_store::ApprovalsStore,
-    lsp: mcp_reconcile::approvals_store::ApprovalsStore,
-}
-
-/// `watch`'s printer: applied plans and failures on stdout, input problems
-/// on stderr; servers that need approval are asked about (with `prompt`) or
-/// get the command that approves them.
-async fn print_watch(
-    mut events: mpsc::UnboundedReceiver<HostEvent>,
-    prompt: bool,
-    stores: Stores,
-    project_root: String,
-) {
-    let mut decide_all = false;
-    while let Some(event) = events.recv().await {
-        match event {
-            HostEvent::PlanApplied(report) => say(&report_text(&report)),
-            HostEvent::ReloadFailed(message) => {
-                let _ = writeln!(io::stderr(), "! {}", display::safe_multiline(&message));
-            }
-            HostEvent::ClientUpdate(s) => {
-                if let Some(line) = failure_line(&s) {
-                    say(&format!("{line}\n"));
-                }
-            }
-            HostEvent::CatalogChanged(_) => {}
-            HostEvent::LspPlanApplied(actions) => say(&lsp_plan_text(&actions)),
-            HostEvent::LspUpdate(s) => {
-                if let Some(line) = lsp_failure_line(&s) {
-                    say(&format!("{line}\n"));
-                }
-            }
-            HostEvent::ApprovalNeeded(requests) => {
-                for request in requests {
-                    if !prompt {
-                        say(&approval_hint(&request));
-                        continue;
-                    }
-                    let answer = if decide_all {
-                        Answer::Approve
-                    } else {
-                        ask(&request).await
-                    };
-                    let decision = match answer {
-                        Answer::Approve => Some(Decision::Approved),
-                        Answer::ApproveAll => {
-                            decide_all = true;
-                            Some(Decision::Approved)
-                        }
-                        Answer::Reject => Some(Decision::Rejected),
-                        Answer::Skip => None,
-                    };
-                    if let Some(decision) = decision {
-                        let name = &request.name;
-                        let store = if request.lsp {
-                            &stores.lsp
-                        } else {
-                            &stores.mcp
-                        };
-                        if let Err(e) =
-                            store.decide_hash(&project_root, name, &request.hash, decision)
-                        {
-                            let _ = writeln!(
-                                io::stderr(),
-                                "! could not store the decision for {}: {}",
-                                quoted(name),
-                                display::safe(&format!("{e:#}"))
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        let _ = io::stdout().flush();
-    }
-}
-
 /// `serve`'s printer: everything for people goes to stderr, as stdout may be
 /// the MCP channel.
 async fn print_serve(mut events: mpsc::UnboundedReceiver<HostEvent>) {
+    let mut failures = Failures::default();
     while let Some(event) = events.recv().await {
         match event {
-            HostEvent::PlanApplied(report) => eprint!("{}", report_text(&report)),
+            HostEvent::PlanApplied(report) => eprint!("{}", report_text(&report, &mut failures)),
             HostEvent::ReloadFailed(message) => {
                 eprintln!("! {}", display::safe_multiline(&message));
             }
             HostEvent::ClientUpdate(s) => {
-                if let Some(line) = failure_line(&s) {
+                if let Some(line) = failure_line(&s, &mut failures) {
                     eprintln!("{line}");
                 }
             }
@@ -313,14 +252,6 @@ async fn until_stopped_reloading_on_hup(control: &mpsc::UnboundedSender<Control>
             }
         }
     }
-}
-
-/// Prints to stdout, ignoring a closed stdout (`watch | head` must not
-/// take the session down).
-fn say(text: &str) {
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
 }
 
 /// Logs to stderr (stdout may be the MCP channel), filtered by

@@ -192,7 +192,7 @@ fn an_https_server_with_a_test_ca_connects_and_survives_reconnects_and_a_header_
         "local": p.server("local", "echo"),
     }}));
     watch.wait_output("the header change", |log| {
-        log.contains("~ reconnect secure (headers changed)")
+        log.contains("~ reconnect secure: headers.X-Api-Key changed (value hidden)")
     });
     let status = p.wait_for("secure connected with the new header", |s| {
         all_connected(s, &["secure", "local"]) && field(s, "secure", "tools") == 2

@@ -76,9 +76,35 @@ pub struct WatchArgs {
     /// Baseline mode for benchmarks: restart every server on every change.
     #[arg(long)]
     pub full_restart: bool,
-    /// Never ask on the terminal, even if stdin is one.
+    /// Never ask about servers that need approval; print the command that approves each
+    /// instead. Without it, `watch` asks: one key on a terminal, a line (`a`, `r`, `A`, `s`)
+    /// when stdin is a pipe.
     #[arg(long)]
     pub no_prompt: bool,
+    /// What stdout carries: `text` for people, or `json`: one JSON object per line, for tools
+    /// that follow the session (nothing is asked; other messages go to stderr).
+    ///
+    /// Every object has an "event": "plan" (run, trigger, elapsedMs, inputErrors, and steps:
+    /// SPEC §10 action objects with elapsedMs, error, attempts and retryInMs of a failed
+    /// start, changes [{field, before, after, hidden}] of a reconnect, tools {before, after}
+    /// of a start); "server" (a server failed outside a pass: the `status --json` object);
+    /// "approval_needed" (name, lsp, file, hash, approveCommand); "reload_failed" (message);
+    /// "catalog_changed" (tools, prompts, resources: which lists changed); "lsp_plan"
+    /// (actions); "lsp_server" (a language server's status object); "stopped" (the last line).
+    /// Secrets are never in an event; characters that could act on a terminal are \u-escaped.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = EventsFormat::Text,
+          verbatim_doc_comment)]
+    pub events: EventsFormat,
+}
+
+/// `watch --events`.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EventsFormat {
+    /// Lines for people.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 #[derive(Args, Debug)]

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use mcp_reconcile::display::{decide_command, safe, safe_multiline};
-use mcp_reconcile::host::{LspServerStatus, PlanReport, ServerStatus};
+use mcp_reconcile::display::{safe, safe_multiline};
+use mcp_reconcile::host::LspServerStatus;
 use mcp_reconcile_kernel::lsp::LspAction;
 use mcp_reconcile_kernel::plan::Action;
 use mcp_reconcile_kernel::Reason;
@@ -101,76 +101,6 @@ pub fn lsp_failure_line(s: &LspServerStatus) -> Option<String> {
         safe(&s.name),
         s.state,
         s.attempts,
-        safe_multiline(error)
-    ))
-}
-
-/// The text `watch` prints for an applied plan.
-pub fn report_text(report: &PlanReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "reconcile #{} ({}) — {} ms",
-        report.run,
-        safe(&report.trigger),
-        report.elapsed.as_millis()
-    );
-    for step in &report.steps {
-        let mut line = format!(
-            "  {}",
-            action_line(
-                &step.action,
-                Known {
-                    rejected: &report.rejected,
-                    file_missing: &report.file_missing,
-                },
-            )
-        );
-        if step.action.starts() {
-            let _ = write!(line, "  {} ms", step.elapsed.as_millis());
-        }
-        if let Some(error) = &step.error {
-            // The whole error (with the stderr tail) was printed by the failure line.
-            let error = safe_multiline(error);
-            match error.split_once('\n') {
-                Some((first, _)) => {
-                    let first = first.trim_end_matches("; stderr:");
-                    let _ = write!(line, "  — failed: {first} (stderr above)");
-                }
-                None => {
-                    let _ = write!(line, "  — failed: {error}");
-                }
-            }
-        }
-        let _ = writeln!(out, "{line}");
-    }
-    for error in &report.input_errors {
-        let _ = writeln!(out, "  ! {}", safe_multiline(error));
-    }
-    out
-}
-
-/// The line `watch` and `serve` print when a server fails outside a pass
-/// (or a start fails): state, attempt, when it is retried, the error.
-pub fn failure_line(s: &ServerStatus) -> Option<String> {
-    let error = s.last_error.as_deref()?;
-    let next = match (s.reason, s.retry_in_ms) {
-        (Some(Reason::CrashLoop), _) => format!(
-            ", crash loop: not retried until its config changes, `{}` or `reload`",
-            decide_command("reconnect", &s.name)
-        ),
-        (_, Some(ms)) => format!(", retry in {ms} ms"),
-        _ => String::new(),
-    };
-    let attempt = if s.attempts > 0 {
-        format!(" (attempt {}{next})", s.attempts)
-    } else {
-        String::new()
-    };
-    Some(format!(
-        "  {} is {}{attempt} — {}",
-        safe(&s.name),
-        s.state,
         safe_multiline(error)
     ))
 }

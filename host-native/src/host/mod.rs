@@ -47,7 +47,7 @@ pub use self::handle::HostHandle;
 use self::lsp::LanguageServers;
 pub use self::lsp::LspServerStatus;
 use self::pass::Running;
-pub use self::pass::{PlanReport, Step};
+pub use self::pass::{PlanReport, Step, ToolDelta};
 pub use self::status::{ServerStatus, StatusReport};
 use crate::clock::Clock;
 use crate::inputs::{Inputs, Snapshot};

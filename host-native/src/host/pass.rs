@@ -11,7 +11,8 @@ use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
 
-use super::{adopt, Host, HostEvent};
+use super::{adopt, Host, HostEvent, ServerStatus};
+use crate::diff::{field_changes, FieldChange};
 use crate::inputs::{InputError, Snapshot};
 use crate::review::ApprovalRequest;
 use crate::supervisor::Report;
@@ -48,6 +49,47 @@ pub struct Step {
     pub elapsed: Duration,
     /// `None` when it succeeded; the (redacted) error otherwise.
     pub error: Option<String>,
+    /// For a reconnect: what changed in the entry, field by field, secrets masked.
+    pub changes: Vec<FieldChange>,
+    /// For a start that ended connected: the tools it offers (after its filters), and those
+    /// it offered before when it was connected then.
+    pub tools: Option<ToolDelta>,
+    /// For a start that failed: the server's status right after (attempt, when it is retried,
+    /// the whole error). The host sends no [`HostEvent::ClientUpdate`] for a start a pass
+    /// reports: this is where it is.
+    pub status: Option<ServerStatus>,
+}
+
+impl Step {
+    fn new(action: Action, elapsed: Duration, error: Option<String>) -> Self {
+        Step {
+            action,
+            elapsed,
+            error,
+            changes: Vec::new(),
+            tools: None,
+            status: None,
+        }
+    }
+}
+
+/// A server's tools (their own names, after `includeTools` / `excludeTools`) around a start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolDelta {
+    /// Before the pass, when it was connected then.
+    pub before: Option<Vec<String>>,
+    /// Once started.
+    pub after: Vec<String>,
+}
+
+/// A start of the pass still connecting.
+struct Starting {
+    /// Its position in the plan.
+    index: usize,
+    action: Action,
+    generation: u64,
+    changes: Vec<FieldChange>,
+    tools_before: Option<Vec<String>>,
 }
 
 /// The run in flight: the plan and the starts still connecting.
@@ -57,9 +99,8 @@ pub(super) struct Running {
     began: Instant,
     /// Finished steps with their position in the plan.
     steps: Vec<(usize, Step)>,
-    /// Starts still connecting: server name → (position, the plan's action, the start's
-    /// generation).
-    starting: HashMap<String, (usize, Action, u64)>,
+    /// Starts still connecting, by server name.
+    starting: HashMap<String, Starting>,
     rejected: Vec<String>,
     file_missing: Vec<String>,
     failed: bool,
@@ -208,6 +249,14 @@ impl Host {
             failed: false,
             scheduled,
         };
+        // What the servers about to start offer now, before a teardown purges it.
+        let mut tools_before: HashMap<String, Vec<String>> = plan
+            .actions
+            .iter()
+            .filter(|a| a.starts())
+            .filter_map(Action::name)
+            .filter_map(|name| Some((name.to_owned(), self.server_tool_names(name)?)))
+            .collect();
         // Teardowns first (the plan lists them first): purge the server's
         // catalog at once, stop its connection in the background.
         for (index, action) in plan.actions.into_iter().enumerate() {
@@ -229,28 +278,34 @@ impl Host {
             match action.name().filter(|_| action.starts()) {
                 Some(name) => {
                     let name = name.to_owned();
+                    let changes = match (&action, online.get(&name), self.desired.get(&name)) {
+                        (Action::Reconnect { changed, .. }, Some(live), Some(wanted)) => {
+                            field_changes(&live.config, wanted, changed)
+                        }
+                        _ => Vec::new(),
+                    };
+                    let tools_before = tools_before.remove(&name);
                     match self.spawn_start(&name, replace) {
                         Some(generation) => {
-                            running.starting.insert(name, (index, action, generation));
-                        }
-                        None => running.steps.push((
-                            index,
-                            Step {
+                            let starting = Starting {
+                                index,
                                 action,
-                                elapsed: t.elapsed(),
-                                error: Some(format!("server \"{name}\" is not configured")),
-                            },
-                        )),
+                                generation,
+                                changes,
+                                tools_before,
+                            };
+                            running.starting.insert(name, starting);
+                        }
+                        None => {
+                            let error = format!("server \"{name}\" is not configured");
+                            let step = Step::new(action, t.elapsed(), Some(error));
+                            running.steps.push((index, step));
+                        }
                     }
                 }
-                None => running.steps.push((
-                    index,
-                    Step {
-                        action,
-                        elapsed: t.elapsed(),
-                        error: None,
-                    },
-                )),
+                None => running
+                    .steps
+                    .push((index, Step::new(action, t.elapsed(), None))),
             }
         }
         self.running = Some(running);
@@ -336,28 +391,38 @@ impl Host {
                 current,
                 error,
             } => {
-                if current && error.is_some() {
-                    if let Some(status) = self.status_of(&key) {
-                        self.emit(HostEvent::ClientUpdate(status));
-                    }
-                }
-                if let Some(running) = self.running.as_mut() {
-                    if running
+                let of_the_pass = self.running.as_ref().is_some_and(|running| {
+                    running
                         .starting
                         .get(&key)
-                        .is_some_and(|(_, _, g)| *g == generation)
-                    {
-                        if let Some((index, action, _)) = running.starting.remove(&key) {
-                            running.failed |= error.is_some();
-                            running.steps.push((
-                                index,
-                                Step {
-                                    action,
-                                    elapsed,
-                                    error,
-                                },
-                            ));
-                        }
+                        .is_some_and(|s| s.generation == generation)
+                });
+                let status = (current && error.is_some())
+                    .then(|| self.status_of(&key))
+                    .flatten();
+                if !of_the_pass {
+                    if let Some(status) = status {
+                        self.emit(HostEvent::ClientUpdate(status));
+                    }
+                    self.finish_if_done();
+                    return;
+                }
+                let after = if error.is_none() {
+                    self.server_tool_names(&key)
+                } else {
+                    None
+                };
+                if let Some(running) = self.running.as_mut() {
+                    if let Some(starting) = running.starting.remove(&key) {
+                        running.failed |= error.is_some();
+                        let mut step = Step::new(starting.action, elapsed, error);
+                        step.changes = starting.changes;
+                        step.tools = after.map(|after| ToolDelta {
+                            before: starting.tools_before,
+                            after,
+                        });
+                        step.status = status;
+                        running.steps.push((starting.index, step));
                     }
                 }
                 self.finish_if_done();

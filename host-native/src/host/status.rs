@@ -115,6 +115,20 @@ impl Host {
         online
     }
 
+    /// The tools a connected `name` offers (its own names, after its `includeTools` /
+    /// `excludeTools`), in the server's order; `None` when it is not connected.
+    pub(super) fn server_tool_names(&self, name: &str) -> Option<Vec<String>> {
+        let live = self.supervisor.get(&name.to_owned())?;
+        (live.health().status == Status::Connected).then(|| {
+            live.catalog
+                .tools
+                .iter()
+                .filter(|t| tool_enabled(&live.config, &t.name))
+                .map(|t| t.name.to_string())
+                .collect()
+        })
+    }
+
     /// Status of every configured server (and of live ones no longer
     /// configured, while they shut down).
     pub fn status(&self) -> StatusReport {

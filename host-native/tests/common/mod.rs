@@ -216,6 +216,28 @@ impl Project {
     }
 }
 
+impl Project {
+    /// `watch` as a person or a tool runs it: without `--no-prompt`, stdin from `stdin`, stdout
+    /// alone in the log (stderr in `watch.err`).
+    pub fn watch_stdio(&self, extra: &[&str], stdin: Stdio) -> Watch {
+        let log = self.path("watch.log");
+        let out = fs::File::create(&log).expect("log file");
+        let err = fs::File::create(self.path("watch.err")).expect("stderr file");
+        let child = Command::new(cli())
+            .arg("watch")
+            .args(self.flags())
+            .args(extra)
+            .args(["--debounce-ms", "150"])
+            .stdin(stdin)
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .expect("watch starts");
+        Watch { child, log }
+    }
+}
+
 /// A running `watch`; stopped with its whole process group on drop.
 pub struct Watch {
     pub child: Child,
