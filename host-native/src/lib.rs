@@ -37,6 +37,7 @@ pub mod host;
 pub mod http_guard;
 pub mod inputs;
 pub mod ipc;
+pub mod launch;
 pub mod lsp;
 pub mod pool;
 pub mod redact;

@@ -109,23 +109,7 @@ impl ConnectionKind for Mcp {
         generation: u64,
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> BoxFuture<'static, Result<Connection, StartError>> {
-        let options = ConnectOptions {
-            generation,
-            events,
-            handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
-            base_dir: self.base_dir.clone(),
-            elicitation: None,
-        };
-        let (name, config) = (name.to_owned(), config.clone());
-        Box::pin(async move {
-            transport::connect(&name, &config, options)
-                .await
-                .map_err(|e| StartError {
-                    unsupported: e.kind == ConnectErrorKind::Unsupported,
-                    needs_auth: e.kind == ConnectErrorKind::NeedsAuth,
-                    message: e.message,
-                })
-        })
+        self.start_in(name, config, None, generation, events)
     }
 
     fn stop(connection: Connection) -> BoxFuture<'static, ()> {
@@ -155,6 +139,37 @@ impl ConnectionKind for Mcp {
                 generation, error, ..
             } => (generation, Event::Closed(error)),
         }
+    }
+}
+
+impl Mcp {
+    /// [`ConnectionKind::start`] in a daemon session's directory and environment.
+    pub(crate) fn start_in(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+        launch: Option<Arc<crate::launch::Launch>>,
+        generation: u64,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> BoxFuture<'static, Result<Connection, StartError>> {
+        let options = ConnectOptions {
+            generation,
+            events,
+            handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
+            base_dir: self.base_dir.clone(),
+            launch,
+            elicitation: None,
+        };
+        let (name, config) = (name.to_owned(), config.clone());
+        Box::pin(async move {
+            transport::connect(&name, &config, options)
+                .await
+                .map_err(|e| StartError {
+                    unsupported: e.kind == ConnectErrorKind::Unsupported,
+                    needs_auth: e.kind == ConnectErrorKind::NeedsAuth,
+                    message: e.message,
+                })
+        })
     }
 }
 

@@ -33,13 +33,11 @@ use std::time::Duration;
 use mcp_reconcile_kernel::ServerConfig;
 use mcp_reconcile_kernel::Transport as Kind;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, RoleClient};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use rmcp::model::{
@@ -53,7 +51,7 @@ use progress::ProgressRouter;
 pub use remote::{build_http_client, http_client};
 use remote::{Failure, Watched};
 use session::{describe, handshake, start, Ending, Handler, HandshakeFailure, Service};
-use stdio::ChildProcess;
+use stdio::connect_stdio;
 
 /// What a server offers, as listed (every page) after `initialize` or a `list_changed`.
 #[derive(Clone, Debug, Default)]
@@ -91,6 +89,9 @@ pub struct ConnectOptions {
     pub handshake_timeout: Duration,
     /// A relative `cwd` is resolved against this (the project dir).
     pub base_dir: Option<PathBuf>,
+    /// A daemon session's directory and environment for a stdio server (see
+    /// [`crate::launch`]); `None` starts it in this process's environment.
+    pub launch: Option<Arc<crate::launch::Launch>>,
     /// Answers the server's `elicitation/create` requests. With one, the client declares the
     /// elicitation capability; without (the host's default: nobody to ask), it declares none
     /// and declines.
@@ -327,85 +328,6 @@ fn with_stderr(tail: &str) -> String {
         String::new()
     } else {
         format!("; stderr:\n{tail}")
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// stdio
-
-async fn connect_stdio(
-    ctx: Ctx,
-    config: &ServerConfig,
-    opts: ConnectOptions,
-) -> Result<Connection, ConnectError> {
-    let deadline = Instant::now() + opts.handshake_timeout;
-    let program = config.str_field("command").unwrap_or_default().to_owned();
-    let (mut process, pipes) = ChildProcess::spawn(
-        config,
-        opts.base_dir.as_deref(),
-        ctx.secrets.clone(),
-        &ctx.name,
-    )
-    .map_err(|e| {
-        ctx.error(
-            ConnectErrorKind::Spawn,
-            &format!("could not start `{program}`: {e}; check `command`, `cwd` and PATH"),
-        )
-    })?;
-    tracing::debug!(server = %ctx.name, pid = process.pid(), "spawned");
-    let transport = AsyncRwTransport::new_client(pipes.stdout, pipes.stdin);
-    let relist = Arc::new(Notify::new());
-    let outcome = tokio::time::timeout_at(
-        deadline,
-        handshake(
-            Handler::new(relist.clone(), opts.elicitation.clone()),
-            transport,
-        ),
-    )
-    .await;
-    match outcome {
-        Ok(Ok((service, catalog))) => {
-            let pid = process.pid();
-            Ok(start(
-                ctx,
-                opts,
-                service,
-                catalog,
-                relist,
-                Ending::Process(process),
-                Some(pid),
-            ))
-        }
-        Ok(Err(failure)) => {
-            // The process usually exited: its status and last words explain the failure.
-            let status = process.wait_exit(SETTLE).await;
-            process.stderr_settled(SETTLE).await;
-            process.stop().await;
-            let exited = status
-                .map(|s| format!("; the process exited ({s})"))
-                .unwrap_or_default();
-            Err(ctx.error(
-                failure.kind,
-                &format!(
-                    "{}{exited}{}",
-                    failure.what,
-                    with_stderr(&process.stderr_tail())
-                ),
-            ))
-        }
-        Err(_) => {
-            process.stop().await;
-            process.stderr_settled(SETTLE).await;
-            Err(ctx.error(
-                ConnectErrorKind::Timeout,
-                &format!(
-                    "did not finish the MCP handshake within {} ms (`discoveryTimeoutMs`); \
-                     stopped it{}",
-                    opts.handshake_timeout.as_millis(),
-                    with_stderr(&process.stderr_tail())
-                ),
-            ))
-        }
     }
 }
 

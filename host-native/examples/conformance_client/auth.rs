@@ -129,6 +129,7 @@ async fn connect_once(config: &ServerConfig) -> Result<Connection, ConnectErrorK
         events,
         handshake_timeout: Duration::from_secs(10),
         base_dir: None,
+        launch: None,
         elicitation: None,
     };
     connect("conformance", config, options).await.map_err(|e| {

@@ -109,7 +109,7 @@ impl LspConnection {
                 start.workspace_folder.display()
             ))
         })?;
-        let (mut process, pipes) = ChildProcess::spawn(&config, None, secrets.clone(), name)
+        let (mut process, pipes) = ChildProcess::spawn(&config, None, None, secrets.clone(), name)
             .map_err(|e| {
                 fail(format!(
                     "could not start `{}`: {e}; check `command`, `workspaceFolder` and PATH",

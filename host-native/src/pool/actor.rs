@@ -2,15 +2,18 @@
 //! [`Supervisor`].
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{PoolOptions, PooledStatus};
-use crate::supervisor::{Mcp, Supervisor};
-use crate::transport::{self, Catalog, Connection};
+use crate::launch::Launch;
+use crate::supervisor::{ConnectionKind, Event, Mcp, StartError, Supervisor};
+use crate::transport::{self, Catalog, ConnEvent, Connection};
 
 pub(super) enum Request {
     Apply {
@@ -44,6 +47,8 @@ pub(super) enum Op {
         server: String,
         id: ConnectionId,
         config: ServerConfig,
+        /// The session's directory and environment (a daemon session's), or this process's.
+        launch: Option<Arc<Launch>>,
     },
 }
 
@@ -72,24 +77,27 @@ struct SessionState {
 pub(super) struct Actor {
     pool: Pool,
     /// The connections, by key.
-    conns: Supervisor<Key, Mcp>,
+    conns: Supervisor<Key, Pooled>,
     sessions: HashMap<String, SessionState>,
+    /// Bumped whenever something a session's view is made from may have changed.
+    changes: watch::Sender<u64>,
 }
 
 impl Actor {
-    pub(super) fn new(options: PoolOptions) -> Self {
+    pub(super) fn new(options: PoolOptions, changes: watch::Sender<u64>) -> Self {
         let mut pool = Pool::new();
         pool.set_drain(Millis(
             u64::try_from(options.drain.as_millis()).unwrap_or(u64::MAX),
         ));
         pool.set_pool_remote(options.pool_remote);
-        let kind = Mcp {
+        let kind = Pooled(Mcp {
             base_dir: options.base_dir.clone(),
-        };
+        });
         Actor {
             pool,
             conns: Supervisor::new(kind, options.parallelism, options.clock.clone()),
             sessions: HashMap::new(),
+            changes,
         }
     }
 
@@ -113,8 +121,11 @@ impl Actor {
                 },
                 // The supervisor applies starts and events itself; a session asks for what
                 // they changed.
-                _ = self.conns.next() => {}
-                () = sleep => self.timeout(),
+                _ = self.conns.next() => self.changed(),
+                () = sleep => {
+                    self.timeout();
+                    self.changed();
+                }
             }
         }
         self.conns.shutdown().await;
@@ -123,7 +134,17 @@ impl Actor {
         }
     }
 
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     fn handle(&mut self, request: Request) {
+        if matches!(
+            request,
+            Request::Apply { .. } | Request::Reconnect { .. } | Request::Close { .. }
+        ) {
+            self.changed();
+        }
         match request {
             Request::Apply {
                 session,
@@ -166,7 +187,12 @@ impl Actor {
         for op in ops {
             match op {
                 Op::Release { id } => self.release(session, &id, now),
-                Op::Acquire { server, id, config } => {
+                Op::Acquire {
+                    server,
+                    id,
+                    config,
+                    launch,
+                } => {
                     let gating = self
                         .sessions
                         .get(session)
@@ -183,7 +209,8 @@ impl Actor {
                     };
                     if let Some(key) = key {
                         if self.conns.get(&key).is_none() {
-                            self.conns.start(key.clone(), server.clone(), config);
+                            self.conns
+                                .start(key.clone(), server.clone(), (config, launch));
                         }
                         self.sessions
                             .entry(session.to_owned())
@@ -252,7 +279,7 @@ impl Actor {
         self.holders(key).iter().any(|session| {
             self.sessions
                 .get(session)
-                .is_some_and(|s| s.gating.denial(&pooled.name, &pooled.config).is_none())
+                .is_some_and(|s| s.gating.denial(&pooled.name, &pooled.config.0).is_none())
         })
     }
 
@@ -301,7 +328,7 @@ impl Actor {
                 continue;
             }
             // The gate: this session must still admit it.
-            if gating.denial(&pooled.name, &pooled.config).is_some() {
+            if gating.denial(&pooled.name, &pooled.config.0).is_some() {
                 continue;
             }
             names.push(pooled.name.clone());
@@ -354,5 +381,47 @@ impl Actor {
                 }
             })
             .collect()
+    }
+}
+
+/// The pool's connections: MCP connections, each started in the launch context of the session
+/// that acquired it first.
+pub(super) struct Pooled(Mcp);
+
+impl ConnectionKind for Pooled {
+    type Config = (ServerConfig, Option<Arc<Launch>>);
+    type Connection = Connection;
+    type Catalog = Catalog;
+    type Event = ConnEvent;
+
+    fn start(
+        &self,
+        name: &str,
+        (config, launch): &Self::Config,
+        generation: u64,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> BoxFuture<'static, Result<Connection, StartError>> {
+        self.0
+            .start_in(name, config, launch.clone(), generation, events)
+    }
+
+    fn stop(connection: Connection) -> BoxFuture<'static, ()> {
+        Mcp::stop(connection)
+    }
+
+    fn catalog(connection: &Connection) -> Catalog {
+        Mcp::catalog(connection)
+    }
+
+    fn pid(connection: &Connection) -> Option<u32> {
+        Mcp::pid(connection)
+    }
+
+    fn spawns_process((config, _): &Self::Config) -> bool {
+        Mcp::spawns_process(config)
+    }
+
+    fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
+        Mcp::event(event)
     }
 }

@@ -55,7 +55,7 @@ use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::Plan;
 use mcp_reconcile_kernel::pool::DEFAULT_DRAIN;
 use mcp_reconcile_kernel::{Gating, Reason, Servers};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use self::actor::{Actor, Request};
 pub use self::session::PoolSession;
@@ -151,14 +151,23 @@ pub struct Applied {
 #[derive(Clone, Debug)]
 pub struct SharedPool {
     tx: mpsc::UnboundedSender<Request>,
+    changes: watch::Receiver<u64>,
 }
 
 impl SharedPool {
     /// Starts the pool's task on the current tokio runtime.
     pub fn start(options: PoolOptions) -> SharedPool {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(Actor::new(options).run(rx));
-        SharedPool { tx }
+        let (changes_tx, changes) = watch::channel(0);
+        tokio::spawn(Actor::new(options, changes_tx).run(rx));
+        SharedPool { tx, changes }
+    }
+
+    /// Marked changed whenever a session's view may have changed: a connection came up,
+    /// failed, closed or re-listed its catalog, or a session acquired, released or
+    /// reconnected. A session compares its [`PoolSession::catalog`] when it fires.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.clone()
     }
 
     /// A new session named `name` (unique among live sessions). It holds nothing until
@@ -178,6 +187,7 @@ impl SharedPool {
             trusted: true,
             errors: Vec::new(),
             acquired: BTreeMap::new(),
+            launch: None,
             closed: false,
         }
     }

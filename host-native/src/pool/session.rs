@@ -2,6 +2,7 @@
 //! the [`Session`] a gateway fronts.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use mcp_reconcile_kernel::approvals::Approvals;
 use mcp_reconcile_kernel::gating::tool_not_found;
@@ -17,6 +18,7 @@ use crate::host::{
     adopt, CatalogMerger, MergedCatalog, PrefixOwners, Route, ServerStatus, StatusReport, Target,
 };
 use crate::inputs::Snapshot;
+use crate::launch::Launch;
 use crate::session::{Session, SessionGone};
 use crate::view::{own_prompt_name, own_tool_name, session_view};
 
@@ -36,6 +38,8 @@ pub struct PoolSession {
     pub(super) errors: Vec<String>,
     /// Server → (connection id, the config it was acquired with).
     pub(super) acquired: BTreeMap<String, (ConnectionId, ServerConfig)>,
+    /// The session's directory and environment, when they are not this process's.
+    pub(super) launch: Option<Arc<Launch>>,
     pub(super) closed: bool,
 }
 
@@ -52,6 +56,23 @@ impl PoolSession {
     /// The session's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Starts this session's stdio servers in `launch`'s directory and environment (a daemon
+    /// session's) instead of the pool process's, and shares a connection only with sessions
+    /// that would start it identically ([`Launch::shared_id`]). Takes effect for the next
+    /// acquires.
+    pub fn set_launch(&mut self, launch: Launch) {
+        self.launch = Some(Arc::new(launch));
+    }
+
+    /// The pool key of `name`'s connection `id`: the connection id itself, or with a launch
+    /// context the id that also covers the directory and environment.
+    fn pool_id(&self, id: &ConnectionId, config: &ServerConfig) -> ConnectionId {
+        match &self.launch {
+            Some(launch) => launch.shared_id(id, config),
+            None => id.clone(),
+        }
     }
 
     /// Reconciles this session with its files as loaded in `snapshot`: the kernel decides the
@@ -95,8 +116,9 @@ impl PoolSession {
                     if let Some(config) = decision.servers.get(name) {
                         ops.push(Op::Acquire {
                             server: name.clone(),
-                            id: to.clone(),
+                            id: self.pool_id(to, config),
                             config: config.clone(),
+                            launch: self.launch.clone(),
                         });
                     }
                 }
@@ -104,8 +126,9 @@ impl PoolSession {
                     if let Some(config) = decision.servers.get(name) {
                         ops.push(Op::Acquire {
                             server: name.clone(),
-                            id: to.clone(),
+                            id: self.pool_id(to, config),
                             config: config.clone(),
+                            launch: self.launch.clone(),
                         });
                     }
                 }
@@ -116,9 +139,9 @@ impl PoolSession {
         let acquires: HashMap<String, (ConnectionId, ServerConfig)> = ops
             .iter()
             .filter_map(|op| match op {
-                Op::Acquire { server, id, config } => {
-                    Some((server.clone(), (id.clone(), config.clone())))
-                }
+                Op::Acquire {
+                    server, id, config, ..
+                } => Some((server.clone(), (id.clone(), config.clone()))),
                 Op::Release { .. } => None,
             })
             .collect();

@@ -33,10 +33,15 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
 
+use super::session::{handshake, start, Ending, Handler};
+use super::{with_stderr, ConnectError, ConnectErrorKind, ConnectOptions, Connection, Ctx, SETTLE};
+use crate::launch::Launch;
 use crate::redact::redact_all;
 
 /// How long a stopping server gets after stdin closes, and again after SIGTERM.
@@ -68,13 +73,16 @@ pub struct Pipes {
 
 impl ChildProcess {
     /// Starts `config`'s `command` with `args`, `env` over the host environment and `cwd`
-    /// (relative to `base_dir` when given), as the leader of a new process group.
+    /// (relative to `base_dir` when given), as the leader of a new process group. With a
+    /// `launch` (a daemon session's), `env` goes over the session's environment instead of the
+    /// host's, and the process runs in [`Launch::effective_cwd`].
     ///
     /// # Errors
     /// The spawn error (missing program, bad cwd, ...), or a missing pipe.
     pub fn spawn(
         config: &ServerConfig,
         base_dir: Option<&Path>,
+        launch: Option<&Launch>,
         secrets: Vec<String>,
         server: &str,
     ) -> std::io::Result<(Self, Pipes)> {
@@ -82,6 +90,12 @@ impl ChildProcess {
         let mut command = tokio::process::Command::new(program);
         if let Some(Value::Array(args)) = config.get("args") {
             command.args(args.iter().map(Value::to_js_string));
+        }
+        if let Some(launch) = launch {
+            command
+                .env_clear()
+                .envs(&launch.vars)
+                .current_dir(launch.effective_cwd(config));
         }
         if let Some(Value::Object(env)) = config.get("env") {
             for (key, value) in env.iter() {
@@ -92,7 +106,10 @@ impl ChildProcess {
                 command.env(key, value.to_js_string());
             }
         }
-        if let Some(cwd) = config.str_field("cwd").filter(|c| !c.is_empty()) {
+        if let Some(cwd) = config
+            .str_field("cwd")
+            .filter(|c| !c.is_empty() && launch.is_none())
+        {
             command.current_dir(resolve_cwd(cwd, base_dir));
         }
         command
@@ -358,6 +375,84 @@ async fn drain_stderr(
     }
     tail.finish();
     let _ = closed.send(true);
+}
+
+/// Starts a stdio server and runs the handshake (see [`super::connect`]).
+pub(super) async fn connect_stdio(
+    ctx: Ctx,
+    config: &ServerConfig,
+    opts: ConnectOptions,
+) -> Result<Connection, ConnectError> {
+    let deadline = Instant::now() + opts.handshake_timeout;
+    let program = config.str_field("command").unwrap_or_default().to_owned();
+    let (mut process, pipes) = ChildProcess::spawn(
+        config,
+        opts.base_dir.as_deref(),
+        opts.launch.as_deref(),
+        ctx.secrets.clone(),
+        &ctx.name,
+    )
+    .map_err(|e| {
+        ctx.error(
+            ConnectErrorKind::Spawn,
+            &format!("could not start `{program}`: {e}; check `command`, `cwd` and PATH"),
+        )
+    })?;
+    tracing::debug!(server = %ctx.name, pid = process.pid(), "spawned");
+    let transport = AsyncRwTransport::new_client(pipes.stdout, pipes.stdin);
+    let relist = Arc::new(Notify::new());
+    let outcome = tokio::time::timeout_at(
+        deadline,
+        handshake(
+            Handler::new(relist.clone(), opts.elicitation.clone()),
+            transport,
+        ),
+    )
+    .await;
+    match outcome {
+        Ok(Ok((service, catalog))) => {
+            let pid = process.pid();
+            Ok(start(
+                ctx,
+                opts,
+                service,
+                catalog,
+                relist,
+                Ending::Process(process),
+                Some(pid),
+            ))
+        }
+        Ok(Err(failure)) => {
+            // The process usually exited: its status and last words explain the failure.
+            let status = process.wait_exit(SETTLE).await;
+            process.stderr_settled(SETTLE).await;
+            process.stop().await;
+            let exited = status
+                .map(|s| format!("; the process exited ({s})"))
+                .unwrap_or_default();
+            Err(ctx.error(
+                failure.kind,
+                &format!(
+                    "{}{exited}{}",
+                    failure.what,
+                    with_stderr(&process.stderr_tail())
+                ),
+            ))
+        }
+        Err(_) => {
+            process.stop().await;
+            process.stderr_settled(SETTLE).await;
+            Err(ctx.error(
+                ConnectErrorKind::Timeout,
+                &format!(
+                    "did not finish the MCP handshake within {} ms (`discoveryTimeoutMs`); \
+                     stopped it{}",
+                    opts.handshake_timeout.as_millis(),
+                    with_stderr(&process.stderr_tail())
+                ),
+            ))
+        }
+    }
 }
 
 #[cfg(test)]

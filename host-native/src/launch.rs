@@ -1,0 +1,164 @@
+//! [`Launch`]: where and with what environment a stdio server of one session starts, and when
+//! two sessions would start it identically — the only case in which the daemon lets them share
+//! one process (SPEC §6 pool mode, issue 12).
+//!
+//! A session of the per-user daemon brings its own project root and environment (those of the
+//! `serve` that attached it). Its servers are spawned with exactly that environment — never the
+//! daemon's — and a server without `cwd` runs in the session's project root. Two sessions share
+//! a process exactly when the connection id (§2.1: command, args, `cwd`, `env`, …), the effective
+//! working directory and the counted environment are all equal; [`Launch::shared_id`] folds
+//! the last two into the pool's key.
+//!
+//! Every variable counts except the few in [`NOT_COUNTED`], which describe the terminal or the
+//! shell a command was typed in rather than anything a server reads; a shared process gets the
+//! values of the session that started it for those.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mcp_reconcile_kernel::identity::ConnectionId;
+use mcp_reconcile_kernel::ServerConfig;
+use sha2::{Digest, Sha256};
+
+/// Variables that do not decide whether two sessions may share a server process: the shell's
+/// and the terminal's bookkeeping, which differs between two windows of the same user.
+pub const NOT_COUNTED: &[&str] = &[
+    "_",
+    "COLORTERM",
+    "COLUMNS",
+    "LINES",
+    "OLDPWD",
+    "PWD",
+    "SHLVL",
+    "SSH_TTY",
+    "STY",
+    "TERM",
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "TERM_SESSION_ID",
+    "TMUX_PANE",
+    "VTE_VERSION",
+    "WINDOW",
+    "WINDOWID",
+];
+
+/// A session's launch context: its project directory and its whole environment. `Debug`
+/// names the variables, never their values.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// The session's project root: the working directory of a server without `cwd`, and what a
+    /// relative `cwd` is resolved against.
+    pub dir: PathBuf,
+    /// The environment a server is spawned with (before its own `env`).
+    pub vars: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("dir", &self.dir)
+            .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Launch {
+    /// The directory `config` runs in: its `cwd` (relative to [`Launch::dir`]) or the project
+    /// root.
+    pub fn effective_cwd(&self, config: &ServerConfig) -> PathBuf {
+        match config.str_field("cwd").filter(|c| !c.is_empty()) {
+            Some(cwd) if Path::new(cwd).is_absolute() => PathBuf::from(cwd),
+            Some(cwd) => self.dir.join(cwd),
+            None => self.dir.clone(),
+        }
+    }
+
+    /// The key under which the pool shares `config`'s connection `id` for this session:
+    /// `<name>::<16 hex>` of a hash over `id`, the effective working directory and every
+    /// counted variable (name and value). Equal exactly when the process would be started
+    /// identically. The hash is one-way: no value can be read back from it.
+    pub fn shared_id(&self, id: &ConnectionId, config: &ServerConfig) -> ConnectionId {
+        let mut hash = Sha256::new();
+        let mut part = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(bytes);
+        };
+        part(id.as_str().as_bytes());
+        part(self.effective_cwd(config).as_os_str().as_encoded_bytes());
+        for (key, value) in self.counted() {
+            part(key.as_bytes());
+            part(value.as_bytes());
+        }
+        let digest = hash.finalize();
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        ConnectionId(format!("{}::{hex}", id.server_name()))
+    }
+
+    /// The variables that decide sharing, in name order.
+    pub fn counted(&self) -> impl Iterator<Item = (&String, &String)> + '_ {
+        self.vars
+            .iter()
+            .filter(|(key, _)| !NOT_COUNTED.contains(&key.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(json: &str) -> ServerConfig {
+        ServerConfig::from_json(json).expect("config")
+    }
+
+    fn launch(dir: &str, vars: &[(&str, &str)]) -> Launch {
+        Launch {
+            dir: PathBuf::from(dir),
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn sharing_needs_the_same_directory_and_counted_environment() {
+        let id = ConnectionId("a::0123456789abcdef".into());
+        let plain = config(r#"{"command":"x"}"#);
+        let base = launch("/p", &[("PATH", "/bin"), ("TOKEN", "s3")]);
+        let key = base.shared_id(&id, &plain);
+        assert!(key.as_str().starts_with("a::"), "{key}");
+        // A terminal's bookkeeping does not count.
+        let other_shell = launch(
+            "/p",
+            &[
+                ("PATH", "/bin"),
+                ("TOKEN", "s3"),
+                ("PWD", "/q"),
+                ("SHLVL", "3"),
+            ],
+        );
+        assert_eq!(other_shell.shared_id(&id, &plain), key);
+        // Another project root is another working directory for a server without `cwd`.
+        assert_ne!(
+            launch("/q", &[("PATH", "/bin"), ("TOKEN", "s3")]).shared_id(&id, &plain),
+            key
+        );
+        // Another value, or one more variable, is another environment.
+        assert_ne!(
+            launch("/p", &[("PATH", "/bin"), ("TOKEN", "s4")]).shared_id(&id, &plain),
+            key
+        );
+        assert_ne!(
+            launch("/p", &[("PATH", "/bin")]).shared_id(&id, &plain),
+            key
+        );
+        // An absolute `cwd` is the same directory from any project root.
+        let fixed = config(r#"{"command":"x","cwd":"/srv"}"#);
+        assert_eq!(
+            base.shared_id(&id, &fixed),
+            launch("/q", &[("PATH", "/bin"), ("TOKEN", "s3")]).shared_id(&id, &fixed)
+        );
+        assert!(!key.as_str().contains("s3"));
+        assert!(!format!("{base:?}").contains("s3"));
+    }
+}
