@@ -30,6 +30,7 @@
 pub mod approvals_store;
 pub mod auth;
 pub mod clock;
+pub mod daemon;
 pub mod diff;
 pub mod display;
 pub mod gateway;

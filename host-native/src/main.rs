@@ -19,7 +19,7 @@ use mcp_reconcile::{gateway, ipc, watcher};
 use mcp_reconcile_kernel::Decision;
 use tokio::sync::mpsc;
 
-use cli::args::{Cli, Command, EventsFormat, ServeArgs, WatchArgs};
+use cli::args::{Cli, Command, DaemonArgs, EventsFormat, ServeArgs, WatchArgs};
 use cli::print::{lsp_failure_line, lsp_plan_text};
 use cli::prompt::{approval_hint, restore_terminal, Input};
 use cli::report::{failure_line, report_text, Failures};
@@ -57,7 +57,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
     use cli::commands;
     match command {
         Command::Watch(args) => watch(args).await,
+        Command::Serve(args) if args.daemon => serve_attached(args).await,
         Command::Serve(args) => serve(args).await,
+        Command::Daemon(args) => daemon(args).await,
         Command::Status(args) => commands::status(args).await,
         Command::Approve(args) => commands::decide(args, Decision::Approved),
         Command::Reject(args) => commands::decide(args, Decision::Rejected),
@@ -197,6 +199,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     run_session(inputs, HostOptions::default(), Front::Serve { http }).await
+}
+
+/// `serve --daemon`: a thin bridge between the client on stdio and a session of the per-user
+/// daemon (started when none runs).
+async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
+    use mcp_reconcile::daemon::{self, bridge};
+    init_logging();
+    let env = mcp_reconcile::inputs::HostEnv::from_process()?;
+    let dir = daemon::socket_dir(&env);
+    let exe = std::env::current_exe().context("cannot find the mcp-reconcile binary")?;
+    let stream = bridge::connect_or_start(&dir, &exe).await?;
+    let (session, reader, write) =
+        bridge::attach(stream, &args.layers.options(), env, "serve").await?;
+    tracing::info!(%session, "attached to the daemon");
+    bridge::pipe_stdio(reader, write).await
+}
+
+/// `daemon`: the per-user daemon, until it has been idle for `--idle-exit-ms`.
+async fn daemon(args: DaemonArgs) -> anyhow::Result<()> {
+    use mcp_reconcile::daemon::{self, DaemonOptions};
+    init_logging();
+    let env = mcp_reconcile::inputs::HostEnv::from_process()?;
+    let options = DaemonOptions {
+        drain: std::time::Duration::from_millis(args.drain_ms),
+        idle_exit: std::time::Duration::from_millis(args.idle_exit_ms),
+    };
+    if !daemon::run(&daemon::socket_dir(&env), options).await? {
+        eprintln!("mcp-reconcile daemon: another daemon is already running");
+    }
+    Ok(())
 }
 
 /// `serve`'s printer: everything for people goes to stderr, as stdout may be

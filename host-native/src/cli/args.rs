@@ -57,6 +57,12 @@ pub enum Command {
     /// Configure it as an MCP client's only server to get hot reload.
     /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
     Serve(ServeArgs),
+    /// Run the per-user daemon that `serve --daemon` attaches to: one process per
+    /// stdio server for every session that would start it identically. Listens
+    /// on $XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock (else
+    /// /tmp/mcp-reconcile-<uid>/); exits once no session has been attached for
+    /// the idle time. `serve --daemon` starts it when none runs.
+    Daemon(DaemonArgs),
     /// Answer kernel JSON requests: one per stdin line, one response per
     /// stdout line (see README).
     ///
@@ -137,6 +143,22 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = http_guard::DEFAULT_SESSION_IDLE_SECS,
           value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
     pub session_idle_secs: u64,
+    /// Attach to the per-user daemon (started if none runs) instead of
+    /// running a session in this process: servers are shared with every other
+    /// session that would start them identically, and several `serve`s for the
+    /// same files may run at once. stdio only; no language servers yet.
+    #[arg(long, conflicts_with = "http")]
+    pub daemon: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DaemonArgs {
+    /// Keep a server nobody holds running this long before stopping it.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub drain_ms: u64,
+    /// Exit after this long without any attached session.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub idle_exit_ms: u64,
 }
 
 #[derive(Args, Debug)]

@@ -334,7 +334,7 @@ impl Host {
 }
 
 /// One digest per list of the merged catalog (order-sensitive).
-fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
+pub(crate) fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
     fn digest<T: serde::Serialize>(items: &[T]) -> u64 {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         for item in items {

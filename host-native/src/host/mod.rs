@@ -40,6 +40,7 @@ use mcp_reconcile_kernel::reload::{FileSource, ReloadScheduler};
 use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
 use tokio::sync::{mpsc, oneshot};
 
+pub(crate) use self::catalog::digests;
 pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners};
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;

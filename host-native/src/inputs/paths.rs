@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context};
 use mcp_reconcile_kernel::json::{Object, Value};
+use serde::{Deserialize, Serialize};
 
 /// The default file set of each `--layout`; an explicit flag overrides its
 /// row. Shown by `--help`.
@@ -29,7 +30,8 @@ $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 missing file counts as {}.";
 
 /// Which default files to read (see [`LAYOUT_HELP`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// mcp-reconcile's own files under XDG directories.
     #[default]
@@ -52,7 +54,8 @@ impl Layout {
 /// line's file flags say (the binary turns its flags into this), so every
 /// command given the same flags finds the same files and session. `None` /
 /// empty means "from the layout" (see [`LAYOUT_HELP`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct Options {
     /// User settings file (JSON with comments).
     pub user_settings: Option<PathBuf>,
@@ -100,7 +103,7 @@ pub struct Options {
 /// The process environment the paths and `$VAR`s are resolved from.
 ///
 /// Its `Debug` output names the variables but never shows their values.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostEnv {
     /// Environment variables (those that are valid UTF-8).
     pub vars: BTreeMap<String, String>,

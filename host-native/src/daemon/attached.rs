@@ -1,0 +1,373 @@
+//! One attached session of the daemon: a [`PoolSession`] for the client's files and
+//! environment, kept equal to the files, served as MCP on the client's connection, and
+//! released when the connection closes. [`Registry`] is the daemon's list of them.
+//!
+//! Drive loop of [`run`]:
+//! 1. resolve the client's files in its environment; make the session with its [`Launch`]
+//!    (project root, environment); load and apply the files (the pool spawns or attaches);
+//! 2. answer `{"ok":{"session":NAME}}` and serve MCP on the rest of the connection;
+//! 3. a file event waits for the files to settle (every changed file parses and `quiet`
+//!    passed, or `debounce` since the first event), then reloads and applies; a `reload`
+//!    request applies at once;
+//! 4. whenever the pool or a reload may have changed the session's catalog, compare it with
+//!    the last announced one and send `list_changed` for the lists that differ;
+//! 5. when the client closes the connection: unregister and release everything held.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_reconcile_kernel::reload::FileSource;
+use serde_json::{json, Value};
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot, watch, RwLock};
+
+use crate::gateway::Gateway;
+use crate::host::{digests, CatalogChange, HostEvent, MergedCatalog, Route, StatusReport, Target};
+use crate::inputs::{HostEnv, Inputs, Options};
+use crate::ipc::SessionRequest;
+use crate::launch::Launch;
+use crate::pool::{PoolSession, SharedPool};
+use crate::session::{Session, SessionGone};
+use crate::status::report_json;
+use crate::watcher;
+
+/// What a client attaches with (see [`DaemonRequest::Attach`](super::DaemonRequest)).
+pub struct Attach {
+    /// Its layer flags.
+    pub options: Options,
+    /// Its environment, current directory and home.
+    pub env: HostEnv,
+    /// `serve`, for `status`.
+    pub client: String,
+    /// Its process id, for `status`.
+    pub pid: u32,
+}
+
+/// A session as `status` lists it.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    /// Unique among the daemon's sessions: `<client>-<pid>-<n>`.
+    pub name: String,
+    /// Who attached it.
+    pub client: String,
+    /// The attached process.
+    pub pid: u32,
+    /// Its project root (approvals are keyed by it).
+    pub project_root: String,
+    /// Its file set's id ([`Inputs::session_id`]): what `status`, `reload` and `reconnect`
+    /// with the same flags ask for.
+    pub id: String,
+}
+
+struct Entry {
+    info: SessionInfo,
+    session: DaemonSession,
+    reload: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+/// The daemon's live sessions; clones share it.
+#[derive(Clone)]
+pub(crate) struct Registry {
+    entries: Arc<Mutex<(u64, BTreeMap<String, Entry>)>>,
+    count: Arc<watch::Sender<usize>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            entries: Arc::default(),
+            count: Arc::new(watch::Sender::new(0)),
+        }
+    }
+}
+
+impl Registry {
+    /// The number of live sessions, as it changes.
+    pub(crate) fn count(&self) -> watch::Receiver<usize> {
+        self.count.subscribe()
+    }
+
+    /// Every live session, in name order.
+    pub(crate) fn sessions(&self) -> Vec<SessionInfo> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.1.values().map(|e| e.info.clone()).collect()
+    }
+
+    fn next_name(&self, client: &str, pid: u32) -> String {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.0 += 1;
+        format!("{client}-{pid}-{}", entries.0)
+    }
+
+    fn insert(&self, entry: Entry) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.1.insert(entry.info.name.clone(), entry);
+        self.count.send_replace(entries.1.len());
+    }
+
+    fn remove(&self, name: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.1.remove(name);
+        self.count.send_replace(entries.1.len());
+    }
+
+    /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`): the status
+    /// of the first (they read the same files), a reload or reconnect of each.
+    pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
+        let targets: Vec<(DaemonSession, mpsc::UnboundedSender<oneshot::Sender<()>>)> = {
+            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            entries
+                .1
+                .values()
+                .filter(|e| e.info.id == id)
+                .map(|e| (e.session.clone(), e.reload.clone()))
+                .collect()
+        };
+        let Some((first, _)) = targets.first() else {
+            return json!({ "error": "no daemon session for these files" });
+        };
+        match request {
+            SessionRequest::Status => match first.status().await {
+                Ok(report) => json!({ "ok": report_json(&report) }),
+                Err(gone) => json!({ "error": gone.to_string() }),
+            },
+            SessionRequest::Plan => json!({
+                "error": "a daemon session has no dry run yet; run `mcp-reconcile plan` without a running session"
+            }),
+            SessionRequest::Reload => {
+                for (_, reload) in &targets {
+                    let (tx, rx) = oneshot::channel();
+                    if reload.send(tx).is_ok() {
+                        let _ = rx.await;
+                    }
+                }
+                json!({ "ok": true })
+            }
+            SessionRequest::Reconnect { name } => {
+                let mut names = Vec::new();
+                for (session, _) in &targets {
+                    if let Ok(Ok(restarted)) = session.reconnect(name.clone()).await {
+                        names.extend(restarted);
+                    }
+                }
+                names.sort();
+                names.dedup();
+                json!({ "ok": names })
+            }
+        }
+    }
+}
+
+/// A [`PoolSession`] shared by the gateway (reads) and the reload loop (applies).
+#[derive(Clone)]
+pub struct DaemonSession(Arc<RwLock<PoolSession>>);
+
+impl Session for DaemonSession {
+    async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
+        self.0.read().await.catalog().await.map_err(|_| SessionGone)
+    }
+
+    async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
+        self.0
+            .read()
+            .await
+            .route(target)
+            .await
+            .map_err(|_| SessionGone)
+    }
+
+    async fn status(&self) -> Result<StatusReport, SessionGone> {
+        self.0.read().await.status().await.map_err(|_| SessionGone)
+    }
+
+    async fn reconnect(
+        &self,
+        server: Option<String>,
+    ) -> Result<Result<Vec<String>, String>, SessionGone> {
+        self.0
+            .read()
+            .await
+            .reconnect(server.as_deref())
+            .await
+            .map(Ok)
+            .map_err(|_| SessionGone)
+    }
+}
+
+/// Runs one attached session until its client closes the connection (see the module docs).
+pub(crate) async fn run(
+    attach: Attach,
+    pool: SharedPool,
+    registry: Registry,
+    reader: BufReader<OwnedReadHalf>,
+    mut write: OwnedWriteHalf,
+) {
+    let launch_vars = attach.env.vars.clone();
+    let mut inputs = match Inputs::with_env(&attach.options, attach.env) {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            let _ = super::reply(&mut write, &json!({ "error": format!("{e:#}") })).await;
+            return;
+        }
+    };
+    let name = registry.next_name(&attach.client, attach.pid);
+    let mut session = pool.session(name.clone());
+    session.set_launch(Launch {
+        dir: inputs.project_dir().to_path_buf(),
+        vars: launch_vars,
+    });
+    let (file_tx, mut file_rx) = mpsc::unbounded_channel();
+    let watcher = match watcher::watch(inputs.watched(), file_tx) {
+        Ok(watcher) => watcher,
+        Err(e) => {
+            let _ = super::reply(&mut write, &json!({ "error": format!("{e:#}") })).await;
+            return;
+        }
+    };
+    if let Err(e) = session.apply(&inputs.load(None)).await {
+        tracing::warn!(session = %name, "the first apply failed: {e}");
+    }
+    let shared = DaemonSession(Arc::new(RwLock::new(session)));
+    let (reload_tx, mut reload_rx) = mpsc::unbounded_channel();
+    let info = SessionInfo {
+        name: name.clone(),
+        client: attach.client,
+        pid: attach.pid,
+        project_root: inputs.project_root().to_owned(),
+        id: inputs.session_id(),
+    };
+    if super::reply(&mut write, &json!({ "ok": { "session": name } }))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    registry.insert(Entry {
+        info,
+        session: shared.clone(),
+        reload: reload_tx,
+    });
+    tracing::info!(session = %name, "attached");
+
+    let gateway = Gateway::new(shared.clone());
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let announcer = tokio::spawn(gateway.clone().announce(events_rx));
+    let (poke_tx, poke_rx) = mpsc::unbounded_channel();
+    let watcher_task = tokio::spawn(watch_catalog(
+        shared.clone(),
+        pool.changes(),
+        poke_rx,
+        events_tx,
+    ));
+    let service = {
+        use rmcp::ServiceExt;
+        gateway.serve((reader, write)).await
+    };
+    if let Ok(service) = service {
+        let waiting = service.waiting();
+        tokio::pin!(waiting);
+        loop {
+            tokio::select! {
+                _ = &mut waiting => break,
+                Some(source) = file_rx.recv() => {
+                    let changed = settle(&inputs, &mut file_rx, source).await;
+                    apply(&shared, &mut inputs, Some(&changed)).await;
+                    let _ = poke_tx.send(());
+                }
+                Some(done) = reload_rx.recv() => {
+                    apply(&shared, &mut inputs, None).await;
+                    let _ = poke_tx.send(());
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+    drop(watcher);
+    watcher_task.abort();
+    announcer.abort();
+    registry.remove(&name);
+    tracing::info!(session = %name, "detached; releasing its servers");
+    // The last handle's drop releases everything the session holds.
+}
+
+/// Collects file events until the changed files settle: each parses and `quiet` passed
+/// without another event, or `debounce` passed since the first.
+async fn settle(
+    inputs: &Inputs,
+    events: &mut mpsc::UnboundedReceiver<FileSource>,
+    first: FileSource,
+) -> Vec<FileSource> {
+    let start = tokio::time::Instant::now();
+    let debounce = std::time::Duration::from_millis(inputs.debounce().0);
+    let quiet = std::time::Duration::from_millis(inputs.quiet().0);
+    let mut changed = vec![first];
+    loop {
+        let complete = changed.iter().all(|s| inputs.complete(s));
+        let limit = start + debounce;
+        let wait_until = if complete {
+            (tokio::time::Instant::now() + quiet).min(limit)
+        } else {
+            limit
+        };
+        match tokio::time::timeout_at(wait_until, events.recv()).await {
+            Ok(Some(source)) => {
+                if !changed.contains(&source) {
+                    changed.push(source);
+                }
+                if tokio::time::Instant::now() >= limit {
+                    return changed;
+                }
+            }
+            Ok(None) | Err(_) => return changed,
+        }
+    }
+}
+
+async fn apply(shared: &DaemonSession, inputs: &mut Inputs, changed: Option<&[FileSource]>) {
+    let snapshot = inputs.load(changed);
+    let mut session = shared.0.write().await;
+    match session.apply(&snapshot).await {
+        Ok(applied) => tracing::info!(
+            session = %session.name(),
+            actions = applied.plan.actions.len(),
+            "applied"
+        ),
+        Err(e) => tracing::warn!(session = %session.name(), "reload failed: {e}"),
+    }
+}
+
+/// Sends [`HostEvent::CatalogChanged`] whenever the session's catalog differs from the one
+/// last seen, checked on every pool change and after every apply.
+async fn watch_catalog(
+    session: DaemonSession,
+    mut changes: watch::Receiver<u64>,
+    mut pokes: mpsc::UnboundedReceiver<()>,
+    events: mpsc::UnboundedSender<HostEvent>,
+) {
+    let mut last = match session.catalog().await {
+        Ok(catalog) => digests(&catalog),
+        Err(_) => return,
+    };
+    loop {
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            poked = pokes.recv() => if poked.is_none() { return },
+        }
+        let Ok(catalog) = session.catalog().await else {
+            return;
+        };
+        let now = digests(&catalog);
+        let change = CatalogChange {
+            tools: now.0 != last.0,
+            prompts: now.1 != last.1,
+            resources: now.2 != last.2,
+        };
+        last = now;
+        if change != CatalogChange::default()
+            && events.send(HostEvent::CatalogChanged(change)).is_err()
+        {
+            return;
+        }
+    }
+}

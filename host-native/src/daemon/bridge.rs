@@ -1,0 +1,148 @@
+//! The client side of the daemon: find (or start) it, attach a session, and bridge a stdio MCP
+//! client to that session — what `serve --daemon` runs.
+//!
+//! 1. [`connect_or_start`]: connect to the socket; when nothing listens, start
+//!    `mcp-reconcile daemon` (own process group, its log in [`LOG`](super::LOG) beside the
+//!    socket) and wait until it listens (bounded);
+//! 2. [`attach`]: send the [`DaemonRequest::Attach`] line and read the answer (bounded);
+//! 3. [`pipe_stdio`]: copy bytes both ways until either side closes — the session's MCP is
+//!    spoken end to end by the client and the daemon's gateway.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
+
+use super::{DaemonRequest, LOG, SOCKET};
+use crate::inputs::{HostEnv, Options};
+use crate::ipc;
+
+/// How long a started daemon may take to listen.
+pub const START_WAIT: Duration = Duration::from_secs(10);
+
+/// Connects to the daemon in `dir`, starting `exe daemon` first when none listens.
+///
+/// # Errors
+/// `dir` is not private to the user, the daemon cannot be started, or it does not listen
+/// within [`START_WAIT`].
+pub async fn connect_or_start(dir: &Path, exe: &Path) -> anyhow::Result<UnixStream> {
+    let socket = dir.join(SOCKET);
+    if let Ok(stream) = UnixStream::connect(&socket).await {
+        return Ok(stream);
+    }
+    ipc::prepare_state_dir(dir)?;
+    let log = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(dir.join(LOG))
+            .with_context(|| format!("opening the daemon log in {}", dir.display()))?
+    };
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("daemon")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        // Its own group: the client's Ctrl-C or a killed `serve` group does not stop it.
+        .process_group(0);
+    // Reaped in the background by tokio once it exits; it outlives this process otherwise.
+    let _daemon = tokio::process::Command::from(command)
+        .spawn()
+        .with_context(|| format!("starting `{} daemon`", exe.display()))?;
+    let deadline = tokio::time::Instant::now() + START_WAIT;
+    loop {
+        if let Ok(stream) = UnixStream::connect(&socket).await {
+            return Ok(stream);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "the mcp-reconcile daemon did not listen on {} within {START_WAIT:?}; see {}",
+                socket.display(),
+                dir.join(LOG).display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Attaches a session for `options` in `env` on `stream`; returns the session's name and the
+/// connection, which now speaks MCP to it.
+///
+/// # Errors
+/// The daemon refused (the message says why: e.g. a missing project directory) or did not
+/// answer within [`ipc::READ_TIMEOUT`].
+pub async fn attach(
+    stream: UnixStream,
+    options: &Options,
+    env: HostEnv,
+    client: &str,
+) -> anyhow::Result<(String, BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
+    let (read, mut write) = stream.into_split();
+    let request = DaemonRequest::Attach {
+        options: Box::new(options.clone()),
+        env: Box::new(env),
+        client: client.to_owned(),
+        pid: std::process::id(),
+    };
+    write.write_all(request.line()?.as_bytes()).await?;
+    let mut reader = BufReader::new(read);
+    let mut line = Vec::new();
+    let mut limited = (&mut reader).take(ipc::MAX_RESPONSE as u64);
+    let answer = limited.read_until(b'\n', &mut line);
+    tokio::time::timeout(ipc::READ_TIMEOUT, answer)
+        .await
+        .context("the mcp-reconcile daemon did not answer the attach in time")??;
+    let answer: Value = serde_json::from_slice(&line)
+        .context("the mcp-reconcile daemon closed the connection or answered with something that is not JSON")?;
+    if let Some(message) = answer.get("error").and_then(Value::as_str) {
+        bail!("{message}");
+    }
+    let name = answer
+        .pointer("/ok/session")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Ok((name, reader, write))
+}
+
+/// Copies stdin to the session and the session to stdout until the daemon closes the
+/// connection; when stdin ends (the client left), the session is told (write side shut) and
+/// its end awaited (bounded).
+///
+/// # Errors
+/// Never for a closed side; an unexpected IO error otherwise.
+pub async fn pipe_stdio(
+    mut reader: BufReader<OwnedReadHalf>,
+    mut write: OwnedWriteHalf,
+) -> anyhow::Result<()> {
+    let mut stdin = tokio::io::stdin();
+    let mut stdout = tokio::io::stdout();
+    let upstream = async {
+        let _ = tokio::io::copy(&mut stdin, &mut write).await;
+        let _ = write.shutdown().await;
+    };
+    let downstream = async {
+        let copied = tokio::io::copy(&mut reader, &mut stdout).await;
+        let _ = stdout.flush().await;
+        copied
+    };
+    tokio::pin!(downstream);
+    tokio::select! {
+        copied = &mut downstream => {
+            copied.context("forwarding the session's messages to stdout")?;
+        }
+        () = upstream => {
+            let _ = tokio::time::timeout(ipc::READ_TIMEOUT, downstream).await;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! The per-user daemon: one [`SharedPool`] for every session of the user (SPEC §6 pool mode,
+//! issue 12), so a stdio server that several `serve`s would start identically runs once.
+//!
+//! * **Where.** One Unix socket, `$XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock` (else
+//!   `/tmp/mcp-reconcile-<uid>/daemon.sock`; [`socket_dir`]). The directory is 0700 and must be
+//!   ours ([`ipc::prepare_state_dir`]), the socket is bound 0600 and every connection's peer uid
+//!   must be ours ([`ipc::admit_peer`]); `daemon.lock` (held with `flock` for the daemon's life)
+//!   makes a second daemon for the same directory exit at once.
+//! * **Attach.** A client sends one [`DaemonRequest::Attach`] line — its layer flags, its
+//!   environment and current directory — and gets `{"ok":{"session":NAME}}`; from then on the
+//!   connection is an MCP connection to a [`Gateway`](crate::gateway::Gateway) in front of a
+//!   [`PoolSession`] of its own ([`attached`]): its own admission, approvals (its project
+//!   root), tool filters and catalog; its stdio servers spawned with *its* environment in *its*
+//!   project root ([`crate::launch`]). The session lives as long as the connection: when the
+//!   client goes, it releases what it held and the pool drains those connections.
+//! * **Other requests.** [`DaemonRequest::Status`] lists sessions and connections with their
+//!   holders; [`DaemonRequest::Session`] asks every session of one file set what the session
+//!   socket would (`status`, `reload`, `reconnect`, `plan`).
+//! * **Lifetime.** [`run`] returns once no session has been attached for
+//!   [`DaemonOptions::idle_exit`] (the pool's drain runs meanwhile), or on SIGTERM / Ctrl-C;
+//!   every server is stopped with its process group before it returns.
+//!
+//! Drive loop of [`run`]:
+//! 1. prepare the directory, take the lock, bind the socket;
+//! 2. accept a connection, check its peer, read one request line (bounded, timed);
+//! 3. an attach becomes a task that runs the session until its connection closes; other
+//!    requests are answered and the connection closed;
+//! 4. whenever the last session leaves, arm the idle timer; a new attach disarms it;
+//! 5. on the idle timer or a signal: remove the socket, shut the pool down.
+
+pub mod attached;
+pub mod bridge;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use self::attached::Registry;
+pub use self::wire::DaemonRequest;
+use crate::inputs::HostEnv;
+use crate::ipc;
+use crate::pool::{PoolOptions, SharedPool};
+
+/// The socket's file name in [`socket_dir`].
+pub const SOCKET: &str = "daemon.sock";
+/// The lock's file name in [`socket_dir`].
+const LOCK: &str = "daemon.lock";
+/// Where a started daemon's log goes, in [`socket_dir`].
+pub const LOG: &str = "daemon.log";
+
+/// How the daemon behaves.
+#[derive(Clone, Debug)]
+pub struct DaemonOptions {
+    /// How long a server nobody holds keeps running (SPEC default 30 s).
+    pub drain: Duration,
+    /// How long the daemon waits, with no session attached, before it exits.
+    pub idle_exit: Duration,
+}
+
+impl Default for DaemonOptions {
+    fn default() -> Self {
+        let drain = PoolOptions::default().drain;
+        DaemonOptions {
+            drain,
+            idle_exit: drain,
+        }
+    }
+}
+
+/// The daemon's directory for the environment `env`: `$XDG_RUNTIME_DIR/mcp-reconcile`, else
+/// `/tmp/mcp-reconcile-<uid>`.
+pub fn socket_dir(env: &HostEnv) -> PathBuf {
+    match env.vars.get("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => Path::new(dir).join("mcp-reconcile"),
+        None => PathBuf::from(format!(
+            "/tmp/mcp-reconcile-{}",
+            nix::unistd::geteuid().as_raw()
+        )),
+    }
+}
+
+/// Runs the daemon in `dir` until it has been idle for [`DaemonOptions::idle_exit`] or is
+/// signalled. Returns `Ok(false)` at once when another daemon holds `dir`.
+///
+/// # Errors
+/// The directory is not private to the user, or the socket cannot be bound.
+pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
+    ipc::prepare_state_dir(dir)?;
+    let Some(_lock) = lock(&dir.join(LOCK))? else {
+        return Ok(false);
+    };
+    let path = dir.join(SOCKET);
+    let listener = bind_private(&path, dir)?;
+    let pool = SharedPool::start(PoolOptions {
+        drain: options.drain,
+        ..PoolOptions::default()
+    });
+    let registry = Registry::default();
+    let mut count = registry.count();
+    let our_uid = nix::unistd::geteuid().as_raw();
+    tracing::info!(socket = %path.display(), "daemon listening");
+    let mut idle_since = Some(tokio::time::Instant::now());
+    loop {
+        let idle = async {
+            match idle_since {
+                Some(at) => tokio::time::sleep_until(at + options.idle_exit).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                if let Err(why) = ipc::admit_peer(stream.peer_cred().map(|c| c.uid()), our_uid) {
+                    tracing::warn!("daemon socket: {why}");
+                    continue;
+                }
+                tokio::spawn(answer(stream, pool.clone(), registry.clone()));
+            }
+            changed = count.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                let now = *count.borrow_and_update();
+                idle_since = match (now, idle_since) {
+                    (0, None) => Some(tokio::time::Instant::now()),
+                    (0, since) => since,
+                    _ => None,
+                };
+            }
+            () = idle => {
+                tracing::info!("no session for {:?}; the daemon stops", options.idle_exit);
+                break;
+            }
+            () = stop_signal() => break,
+        }
+    }
+    let _ = fs::remove_file(&path);
+    drop(listener);
+    pool.shutdown().await;
+    Ok(true)
+}
+
+/// Answers one connection: an attach runs its session here until the connection closes.
+async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut line = Vec::new();
+    let mut limited = (&mut reader).take(ipc::MAX_REQUEST as u64 + 1);
+    let read = limited.read_until(b'\n', &mut line);
+    match tokio::time::timeout(ipc::READ_TIMEOUT, read).await {
+        Ok(Ok(_)) => {}
+        _ => return,
+    }
+    drop(limited);
+    let request = if line.strip_suffix(b"\n").unwrap_or(&line).len() > ipc::MAX_REQUEST {
+        Err(format!(
+            "the request is longer than {} bytes",
+            ipc::MAX_REQUEST
+        ))
+    } else {
+        DaemonRequest::parse(&line)
+    };
+    let response = match request {
+        Ok(DaemonRequest::Attach {
+            options,
+            env,
+            client,
+            pid,
+        }) => {
+            attached::run(
+                attached::Attach {
+                    options: *options,
+                    env: *env,
+                    client,
+                    pid,
+                },
+                pool,
+                registry,
+                reader,
+                write,
+            )
+            .await;
+            return;
+        }
+        Ok(DaemonRequest::Status) => json!({ "ok": status(&pool, &registry).await }),
+        Ok(DaemonRequest::Session { id, request }) => registry.ask(&id, request).await,
+        Err(message) => json!({ "error": message }),
+    };
+    let _ = reply(&mut write, &response).await;
+}
+
+/// Writes one answer line, bounded by [`ipc::READ_TIMEOUT`].
+pub(crate) async fn reply(
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    response: &Value,
+) -> io::Result<()> {
+    let text = format!("{response}\n");
+    let sent = write.write_all(text.as_bytes());
+    tokio::time::timeout(ipc::READ_TIMEOUT, sent)
+        .await
+        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+}
+
+/// `{"sessions":[…], "connections":[…]}`: every session (name, client, pid, project, the
+/// servers it holds) and every pooled connection (server, state, pid, holders, draining).
+async fn status(pool: &SharedPool, registry: &Registry) -> Value {
+    let connections = pool.status().await.unwrap_or_default();
+    let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for conn in &connections {
+        for holder in &conn.holders {
+            held.entry(holder.clone())
+                .or_default()
+                .push(conn.server.clone());
+        }
+    }
+    let sessions: Vec<Value> = registry
+        .sessions()
+        .into_iter()
+        .map(|s| {
+            json!({
+                "session": s.name,
+                "client": s.client,
+                "pid": s.pid,
+                "project": s.project_root,
+                "id": s.id,
+                "servers": held.remove(&s.name).unwrap_or_default(),
+            })
+        })
+        .collect();
+    let connections: Vec<Value> = connections
+        .iter()
+        .map(|c| {
+            json!({
+                "server": c.server,
+                "state": c.state,
+                "pid": c.pid,
+                "holders": c.holders,
+                "draining": c.draining,
+                "private": c.private,
+                "spawns": c.spawns,
+            })
+        })
+        .collect();
+    json!({ "pid": std::process::id(), "sessions": sessions, "connections": connections })
+}
+
+/// Binds the socket 0600 before it is reachable under `path` (as [`ipc`] does).
+fn bind_private(path: &Path, dir: &Path) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = dir.join(format!(".bind-{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let bound = (|| {
+        let listener = UnixListener::bind(&tmp)?;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))?;
+        fs::rename(&tmp, path)?;
+        Ok::<_, io::Error>(listener)
+    })();
+    bound.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        anyhow::Error::new(e).context(format!(
+            "the daemon cannot listen on {}; check that the directory is writable",
+            path.display()
+        ))
+    })
+}
+
+/// Takes the daemon lock without waiting; `None` when another daemon holds it.
+fn lock(path: &Path) -> anyhow::Result<Option<nix::fcntl::Flock<fs::File>>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("opening the daemon lock {}", path.display()))?;
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(anyhow::anyhow!("cannot lock {}: {e}", path.display())),
+    }
+}
+
+/// The first of SIGTERM and Ctrl-C.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

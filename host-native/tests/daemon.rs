@@ -1,0 +1,355 @@
+//! End-to-end: the per-user daemon (issue 12, item 1). Real `mcp-reconcile daemon` and
+//! `serve --daemon` processes (each in its own process group, killed on drop), rmcp clients on
+//! the serves' stdio, real fixture servers behind the daemon. Every daemon runs in a private
+//! `XDG_RUNTIME_DIR` of the test.
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+#[derive(Clone)]
+struct Listener {
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+}
+
+/// A private runtime dir: where the test's daemon listens.
+struct Runtime {
+    dir: PathBuf,
+}
+
+impl Runtime {
+    fn new(p: &Project) -> Runtime {
+        let dir = p.path("run");
+        fs::create_dir_all(&dir).expect("runtime dir");
+        Runtime { dir }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.join("mcp-reconcile/daemon.sock")
+    }
+
+    /// One request line to the daemon, its answer.
+    fn ask(&self, request: &Value) -> Value {
+        let mut stream = std::os::unix::net::UnixStream::connect(self.socket()).expect("daemon");
+        stream
+            .write_all(format!("{request}\n").as_bytes())
+            .expect("send");
+        let mut line = String::new();
+        BufReader::new(stream).read_line(&mut line).expect("answer");
+        serde_json::from_str(&line).expect("JSON answer")
+    }
+}
+
+/// A process in its own group, killed with its group on drop.
+struct Group(std::process::Child);
+
+impl Group {
+    fn wait_exit(&mut self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+fn start_daemon(p: &Project, rt: &Runtime) -> Group {
+    let log = fs::File::create(p.path("daemon.log")).expect("log");
+    let child = std::process::Command::new(cli())
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .env("MCP_RECONCILE_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .expect("daemon starts");
+    let start = Instant::now();
+    while std::os::unix::net::UnixStream::connect(rt.socket()).is_err() {
+        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Group(child)
+}
+
+/// A `serve --daemon` with an rmcp client on its stdio.
+struct Attached {
+    group: Option<Group>,
+    client: Option<RunningService<RoleClient, Listener>>,
+    changed: mpsc::UnboundedReceiver<()>,
+}
+
+impl Attached {
+    async fn start(p: &Project, rt: &Runtime, env: &[(&str, &str)]) -> Attached {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p.path("serve.log"))
+            .expect("log");
+        let mut command = std::process::Command::new(cli());
+        command
+            .args(["serve", "--daemon"])
+            .args(p.flags())
+            .args(["--debounce-ms", "150"])
+            .env("XDG_RUNTIME_DIR", &rt.dir)
+            .env("MCP_RECONCILE_LOG", "info")
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .process_group(0);
+        let mut child = command.spawn().expect("serve starts");
+        let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().expect("stdin"))
+            .expect("async stdin");
+        let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().expect("stdout"))
+            .expect("async stdout");
+        let group = Group(child);
+        let (tx, changed) = mpsc::unbounded_channel();
+        let client =
+            tokio::time::timeout(PATIENCE, Listener { changed: tx }.serve((stdout, stdin)))
+                .await
+                .expect("handshake in time")
+                .expect("the daemon's session completes the MCP handshake");
+        Attached {
+            group: Some(group),
+            client: Some(client),
+            changed,
+        }
+    }
+
+    async fn tool_names(&self) -> Vec<String> {
+        let client = self.client.as_ref().expect("open");
+        let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
+            .await
+            .expect("tools/list in time")
+            .expect("tools/list");
+        tools.into_iter().map(|t| t.name.into_owned()).collect()
+    }
+
+    async fn wait_tools(&self, what: &str, pred: impl Fn(&[String]) -> bool) {
+        let start = Instant::now();
+        loop {
+            let names = self.tool_names().await;
+            if pred(&names) {
+                return;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}: {names:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn call_text(&self, name: &str, args: Value) -> String {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        let client = self.client.as_ref().expect("open");
+        let result = tokio::time::timeout(PATIENCE, client.call_tool(params))
+            .await
+            .expect("tools/call in time")
+            .expect("tools/call");
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    async fn tools_changed(&mut self) {
+        tokio::time::timeout(PATIENCE, self.changed.recv())
+            .await
+            .expect("tools/list_changed in time")
+            .expect("the client still listens");
+    }
+
+    /// Closes the client (stdin EOF); `serve` exits.
+    async fn close(mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = client.cancel().await;
+        }
+        let mut group = self.group.take().expect("running");
+        assert!(group.wait_exit(), "serve exits once its client is gone");
+    }
+}
+
+fn pids(p: &Project, name: &str) -> Vec<u64> {
+    fs::read_to_string(p.marker(name))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("server "))
+        .filter_map(|pid| pid.trim().parse().ok())
+        .collect()
+}
+
+fn wait(what: &str, pred: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !pred() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {
+        "a": p.server("a", "echo,env"),
+        "b": p.server("b", "echo"),
+    }}));
+    let mut daemon = start_daemon(&p, &rt);
+    let mut one = Attached::start(&p, &rt, &[("SESSION_MARK", "same")]).await;
+    let mut two = Attached::start(&p, &rt, &[("SESSION_MARK", "same")]).await;
+    let both = |names: &[String]| {
+        names.iter().any(|n| n == "mcp__a__echo") && names.iter().any(|n| n == "mcp__b__echo")
+    };
+    one.wait_tools("a and b in the first session", both).await;
+    two.wait_tools("a and b in the second session", both).await;
+    assert_eq!(pids(&p, "a").len(), 1, "one process of a for both sessions");
+    assert_eq!(pids(&p, "b").len(), 1, "one process of b for both sessions");
+    // The server runs with the session's environment, not the daemon's.
+    let seen = one
+        .call_text("mcp__a__env", json!({"name": "SESSION_MARK"}))
+        .await;
+    assert!(seen.contains("same"), "{seen}");
+
+    let status = rt.ask(&json!({"cmd": "status"}));
+    let sessions = status["ok"]["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 2, "{status}");
+    for session in sessions {
+        let servers: Vec<&str> = session["servers"]
+            .as_array()
+            .expect("servers")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(servers, ["a", "b"], "{status}");
+    }
+    let a_conn = status["ok"]["connections"]
+        .as_array()
+        .expect("connections")
+        .iter()
+        .find(|c| c["server"] == "a")
+        .cloned()
+        .expect("a is pooled");
+    assert_eq!(
+        a_conn["holders"].as_array().map(Vec::len),
+        Some(2),
+        "{status}"
+    );
+
+    // Removing b: both clients hear list_changed and b's process stops after the drain.
+    let b_pid = pids(&p, "b")[0];
+    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo,env") }}));
+    one.tools_changed().await;
+    two.tools_changed().await;
+    let only_a = |names: &[String]| {
+        names.iter().any(|n| n == "mcp__a__echo")
+            && !names.iter().any(|n| n.starts_with("mcp__b__"))
+    };
+    one.wait_tools("b gone from the first session", only_a)
+        .await;
+    two.wait_tools("b gone from the second session", only_a)
+        .await;
+    wait("b's process stops after the drain", || !alive(b_pid));
+    let a_pid = pids(&p, "a")[0];
+    assert!(alive(a_pid), "a keeps running while it is held");
+
+    // Closing every client stops every server after the drain, then the daemon exits.
+    one.close().await;
+    assert!(alive(a_pid), "the second session still holds a");
+    two.close().await;
+    wait("a's process stops after the drain", || !alive(a_pid));
+    assert!(
+        daemon.wait_exit(),
+        "the daemon exits once it has no session"
+    );
+    assert!(!rt.socket().exists(), "the daemon removes its socket");
+    assert_eq!(pids(&p, "a").len(), 1, "a was never started twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_with_another_environment_get_their_own_process() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": { "a": p.server("a", "env") }}));
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[("SESSION_MARK", "one")]).await;
+    let two = Attached::start(&p, &rt, &[("SESSION_MARK", "two")]).await;
+    let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__env");
+    one.wait_tools("a in the first session", has_a).await;
+    two.wait_tools("a in the second session", has_a).await;
+    assert_eq!(
+        pids(&p, "a").len(),
+        2,
+        "another environment is another process"
+    );
+    let mark = json!({"name": "SESSION_MARK"});
+    assert!(one
+        .call_text("mcp__a__env", mark.clone())
+        .await
+        .contains("one"));
+    assert!(two.call_text("mcp__a__env", mark).await.contains("two"));
+}
+
+#[test]
+fn the_daemon_directory_and_socket_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let _daemon = start_daemon(&p, &rt);
+    let dir = rt.dir.join("mcp-reconcile");
+    let mode = |path: &PathBuf| fs::metadata(path).expect("exists").permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&rt.socket()), 0o600);
+    // A second daemon for the same directory leaves at once.
+    let second = std::process::Command::new(cli())
+        .arg("daemon")
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(second.status.success());
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("already running"),
+        "{second:?}"
+    );
+    // A malformed request gets an error, not a crash.
+    let answer = rt.ask(&json!({"cmd": "nope"}));
+    assert!(answer["error"].is_string(), "{answer}");
+    assert!(rt.ask(&json!({"cmd": "status"}))["ok"].is_object());
+}
