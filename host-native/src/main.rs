@@ -221,6 +221,9 @@ async fn daemon(args: DaemonArgs) -> anyhow::Result<()> {
     use mcp_reconcile::daemon::{self, DaemonOptions};
     init_logging();
     let env = mcp_reconcile::inputs::HostEnv::from_process()?;
+    if args.status {
+        return cli::commands::daemon_status(&daemon::socket_dir(&env), args.json).await;
+    }
     let options = DaemonOptions {
         drain: std::time::Duration::from_millis(args.drain_ms),
         idle_exit: std::time::Duration::from_millis(args.idle_exit_ms),

@@ -215,6 +215,23 @@ fn pids(p: &Project, name: &str) -> Vec<u64> {
         .collect()
 }
 
+/// A one-shot CLI command with the project's flags, against the test's daemon.
+fn run_cli(p: &Project, rt: &Runtime, args: &[&str], flags: bool) -> (bool, String) {
+    let mut command = std::process::Command::new(cli());
+    command.args(args);
+    if flags {
+        command.args(p.flags());
+    }
+    let out = command
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
 fn wait(what: &str, pred: impl Fn() -> bool) {
     let start = Instant::now();
     while !pred() {
@@ -272,6 +289,24 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         "{status}"
     );
 
+    // The commands with the same flags reach the daemon's sessions.
+    let (ok, out) = run_cli(&p, &rt, &["status", "--json"], true);
+    assert!(ok, "{out}");
+    let servers: Vec<Value> =
+        serde_json::from_str(out.lines().next().unwrap_or("[]")).expect("JSON");
+    assert_eq!(
+        pid_of(&servers, "a"),
+        pids(&p, "a").first().copied(),
+        "{out}"
+    );
+    assert_eq!(state_of(&servers, "a"), "connected", "{out}");
+    let (ok, out) = run_cli(&p, &rt, &["reload"], true);
+    assert!(ok && out.contains("reload requested"), "{out}");
+    let (ok, out) = run_cli(&p, &rt, &["daemon", "--status"], false);
+    assert!(ok, "{out}");
+    assert_eq!(out.matches("session serve-").count(), 2, "{out}");
+    assert!(out.contains("server a connected"), "{out}");
+
     // Removing b: both clients hear list_changed and b's process stops after the drain.
     let b_pid = pids(&p, "b")[0];
     p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo,env") }}));
@@ -324,6 +359,26 @@ async fn sessions_with_another_environment_get_their_own_process() {
         .await
         .contains("one"));
     assert!(two.call_text("mcp__a__env", mark).await.contains("two"));
+
+    // A project server waits for approval in every session; `approve` with the same flags
+    // admits it in each (the daemon's sessions watch the approvals file).
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": { "p": p.server("p", "echo") }}),
+    );
+    let (ok, out) = run_cli(&p, &rt, &["approve", "p"], true);
+    assert!(ok, "{out}");
+    let has_p = |names: &[String]| names.iter().any(|n| n == "mcp__p__echo");
+    one.wait_tools("p approved in the first session", has_p)
+        .await;
+    two.wait_tools("p approved in the second session", has_p)
+        .await;
+
+    // `reconnect` restarts the server in the daemon's sessions.
+    let before = pids(&p, "a").len();
+    let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
+    assert!(ok, "{out}");
+    wait("a restarted", || pids(&p, "a").len() > before);
 }
 
 #[test]

@@ -159,6 +159,13 @@ pub struct DaemonArgs {
     /// Exit after this long without any attached session.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub idle_exit_ms: u64,
+    /// Do not run one: print the running daemon's sessions (with the servers
+    /// each holds) and its connections (with their holders).
+    #[arg(long)]
+    pub status: bool,
+    /// With --status: print the daemon's JSON answer.
+    #[arg(long, requires = "status")]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use mcp_reconcile::daemon::{self, bridge, DaemonRequest};
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::ipc::{self, SessionRequest};
 use serde_json::Value;
@@ -55,18 +56,39 @@ pub async fn request(path: &Path, request: &SessionRequest) -> anyhow::Result<Op
     Ok(Some(response.get("ok").cloned().unwrap_or(Value::Null)))
 }
 
-/// [`request`] to the session for `inputs`, which must be running: without
+/// [`request`] to the session for `inputs`: the one in its own process (`watch`, `serve`)
+/// or, without one, the daemon's sessions for the same files. `Ok(None)` when neither runs.
+///
+/// # Errors
+/// As [`request`], or the daemon's answer was an error.
+pub async fn ask(inputs: &Inputs, request: &SessionRequest) -> anyhow::Result<Option<Value>> {
+    if let Some(value) = self::request(&ipc::socket_path(inputs), request).await? {
+        return Ok(Some(value));
+    }
+    let asked = DaemonRequest::Session {
+        id: inputs.session_id(),
+        request: request.clone(),
+    };
+    let Some(answer) = bridge::ask(&daemon::socket_dir(inputs.env()), &asked).await? else {
+        return Ok(None);
+    };
+    if let Some(message) = answer.get("error").and_then(Value::as_str) {
+        bail!("{message}");
+    }
+    Ok(answer.get("ok").cloned())
+}
+
+/// [`ask`] the session for `inputs`, which must be running: without
 /// one, the error says how to start it.
 ///
 /// # Errors
-/// No session runs for these files, or [`request`] failed.
+/// No session runs for these files, or [`ask`] failed.
 pub async fn require(inputs: &Inputs, request: &SessionRequest) -> anyhow::Result<Value> {
-    let path = ipc::socket_path(inputs);
-    match self::request(&path, request).await? {
+    match ask(inputs, request).await? {
         Some(value) => Ok(value),
         None => bail!(
-            "no running session for these files (looked for {}); start one with `mcp-reconcile watch` and the same flags",
-            path.display()
+            "no running session for these files (looked for {} and the daemon's sessions); start one with `mcp-reconcile watch` and the same flags",
+            ipc::socket_path(inputs).display()
         ),
     }
 }

@@ -162,7 +162,7 @@ fn join_names(value: &Value) -> String {
 /// runs (nothing is started).
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let inputs = Inputs::new(&args.layers.options())?;
-    let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Status).await;
+    let live = client::ask(&inputs, &SessionRequest::Status).await;
     let (servers, errors) = match live {
         Ok(Some(report)) => (
             report
@@ -308,7 +308,7 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
 /// nothing when none runs).
 pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
     let mut inputs = Inputs::new(&args.layers.options())?;
-    let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Plan).await?;
+    let live = client::ask(&inputs, &SessionRequest::Plan).await?;
     // The approvals file is what the session reads too: its rejected servers, which the
     // kernel's plan calls pending.
     let rejected = if args.json {
@@ -357,6 +357,56 @@ pub fn eval(input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
             Err(e) => return Err(e).context("writing a response to stdout"),
         }
+    }
+    Ok(())
+}
+
+/// `daemon --status`: the running daemon's sessions (the servers each holds) and its
+/// connections (state, pid, holders), or that none runs.
+pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    use mcp_reconcile::daemon::{bridge, DaemonRequest};
+    let Some(answer) = bridge::ask(dir, &DaemonRequest::Status).await? else {
+        println!(
+            "no mcp-reconcile daemon runs (looked in {})",
+            display::safe(&dir.display().to_string())
+        );
+        return Ok(());
+    };
+    if let Some(message) = answer.get("error").and_then(Value::as_str) {
+        bail!("{message}");
+    }
+    let ok = answer.get("ok").cloned().unwrap_or(Value::Null);
+    if json {
+        println!("{ok}");
+        return Ok(());
+    }
+    let text = |v: &Value| {
+        display::safe(&v.as_str().map_or_else(|| v.to_string(), str::to_owned)).into_owned()
+    };
+    println!("daemon pid {}", ok["pid"]);
+    for session in ok["sessions"].as_array().into_iter().flatten() {
+        println!(
+            "session {} ({} pid {}) in {}: {}",
+            text(&session["session"]),
+            text(&session["client"]),
+            session["pid"],
+            text(&session["project"]),
+            join_names(&session["servers"]),
+        );
+    }
+    for conn in ok["connections"].as_array().into_iter().flatten() {
+        let holders = join_names(&conn["holders"]);
+        let held = if conn["draining"] == Value::Bool(true) {
+            "draining".to_owned()
+        } else {
+            format!("held by {holders}")
+        };
+        println!(
+            "server {} {} pid {} {held}",
+            text(&conn["server"]),
+            text(&conn["state"]),
+            conn["pid"],
+        );
     }
     Ok(())
 }

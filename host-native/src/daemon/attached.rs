@@ -112,8 +112,9 @@ impl Registry {
         self.count.send_replace(entries.1.len());
     }
 
-    /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`): the status
-    /// of the first (they read the same files), a reload or reconnect of each.
+    /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`; `{"none":
+    /// true}` when there is none): the status of the first (they read the same files), a
+    /// reload or reconnect of each.
     pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
         let targets: Vec<(DaemonSession, mpsc::UnboundedSender<oneshot::Sender<()>>)> = {
             let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
@@ -125,7 +126,8 @@ impl Registry {
                 .collect()
         };
         let Some((first, _)) = targets.first() else {
-            return json!({ "error": "no daemon session for these files" });
+            // Not an error: the command falls back to what the files say.
+            return json!({ "none": true });
         };
         match request {
             SessionRequest::Status => match first.status().await {

@@ -74,6 +74,28 @@ pub async fn connect_or_start(dir: &Path, exe: &Path) -> anyhow::Result<UnixStre
     }
 }
 
+/// Sends one request to the daemon in `dir` and reads its answer line (at most
+/// [`ipc::MAX_RESPONSE`] bytes): `Ok(None)` when no daemon listens there.
+///
+/// # Errors
+/// The daemon broke the connection, answered late, too long or not in JSON.
+pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<Value>> {
+    let Ok(stream) = UnixStream::connect(dir.join(SOCKET)).await else {
+        return Ok(None);
+    };
+    let (read, mut write) = stream.into_split();
+    write.write_all(request.line()?.as_bytes()).await?;
+    write.shutdown().await?;
+    let mut reader = BufReader::new(read.take(ipc::MAX_RESPONSE as u64 + 1));
+    let mut line = Vec::new();
+    tokio::time::timeout(ipc::READ_TIMEOUT, reader.read_until(b'\n', &mut line))
+        .await
+        .context("the mcp-reconcile daemon did not answer in time")??;
+    let answer = serde_json::from_slice(&line)
+        .context("the mcp-reconcile daemon answered with something that is not JSON")?;
+    Ok(Some(answer))
+}
+
 /// Attaches a session for `options` in `env` on `stream`; returns the session's name and the
 /// connection, which now speaks MCP to it.
 ///
