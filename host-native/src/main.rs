@@ -204,16 +204,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// `serve --daemon`: a thin bridge between the client on stdio and a session of the per-user
 /// daemon (started when none runs).
 async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
-    use mcp_reconcile::daemon::{self, bridge};
+    use mcp_reconcile::daemon::{self, bridge, relay};
     init_logging();
     let env = mcp_reconcile::inputs::HostEnv::from_process()?;
     let dir = daemon::socket_dir(&env);
     let exe = std::env::current_exe().context("cannot find the mcp-reconcile binary")?;
+    let options = args.layers.options();
     let stream = bridge::connect_or_start(&dir, &exe).await?;
-    let (session, reader, write) =
-        bridge::attach(stream, &args.layers.options(), env, "serve").await?;
+    let (session, reader, write) = bridge::attach(stream, &options, env.clone(), "serve").await?;
     tracing::info!(%session, "attached to the daemon");
-    bridge::pipe_stdio(reader, write).await
+    let again = relay::Reattach {
+        dir,
+        exe,
+        options,
+        env,
+    };
+    relay::relay_stdio(reader, write, again).await
 }
 
 /// `daemon`: the per-user daemon, until it has been idle for `--idle-exit-ms`.

@@ -408,3 +408,55 @@ fn the_daemon_directory_and_socket_are_private() {
     assert!(answer["error"].is_string(), "{answer}");
     assert!(rt.ask(&json!({"cmd": "status"}))["ok"].is_object());
 }
+
+/// Kills a daemon this test did not start itself (one a `serve` restarted) with its group.
+struct KillPid(Option<i32>);
+
+impl Drop for KillPid {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let pgid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo") }}));
+    let mut restarted = KillPid(None);
+    let daemon = start_daemon(&p, &rt);
+    let mut one = Attached::start(&p, &rt, &[]).await;
+    let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__echo");
+    one.wait_tools("a", has_a).await;
+    let first = pids(&p, "a");
+    assert_eq!(first.len(), 1);
+
+    // The daemon dies (its servers with it); serve starts a new one and re-attaches.
+    drop(daemon);
+    wait("a stops with its daemon", || !alive(first[0]));
+    one.tools_changed().await;
+    let start = Instant::now();
+    loop {
+        if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(rt.socket()) {
+            let _ = stream.write_all(b"{\"cmd\":\"status\"}\n");
+            let mut line = String::new();
+            let _ = BufReader::new(stream).read_line(&mut line);
+            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
+                restarted.0 = answer["ok"]["pid"].as_i64().map(|pid| pid as i32);
+                break;
+            }
+        }
+        assert!(start.elapsed() < PATIENCE, "no daemon came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    one.wait_tools("a again in the new daemon", has_a).await;
+    assert_eq!(pids(&p, "a").len(), 2, "the new daemon started a again");
+    let echoed = one
+        .call_text("mcp__a__echo", json!({"text": "still here"}))
+        .await;
+    assert!(echoed.contains("still here"), "{echoed}");
+    one.close().await;
+}

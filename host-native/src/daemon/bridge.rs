@@ -1,12 +1,12 @@
 //! The client side of the daemon: find (or start) it, attach a session, and bridge a stdio MCP
-//! client to that session — what `serve --daemon` runs.
+//! client to that session — what `serve --daemon` runs; [`ask`] for one-shot requests.
 //!
 //! 1. [`connect_or_start`]: connect to the socket; when nothing listens, start
 //!    `mcp-reconcile daemon` (own process group, its log in [`LOG`](super::LOG) beside the
 //!    socket) and wait until it listens (bounded);
 //! 2. [`attach`]: send the [`DaemonRequest::Attach`] line and read the answer (bounded);
-//! 3. [`pipe_stdio`]: copy bytes both ways until either side closes — the session's MCP is
-//!    spoken end to end by the client and the daemon's gateway.
+//! 3. [`relay_stdio`](super::relay::relay_stdio): relay the client's MCP lines to the session
+//!    and back, re-attaching if the daemon goes away.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -134,37 +134,4 @@ pub async fn attach(
         .unwrap_or_default()
         .to_owned();
     Ok((name, reader, write))
-}
-
-/// Copies stdin to the session and the session to stdout until the daemon closes the
-/// connection; when stdin ends (the client left), the session is told (write side shut) and
-/// its end awaited (bounded).
-///
-/// # Errors
-/// Never for a closed side; an unexpected IO error otherwise.
-pub async fn pipe_stdio(
-    mut reader: BufReader<OwnedReadHalf>,
-    mut write: OwnedWriteHalf,
-) -> anyhow::Result<()> {
-    let mut stdin = tokio::io::stdin();
-    let mut stdout = tokio::io::stdout();
-    let upstream = async {
-        let _ = tokio::io::copy(&mut stdin, &mut write).await;
-        let _ = write.shutdown().await;
-    };
-    let downstream = async {
-        let copied = tokio::io::copy(&mut reader, &mut stdout).await;
-        let _ = stdout.flush().await;
-        copied
-    };
-    tokio::pin!(downstream);
-    tokio::select! {
-        copied = &mut downstream => {
-            copied.context("forwarding the session's messages to stdout")?;
-        }
-        () = upstream => {
-            let _ = tokio::time::timeout(ipc::READ_TIMEOUT, downstream).await;
-        }
-    }
-    Ok(())
 }

@@ -30,6 +30,7 @@
 
 pub mod attached;
 pub mod bridge;
+pub mod relay;
 pub mod wire;
 
 use std::collections::BTreeMap;

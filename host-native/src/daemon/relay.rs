@@ -1,0 +1,251 @@
+//! `serve --daemon`'s relay: the client's MCP lines to its daemon session and back, surviving
+//! the daemon.
+//!
+//! MCP over stdio is one JSON-RPC message per line, so the relay reads lines, not bytes, and
+//! keeps just enough to re-attach:
+//! * the client's `initialize` request and `notifications/initialized`, replayed to a new
+//!   session (the new session's `initialize` answer is swallowed: the client has its own);
+//! * the ids of the client's requests not answered yet.
+//!
+//! When the daemon connection ends while the client is still there (the daemon died or was
+//! stopped), every pending request is answered with an error, the daemon is started again
+//! ([`bridge::connect_or_start`]) and a session attached with the same flags and environment,
+//! and the client gets `notifications/{tools,prompts,resources}/list_changed` — its lists may
+//! differ now. After [`REATTACH_TRIES`] failed attempts `serve` gives up with the reason.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use super::bridge;
+use crate::inputs::{HostEnv, Options};
+
+/// How many times the relay tries to bring a lost session back before it gives up.
+pub const REATTACH_TRIES: u32 = 5;
+/// How long the relay waits for a replayed `initialize` to be answered.
+const REPLAY_WAIT: Duration = Duration::from_secs(10);
+
+/// What a new session is attached with.
+pub struct Reattach {
+    /// The daemon's directory.
+    pub dir: PathBuf,
+    /// The `mcp-reconcile` binary that runs `daemon`.
+    pub exe: PathBuf,
+    /// The session's layer flags.
+    pub options: Options,
+    /// The session's environment.
+    pub env: HostEnv,
+}
+
+/// The messages a new session needs to be where the old one was.
+#[derive(Default)]
+struct Replay {
+    initialize: Option<(Value, String)>,
+    initialized: Option<String>,
+    /// Ids (as JSON text) of the client's requests not answered yet.
+    pending: BTreeSet<String>,
+}
+
+impl Replay {
+    /// Notes a line from the client.
+    fn handle_client_line(&mut self, line: &str) {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (Some("initialize"), Some(id)) => {
+                self.initialize = Some((id.clone(), line.to_owned()));
+                self.pending.insert(id.to_string());
+            }
+            (Some("notifications/initialized"), None) => self.initialized = Some(line.to_owned()),
+            (Some(_), Some(id)) => {
+                self.pending.insert(id.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a line from the session.
+    fn handle_session_line(&mut self, line: &str) {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        if message.get("method").is_none() {
+            if let Some(id) = message.get("id") {
+                self.pending.remove(&id.to_string());
+            }
+        }
+    }
+}
+
+/// Relays stdin and stdout to the session on `reader` / `write` until the client leaves; see
+/// the module docs.
+///
+/// # Errors
+/// The session could not be brought back after [`REATTACH_TRIES`] attempts, or stdout broke.
+pub async fn relay_stdio(
+    reader: BufReader<OwnedReadHalf>,
+    write: OwnedWriteHalf,
+    again: Reattach,
+) -> anyhow::Result<()> {
+    let mut client = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let mut replay = Replay::default();
+    let (mut session, mut write) = (reader.lines(), write);
+    loop {
+        tokio::select! {
+            line = client.next_line() => match line {
+                Ok(Some(line)) => {
+                    replay.handle_client_line(&line);
+                    // A failed write shows up as the session's end below.
+                    let _ = write.write_all(format!("{line}\n").as_bytes()).await;
+                }
+                _ => {
+                    // The client left: the session ends when its connection does.
+                    let _ = write.shutdown().await;
+                    let drain = async {
+                        while let Ok(Some(line)) = session.next_line().await {
+                            let _ = send(&mut stdout, &line).await;
+                        }
+                    };
+                    let _ = tokio::time::timeout(crate::ipc::READ_TIMEOUT, drain).await;
+                    return Ok(());
+                }
+            },
+            line = session.next_line() => match line {
+                Ok(Some(line)) => {
+                    replay.handle_session_line(&line);
+                    send(&mut stdout, &line).await.context("writing to stdout")?;
+                }
+                _ => {
+                    tracing::warn!("the daemon connection ended; starting it again");
+                    fail_pending(&mut replay, &mut stdout).await?;
+                    (session, write) = reattach(&again, &replay).await?;
+                    for list in ["tools", "prompts", "resources"] {
+                        let changed = json!({
+                            "jsonrpc": "2.0",
+                            "method": format!("notifications/{list}/list_changed"),
+                        });
+                        send(&mut stdout, &changed.to_string()).await?;
+                    }
+                }
+            },
+        }
+    }
+}
+
+async fn send(out: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
+    out.write_all(format!("{line}\n").as_bytes()).await?;
+    out.flush().await
+}
+
+/// Answers every pending request with an error: its session is gone.
+async fn fail_pending(
+    replay: &mut Replay,
+    stdout: &mut (impl AsyncWrite + Unpin),
+) -> anyhow::Result<()> {
+    for id in std::mem::take(&mut replay.pending) {
+        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                "code": -32603,
+                "message": "the mcp-reconcile daemon stopped before answering; it is being \
+                            restarted — try again",
+            },
+        });
+        send(stdout, &error.to_string()).await?;
+    }
+    Ok(())
+}
+
+/// Starts the daemon if needed, attaches a session and replays the handshake.
+async fn reattach(
+    again: &Reattach,
+    replay: &Replay,
+) -> anyhow::Result<(Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
+    let mut last = None;
+    for attempt in 0..REATTACH_TRIES {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+        }
+        match attach_and_replay(again, replay).await {
+            Ok(session) => return Ok(session),
+            Err(e) => {
+                tracing::warn!("re-attaching to the daemon failed: {e:#}");
+                last = Some(e);
+            }
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| anyhow::anyhow!("no attempt made"))
+        .context("the mcp-reconcile daemon stopped and could not be started again"))
+}
+
+async fn attach_and_replay(
+    again: &Reattach,
+    replay: &Replay,
+) -> anyhow::Result<(Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
+    let stream = bridge::connect_or_start(&again.dir, &again.exe).await?;
+    let (name, reader, mut write) =
+        bridge::attach(stream, &again.options, again.env.clone(), "serve").await?;
+    let mut session = reader.lines();
+    if let Some((id, line)) = &replay.initialize {
+        write.write_all(format!("{line}\n").as_bytes()).await?;
+        let answered = async {
+            while let Some(line) = session.next_line().await? {
+                let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if message.get("id") == Some(id) && message.get("method").is_none() {
+                    return Ok(());
+                }
+            }
+            anyhow::bail!("the new session closed before answering initialize")
+        };
+        tokio::time::timeout(REPLAY_WAIT, answered)
+            .await
+            .context("the new session did not answer initialize in time")??;
+        if let Some(initialized) = &replay.initialized {
+            write
+                .write_all(format!("{initialized}\n").as_bytes())
+                .await?;
+        }
+    }
+    tracing::info!(session = %name, "re-attached to the daemon");
+    Ok((session, write))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_replay_keeps_the_handshake_and_unanswered_requests() {
+        let mut replay = Replay::default();
+        replay.handle_client_line(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#);
+        replay.handle_session_line(r#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        replay.handle_client_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        replay.handle_client_line(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        replay.handle_client_line(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call"}"#);
+        replay.handle_session_line(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#);
+        // A request of the session's own with the same id is not an answer.
+        replay.handle_session_line(r#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#);
+        assert_eq!(
+            replay.initialize.as_ref().map(|(id, _)| id),
+            Some(&json!(0))
+        );
+        assert!(replay.initialized.is_some());
+        assert_eq!(
+            replay.pending.iter().collect::<Vec<_>>(),
+            [&"\"x\"".to_owned()]
+        );
+        replay.handle_client_line("not json");
+        assert_eq!(replay.pending.len(), 1);
+    }
+}
