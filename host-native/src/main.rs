@@ -204,22 +204,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// `serve --daemon`: a thin bridge between the client on stdio and a session of the per-user
 /// daemon (started when none runs).
 async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
-    use mcp_reconcile::daemon::{self, bridge, relay};
+    use mcp_reconcile::daemon::{self, relay};
     init_logging();
     let env = mcp_reconcile::inputs::HostEnv::from_process()?;
     let dir = daemon::socket_dir(&env);
     let exe = std::env::current_exe().context("cannot find the mcp-reconcile binary")?;
-    let options = args.layers.options();
-    let stream = bridge::connect_or_start(&dir, &exe).await?;
-    let (session, reader, write) = bridge::attach(stream, &options, env.clone(), "serve").await?;
-    tracing::info!(%session, "attached to the daemon");
-    let again = relay::Reattach {
+    relay::relay_stdio(relay::Reattach {
         dir,
         exe,
-        options,
+        options: args.layers.options(),
         env,
-    };
-    relay::relay_stdio(reader, write, again).await
+    })
+    .await
 }
 
 /// `daemon`: the per-user daemon, until it has been idle for `--idle-exit-ms`.

@@ -69,8 +69,31 @@ struct Entry {
 /// The daemon's live sessions; clones share it.
 #[derive(Clone)]
 pub(crate) struct Registry {
-    entries: Arc<Mutex<(u64, BTreeMap<String, Entry>)>>,
+    entries: Arc<Mutex<Entries>>,
     count: Arc<watch::Sender<usize>>,
+}
+
+#[derive(Default)]
+struct Entries {
+    /// Sessions made so far (for unique names).
+    made: u64,
+    /// Attaches still being set up: they count as sessions, so the daemon does not exit
+    /// under them.
+    attaching: usize,
+    live: BTreeMap<String, Entry>,
+}
+
+/// An attach being set up; see [`Registry::attaching`].
+pub(crate) struct Attaching(Registry);
+
+impl Drop for Attaching {
+    fn drop(&mut self) {
+        let mut entries = self.0.lock();
+        entries.attaching = entries.attaching.saturating_sub(1);
+        self.0
+            .count
+            .send_replace(entries.attaching + entries.live.len());
+    }
 }
 
 impl Default for Registry {
@@ -88,28 +111,43 @@ impl Registry {
         self.count.subscribe()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts an attach from the moment its request is read until the guard drops (after
+    /// the session is inserted, or the attach failed).
+    pub(crate) fn attaching(&self) -> Attaching {
+        let mut entries = self.lock();
+        entries.attaching += 1;
+        self.count
+            .send_replace(entries.attaching + entries.live.len());
+        Attaching(self.clone())
+    }
+
     /// Every live session, in name order.
     pub(crate) fn sessions(&self) -> Vec<SessionInfo> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.1.values().map(|e| e.info.clone()).collect()
+        self.lock().live.values().map(|e| e.info.clone()).collect()
     }
 
     fn next_name(&self, client: &str, pid: u32) -> String {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.0 += 1;
-        format!("{client}-{pid}-{}", entries.0)
+        let mut entries = self.lock();
+        entries.made += 1;
+        format!("{client}-{pid}-{}", entries.made)
     }
 
     fn insert(&self, entry: Entry) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.1.insert(entry.info.name.clone(), entry);
-        self.count.send_replace(entries.1.len());
+        let mut entries = self.lock();
+        entries.live.insert(entry.info.name.clone(), entry);
+        self.count
+            .send_replace(entries.attaching + entries.live.len());
     }
 
     fn remove(&self, name: &str) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.1.remove(name);
-        self.count.send_replace(entries.1.len());
+        let mut entries = self.lock();
+        entries.live.remove(name);
+        self.count
+            .send_replace(entries.attaching + entries.live.len());
     }
 
     /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`; `{"none":
@@ -117,9 +155,8 @@ impl Registry {
     /// reload or reconnect of each.
     pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
         let targets: Vec<(DaemonSession, mpsc::UnboundedSender<oneshot::Sender<()>>)> = {
-            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            entries
-                .1
+            self.lock()
+                .live
                 .values()
                 .filter(|e| e.info.id == id)
                 .map(|e| (e.session.clone(), e.reload.clone()))
@@ -205,6 +242,7 @@ pub(crate) async fn run(
     reader: BufReader<OwnedReadHalf>,
     mut write: OwnedWriteHalf,
 ) {
+    let attaching = registry.attaching();
     let launch_vars = attach.env.vars.clone();
     let mut inputs = match Inputs::with_env(&attach.options, attach.env) {
         Ok(inputs) => inputs,
@@ -250,6 +288,7 @@ pub(crate) async fn run(
         session: shared.clone(),
         reload: reload_tx,
     });
+    drop(attaching);
     tracing::info!(session = %name, "attached");
 
     let gateway = Gateway::new(shared.clone());

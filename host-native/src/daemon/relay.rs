@@ -84,20 +84,17 @@ impl Replay {
     }
 }
 
-/// Relays stdin and stdout to the session on `reader` / `write` until the client leaves; see
-/// the module docs.
+/// Attaches a session as `again` says (starting the daemon when none runs) and relays stdin
+/// and stdout to it until the client leaves; see the module docs.
 ///
 /// # Errors
-/// The session could not be brought back after [`REATTACH_TRIES`] attempts, or stdout broke.
-pub async fn relay_stdio(
-    reader: BufReader<OwnedReadHalf>,
-    write: OwnedWriteHalf,
-    again: Reattach,
-) -> anyhow::Result<()> {
+/// No session could be attached, or brought back, within [`REATTACH_TRIES`] attempts, or
+/// stdout broke.
+pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
+    let mut replay = Replay::default();
+    let (mut session, mut write) = reattach(&again, &replay).await?;
     let mut client = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
-    let mut replay = Replay::default();
-    let (mut session, mut write) = (reader.lines(), write);
     loop {
         tokio::select! {
             line = client.next_line() => match line {
@@ -186,7 +183,7 @@ async fn reattach(
     }
     Err(last
         .unwrap_or_else(|| anyhow::anyhow!("no attempt made"))
-        .context("the mcp-reconcile daemon stopped and could not be started again"))
+        .context("no session of the mcp-reconcile daemon could be attached"))
 }
 
 async fn attach_and_replay(
@@ -217,7 +214,7 @@ async fn attach_and_replay(
                 .await?;
         }
     }
-    tracing::info!(session = %name, "re-attached to the daemon");
+    tracing::info!(session = %name, "attached to the daemon");
     Ok((session, write))
 }
 
