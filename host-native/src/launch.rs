@@ -10,8 +10,9 @@
 //! the last two into the pool's key.
 //!
 //! Every variable counts except the few in [`NOT_COUNTED`], which describe the terminal or the
-//! shell a command was typed in rather than anything a server reads; a shared process gets the
-//! values of the session that started it for those.
+//! shell a command was typed in rather than anything a server reads, and mcp-reconcile's own
+//! (`MCP_RECONCILE_*`, e.g. its log filter); a shared process gets the values of the session
+//! that started it for those.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,9 @@ pub const NOT_COUNTED: &[&str] = &[
     "WINDOW",
     "WINDOWID",
 ];
+
+/// mcp-reconcile's own variables (not counted either).
+pub const OWN_PREFIX: &str = "MCP_RECONCILE_";
 
 /// A session's launch context: its project directory and its whole environment. `Debug`
 /// names the variables, never their values.
@@ -98,7 +102,7 @@ impl Launch {
     pub fn counted(&self) -> impl Iterator<Item = (&String, &String)> + '_ {
         self.vars
             .iter()
-            .filter(|(key, _)| !NOT_COUNTED.contains(&key.as_str()))
+            .filter(|(key, _)| !NOT_COUNTED.contains(&key.as_str()) && !key.starts_with(OWN_PREFIX))
     }
 }
 
@@ -135,6 +139,7 @@ mod tests {
                 ("TOKEN", "s3"),
                 ("PWD", "/q"),
                 ("SHLVL", "3"),
+                ("MCP_RECONCILE_LOG", "info"),
             ],
         );
         assert_eq!(other_shell.shared_id(&id, &plain), key);

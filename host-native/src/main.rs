@@ -56,6 +56,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 async fn run(command: Command) -> anyhow::Result<()> {
     use cli::commands;
     match command {
+        Command::Watch(args) if args.daemon => cli::daemon_watch::watch_attached(args).await,
         Command::Watch(args) => watch(args).await,
         Command::Serve(args) if args.daemon => serve_attached(args).await,
         Command::Serve(args) => serve(args).await,

@@ -251,13 +251,41 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     let mut daemon = start_daemon(&p, &rt);
     let mut one = Attached::start(&p, &rt, &[("SESSION_MARK", "same")]).await;
     let mut two = Attached::start(&p, &rt, &[("SESSION_MARK", "same")]).await;
+    let watch_out = p.path("watch.out");
+    let mut watch = Group(
+        std::process::Command::new(cli())
+            .args(["watch", "--daemon"])
+            .args(p.flags())
+            .args(["--debounce-ms", "150"])
+            .env("XDG_RUNTIME_DIR", &rt.dir)
+            .env("SESSION_MARK", "same")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&watch_out).expect("watch output"))
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("watch starts"),
+    );
+    let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
     let both = |names: &[String]| {
         names.iter().any(|n| n == "mcp__a__echo") && names.iter().any(|n| n == "mcp__b__echo")
     };
     one.wait_tools("a and b in the first session", both).await;
     two.wait_tools("a and b in the second session", both).await;
-    assert_eq!(pids(&p, "a").len(), 1, "one process of a for both sessions");
-    assert_eq!(pids(&p, "b").len(), 1, "one process of b for both sessions");
+    wait("watch shows a and b", || {
+        let out = watched();
+        out.contains("+ mcp__a__echo") && out.contains("+ mcp__b__echo")
+    });
+    assert_eq!(
+        pids(&p, "a").len(),
+        1,
+        "one process of a for all three sessions"
+    );
+    assert_eq!(
+        pids(&p, "b").len(),
+        1,
+        "one process of b for all three sessions"
+    );
     // The server runs with the session's environment, not the daemon's.
     let seen = one
         .call_text("mcp__a__env", json!({"name": "SESSION_MARK"}))
@@ -266,7 +294,7 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
 
     let status = rt.ask(&json!({"cmd": "status"}));
     let sessions = status["ok"]["sessions"].as_array().expect("sessions");
-    assert_eq!(sessions.len(), 2, "{status}");
+    assert_eq!(sessions.len(), 3, "{status}");
     for session in sessions {
         let servers: Vec<&str> = session["servers"]
             .as_array()
@@ -285,7 +313,7 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         .expect("a is pooled");
     assert_eq!(
         a_conn["holders"].as_array().map(Vec::len),
-        Some(2),
+        Some(3),
         "{status}"
     );
 
@@ -305,6 +333,7 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     let (ok, out) = run_cli(&p, &rt, &["daemon", "--status"], false);
     assert!(ok, "{out}");
     assert_eq!(out.matches("session serve-").count(), 2, "{out}");
+    assert_eq!(out.matches("session watch-").count(), 1, "{out}");
     assert!(out.contains("server a connected"), "{out}");
 
     // Removing b: both clients hear list_changed and b's process stops after the drain.
@@ -320,11 +349,19 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         .await;
     two.wait_tools("b gone from the second session", only_a)
         .await;
+    wait("watch shows b gone", || {
+        watched().contains("- mcp__b__echo")
+    });
     wait("b's process stops after the drain", || !alive(b_pid));
     let a_pid = pids(&p, "a")[0];
     assert!(alive(a_pid), "a keeps running while it is held");
 
     // Closing every client stops every server after the drain, then the daemon exits.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watch.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    assert!(watch.wait_exit(), "watch stops on SIGTERM");
     one.close().await;
     assert!(alive(a_pid), "the second session still holds a");
     two.close().await;

@@ -101,6 +101,12 @@ pub struct WatchArgs {
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = EventsFormat::Text,
           verbatim_doc_comment)]
     pub events: EventsFormat,
+    /// Attach to the per-user daemon (started if none runs) as one more session
+    /// for these files, sharing its servers with every `serve --daemon`, and
+    /// print the session's tools as they change. No plan lines or approval
+    /// prompt yet: approve with `mcp-reconcile approve`.
+    #[arg(long, conflicts_with_all = ["demo", "full_restart"])]
+    pub daemon: bool,
 }
 
 /// `watch --events`.

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod client;
 pub mod commands;
+pub mod daemon_watch;
 pub mod demo;
 pub mod events;
 pub mod print;
