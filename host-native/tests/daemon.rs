@@ -444,6 +444,16 @@ fn the_daemon_directory_and_socket_are_private() {
     let answer = rt.ask(&json!({"cmd": "nope"}));
     assert!(answer["error"].is_string(), "{answer}");
     assert!(rt.ask(&json!({"cmd": "status"}))["ok"].is_object());
+    // A session the daemon cannot make is refused at once, with the reason.
+    let missing = p.path("no-such-project");
+    let (ok, out) = run_cli(
+        &p,
+        &rt,
+        &["serve", "--daemon", "--project", &missing.to_string_lossy()],
+        false,
+    );
+    assert!(!ok, "{out}");
+    assert!(out.contains("no-such-project"), "{out}");
 }
 
 /// Kills a daemon this test did not start itself (one a `serve` restarted) with its group.

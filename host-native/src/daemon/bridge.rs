@@ -96,12 +96,18 @@ pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<V
     Ok(Some(answer))
 }
 
+/// The daemon answered an attach with an error (the files cannot be resolved, …): trying
+/// again would not help.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 /// Attaches a session for `options` in `env` on `stream`; returns the session's name and the
 /// connection, which now speaks MCP to it.
 ///
 /// # Errors
-/// The daemon refused (the message says why: e.g. a missing project directory) or did not
-/// answer within [`ipc::READ_TIMEOUT`].
+/// [`Refused`] (the message says why: e.g. a missing project directory), or the daemon did
+/// not answer within [`ipc::READ_TIMEOUT`].
 pub async fn attach(
     stream: UnixStream,
     options: &Options,
@@ -126,7 +132,7 @@ pub async fn attach(
     let answer: Value = serde_json::from_slice(&line)
         .context("the mcp-reconcile daemon closed the connection or answered with something that is not JSON")?;
     if let Some(message) = answer.get("error").and_then(Value::as_str) {
-        bail!("{message}");
+        return Err(Refused(message.to_owned()).into());
     }
     let name = answer
         .pointer("/ok/session")

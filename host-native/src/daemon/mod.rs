@@ -56,6 +56,9 @@ pub const SOCKET: &str = "daemon.sock";
 const LOCK: &str = "daemon.lock";
 /// Where a started daemon's log goes, in [`socket_dir`].
 pub const LOG: &str = "daemon.log";
+/// The longest request line the daemon reads: an attach carries the client's whole
+/// environment, which can be larger than a session socket's request.
+pub const MAX_REQUEST: usize = 1024 * 1024;
 
 /// How the daemon behaves.
 #[derive(Clone, Debug)]
@@ -157,18 +160,15 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut line = Vec::new();
-    let mut limited = (&mut reader).take(ipc::MAX_REQUEST as u64 + 1);
+    let mut limited = (&mut reader).take(MAX_REQUEST as u64 + 1);
     let read = limited.read_until(b'\n', &mut line);
     match tokio::time::timeout(ipc::READ_TIMEOUT, read).await {
         Ok(Ok(_)) => {}
         _ => return,
     }
     drop(limited);
-    let request = if line.strip_suffix(b"\n").unwrap_or(&line).len() > ipc::MAX_REQUEST {
-        Err(format!(
-            "the request is longer than {} bytes",
-            ipc::MAX_REQUEST
-        ))
+    let request = if line.strip_suffix(b"\n").unwrap_or(&line).len() > MAX_REQUEST {
+        Err(format!("the request is longer than {MAX_REQUEST} bytes"))
     } else {
         DaemonRequest::parse(&line)
     };

@@ -175,8 +175,9 @@ async fn reattach(
         }
         match attach_and_replay(again, replay).await {
             Ok(session) => return Ok(session),
+            Err(e) if e.downcast_ref::<bridge::Refused>().is_some() => return Err(e),
             Err(e) => {
-                tracing::warn!("re-attaching to the daemon failed: {e:#}");
+                tracing::warn!("attaching to the daemon failed: {e:#}");
                 last = Some(e);
             }
         }
