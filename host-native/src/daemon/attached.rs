@@ -5,7 +5,9 @@
 //! Drive loop of [`run`]:
 //! 1. resolve the client's files in its environment; make the session with its [`Launch`]
 //!    (project root, environment); load and apply the files (the pool spawns or attaches);
-//! 2. answer `{"ok":{"session":NAME}}` and serve MCP on the rest of the connection;
+//! 2. wait (at most [`STARTUP_WAIT`]) until no server is still connecting, so the client's
+//!    first listing is complete; answer `{"ok":{"session":NAME}}` and serve MCP on the rest
+//!    of the connection;
 //! 3. a file event waits for the files to settle (every changed file parses and `quiet`
 //!    passed, or `debounce` since the first event), then reloads and applies; a `reload`
 //!    request applies at once;
@@ -15,6 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use mcp_reconcile_kernel::reload::FileSource;
 use serde_json::{json, Value};
@@ -23,7 +26,9 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot, watch, RwLock};
 
 use crate::gateway::Gateway;
-use crate::host::{digests, CatalogChange, HostEvent, MergedCatalog, Route, StatusReport, Target};
+use crate::host::{
+    digests, CatalogChange, HostEvent, MergedCatalog, Route, StatusReport, Target, STARTUP_WAIT,
+};
 use crate::inputs::{HostEnv, Inputs, Options};
 use crate::ipc::SessionRequest;
 use crate::launch::Launch;
@@ -268,6 +273,7 @@ pub(crate) async fn run(
     if let Err(e) = session.apply(&inputs.load(None)).await {
         tracing::warn!(session = %name, "the first apply failed: {e}");
     }
+    started(&session, pool.changes()).await;
     let shared = DaemonSession(Arc::new(RwLock::new(session)));
     let (reload_tx, mut reload_rx) = mpsc::unbounded_channel();
     let info = SessionInfo {
@@ -332,6 +338,25 @@ pub(crate) async fn run(
     // The last handle's drop releases everything the session holds.
 }
 
+/// Waits, at most [`STARTUP_WAIT`], until none of the session's servers is still connecting:
+/// the client's first listing is then complete, as a session in its own process answers it.
+async fn started(session: &PoolSession, mut changes: watch::Receiver<u64>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(STARTUP_WAIT.0);
+    loop {
+        changes.borrow_and_update();
+        match session.status().await {
+            Ok(report) if report.servers.iter().any(|s| s.state == "connecting") => {}
+            _ => return,
+        }
+        if !matches!(
+            tokio::time::timeout_at(deadline, changes.changed()).await,
+            Ok(Ok(()))
+        ) {
+            return;
+        }
+    }
+}
+
 /// Collects file events until the changed files settle: each parses and `quiet` passed
 /// without another event, or `debounce` passed since the first.
 async fn settle(
@@ -340,8 +365,8 @@ async fn settle(
     first: FileSource,
 ) -> Vec<FileSource> {
     let start = tokio::time::Instant::now();
-    let debounce = std::time::Duration::from_millis(inputs.debounce().0);
-    let quiet = std::time::Duration::from_millis(inputs.quiet().0);
+    let debounce = Duration::from_millis(inputs.debounce().0);
+    let quiet = Duration::from_millis(inputs.quiet().0);
     let mut changed = vec![first];
     loop {
         let complete = changed.iter().all(|s| inputs.complete(s));
