@@ -417,6 +417,16 @@ async fn sessions_with_another_environment_get_their_own_process() {
     let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
     assert!(ok, "{out}");
     wait("a restarted", || pids(&p, "a").len() > before);
+
+    // A deleted settings file is held for a grace period, then read as empty: a goes.
+    fs::remove_file(p.user_settings()).expect("delete the user settings");
+    let without_a = |names: &[String]| {
+        !names.iter().any(|n| n == "mcp__a__env") && names.iter().any(|n| n == "mcp__p__echo")
+    };
+    one.wait_tools("a gone from the first session", without_a)
+        .await;
+    two.wait_tools("a gone from the second session", without_a)
+        .await;
 }
 
 #[test]

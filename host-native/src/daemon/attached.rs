@@ -10,7 +10,8 @@
 //!    of the connection;
 //! 3. a file event waits for the files to settle (every changed file parses and `quiet`
 //!    passed, or `debounce` since the first event), then reloads and applies; a `reload`
-//!    request applies at once;
+//!    request applies at once; a file that went missing is held for `MISSING_GRACE`, then
+//!    read as empty and applied;
 //! 4. whenever the pool or a reload may have changed the session's catalog, compare it with
 //!    the last announced one and send `list_changed` for the lists that differ;
 //! 5. when the client closes the connection: unregister and release everything held.
@@ -29,7 +30,7 @@ use crate::gateway::Gateway;
 use crate::host::{
     digests, CatalogChange, HostEvent, MergedCatalog, Route, StatusReport, Target, STARTUP_WAIT,
 };
-use crate::inputs::{HostEnv, Inputs, Options};
+use crate::inputs::{HostEnv, Inputs, Options, MISSING_GRACE};
 use crate::ipc::SessionRequest;
 use crate::launch::Launch;
 use crate::pool::{PoolSession, SharedPool};
@@ -314,7 +315,16 @@ pub(crate) async fn run(
     if let Ok(service) = service {
         let waiting = service.waiting();
         tokio::pin!(waiting);
+        // While a file that had content is missing, its last good content is used for
+        // MISSING_GRACE; then it reads as empty (as in a session host).
+        let mut missing = missing_deadline(&inputs, None);
         loop {
+            let expire = async {
+                match missing {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = &mut waiting => break,
                 Some(source) = file_rx.recv() => {
@@ -327,7 +337,14 @@ pub(crate) async fn run(
                     let _ = poke_tx.send(());
                     let _ = done.send(());
                 }
+                () = expire => {
+                    missing = None;
+                    let (sources, _) = inputs.expire_missing();
+                    apply(&shared, &mut inputs, Some(&sources)).await;
+                    let _ = poke_tx.send(());
+                }
             }
+            missing = missing_deadline(&inputs, missing);
         }
     }
     drop(watcher);
@@ -355,6 +372,17 @@ async fn started(session: &PoolSession, mut changes: watch::Receiver<u64>) {
             return;
         }
     }
+}
+
+/// When a held missing file is given up: unchanged while one is held, `None` once none is.
+fn missing_deadline(
+    inputs: &Inputs,
+    armed: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    if !inputs.missing() {
+        return None;
+    }
+    armed.or_else(|| Some(tokio::time::Instant::now() + Duration::from_millis(MISSING_GRACE.0)))
 }
 
 /// Collects file events until the changed files settle: each parses and `quiet` passed
