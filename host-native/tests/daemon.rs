@@ -111,6 +111,20 @@ struct Attached {
 
 impl Attached {
     async fn start(p: &Project, rt: &Runtime, env: &[(&str, &str)]) -> Attached {
+        Attached::start_in(p, rt, env, &p.path("project")).await
+    }
+
+    /// [`Attached::start`] with another project directory (same user settings).
+    async fn start_in(
+        p: &Project,
+        rt: &Runtime,
+        env: &[(&str, &str)],
+        project: &std::path::Path,
+    ) -> Attached {
+        let mut flags = p.flags();
+        if let Some(at) = flags.iter().position(|f| f == "--project") {
+            flags[at + 1] = project.to_string_lossy().into_owned();
+        }
         let log = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -119,7 +133,7 @@ impl Attached {
         let mut command = std::process::Command::new(cli());
         command
             .args(["serve", "--daemon"])
-            .args(p.flags())
+            .args(flags)
             .args(["--debounce-ms", "150"])
             .env("XDG_RUNTIME_DIR", &rt.dir)
             .env("MCP_RECONCILE_LOG", "info")
@@ -517,4 +531,38 @@ async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
         .await;
     assert!(echoed.contains("still here"), "{echoed}");
     one.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_cwd_runs_in_its_sessions_project_root() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let other = p.path("other");
+    fs::create_dir_all(&other).expect("other project");
+    let mut fixed = p.server("fixed", "echo");
+    fixed["cwd"] = json!(p.dir.path().to_string_lossy());
+    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo"), "fixed": fixed }}));
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[]).await;
+    let two = Attached::start_in(&p, &rt, &[], &other).await;
+    for session in [&one, &two] {
+        session
+            .wait_tools("a and fixed", |names| {
+                names.iter().any(|n| n == "mcp__a__echo")
+                    && names.iter().any(|n| n == "mcp__fixed__echo")
+            })
+            .await;
+    }
+    // Two project roots: two working directories for a, so two processes, each in its root.
+    let cwd = |pid: u64| fs::read_link(format!("/proc/{pid}/cwd")).expect("cwd of a live pid");
+    let mut dirs: Vec<PathBuf> = pids(&p, "a").into_iter().map(cwd).collect();
+    dirs.sort();
+    let mut roots = vec![
+        p.path("project").canonicalize().expect("root"),
+        other.canonicalize().expect("root"),
+    ];
+    roots.sort();
+    assert_eq!(dirs, roots);
+    // An absolute `cwd` is the same directory from either root: one process.
+    assert_eq!(pids(&p, "fixed").len(), 1);
 }
