@@ -25,6 +25,9 @@ use crate::ipc;
 
 /// How long a started daemon may take to listen.
 pub const START_WAIT: Duration = Duration::from_secs(10);
+/// How long an attach may take to be answered: the daemon first waits up to
+/// [`STARTUP_WAIT`](crate::host::STARTUP_WAIT) for the session's servers to start.
+pub const ATTACH_WAIT: Duration = Duration::from_secs(30);
 
 /// Connects to the daemon in `dir`, starting `exe daemon` first when none listens.
 ///
@@ -107,7 +110,7 @@ pub struct Refused(pub String);
 ///
 /// # Errors
 /// [`Refused`] (the message says why: e.g. a missing project directory), or the daemon did
-/// not answer within [`ipc::READ_TIMEOUT`].
+/// not answer within [`ATTACH_WAIT`].
 pub async fn attach(
     stream: UnixStream,
     options: &Options,
@@ -126,7 +129,7 @@ pub async fn attach(
     let mut line = Vec::new();
     let mut limited = (&mut reader).take(ipc::MAX_RESPONSE as u64);
     let answer = limited.read_until(b'\n', &mut line);
-    tokio::time::timeout(ipc::READ_TIMEOUT, answer)
+    tokio::time::timeout(ATTACH_WAIT, answer)
         .await
         .context("the mcp-reconcile daemon did not answer the attach in time")??;
     let answer: Value = serde_json::from_slice(&line)

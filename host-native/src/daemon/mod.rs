@@ -98,7 +98,7 @@ pub fn socket_dir(env: &HostEnv) -> PathBuf {
 /// The directory is not private to the user, or the socket cannot be bound.
 pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
     ipc::prepare_state_dir(dir)?;
-    let Some(_lock) = lock(&dir.join(LOCK))? else {
+    let Some(held) = lock(&dir.join(LOCK))? else {
         return Ok(false);
     };
     let path = dir.join(SOCKET);
@@ -151,6 +151,8 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
     }
     let _ = fs::remove_file(&path);
     drop(listener);
+    // A new daemon may start while this one stops its servers: they share nothing.
+    drop(held);
     pool.shutdown().await;
     Ok(true)
 }
