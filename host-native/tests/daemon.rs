@@ -342,6 +342,10 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         "{out}"
     );
     assert_eq!(state_of(&servers, "a"), "connected", "{out}");
+    // A dry run from the session's state: everything it holds is kept.
+    let (ok, out) = run_cli(&p, &rt, &["plan", "--json"], true);
+    assert!(ok, "{out}");
+    assert!(out.contains("keep") && !out.contains("connect"), "{out}");
     let (ok, out) = run_cli(&p, &rt, &["reload"], true);
     assert!(ok && out.contains("reload requested"), "{out}");
     let (ok, out) = run_cli(&p, &rt, &["daemon", "--status"], false);

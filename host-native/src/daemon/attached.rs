@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcp_reconcile_kernel::plan::Plan;
 use mcp_reconcile_kernel::reload::FileSource;
 use serde_json::{json, Value};
 use tokio::io::BufReader;
@@ -35,7 +36,7 @@ use crate::ipc::SessionRequest;
 use crate::launch::Launch;
 use crate::pool::{PoolSession, SharedPool};
 use crate::session::{Session, SessionGone};
-use crate::status::report_json;
+use crate::status::{plan_json, report_json};
 use crate::watcher;
 
 /// What a client attaches with (see [`DaemonRequest::Attach`](super::DaemonRequest)).
@@ -69,7 +70,15 @@ pub struct SessionInfo {
 struct Entry {
     info: SessionInfo,
     session: DaemonSession,
-    reload: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    control: mpsc::UnboundedSender<Control>,
+}
+
+/// What the session's loop is asked to do (it owns the files).
+enum Control {
+    /// Reload every file and apply now.
+    Reload(oneshot::Sender<()>),
+    /// Dry run against the files as they are now.
+    Plan(oneshot::Sender<Result<Plan, String>>),
 }
 
 /// The daemon's live sessions; clones share it.
@@ -160,12 +169,12 @@ impl Registry {
     /// true}` when there is none): the status of the first (they read the same files), a
     /// reload or reconnect of each.
     pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
-        let targets: Vec<(DaemonSession, mpsc::UnboundedSender<oneshot::Sender<()>>)> = {
+        let targets: Vec<(DaemonSession, mpsc::UnboundedSender<Control>)> = {
             self.lock()
                 .live
                 .values()
                 .filter(|e| e.info.id == id)
-                .map(|e| (e.session.clone(), e.reload.clone()))
+                .map(|e| (e.session.clone(), e.control.clone()))
                 .collect()
         };
         let Some((first, _)) = targets.first() else {
@@ -177,13 +186,22 @@ impl Registry {
                 Ok(report) => json!({ "ok": report_json(&report) }),
                 Err(gone) => json!({ "error": gone.to_string() }),
             },
-            SessionRequest::Plan => json!({
-                "error": "a daemon session has no dry run yet; run `mcp-reconcile plan` without a running session"
-            }),
+            SessionRequest::Plan => {
+                let (tx, rx) = oneshot::channel();
+                let planned = match targets[0].1.send(Control::Plan(tx)) {
+                    Ok(()) => rx.await.ok(),
+                    Err(_) => None,
+                };
+                match planned {
+                    Some(Ok(plan)) => json!({ "ok": plan_json(&plan) }),
+                    Some(Err(message)) => json!({ "error": message }),
+                    None => json!({ "error": SessionGone.to_string() }),
+                }
+            }
             SessionRequest::Reload => {
-                for (_, reload) in &targets {
+                for (_, control) in &targets {
                     let (tx, rx) = oneshot::channel();
-                    if reload.send(tx).is_ok() {
+                    if control.send(Control::Reload(tx)).is_ok() {
                         let _ = rx.await;
                     }
                 }
@@ -276,7 +294,7 @@ pub(crate) async fn run(
     }
     started(&session, pool.changes()).await;
     let shared = DaemonSession(Arc::new(RwLock::new(session)));
-    let (reload_tx, mut reload_rx) = mpsc::unbounded_channel();
+    let (control_tx, mut control_rx) = mpsc::unbounded_channel();
     let info = SessionInfo {
         name: name.clone(),
         client: attach.client,
@@ -293,7 +311,7 @@ pub(crate) async fn run(
     registry.insert(Entry {
         info,
         session: shared.clone(),
-        reload: reload_tx,
+        control: control_tx,
     });
     drop(attaching);
     tracing::info!(session = %name, "attached");
@@ -332,11 +350,17 @@ pub(crate) async fn run(
                     apply(&shared, &mut inputs, Some(&changed)).await;
                     let _ = poke_tx.send(());
                 }
-                Some(done) = reload_rx.recv() => {
-                    apply(&shared, &mut inputs, None).await;
-                    let _ = poke_tx.send(());
-                    let _ = done.send(());
-                }
+                Some(control) = control_rx.recv() => match control {
+                    Control::Reload(done) => {
+                        apply(&shared, &mut inputs, None).await;
+                        let _ = poke_tx.send(());
+                        let _ = done.send(());
+                    }
+                    Control::Plan(reply) => {
+                        let snapshot = inputs.load(None);
+                        let _ = reply.send(shared.0.read().await.plan(&snapshot));
+                    }
+                },
                 () = expire => {
                     missing = None;
                     let (sources, _) = inputs.expire_missing();

@@ -86,15 +86,9 @@ impl PoolSession {
         let decision = snapshot
             .hot_reload(&self.previous)
             .map_err(|e| PoolError::Plan(e.to_string()))?;
-        let mut online = Online::new();
-        for (name, (_, config)) in &self.acquired {
-            // The pool supervises and retries its connections: to a session, what it holds is
-            // always there.
-            online.insert(name.clone(), OnlineEntry::connected(config.clone()));
-        }
         let planned = plan(
             &decision.servers,
-            &online,
+            &self.online(),
             &decision.gating,
             snapshot.trusted,
             Mode::Pool,
@@ -179,6 +173,33 @@ impl PoolSession {
             refused,
             approval_needed: decision.promptable,
         })
+    }
+
+    /// Dry run: what [`PoolSession::apply`] of `snapshot` would do now (pool mode: `connect`
+    /// acquires, `disconnect` releases), without doing it. `Err` says why the kernel could
+    /// not plan.
+    pub fn plan(&self, snapshot: &Snapshot) -> Result<mcp_reconcile_kernel::plan::Plan, String> {
+        let servers = mcp_reconcile_kernel::assemble(&snapshot.layers).servers;
+        let gating = snapshot.gating_for(&servers);
+        plan(
+            &servers,
+            &self.online(),
+            &gating,
+            snapshot.trusted,
+            Mode::Pool,
+            Millis(0),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// What this session holds, as the kernel's plan sees it: the pool supervises and retries
+    /// its connections, so to a session what it holds is always there.
+    fn online(&self) -> Online {
+        let mut online = Online::new();
+        for (name, (_, config)) in &self.acquired {
+            online.insert(name.clone(), OnlineEntry::connected(config.clone()));
+        }
+        online
     }
 
     /// The connections this session holds, in settings order, with the session's own config.
