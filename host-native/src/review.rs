@@ -103,6 +103,16 @@ impl ApprovalRequest {
         })
     }
 
+    /// The line after the review that says how to decide: the command that approves exactly
+    /// this entry.
+    pub fn hint_line(&self) -> String {
+        format!(
+            "! {} needs approval (from a project file): run `{}` with the same flags to approve exactly this entry\n",
+            quoted(&self.name),
+            self.approve_command()
+        )
+    }
+
     /// The multi-line review: what will run, from which file, whether it
     /// replaces a server of the user's, and the hash a decision binds to.
     pub fn review(&self) -> String {

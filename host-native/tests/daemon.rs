@@ -422,6 +422,12 @@ async fn sessions_with_another_environment_get_their_own_process() {
         &p.mcp_json(),
         &json!({"mcpServers": { "p": p.server("p", "echo") }}),
     );
+    // Each serve prints the review and the approve command on its stderr (hints never reach
+    // the MCP client).
+    wait("both serves print the approval hint", || {
+        let log = fs::read_to_string(p.path("serve.log")).unwrap_or_default();
+        log.matches("\"p\" needs approval").count() == 2
+    });
     let (ok, out) = run_cli(&p, &rt, &["approve", "p"], true);
     assert!(ok, "{out}");
     let has_p = |names: &[String]| names.iter().any(|n| n == "mcp__p__echo");

@@ -7,6 +7,7 @@ use anyhow::Context;
 use mcp_reconcile::daemon::{self, bridge};
 use mcp_reconcile::display;
 use mcp_reconcile::inputs::HostEnv;
+use rmcp::model::CustomNotification;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
@@ -20,6 +21,25 @@ struct Changes(mpsc::UnboundedSender<()>);
 impl ClientHandler for Changes {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.0.send(());
+    }
+
+    /// The daemon's hints (what needs approval and how to approve it) are for the person.
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method != daemon::attached::HINT {
+            return;
+        }
+        if let Some(text) = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("text"))
+            .and_then(|t| t.as_str())
+        {
+            say(&display::safe_multiline(text));
+        }
     }
 }
 

@@ -55,11 +55,7 @@ pub fn approval_hint(request: &ApprovalRequest) -> String {
 
 /// The line of [`approval_hint`] after the review: the command that approves the entry.
 pub fn hint_line(request: &ApprovalRequest) -> String {
-    format!(
-        "! {} needs approval (from a project file): run `{}` with the same flags to approve exactly this entry\n",
-        quoted(&request.name),
-        request.approve_command()
-    )
+    request.hint_line()
 }
 
 /// The meaning of `key`: `a`/`y` approve, `A` approves all, `r`/`n` reject, `s`, Esc, Enter

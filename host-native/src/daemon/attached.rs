@@ -16,10 +16,11 @@
 //!    the last announced one and send `list_changed` for the lists that differ;
 //! 5. when the client closes the connection: unregister and release everything held.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcp_reconcile_kernel::identity::approval_hash;
 use mcp_reconcile_kernel::plan::Plan;
 use mcp_reconcile_kernel::reload::FileSource;
 use serde_json::{json, Value};
@@ -35,9 +36,16 @@ use crate::inputs::{HostEnv, Inputs, Options, MISSING_GRACE};
 use crate::ipc::SessionRequest;
 use crate::launch::Launch;
 use crate::pool::{PoolSession, SharedPool};
+use crate::review::ApprovalRequest;
 use crate::session::{Session, SessionGone};
 use crate::status::{plan_json, report_json};
 use crate::watcher;
+use rmcp::model::{CustomNotification, ServerNotification};
+use rmcp::{Peer, RoleServer};
+
+/// The notification a daemon session sends its client for people: `{"text": …}`, already
+/// terminal-safe review text. The `serve` bridge prints it on stderr and drops it.
+pub const HINT: &str = "notifications/mcp-reconcile/hint";
 
 /// What a client attaches with (see [`DaemonRequest::Attach`](super::DaemonRequest)).
 pub struct Attach {
@@ -289,11 +297,10 @@ pub(crate) async fn run(
             return;
         }
     };
-    if let Err(e) = session.apply(&inputs.load(None)).await {
-        tracing::warn!(session = %name, "the first apply failed: {e}");
-    }
-    started(&session, pool.changes()).await;
     let shared = DaemonSession(Arc::new(RwLock::new(session)));
+    let mut prompted = HashSet::new();
+    let first_asks = apply(&shared, &mut inputs, None, &mut prompted).await;
+    started(&*shared.0.read().await, pool.changes()).await;
     let (control_tx, mut control_rx) = mpsc::unbounded_channel();
     let info = SessionInfo {
         name: name.clone(),
@@ -331,6 +338,9 @@ pub(crate) async fn run(
         gateway.serve((reader, write)).await
     };
     if let Ok(service) = service {
+        // The connection's one client: what needs approval goes to it.
+        let client = service.peer().clone();
+        hint(&client, first_asks).await;
         let waiting = service.waiting();
         tokio::pin!(waiting);
         // While a file that had content is missing, its last good content is used for
@@ -347,14 +357,16 @@ pub(crate) async fn run(
                 _ = &mut waiting => break,
                 Some(source) = file_rx.recv() => {
                     let changed = settle(&inputs, &mut file_rx, source).await;
-                    apply(&shared, &mut inputs, Some(&changed)).await;
+                    let asks = apply(&shared, &mut inputs, Some(&changed), &mut prompted).await;
                     let _ = poke_tx.send(());
+                    hint(&client, asks).await;
                 }
                 Some(control) = control_rx.recv() => match control {
                     Control::Reload(done) => {
-                        apply(&shared, &mut inputs, None).await;
+                        let asks = apply(&shared, &mut inputs, None, &mut prompted).await;
                         let _ = poke_tx.send(());
                         let _ = done.send(());
+                        hint(&client, asks).await;
                     }
                     Control::Plan(reply) => {
                         let snapshot = inputs.load(None);
@@ -364,8 +376,9 @@ pub(crate) async fn run(
                 () = expire => {
                     missing = None;
                     let (sources, _) = inputs.expire_missing();
-                    apply(&shared, &mut inputs, Some(&sources)).await;
+                    let asks = apply(&shared, &mut inputs, Some(&sources), &mut prompted).await;
                     let _ = poke_tx.send(());
+                    hint(&client, asks).await;
                 }
             }
             missing = missing_deadline(&inputs, missing);
@@ -442,16 +455,44 @@ async fn settle(
     }
 }
 
-async fn apply(shared: &DaemonSession, inputs: &mut Inputs, changed: Option<&[FileSource]>) {
+/// Reloads `changed` and applies it; returns the approval requests not announced before
+/// (`prompted` keeps the (name, hash) pairs that were, as a session host does).
+async fn apply(
+    shared: &DaemonSession,
+    inputs: &mut Inputs,
+    changed: Option<&[FileSource]>,
+    prompted: &mut HashSet<(String, String)>,
+) -> Vec<ApprovalRequest> {
     let snapshot = inputs.load(changed);
     let mut session = shared.0.write().await;
-    match session.apply(&snapshot).await {
-        Ok(applied) => tracing::info!(
-            session = %session.name(),
-            actions = applied.plan.actions.len(),
-            "applied"
-        ),
-        Err(e) => tracing::warn!(session = %session.name(), "reload failed: {e}"),
+    let applied = match session.apply(&snapshot).await {
+        Ok(applied) => applied,
+        Err(e) => {
+            tracing::warn!(session = %session.name(), "reload failed: {e}");
+            return Vec::new();
+        }
+    };
+    tracing::info!(session = %session.name(), actions = applied.plan.actions.len(), "applied");
+    let servers = snapshot.assembled().servers;
+    applied
+        .approval_needed
+        .iter()
+        .filter_map(|name| servers.get(name).map(|config| (name, config)))
+        .filter(|(name, config)| prompted.insert(((*name).clone(), approval_hash(config).0)))
+        .map(|(name, config)| ApprovalRequest::new(&snapshot, name, config))
+        .collect()
+}
+
+/// Sends each request's review and approve command to the session's client as a
+/// [`HINT`] notification (the `serve` bridge prints it on stderr; it never reaches the MCP
+/// client).
+async fn hint(client: &Peer<RoleServer>, requests: Vec<ApprovalRequest>) {
+    for request in requests {
+        let text = format!("{}{}", request.review(), request.hint_line());
+        let notification = CustomNotification::new(HINT, Some(json!({ "text": text })));
+        let _ = client
+            .send_notification(ServerNotification::CustomNotification(notification))
+            .await;
     }
 }
 

@@ -117,6 +117,11 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
             },
             line = session.next_line() => match line {
                 Ok(Some(line)) => {
+                    if let Some(text) = hint_text(&line) {
+                        // For the person who runs the client, not for the client.
+                        eprint!("{}", crate::display::safe_multiline(&text));
+                        continue;
+                    }
                     replay.handle_session_line(&line);
                     send(&mut stdout, &line).await.context("writing to stdout")?;
                 }
@@ -135,6 +140,25 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
             },
         }
     }
+}
+
+/// The text of a daemon [`HINT`](super::attached::HINT) line, which the relay keeps from the
+/// client.
+fn hint_text(line: &str) -> Option<String> {
+    if !line.contains(super::attached::HINT) {
+        return None;
+    }
+    let message: Value = serde_json::from_str(line).ok()?;
+    if message.get("method").and_then(Value::as_str) != Some(super::attached::HINT) {
+        return None;
+    }
+    Some(
+        message
+            .pointer("/params/text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    )
 }
 
 async fn send(out: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
@@ -245,5 +269,21 @@ mod tests {
         );
         replay.handle_client_line("not json");
         assert_eq!(replay.pending.len(), 1);
+    }
+
+    #[test]
+    fn hints_are_taken_out_of_the_session_stream() {
+        let hint = json!({
+            "jsonrpc": "2.0",
+            "method": crate::daemon::attached::HINT,
+            "params": {"text": "! \"p\" needs approval\n"},
+        });
+        assert_eq!(
+            hint_text(&hint.to_string()).as_deref(),
+            Some("! \"p\" needs approval\n")
+        );
+        let result =
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"text": crate::daemon::attached::HINT}});
+        assert_eq!(hint_text(&result.to_string()), None);
     }
 }
