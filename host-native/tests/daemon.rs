@@ -22,11 +22,20 @@ use tokio::sync::mpsc;
 #[derive(Clone)]
 struct Listener {
     changed: mpsc::UnboundedSender<()>,
+    progress: mpsc::UnboundedSender<()>,
 }
 
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changed.send(());
+    }
+
+    async fn on_progress(
+        &self,
+        _params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(());
     }
 }
 
@@ -107,6 +116,7 @@ struct Attached {
     group: Option<Group>,
     client: Option<RunningService<RoleClient, Listener>>,
     changed: mpsc::UnboundedReceiver<()>,
+    progress: mpsc::UnboundedReceiver<()>,
 }
 
 impl Attached {
@@ -149,15 +159,20 @@ impl Attached {
             .expect("async stdout");
         let group = Group(child);
         let (tx, changed) = mpsc::unbounded_channel();
-        let client =
-            tokio::time::timeout(PATIENCE, Listener { changed: tx }.serve((stdout, stdin)))
-                .await
-                .expect("handshake in time")
-                .expect("the daemon's session completes the MCP handshake");
+        let (progress_tx, progress) = mpsc::unbounded_channel();
+        let listener = Listener {
+            changed: tx,
+            progress: progress_tx,
+        };
+        let client = tokio::time::timeout(PATIENCE, listener.serve((stdout, stdin)))
+            .await
+            .expect("handshake in time")
+            .expect("the daemon's session completes the MCP handshake");
         Attached {
             group: Some(group),
             client: Some(client),
             changed,
+            progress,
         }
     }
 
@@ -507,7 +522,7 @@ impl Drop for KillPid {
 async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
     let p = Project::new();
     let rt = Runtime::new(&p);
-    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo") }}));
+    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo,sleep") }}));
     let mut restarted = KillPid(None);
     let daemon = start_daemon(&p, &rt);
     let mut one = Attached::start(&p, &rt, &[]).await;
@@ -516,8 +531,29 @@ async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
     let first = pids(&p, "a");
     assert_eq!(first.len(), 1);
 
-    // The daemon dies (its servers with it); serve starts a new one and re-attaches.
+    // The daemon dies (its servers with it) during a call; the call is answered with an
+    // error, serve starts a new daemon and re-attaches.
+    let client = one.client.as_ref().expect("open").peer().clone();
+    let call = tokio::spawn(async move {
+        let params = CallToolRequestParams::new("mcp__a__sleep").with_arguments(
+            json!({"ms": 600_000})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        client.call_tool(params).await
+    });
+    // Running upstream once its progress arrives.
+    tokio::time::timeout(PATIENCE, one.progress.recv())
+        .await
+        .expect("the long call reports progress")
+        .expect("the client still listens");
     drop(daemon);
+    let answered = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("a call in flight is answered when the daemon dies")
+        .expect("joined");
+    assert!(answered.is_err(), "{answered:?}");
     wait("a stops with its daemon", || !alive(first[0]));
     one.tools_changed().await;
     let start = Instant::now();
