@@ -1,7 +1,8 @@
 //! [`Session`]: what a gateway fronts — one client-facing set of servers.
 //!
-//! The session host ([`HostHandle`](crate::host::HostHandle)) and one session of the shared
-//! pool ([`PoolSession`](crate::pool::PoolSession)) both implement it, so
+//! The session host ([`HostHandle`](crate::host::HostHandle)), one session of the shared
+//! pool ([`PoolSession`](crate::pool::PoolSession)) and a daemon session around one
+//! ([`DaemonSession`](crate::daemon::attached::DaemonSession)) implement it, so
 //! [`Gateway`](crate::gateway::Gateway) serves either without knowing which: the merged
 //! catalog, where a request goes, every configured server's status, and a reconnect.
 

@@ -1,8 +1,8 @@
 //! One attached session of the daemon: a [`PoolSession`] for the client's files and
 //! environment, kept equal to the files, served as MCP on the client's connection, and
-//! released when the connection closes. [`Registry`] is the daemon's list of them.
+//! released when the connection closes. `Registry` is the daemon's list of them.
 //!
-//! Drive loop of [`run`]:
+//! Drive loop of `run`:
 //! 1. resolve the client's files in its environment; make the session with its [`Launch`]
 //!    (project root, environment); load and apply the files (the pool spawns or attaches);
 //! 2. wait (at most [`STARTUP_WAIT`]) until no server is still connecting, so the client's

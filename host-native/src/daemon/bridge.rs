@@ -2,7 +2,7 @@
 //! client to that session — what `serve --daemon` runs; [`ask`] for one-shot requests.
 //!
 //! 1. [`connect_or_start`]: connect to the socket; when nothing listens, start
-//!    `mcp-reconcile daemon` (own process group, its log in [`LOG`](super::LOG) beside the
+//!    `mcp-reconcile daemon` (own process group, its log in [`LOG`] beside the
 //!    socket) and wait until it listens (bounded);
 //! 2. [`attach`]: send the [`DaemonRequest::Attach`] line and read the answer (bounded);
 //! 3. [`relay_stdio`](super::relay::relay_stdio): relay the client's MCP lines to the session

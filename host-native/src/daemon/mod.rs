@@ -7,12 +7,15 @@
 //!   must be ours ([`ipc::admit_peer`]); `daemon.lock` (held with `flock` for the daemon's life)
 //!   makes a second daemon for the same directory exit at once.
 //! * **Attach.** A client sends one [`DaemonRequest::Attach`] line — its layer flags, its
-//!   environment and current directory — and gets `{"ok":{"session":NAME}}`; from then on the
-//!   connection is an MCP connection to a [`Gateway`](crate::gateway::Gateway) in front of a
-//!   [`PoolSession`] of its own ([`attached`]): its own admission, approvals (its project
-//!   root), tool filters and catalog; its stdio servers spawned with *its* environment in *its*
-//!   project root ([`crate::launch`]). The session lives as long as the connection: when the
-//!   client goes, it releases what it held and the pool drains those connections.
+//!   environment and current directory — and gets `{"ok":{"session":NAME}}` once the session's
+//!   servers are up (bounded); from then on the connection is an MCP connection to a
+//!   [`Gateway`](crate::gateway::Gateway) in front of a
+//!   [`PoolSession`](crate::pool::PoolSession) of its own ([`attached`]): its own admission,
+//!   approvals (its project root), tool filters and catalog; its stdio servers spawned with
+//!   *its* environment in *its* project root ([`crate::launch`]). What needs approval is sent
+//!   as an [`attached::HINT`] notification for the person (the bridge prints it). The session
+//!   lives as long as the connection: when the client goes, it releases what it held and the
+//!   pool drains those connections.
 //! * **Other requests.** [`DaemonRequest::Status`] lists sessions and connections with their
 //!   holders; [`DaemonRequest::Session`] asks every session of one file set what the session
 //!   socket would (`status`, `reload`, `reconnect`, `plan`).
