@@ -473,8 +473,11 @@ fn the_daemon_directory_and_socket_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let p = Project::new();
     let rt = Runtime::new(&p);
-    let _daemon = start_daemon(&p, &rt);
     let dir = rt.dir.join("mcp-reconcile");
+    // A directory of ours left open to others is tightened before the socket is bound.
+    fs::create_dir_all(&dir).expect("dir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let _daemon = start_daemon(&p, &rt);
     let mode = |path: &PathBuf| fs::metadata(path).expect("exists").permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&rt.socket()), 0o600);
