@@ -530,3 +530,31 @@ async fn watch_catalog(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_attach_being_set_up_counts_as_a_session() {
+        let registry = Registry::default();
+        let count = registry.count();
+        assert_eq!(*count.borrow(), 0);
+        let attaching = registry.attaching();
+        assert_eq!(
+            *count.borrow(),
+            1,
+            "the idle exit must not fire under an attach"
+        );
+        drop(attaching);
+        assert_eq!(*count.borrow(), 0);
+        assert_eq!(
+            registry.ask("0123", SessionRequest::Status).await,
+            json!({ "none": true })
+        );
+        assert_ne!(
+            registry.next_name("serve", 7),
+            registry.next_name("serve", 7)
+        );
+    }
+}
