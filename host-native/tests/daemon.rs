@@ -363,6 +363,10 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     assert!(out.contains("keep") && !out.contains("connect"), "{out}");
     let (ok, out) = run_cli(&p, &rt, &["reload"], true);
     assert!(ok && out.contains("reload requested"), "{out}");
+    let (ok, out) = run_cli(&p, &rt, &["status"], true);
+    assert!(ok, "{out}");
+    assert_eq!(out.matches("daemon session serve-").count(), 2, "{out}");
+    assert!(out.contains("holds: a, b"), "{out}");
     let (ok, out) = run_cli(&p, &rt, &["daemon", "--status"], false);
     assert!(ok, "{out}");
     assert_eq!(out.matches("session serve-").count(), 2, "{out}");
@@ -456,6 +460,8 @@ async fn sessions_with_another_environment_get_their_own_process() {
     let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
     assert!(ok, "{out}");
     wait("a restarted", || pids(&p, "a").len() > before);
+    one.wait_tools("a back in the first session", has_a).await;
+    two.wait_tools("a back in the second session", has_a).await;
 
     // A deleted settings file is held for a grace period, then read as empty: a goes.
     fs::remove_file(p.user_settings()).expect("delete the user settings");

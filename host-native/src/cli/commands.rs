@@ -162,6 +162,8 @@ fn join_names(value: &Value) -> String {
 /// runs (nothing is started).
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let inputs = Inputs::new(&args.layers.options())?;
+    let inputs_id = inputs.session_id();
+    let inputs_dir = mcp_reconcile::daemon::socket_dir(inputs.env());
     let live = client::ask(&inputs, &SessionRequest::Status).await;
     let (servers, errors) = match live {
         Ok(Some(report)) => (
@@ -195,7 +197,31 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     }
     let servers = servers.as_array().cloned().unwrap_or_default();
     print!("{}", status_text(&servers, &errors));
+    print!("{}", daemon_sessions_text(&inputs_id, &inputs_dir).await);
     Ok(())
+}
+
+/// `status`'s last lines when the daemon runs sessions for these files: each session with the
+/// servers it holds. Empty otherwise (or when the daemon cannot be asked).
+async fn daemon_sessions_text(id: &str, dir: &std::path::Path) -> String {
+    use mcp_reconcile::daemon::{bridge, DaemonRequest};
+    let Ok(Some(answer)) = bridge::ask(dir, &DaemonRequest::Status).await else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for session in answer["ok"]["sessions"].as_array().into_iter().flatten() {
+        if session["id"].as_str() != Some(id) {
+            continue;
+        }
+        out.push_str(&format!(
+            "daemon session {} ({} pid {}) holds: {}\n",
+            display::safe(session["session"].as_str().unwrap_or_default()),
+            display::safe(session["client"].as_str().unwrap_or_default()),
+            session["pid"],
+            join_names(&session["servers"]),
+        ));
+    }
+    out
 }
 
 /// `approve` / `reject`: stores the decision for the named (or every
