@@ -194,6 +194,22 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
     let status = p.status();
     assert!(all_connected(&status, &["guarded", "local"]), "{status:#?}");
     assert_eq!(field(&status, "guarded", "attempts"), 0, "{status:#?}");
+    // `status` says until when (read from the token file), never what.
+    let xdg_env = [("XDG_CONFIG_HOME", xdg_text.as_str())];
+    let json = p.run_env(&["status", "--json"], &xdg_env);
+    let with_tokens: Vec<Value> = serde_json::from_slice(&json.stdout).expect("status --json");
+    let until = field(&with_tokens, "guarded", "authorizedUntil").to_string();
+    assert!(
+        until.contains('T') && until.ends_with("Z\""),
+        "{with_tokens:#?}"
+    );
+    assert_eq!(
+        field(&with_tokens, "local", "authorizedUntil"),
+        &Value::Null
+    );
+    let text = p.run_env(&["status"], &xdg_env);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("authorized until 20"), "{text}");
     assert_eq!(watch.passes(), passes, "{}", watch.output());
 
     // 5. Every token revoked: the refresh is rejected and it waits for `auth` again.
@@ -222,6 +238,7 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
         ("auth output", printed.as_str()),
         ("auth stderr", auth_err.as_str()),
         ("status", status_text.as_str()),
+        ("status text", text.as_str()),
     ] {
         for secret in ["fixture-access-", "fixture-refresh-", "fixture-code-"] {
             assert!(

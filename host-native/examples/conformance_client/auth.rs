@@ -107,6 +107,10 @@ async fn use_tools(
         match conn.call_tool(tool, Some(Default::default())).await {
             Ok(result) => eprintln!("{tool} → {:?}", result.content),
             Err(e) => {
+                // What a user's client sees: the host names the fix.
+                if !e.message.contains("needs more access") {
+                    bail!("{tool} failed, but not as a step-up: {}", e.message);
+                }
                 eprintln!("{tool} refused ({e}); authorizing again for the scopes it needs");
                 conn.close().await;
                 authorize(url, entry).await?;

@@ -286,4 +286,21 @@ mod tests {
         assert!(a.load().await.expect("load").is_none());
         assert!(b.load().await.expect("load").is_some(), "b untouched");
     }
+
+    #[tokio::test]
+    async fn a_challenge_is_kept_per_url_until_new_credentials_answer_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("oauth-tokens.json");
+        let a = TokenStore::new(path.clone(), "http://127.0.0.1:1/mcp", DYNAMIC_CLIENT);
+        let b = TokenStore::new(path.clone(), "http://127.0.0.1:2/mcp", DYNAMIC_CLIENT);
+        assert_eq!(a.challenge().expect("no file"), None);
+        let step_up = r#"Bearer error="insufficient_scope", scope="read write""#;
+        a.record_challenge(step_up.to_owned()).await.expect("keep");
+        b.record_challenge("Bearer".to_owned()).await.expect("keep");
+        assert_eq!(a.challenge().expect("read").as_deref(), Some(step_up));
+        a.save(credentials("tok-a")).await.expect("save");
+        assert_eq!(a.challenge().expect("read"), None, "answered by the login");
+        assert_eq!(b.challenge().expect("read").as_deref(), Some("Bearer"));
+        assert!(a.load().await.expect("load").is_some());
+    }
 }

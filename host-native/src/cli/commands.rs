@@ -161,9 +161,10 @@ fn join_names(value: &Value) -> String {
 /// `status`: the running session's view, or what the files say when none
 /// runs (nothing is started).
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
-    let inputs = Inputs::new(&args.layers.options())?;
+    let mut inputs = Inputs::new(&args.layers.options())?;
+    let authorized = authorized_until(&mut inputs);
     let live = client::request(&ipc::socket_path(&inputs), &SessionRequest::Status).await;
-    let (servers, errors) = match live {
+    let (mut servers, errors) = match live {
         Ok(Some(report)) => (
             report
                 .get("servers")
@@ -180,6 +181,14 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
             (report["servers"].clone(), report["errors"].clone())
         }
     };
+    for server in servers.as_array_mut().into_iter().flatten() {
+        let name = server.get("name").and_then(Value::as_str).unwrap_or("");
+        if server.get("kind").and_then(Value::as_str) == Some("mcp") {
+            if let Some(until) = authorized.get(name) {
+                server["authorizedUntil"] = Value::String(until.clone());
+            }
+        }
+    }
     let errors: Vec<String> = errors
         .as_array()
         .into_iter()
@@ -196,6 +205,24 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let servers = servers.as_array().cloned().unwrap_or_default();
     print!("{}", status_text(&servers, &errors));
     Ok(())
+}
+
+/// When the stored OAuth tokens of each configured streamable-HTTP server expire (a server
+/// without tokens, or whose tokens say no expiry, is left out). Only the time is read from the
+/// token file; no token leaves it.
+fn authorized_until(inputs: &mut Inputs) -> std::collections::BTreeMap<String, String> {
+    use mcp_reconcile::auth::{token_store, OAuthEntry};
+    let snapshot = inputs.load(None);
+    assemble(&snapshot.layers)
+        .servers
+        .iter()
+        .filter_map(|(name, config)| {
+            let url = config.str_field("httpUrl").filter(|u| !u.is_empty())?;
+            let store = token_store(url, &OAuthEntry::of(config)).ok()?;
+            let expires = store.expiry().ok().flatten()?;
+            Some((name.clone(), httpdate(expires)))
+        })
+        .collect()
 }
 
 /// `approve` / `reject`: stores the decision for the named (or every
