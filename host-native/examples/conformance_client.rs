@@ -49,6 +49,7 @@ async fn run() -> anyhow::Result<()> {
         events,
         handshake_timeout: Duration::from_secs(10),
         base_dir: None,
+        tokens: None,
         // The user of this client accepts every form with its defaults (SEP-1034).
         elicitation: Some(Arc::new(|request| {
             Box::pin(async move { accept_defaults(&request) })

@@ -94,6 +94,8 @@ pub(crate) trait ConnectionKind: Send + 'static {
 pub(crate) struct Mcp {
     /// A relative `cwd` is resolved against this.
     pub(crate) base_dir: Option<PathBuf>,
+    /// The OAuth token file (`None`: the default one).
+    pub(crate) tokens: Option<crate::auth::TokenFile>,
 }
 
 impl ConnectionKind for Mcp {
@@ -114,6 +116,7 @@ impl ConnectionKind for Mcp {
             events,
             handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
             base_dir: self.base_dir.clone(),
+            tokens: self.tokens.clone(),
             elicitation: None,
         };
         let (name, config) = (name.to_owned(), config.clone());

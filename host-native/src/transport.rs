@@ -91,6 +91,8 @@ pub struct ConnectOptions {
     pub handshake_timeout: Duration,
     /// A relative `cwd` is resolved against this (the project dir).
     pub base_dir: Option<PathBuf>,
+    /// The OAuth token file (`None`: the default one).
+    pub tokens: Option<crate::auth::TokenFile>,
     /// Answers the server's `elicitation/create` requests. With one, the client declares the
     /// elicitation capability; without (the host's default: nobody to ask), it declares none
     /// and declines.
@@ -430,7 +432,7 @@ async fn connect_http(
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone());
-    let oauth = oauth_manager(&mut ctx, config, &url, opts.base_dir.as_deref())
+    let oauth = oauth_manager(&mut ctx, config, &url, &opts)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let mut tokens = None;
@@ -502,7 +504,7 @@ async fn oauth_manager(
     ctx: &mut Ctx,
     config: &ServerConfig,
     url: &str,
-    base_dir: Option<&std::path::Path>,
+    opts: &ConnectOptions,
 ) -> Result<
     Option<(
         rmcp::transport::auth::AuthorizationManager,
@@ -512,7 +514,8 @@ async fn oauth_manager(
 > {
     use rmcp::transport::auth::CredentialStore;
     let entry = crate::auth::OAuthEntry::of(config);
-    let Ok(store) = crate::auth::token_store(url, &entry) else {
+    let base_dir = opts.base_dir.as_deref();
+    let Ok(store) = crate::auth::token_store(opts.tokens.as_ref(), &ctx.name, url, &entry) else {
         return Ok(None);
     };
     if entry.client_credentials {

@@ -102,6 +102,7 @@ fn options(timeout: Duration) -> (ConnectOptions, mpsc::UnboundedReceiver<ConnEv
             events,
             handshake_timeout: timeout,
             base_dir: None,
+            tokens: None,
             elicitation: None,
         },
         rx,

@@ -133,6 +133,7 @@ async fn connect_once(config: &ServerConfig) -> Result<Connection, ConnectErrorK
         events,
         handshake_timeout: Duration::from_secs(10),
         base_dir: None,
+        tokens: None,
         elicitation: None,
     };
     connect("conformance", config, options).await.map_err(|e| {
@@ -145,7 +146,8 @@ async fn connect_once(config: &ServerConfig) -> Result<Connection, ConnectErrorK
 async fn authorize(url: &str, entry: &OAuthEntry) -> anyhow::Result<()> {
     let browser = Arc::new(std::sync::Mutex::new(None));
     let slot = browser.clone();
-    let login = login(url, entry, None, move |auth_url: &str| {
+    let store = mcp_reconcile::auth::token_store(None, "conformance", url, entry)?;
+    let login = login(store, url, entry, None, move |auth_url: &str| {
         let task = tokio::spawn(browse(auth_url.to_owned()));
         *slot.lock().expect("browser slot") = Some(task);
     });

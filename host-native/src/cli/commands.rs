@@ -58,8 +58,11 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
     };
     let entry = OAuthEntry::of(config);
     let masked = mcp_reconcile::redact::mask_url(url);
+    let store = auth::token_store(Some(inputs.token_file()), &args.name, url, &entry)?;
     if args.logout {
-        auth::logout(url, &entry)
+        use rmcp::transport::auth::CredentialStore;
+        store
+            .clear()
             .await
             .with_context(|| format!("cannot forget the tokens of server \"{name}\""))?;
         println!(
@@ -69,7 +72,7 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let project = std::path::Path::new(inputs.project_root());
-    let logged_in = auth::login(url, &entry, Some(project), |auth_url| {
+    let logged_in = auth::login(store, url, &entry, Some(project), |auth_url| {
         println!("Open this URL to authorize server \"{name}\":");
         println!("{}", display::safe(auth_url));
         let _ = io::stdout().flush();
@@ -218,7 +221,8 @@ fn authorized_until(inputs: &mut Inputs) -> std::collections::BTreeMap<String, S
         .iter()
         .filter_map(|(name, config)| {
             let url = config.str_field("httpUrl").filter(|u| !u.is_empty())?;
-            let store = token_store(url, &OAuthEntry::of(config)).ok()?;
+            let file = Some(inputs.token_file());
+            let store = token_store(file, name, url, &OAuthEntry::of(config)).ok()?;
             let expires = store.expiry().ok().flatten()?;
             Some((name.clone(), httpdate(expires)))
         })

@@ -85,6 +85,7 @@ impl Actor {
         pool.set_pool_remote(options.pool_remote);
         let kind = Mcp {
             base_dir: options.base_dir.clone(),
+            tokens: options.tokens.clone(),
         };
         Actor {
             pool,

@@ -73,6 +73,8 @@ pub struct PoolOptions {
     pub clock: Clock,
     /// A relative `cwd` is resolved against this.
     pub base_dir: Option<PathBuf>,
+    /// The OAuth token file (`None`: the default one).
+    pub tokens: Option<crate::auth::TokenFile>,
     /// Servers started at once.
     pub parallelism: usize,
 }
@@ -84,6 +86,7 @@ impl Default for PoolOptions {
             pool_remote: false,
             clock: Clock::tokio(),
             base_dir: None,
+            tokens: None,
             parallelism: crate::host::DEFAULT_PARALLELISM,
         }
     }
