@@ -58,7 +58,7 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
     };
     let entry = OAuthEntry::of(config);
     let masked = mcp_reconcile::redact::mask_url(url);
-    let store = auth::token_store(Some(inputs.token_file()), &args.name, url, &entry)?;
+    let store = auth::token_store(Some(&inputs.paths().oauth_tokens), &args.name, url, &entry)?;
     if args.logout {
         use rmcp::transport::auth::CredentialStore;
         store
@@ -221,7 +221,7 @@ fn authorized_until(inputs: &mut Inputs) -> std::collections::BTreeMap<String, S
         .iter()
         .filter_map(|(name, config)| {
             let url = config.str_field("httpUrl").filter(|u| !u.is_empty())?;
-            let file = Some(inputs.token_file());
+            let file = Some(&inputs.paths().oauth_tokens);
             let store = token_store(file, name, url, &OAuthEntry::of(config)).ok()?;
             let expires = store.expiry().ok().flatten()?;
             Some((name.clone(), httpdate(expires)))

@@ -291,11 +291,6 @@ impl Inputs {
         &self.lsp_store
     }
 
-    /// The OAuth token file of this layout.
-    pub fn token_file(&self) -> &crate::auth::TokenFile {
-        &self.paths.oauth_tokens
-    }
-
     /// The canonical project root (real path): the approvals key.
     pub fn project_root(&self) -> &str {
         &self.project_root
