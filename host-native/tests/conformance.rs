@@ -3,6 +3,11 @@
 //! conformance suite, client mode: the core and the `auth/*` scenarios
 //! (`@modelcontextprotocol/conformance` 0.1.13, pinned in the root `package.json`; `npm ci`
 //! first). The client is `examples/conformance_client.rs`; `scripts/conformance.sh` runs this.
+//!
+//! The suite's server side runs too: every server scenario against the fixture server's
+//! `--conformance-reference` mode (what those scenarios ask a server to offer).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,6 +72,77 @@ fn client() -> PathBuf {
         .expect("cargo runs");
     assert!(status.success(), "building the conformance client failed");
     profile_dir.join("examples/conformance_client")
+}
+
+/// The pinned suite's server scenarios (`conformance list`), including the two its default
+/// run leaves out (`json-schema-2020-12`, `server-sse-polling`).
+const SERVER_SCENARIOS: [&str; 32] = [
+    "server-initialize",
+    "logging-set-level",
+    "ping",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "json-schema-2020-12",
+    "elicitation-sep1034-defaults",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "elicitation-sep1330-enums",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+];
+
+#[test]
+fn the_reference_fixture_passes_every_server_scenario() {
+    let suite = suite();
+    let mut fixture =
+        common::HttpFixture::start(&["--http", "127.0.0.1:0", "--conformance-reference"]);
+    let mut failed = Vec::new();
+    for scenario in SERVER_SCENARIOS {
+        let out = Command::new(&suite)
+            .args(["server", "--url", &fixture.url, "--scenario", scenario])
+            .current_dir(workspace_root())
+            .output()
+            .expect("the conformance suite runs (Node 20+)");
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary = log
+            .lines()
+            .find(|l| l.starts_with("Passed:") || l.starts_with("Total:"))
+            .unwrap_or("no summary");
+        println!("{scenario}: {summary}");
+        if !out.status.success() {
+            failed.push(format!("{scenario}:\n{log}"));
+        }
+    }
+    fixture.stop();
+    assert!(
+        failed.is_empty(),
+        "failed scenarios:\n{}",
+        failed.join("\n")
+    );
 }
 
 fn suite() -> PathBuf {
