@@ -7,7 +7,7 @@
 //! 2. a request with an `Origin` header (a browser) is refused (403) unless that origin was
 //!    allowed with `--allow-origin` (exact match); requests without one pass;
 //! 3. `Authorization: Bearer <token>` must carry the run's token, compared in constant time;
-//!    otherwise 401 with `WWW-Authenticate: Bearer`;
+//!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off);
 //! 4. a request that would open a new MCP session (a POST without `Mcp-Session-Id`) gets 503
 //!    while `--max-sessions` sessions are open.
 //!
@@ -197,8 +197,8 @@ impl Drop for TokenFile {
 /// What `serve --http` lets through.
 #[derive(Clone, Debug)]
 pub struct GuardOptions {
-    /// The bearer token every request must carry.
-    pub token: Token,
+    /// The bearer token every request must carry; `None` (`--no-auth`): none is asked for.
+    pub token: Option<Token>,
     /// Browser origins allowed to call (`--allow-origin`, exact match).
     pub allowed_origins: Vec<String>,
     /// At most this many MCP sessions at once (`--max-sessions`).
@@ -211,7 +211,7 @@ impl GuardOptions {
     /// `token` with the default limits and no allowed origin.
     pub fn new(token: Token) -> GuardOptions {
         GuardOptions {
-            token,
+            token: Some(token),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS as usize,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
@@ -267,6 +267,9 @@ impl Guard {
     }
 
     fn authorized(&self, authorization: Option<&HeaderValue>) -> bool {
+        let Some(token) = &self.options.token else {
+            return true;
+        };
         let Some(value) = authorization else {
             return false;
         };
@@ -277,7 +280,7 @@ impl Guard {
         if !scheme.eq_ignore_ascii_case(b"bearer ") {
             return false;
         }
-        self.options.token.matches(rest.trim_ascii())
+        token.matches(rest.trim_ascii())
     }
 }
 

@@ -295,18 +295,20 @@ async fn serve_stdio(gateway: gateway::Gateway) -> anyhow::Result<()> {
 /// when the returned guard is dropped), the allowed origins, the session caps.
 struct HttpGuard {
     options: mcp_reconcile::http_guard::GuardOptions,
-    token_path: std::path::PathBuf,
+    /// `None` with `--no-auth`.
+    token_path: Option<std::path::PathBuf>,
     _written: Option<mcp_reconcile::http_guard::TokenFile>,
 }
 
 fn http_guard(args: &ServeArgs, inputs: &Inputs) -> anyhow::Result<HttpGuard> {
     use mcp_reconcile::http_guard::{GuardOptions, Token, TokenFile};
     let (token, token_path, written) = match &args.token_file {
-        Some(path) => (Token::from_file(path)?, path.clone(), None),
+        _ if args.no_auth => (None, None, None),
+        Some(path) => (Some(Token::from_file(path)?), Some(path.clone()), None),
         None => {
             let token = Token::generate()?;
             let file = TokenFile::write(inputs.state_dir(), &inputs.session_id(), &token)?;
-            (token, file.path().to_owned(), Some(file))
+            (Some(token), Some(file.path().to_owned()), Some(file))
         }
     };
     Ok(HttpGuard {
@@ -336,13 +338,26 @@ async fn serve_http(
     let stop = tokio_util::sync::CancellationToken::new();
     let (bound, server) = gateway::serve_http(addr, gateway, options, stop.clone()).await?;
     println!("http://{bound}/mcp");
-    println!("{}", token_path.display());
-    let _ = io::stdout().flush();
-    eprintln!(
-        "mcp-reconcile serve: listening on http://{bound}/mcp; every request must send \
-         `Authorization: Bearer <token>` with the token in {}",
-        token_path.display()
-    );
+    match &token_path {
+        Some(path) => {
+            println!("{}", path.display());
+            let _ = io::stdout().flush();
+            eprintln!(
+                "mcp-reconcile serve: listening on http://{bound}/mcp; every request must send \
+                 `Authorization: Bearer <token>` with the token in {}",
+                path.display()
+            );
+        }
+        None => {
+            let _ = io::stdout().flush();
+            eprintln!(
+                "mcp-reconcile serve: listening on http://{bound}/mcp WITHOUT authentication \
+                 (--no-auth): any process of any user on this machine can call every admitted \
+                 server's tools. Use it only for clients that cannot send a token, and stop it \
+                 when done."
+            );
+        }
+    }
     stop_signal().await;
     stop.cancel();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;
