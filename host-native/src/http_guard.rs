@@ -5,7 +5,8 @@
 //! 1. `Host` must be a loopback name with the bound port (`127.0.0.1:PORT`, `localhost:PORT`,
 //!    `[::1]:PORT`): a page whose DNS name was rebound to 127.0.0.1 is refused (403);
 //! 2. a request with an `Origin` header (a browser) is refused (403) unless that origin was
-//!    allowed with `--allow-origin` (exact match); requests without one pass;
+//!    allowed with `--allow-origin` (exact match) or is the server's own loopback origin;
+//!    requests without one pass;
 //! 3. `Authorization: Bearer <token>` must carry the run's token, compared in constant time;
 //!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off);
 //! 4. a request that would open a new MCP session (a POST without `Mcp-Session-Id`) gets 503
@@ -259,8 +260,18 @@ impl Guard {
         self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
     }
 
+    /// An allowed origin (`--allow-origin`), or this server's own loopback origin
+    /// (`http://127.0.0.1:PORT` and the like: it serves no pages, so nothing else can be
+    /// there).
     fn origin_allowed(&self, origin: &HeaderValue) -> bool {
-        self.options
+        let own = self.hosts.iter().any(|host| {
+            origin
+                .as_bytes()
+                .strip_prefix(b"http://")
+                .is_some_and(|rest| rest.eq_ignore_ascii_case(host.as_bytes()))
+        });
+        own || self
+            .options
             .allowed_origins
             .iter()
             .any(|allowed| allowed.as_bytes() == origin.as_bytes())

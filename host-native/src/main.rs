@@ -84,6 +84,8 @@ enum Front {
     Serve {
         /// `--http`: the address and what every request must carry.
         http: Option<(std::net::SocketAddr, HttpGuard)>,
+        /// `--passthrough NAME`: only that server, under its own names.
+        passthrough: Option<String>,
     },
 }
 
@@ -118,9 +120,12 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             until_stopped_reloading_on_hup(&control_tx).await;
             (Ok(()), host_task, None)
         }
-        Front::Serve { http } => {
+        Front::Serve { http, passthrough } => {
             let announcements = host.subscribe();
-            let gateway = gateway::Gateway::new(handle);
+            let gateway = match passthrough {
+                Some(server) => gateway::Gateway::passthrough(handle, &server),
+                None => gateway::Gateway::new(handle),
+            };
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {
@@ -196,7 +201,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) => Some((addr, http_guard(&args, &inputs)?)),
         None => None,
     };
-    run_session(inputs, HostOptions::default(), Front::Serve { http }).await
+    let passthrough = args.passthrough.clone();
+    run_session(
+        inputs,
+        HostOptions::default(),
+        Front::Serve { http, passthrough },
+    )
+    .await
 }
 
 /// `serve`'s printer: everything for people goes to stderr, as stdout may be

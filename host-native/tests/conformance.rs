@@ -116,10 +116,131 @@ fn the_reference_fixture_passes_every_server_scenario() {
     let suite = suite();
     let mut fixture =
         common::HttpFixture::start(&["--http", "127.0.0.1:0", "--conformance-reference"]);
+    let results = server_suite(&suite, &fixture.url);
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|(_, (passed, _))| !passed)
+        .map(|(scenario, (_, log))| format!("{scenario}:\n{log}"))
+        .collect();
+    fixture.stop();
+    assert!(
+        failed.is_empty(),
+        "failed scenarios:\n{}",
+        failed.join("\n")
+    );
+}
+
+/// Server scenarios that do not pass through `serve --passthrough` yet, with why (the README
+/// lists them too): the gateway does not relay these parts of the protocol yet (issue 16,
+/// item 1).
+const NOT_THROUGH_SERVE_YET: [(&str, &str); 11] = [
+    ("logging-set-level", "logging/setLevel is not forwarded yet"),
+    (
+        "completion-complete",
+        "completion/complete is not forwarded yet",
+    ),
+    (
+        "tools-call-with-logging",
+        "servers' log notifications are not relayed yet",
+    ),
+    (
+        "tools-call-sampling",
+        "sampling/createMessage is not relayed to the client yet",
+    ),
+    (
+        "tools-call-elicitation",
+        "elicitation/create is not relayed to the client yet",
+    ),
+    (
+        "elicitation-sep1034-defaults",
+        "elicitation/create is not relayed yet",
+    ),
+    (
+        "elicitation-sep1330-enums",
+        "elicitation/create is not relayed yet",
+    ),
+    (
+        "resources-templates-read",
+        "resource templates are not offered yet",
+    ),
+    (
+        "resources-subscribe",
+        "resources/subscribe is not forwarded yet",
+    ),
+    (
+        "resources-unsubscribe",
+        "resources/unsubscribe is not forwarded yet",
+    ),
+    (
+        "server-sse-polling",
+        "the fixture does not close its SSE stream mid-call (the direct run warns), and the \
+         gateway does not resume a client's stream",
+    ),
+];
+
+/// `serve --http --no-auth --passthrough ref` in front of the stdio reference fixture: every
+/// scenario passes but the [`NOT_THROUGH_SERVE_YET`] ones, which must still fail (so the list
+/// is kept true).
+#[test]
+fn the_server_scenarios_pass_through_serve_passthrough() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let suite = suite();
+    let p = common::Project::new();
+    p.write_settings(serde_json::json!({"mcpServers": {"ref": {
+        "command": common::fixture(),
+        "args": ["--conformance-reference"],
+    }}}));
+    let mut serve = Command::new(common::cli())
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--passthrough",
+            "ref",
+        ])
+        .args(p.flags())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("serve starts");
+    let _group = KillGroup(serve.id());
+    let mut url = String::new();
+    std::io::BufReader::new(serve.stdout.take().expect("stdout"))
+        .read_line(&mut url)
+        .expect("serve prints its URL");
+    let url = url.trim().to_owned();
     let mut failed = Vec::new();
-    for scenario in SERVER_SCENARIOS {
-        let out = Command::new(&suite)
-            .args(["server", "--url", &fixture.url, "--scenario", scenario])
+    for (scenario, (passed, log)) in server_suite(&suite, &url) {
+        let expected = NOT_THROUGH_SERVE_YET
+            .iter()
+            .any(|(name, _)| *name == scenario);
+        match (expected, passed) {
+            (false, false) => failed.push(format!("{scenario}:\n{log}")),
+            (true, true) => failed.push(format!(
+                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_YET and the README"
+            )),
+            _ => {}
+        }
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(failed.is_empty(), "through serve:\n{}", failed.join("\n"));
+}
+
+/// Every server scenario against `url`: whether it passed, and the suite's output. The
+/// suite's default run (one process for all but two) plus the two it leaves out, one each.
+fn server_suite(suite: &Path, url: &str) -> Vec<(String, (bool, String))> {
+    let run = |scenario: Option<&str>| {
+        let mut command = Command::new(suite);
+        command.args(["server", "--url", url]);
+        if let Some(scenario) = scenario {
+            command.args(["--scenario", scenario]);
+        }
+        let out = command
             .current_dir(workspace_root())
             .output()
             .expect("the conformance suite runs (Node 20+)");
@@ -128,21 +249,48 @@ fn the_reference_fixture_passes_every_server_scenario() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let summary = log
-            .lines()
-            .find(|l| l.starts_with("Passed:") || l.starts_with("Total:"))
-            .unwrap_or("no summary");
-        println!("{scenario}: {summary}");
-        if !out.status.success() {
-            failed.push(format!("{scenario}:\n{log}"));
+        (out.status.success(), log)
+    };
+    let (_, all) = run(None);
+    let mut results: Vec<(String, (bool, String))> = SERVER_SCENARIOS
+        .iter()
+        .filter_map(|scenario| {
+            // `✓ name: 1 passed, 0 failed` / `✗ name: 0 passed, 1 failed` in the summary.
+            let line = all
+                .lines()
+                .find(|l| l.contains(&format!(" {scenario}: ")) && l.contains(" passed, "))?;
+            let passed = line.contains(" 0 failed") && !line.contains('✗');
+            Some((scenario.to_string(), (passed, line.to_owned())))
+        })
+        .collect();
+    for scenario in SERVER_SCENARIOS {
+        if !results.iter().any(|(name, _)| name == scenario) {
+            let (passed, log) = run(Some(scenario));
+            results.push((scenario.to_string(), (passed, log)));
         }
     }
-    fixture.stop();
-    assert!(
-        failed.is_empty(),
-        "failed scenarios:\n{}",
-        failed.join("\n")
-    );
+    for (scenario, (passed, _)) in &results {
+        println!(
+            "{url}: {scenario}: {}",
+            if *passed { "passed" } else { "failed" }
+        );
+    }
+    if results.len() < SERVER_SCENARIOS.len() {
+        panic!("the suite's summary lacks scenarios:\n{all}");
+    }
+    results
+}
+
+/// Kills a process group when dropped (also when an assertion fails).
+struct KillGroup(u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
 }
 
 fn suite() -> PathBuf {

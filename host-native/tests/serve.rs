@@ -54,6 +54,11 @@ struct Served {
 
 impl Served {
     async fn start(p: &Project) -> Served {
+        Served::start_with(p, &[]).await
+    }
+
+    /// `serve` with `extra` flags.
+    async fn start_with(p: &Project, extra: &[&str]) -> Served {
         let log = p.path("serve.log");
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
@@ -61,6 +66,7 @@ impl Served {
             .arg("serve")
             .args(p.flags())
             .args(["--debounce-ms", "150"])
+            .args(extra)
             .env("MCP_RECONCILE_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -921,5 +927,57 @@ async fn a_tool_of_a_failing_server_says_what_the_host_knows() {
         message.contains("fixture: stderr line 1 of 1"),
         "the stderr tail says why: {message}"
     );
+    served.close().await;
+}
+
+/// `serve --passthrough NAME`: one server under its own names (no `mcp__NAME__` prefix),
+/// nothing of the others, and hot reload as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passthrough_offers_one_server_under_its_own_names_and_follows_edits() {
+    let p = Project::new();
+    let extra = ["--prompts", "greet", "--resources", "1"];
+    p.write_settings(json!({"mcpServers": {
+        "rich": with_args(p.server("rich", "echo,add"), &extra),
+        "other": p.server("other", "echo"),
+    }}));
+    let mut served = Served::start_with(&p, &["--passthrough", "rich"]).await;
+    let mut names = served.tool_names().await;
+    names.sort();
+    assert_eq!(names, ["add", "echo"], "{}", served.log());
+    let sum = served.call("add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(text(&sum), "5");
+    let qualified = served.call("mcp__rich__add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(qualified.is_error, Some(true), "{qualified:?}");
+    let other = served.call("mcp__other__echo", json!({"text": "x"})).await;
+    assert_eq!(
+        other.is_error,
+        Some(true),
+        "another server stays hidden: {other:?}"
+    );
+
+    let client = served.client();
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let prompt_names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(prompt_names, ["greet"]);
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("greet").with_arguments(args))
+        .await
+        .expect("prompts/get forwarded");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    let resources = client.list_all_resources().await.expect("resources/list");
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["fixture://resources/1"]);
+
+    // An edit to the server: its new tool appears under its own name.
+    p.write_settings(json!({"mcpServers": {
+        "rich": with_args(p.server("rich", "echo,add,sleep"), &extra),
+        "other": p.server("other", "echo"),
+    }}));
+    served.tools_changed().await;
+    let mut names = served.tool_names().await;
+    names.sort();
+    assert_eq!(names, ["add", "echo", "sleep"], "{}", served.log());
     served.close().await;
 }

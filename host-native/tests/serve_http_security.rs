@@ -387,6 +387,12 @@ async fn browser_origins_and_foreign_hosts_are_refused() {
         ])
         .await;
     assert_eq!(near.status, 403, "{near:?}");
+    // The server's own loopback origin is not a foreign page (it serves none).
+    let own_origin = format!("http://127.0.0.1:{}", served.port);
+    let own = served
+        .initialize(&[("authorization", &auth), ("origin", &own_origin)])
+        .await;
+    assert_eq!(own.status, 200, "its own origin: {own:?}");
     // A foreign origin without the token is refused too (and does not learn more).
     let evil = served
         .initialize(&[("origin", "http://evil.example")])
