@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities,
-    ServerConfig, ToolsCapability,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -306,6 +306,8 @@ impl<S: Session> ServerHandler for Gateway<S> {
         let mut resources = ResourcesCapability::default();
         resources.list_changed = Some(true);
         capabilities.resources = Some(resources);
+        // Completion requests are routed to the server of the prompt they name.
+        capabilities.completions = Some(Default::default());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-reconcile",
@@ -416,6 +418,37 @@ impl<S: Session> ServerHandler for Gateway<S> {
         }
         match route.caller.get_prompt(params).await {
             Ok(result) => Ok(result.into()),
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
+    /// Routed by the prompt it completes an argument of (a resource template's completion
+    /// needs templates, which the gateway does not offer yet).
+    async fn complete(
+        &self,
+        mut request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let Reference::Prompt(prompt) = &mut request.r#ref else {
+            return Err(ErrorData::invalid_params(
+                "completion of resource template arguments is not offered by mcp-reconcile yet",
+                None,
+            ));
+        };
+        let route = self
+            .session
+            .route(Target::Prompt(self.qualify(&prompt.name)))
+            .await
+            .map_err(gone)?
+            .ok()
+            .filter(|route| self.offers(route))
+            .ok_or_else(|| {
+                ErrorData::invalid_params(format!("no prompt `{}`", prompt.name), None)
+            })?;
+        prompt.name = route.name.clone();
+        match route.caller.complete(request).await {
+            Ok(result) => Ok(result),
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
         }

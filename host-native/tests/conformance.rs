@@ -133,12 +133,8 @@ fn the_reference_fixture_passes_every_server_scenario() {
 /// Server scenarios that do not pass through `serve --passthrough` yet, with why (the README
 /// lists them too): the gateway does not relay these parts of the protocol yet (issue 16,
 /// item 1).
-const NOT_THROUGH_SERVE_YET: [(&str, &str); 11] = [
+const NOT_THROUGH_SERVE_YET: [(&str, &str); 10] = [
     ("logging-set-level", "logging/setLevel is not forwarded yet"),
-    (
-        "completion-complete",
-        "completion/complete is not forwarded yet",
-    ),
     (
         "tools-call-with-logging",
         "servers' log notifications are not relayed yet",

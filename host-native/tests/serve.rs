@@ -981,3 +981,45 @@ async fn passthrough_offers_one_server_under_its_own_names_and_follows_edits() {
     assert_eq!(names, ["add", "echo", "sleep"], "{}", served.log());
     served.close().await;
 }
+
+/// `completion/complete` goes to the server of the prompt it names, under the server's own
+/// prompt name; an unknown prompt is an error, not a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_is_routed_by_its_prompt() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "ref": {"command": fixture(), "args": ["--conformance-reference"]},
+        "plain": p.server("plain", "echo"),
+    }}));
+    let served = Served::start(&p).await;
+    wait_until_listed(&served, "mcp__ref__test_simple_text").await;
+    let client = served.client();
+    let complete = |prompt: &str| {
+        rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt(prompt),
+            rmcp::model::ArgumentInfo::new("arg1", "par"),
+        )
+    };
+    let done = client
+        .complete(complete("mcp__ref__test_prompt_with_arguments"))
+        .await
+        .expect("completion/complete forwarded");
+    assert_eq!(done.completion.values, ["paris", "park", "party"]);
+    assert!(client
+        .complete(complete("mcp__gone__test_prompt_with_arguments"))
+        .await
+        .is_err());
+    served.close().await;
+}
+
+async fn wait_until_listed(served: &Served, tool: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while !served.tool_names().await.iter().any(|t| t == tool) {
+        assert!(
+            Instant::now() < deadline,
+            "{tool} never listed: {}",
+            served.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

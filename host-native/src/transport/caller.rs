@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResult, ProgressNotificationParam, ReadResourceRequest,
-    ReadResourceRequestParams, ReadResourceResult, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequest,
+    CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
+    GetPromptResult, ProgressNotificationParam, ReadResourceRequest, ReadResourceRequestParams,
+    ReadResourceResult, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -114,6 +115,25 @@ impl Caller {
         }
     }
 
+    /// Forwards `completion/complete`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, CallError> {
+        let what = "completion/complete";
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        match self
+            .request(what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::CompleteResult(result) => Ok(result),
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
     fn unexpected(&self, what: &str) -> CallError {
         CallError::Failed(self.ctx.error(
             ConnectErrorKind::Call,
@@ -168,6 +188,8 @@ impl Caller {
         });
         let deadline = tokio::time::sleep(self.ctx.call_timeout);
         tokio::pin!(deadline);
+        // The last progress passed on, and its total.
+        let mut last: Option<(f64, Option<f64>)> = None;
         loop {
             let next_progress = async {
                 match updates.as_mut() {
@@ -178,6 +200,9 @@ impl Caller {
             tokio::select! {
                 biased;
                 response = &mut handle.rx => {
+                    if let Some((_, rx, forward)) = updates.as_mut() {
+                        late_progress(rx, forward, last).await;
+                    }
                     return match response {
                         Ok(Ok(result)) => Ok(result),
                         Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
@@ -209,10 +234,44 @@ impl Caller {
                 }
                 Some(update) = next_progress => {
                     if let Some((_, _, forward)) = updates.as_ref() {
+                        last = Some((update.progress, update.total));
                         let _ = forward.send(update);
                     }
                 }
             }
+        }
+    }
+}
+
+/// How long an answer waits for progress the server sent before it but rmcp has not handed
+/// over yet (it runs each notification in a task of its own, so they can trail the answer).
+const LATE_PROGRESS: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Passes on the progress that trails an answer: whatever has arrived once the notification
+/// tasks had a turn, and, while the last update (`last`) is short of its total, more of it for
+/// at most [`LATE_PROGRESS`].
+async fn late_progress(
+    rx: &mut mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    forward: &mpsc::UnboundedSender<ProgressNotificationParam>,
+    mut last: Option<(f64, Option<f64>)>,
+) {
+    let short = |last: Option<(f64, Option<f64>)>| matches!(last, Some((progress, Some(total))) if progress < total);
+    tokio::task::yield_now().await;
+    let deadline = tokio::time::Instant::now() + LATE_PROGRESS;
+    loop {
+        while let Ok(update) = rx.try_recv() {
+            last = Some((update.progress, update.total));
+            let _ = forward.send(update);
+        }
+        if !short(last) {
+            return;
+        }
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(update)) => {
+                last = Some((update.progress, update.total));
+                let _ = forward.send(update);
+            }
+            _ => return,
         }
     }
 }
