@@ -8,8 +8,8 @@
 //! session (so a call to one of their tools can say "removed").
 
 use crate::approvals::{self, Approvals};
-use crate::config::{servers_to_value, Servers};
-use crate::gating::{gating_equal, servers_equal, Gating};
+use crate::config::Servers;
+use crate::gating::{gating_equal, servers_equal_typed, Gating};
 use crate::json::{DeepEqualError, Value};
 use crate::sources::{assemble, Layer};
 
@@ -63,8 +63,7 @@ pub fn hot_reload(
 ) -> Result<HotReload, DeepEqualError> {
     let servers = assemble(layers).servers;
     let gating = gating_for(&servers);
-    let next_value = servers_to_value(&servers);
-    let reconcile = !servers_equal(Some(&previous.servers), Some(&next_value))?
+    let reconcile = !servers_equal_typed(Some(&previous.servers), &servers)?
         || !gating_equal(&previous.gating, &gating);
     let promptable = if yolo {
         Vec::new()

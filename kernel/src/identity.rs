@@ -7,6 +7,7 @@
 //! * [`approval_hash`]: sha256 of the whole behavioural config — what an
 //!   approval is bound to.
 
+use std::cmp::Ordering;
 use std::fmt;
 
 use sha2::{Digest, Sha256};
@@ -14,7 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::config::ServerConfig;
 use std::fmt::Write as _;
 
-use crate::json::{cmp_utf16, js_sort, write_json, write_json_string, Object, Value};
+use crate::json::{array_index, cmp_utf16, js_sort, write_json, write_json_string, Object, Value};
 
 /// Errors computing an identity: the TypeScript host throws on these inputs
 /// (spreading a value that is not iterable), so there is no identity to match.
@@ -162,13 +163,10 @@ pub fn session_view_json(config: &ServerConfig) -> Result<String, IdentityError>
 /// a key named `__proto__` is swallowed by the prototype setter there, so it
 /// never reaches the hashed text here either.
 pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
-    let mut behavioral = Object::new();
-    for (key, value) in &config.0 {
-        if !matches!(key.as_str(), "scope" | "extensionName" | "description") {
-            behavioral.insert(key.clone(), value.clone());
-        }
-    }
-    let text = sorted_deep(&Value::Object(behavioral)).to_json();
+    let mut text = String::with_capacity(256);
+    write_sorted_object(&mut text, &config.0, |key| {
+        !matches!(key, "scope" | "extensionName" | "description")
+    });
     ApprovalHash(sha256_hex(text.as_bytes()))
 }
 
@@ -177,25 +175,54 @@ pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
 /// used by the language-server identities of §14.2). A `__proto__` key is
 /// dropped, as the TypeScript host's rebuild by assignment drops it.
 pub fn sorted_json(value: &Value) -> String {
-    sorted_deep(value).to_json()
+    let mut out = String::with_capacity(128);
+    write_sorted(&mut out, value);
+    out
 }
 
-fn sorted_deep(value: &Value) -> Value {
+/// Writes [`sorted_json`] of `value` straight into `out` (no re-built copy).
+fn write_sorted(out: &mut String, value: &Value) {
     match value {
-        Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().filter(|k| *k != "__proto__").collect();
-            keys.sort_by(|a, b| cmp_utf16(a, b));
-            let mut sorted = Object::new();
-            for key in keys {
-                if let Some(v) = object.get(key) {
-                    sorted.insert(key.clone(), sorted_deep(v));
+        Value::Object(object) => write_sorted_object(out, object, |_| true),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
                 }
+                write_sorted(out, item);
             }
-            Value::Object(sorted)
+            out.push(']');
         }
-        Value::Array(items) => Value::Array(items.iter().map(sorted_deep).collect()),
-        other => other.clone(),
+        other => write_json(out, other),
     }
+}
+
+/// Writes the members of `object` that `keep` accepts, sorted, as a JSON
+/// object. The TypeScript host assigns the sorted keys to a fresh object, so
+/// they come out in ECMAScript property order: integer-like keys first in
+/// numeric order, then the rest in UTF-16 code unit order.
+fn write_sorted_object(out: &mut String, object: &Object, keep: impl Fn(&str) -> bool) {
+    let mut members: Vec<(&String, &Value)> = object
+        .iter()
+        .filter(|(key, _)| *key != "__proto__" && keep(key))
+        .collect();
+    members.sort_by(|(a, _), (b, _)| match (array_index(a), array_index(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => cmp_utf16(a, b),
+    });
+    out.push('{');
+    for (i, (key, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_string(out, key);
+        out.push(':');
+        write_sorted(out, value);
+    }
+    out.push('}');
 }
 
 /// Lowercase hex sha256 of `bytes`.
