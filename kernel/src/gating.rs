@@ -302,6 +302,22 @@ pub fn compute_gating(
     root: &str,
     yolo: bool,
 ) -> Gating {
+    gating_with_pending(
+        lists,
+        cli_allowed,
+        (!yolo).then(|| pending_gated(servers, approvals, root)),
+    )
+}
+
+/// [`compute_gating`] for a caller that already knows the pending list
+/// (`None` in yolo), e.g. [`hot_reload`](crate::hot_reload::hot_reload),
+/// which reads every gated server's approval state once for both the gating
+/// and the prompt.
+pub fn gating_with_pending(
+    lists: &McpLists,
+    cli_allowed: Option<&[String]>,
+    pending: Option<Vec<String>>,
+) -> Gating {
     Gating {
         excluded: Some(
             lists
@@ -313,7 +329,7 @@ pub fn compute_gating(
         allowed: lists.allowed.as_deref().map(clean_list),
         cap: cli_allowed.map(cap_from_cli),
         workspace_allowed: lists.workspace_allowed.as_deref().map(clean_list),
-        pending: (!yolo).then(|| pending_gated(servers, approvals, root)),
+        pending,
     }
 }
 
