@@ -781,6 +781,16 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         ["mcp__a__echo"],
         "its tools stay offered"
     );
+    let a = p
+        .status()
+        .into_iter()
+        .find(|s| s["name"] == "a")
+        .expect("a");
+    assert_eq!(
+        (a["tools"].as_u64(), a["pid"].as_u64()),
+        (Some(1), Some(old[0])),
+        "status counts what the old process still offers: {a}"
+    );
     let answer = served
         .call("mcp__a__echo", json!({"text": "still here"}))
         .await;

@@ -2,7 +2,7 @@
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::gating::tool_prefix;
-use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::plan::{Online, OnlineEntry};
 use mcp_reconcile_kernel::{Gating, Reason, ServerConfig, Transport};
 
 use super::catalog::prefix_taken;
@@ -200,7 +200,8 @@ impl Host {
         status.state = view.state.as_str();
         status.reason = view.reason;
         status.retry_in_ms = view.retry_in_ms;
-        if live.health().status == Status::Connected {
+        // Connected, or replaced while the old connection still serves (make before break).
+        if live.live().is_some() {
             // What a client of this session is offered: after `includeTools` / `excludeTools`.
             status.tools = live
                 .catalog
