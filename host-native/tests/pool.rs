@@ -616,13 +616,11 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         s.iter().all(|c| c.id != old_id),
         "the old connection is not left draining: {s:#?}"
     );
-    // Until the new process is up the old one serves: the tools never leave the view, and
-    // while the call is in flight the old process lives.
+    // Until the new process is up the old one serves: the tools never leave the view.
     let start = Instant::now();
     loop {
         let names = tool_names(&a).await;
         assert!(names.contains(&"mcp__x__echo".to_owned()), "{names:?}");
-        assert!(call.is_finished() || alive(old_pid), "stopped mid-call");
         let status = pool.status().await.expect("pool runs");
         if connected(&status, "x") && d.pids("x").len() == 2 {
             break;
@@ -630,6 +628,8 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         assert!(start.elapsed() < PATIENCE, "the new process never came up");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // The old process was stopped only after answering (stopping it mid-call fails the call
+    // with "closed its connection before answering").
     let answer = call.await.expect("call task").expect("the call answered");
     assert_eq!(text(&answer), "slept 4000 ms");
     let start = Instant::now();
