@@ -170,6 +170,7 @@ pub async fn connect(
         secrets: secrets(config),
         call_timeout: call_timeout(config),
         ended: tokio::sync::watch::Sender::new(None),
+        in_flight: caller::InFlight::default(),
     };
     match config.transport() {
         Kind::Stdio => connect_stdio(ctx, config, opts).await,
@@ -300,6 +301,8 @@ struct Ctx {
     call_timeout: Duration,
     /// Why the connection ended (redacted, without the server name), once it did.
     ended: tokio::sync::watch::Sender<Option<String>>,
+    /// Forwarded requests waiting for an answer.
+    in_flight: caller::InFlight,
 }
 
 impl Ctx {

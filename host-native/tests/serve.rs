@@ -787,6 +787,16 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         ["mcp__a__echo"],
         "its tools stay offered"
     );
+    let a = p
+        .status()
+        .into_iter()
+        .find(|s| s["name"] == "a")
+        .expect("a");
+    assert_eq!(
+        (a["tools"].as_u64(), a["pid"].as_u64()),
+        (Some(1), Some(old[0])),
+        "status counts what the old process still offers: {a}"
+    );
     let answer = served
         .call("mcp__a__echo", json!({"text": "still here"}))
         .await;
@@ -823,6 +833,40 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         now.len() == 1 && now != before
     })
     .await;
+    served.close().await;
+}
+
+/// A call a client made to a changed server before its replacement came up is answered by the
+/// old process: that one is stopped only once the calls routed to it are done (within a bound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_across_a_replacement_is_answered() {
+    let p = Project::new();
+    let server = |extra: &[&str]| with_args(p.server("a", "echo,sleep"), extra);
+    p.write_settings(json!({"mcpServers": {"a": server(&[])}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo", "mcp__a__sleep"]);
+    let old = pids(&p, "a");
+    assert_eq!(old.len(), 1);
+    let peer = served.client().peer().clone();
+    let params = CallToolRequestParams::new("mcp__a__sleep")
+        .with_arguments(json!({"ms": 3000}).as_object().cloned().unwrap_or_default());
+    let call = tokio::spawn(async move { peer.call_tool(params).await });
+    p.write_settings(json!({"mcpServers": {"a": server(&["--resources", "1"])}}));
+    wait_until("the replacement connected", || {
+        pids(&p, "a").len() == 2
+            && p.status()
+                .iter()
+                .any(|s| s["name"] == "a" && s["state"] == "connected" && s["resources"] == 1)
+    })
+    .await;
+    let answer = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("answered in time")
+        .expect("call task")
+        .expect("tools/call answers");
+    assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
+    assert_eq!(text(&answer), "slept 3000 ms");
+    wait_until("the old process stopped", || !alive(old[0])).await;
     served.close().await;
 }
 

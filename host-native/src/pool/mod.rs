@@ -16,6 +16,12 @@
 //!   gating again by the kernel ([`Pool::acquire`]), and the pool's own retries and
 //!   [`PoolSession::reconnect`] restart a connection only while a holder's current gating admits
 //!   it. No path spawns a pending or rejected server.
+//! * **Make before break**, as in a single session: when a server's connection id changes in a
+//!   session, its new connection starts and lists its tools while the old one keeps serving
+//!   that session; the switch is atomic, then the old one is stopped once the calls routed to
+//!   it have been answered (within a bound) — or kept, if other sessions still hold it. A new
+//!   process that cannot start beside the old one gets the old one stopped and is started once
+//!   more; `"stopBeforeRestart": true` lets go of the old one first.
 //! * The pool, not each session, supervises its connections: a crashed server is `failed` with
 //!   its last error and retried on the kernel's backoff while anyone holds it; crash loop after
 //!   the threshold; `reconnect` clears it.

@@ -2,6 +2,7 @@
 //! caller's progress and cancellation, bounded by the config's `timeout`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequest,
@@ -11,12 +12,53 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::progress::ProgressRouter;
 use super::session::describe_service_error;
-use super::{ConnectError, ConnectErrorKind, Ctx, ENDED_WAIT, SERVICE_CLOSE};
+use super::{ConnectError, ConnectErrorKind, Connection, Ctx, ENDED_WAIT, SERVICE_CLOSE};
+
+/// How many forwarded requests are waiting for an answer on one connection, so a connection
+/// being retired lets them finish ([`Connection::retire`]).
+#[derive(Debug)]
+pub(super) struct InFlight(watch::Sender<usize>);
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight(watch::Sender::new(0))
+    }
+}
+
+impl InFlight {
+    /// Counts a request until the guard drops (answered, failed, cancelled or abandoned).
+    fn enter(&self) -> impl Drop + '_ {
+        struct Busy<'a>(&'a watch::Sender<usize>);
+        impl Drop for Busy<'_> {
+            fn drop(&mut self) {
+                self.0.send_modify(|n| *n = n.saturating_sub(1));
+            }
+        }
+        self.0.send_modify(|n| *n += 1);
+        Busy(&self.0)
+    }
+
+    /// Waits until nothing is in flight, at most `bound`.
+    async fn idle(&self, bound: Duration) {
+        let mut count = self.0.subscribe();
+        let _ = tokio::time::timeout(bound, count.wait_for(|n| *n == 0)).await;
+    }
+}
+
+impl Connection {
+    /// Stops the connection once the requests forwarded to it have been answered, waiting for
+    /// them at most `bound`, then as [`Connection::close`]. For a connection that was replaced
+    /// (make before break): a call routed to it during the switch still gets its answer.
+    pub async fn retire(self, bound: Duration) {
+        self.ctx.in_flight.idle(bound).await;
+        self.close().await;
+    }
+}
 
 /// Forwards requests to one live connection from any task, as a gateway does: with the
 /// caller's progress and cancellation, bounded by the config's `timeout`. It does not keep the
@@ -151,6 +193,7 @@ impl Caller {
         progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
+        let _busy = self.ctx.in_flight.enter();
         let closed = || async {
             // The monitor records why the connection ended (exit status, stderr tail) a moment
             // after the transport closes.
