@@ -240,11 +240,7 @@ fn server_suite(suite: &Path, url: &str) -> Vec<(String, (bool, String))> {
             .current_dir(workspace_root())
             .output()
             .expect("the conformance suite runs (Node 20+)");
-        let log = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let log = output_text(&out);
         (out.status.success(), log)
     };
     let (_, all) = run(None);
@@ -275,6 +271,15 @@ fn server_suite(suite: &Path, url: &str) -> Vec<(String, (bool, String))> {
         panic!("the suite's summary lacks scenarios:\n{all}");
     }
     results
+}
+
+/// A finished command's stdout, then its stderr.
+fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Kills a process group when dropped (also when an assertion fails).
@@ -337,11 +342,7 @@ fn run_scenarios(scenarios: &[&str]) {
             .current_dir(workspace_root())
             .output()
             .expect("the conformance suite runs (Node 20+)");
-        let log = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let log = output_text(&out);
         let summary = log
             .lines()
             .find(|l| l.starts_with("Passed:"))

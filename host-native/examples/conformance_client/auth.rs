@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use mcp_reconcile::auth::{login, OAuthEntry};
-use mcp_reconcile::transport::{connect, ConnectErrorKind, ConnectOptions, Connection};
+use mcp_reconcile::transport::{connect, ConnectErrorKind, Connection};
 use mcp_reconcile_kernel::ServerConfig;
 use tokio::sync::mpsc;
 
@@ -128,18 +128,12 @@ async fn use_tools(
 
 async fn connect_once(config: &ServerConfig) -> Result<Connection, ConnectErrorKind> {
     let (events, _rx) = mpsc::unbounded_channel();
-    let options = ConnectOptions {
-        generation: 1,
-        events,
-        handshake_timeout: Duration::from_secs(10),
-        base_dir: None,
-        tokens: None,
-        elicitation: None,
-    };
-    connect("conformance", config, options).await.map_err(|e| {
-        eprintln!("connect: {}", e.message);
-        e.kind
-    })
+    connect("conformance", config, super::options(events, None))
+        .await
+        .map_err(|e| {
+            eprintln!("connect: {}", e.message);
+            e.kind
+        })
 }
 
 /// The login of `mcp-reconcile auth NAME`, with a browser that says yes.

@@ -9,7 +9,6 @@
 // deprecated for later protocol versions.
 #![allow(deprecated)]
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,18 +31,16 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z
 /// A WAV header with no samples.
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 
-/// One connection's state: its log level and subscriptions.
+/// One connection's state: its log level.
 #[derive(Clone, Debug)]
 pub struct Reference {
     level: Arc<Mutex<LoggingLevel>>,
-    subscriptions: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Default for Reference {
     fn default() -> Self {
         Reference {
             level: Arc::new(Mutex::new(LoggingLevel::Debug)),
-            subscriptions: Arc::default(),
         }
     }
 }
@@ -449,26 +446,19 @@ impl ServerHandler for Reference {
     #[allow(deprecated)]
     async fn subscribe(
         &self,
-        request: SubscribeRequestParams,
+        _request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscriptions
-            .lock()
-            .expect("subscriptions")
-            .insert(request.uri);
+        // Accepted; none of its resources ever changes, so no update is ever due.
         Ok(())
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(
         &self,
-        request: UnsubscribeRequestParams,
+        _request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscriptions
-            .lock()
-            .expect("subscriptions")
-            .remove(&request.uri);
         Ok(())
     }
 
