@@ -50,7 +50,7 @@ pub use rmcp::model::{
 
 use crate::redact::{redact_all, secrets};
 pub use caller::{CallError, Caller};
-use oauth::{keep_challenge, oauth_manager};
+use oauth::oauth_manager;
 use progress::ProgressRouter;
 pub use remote::{build_http_client, http_client};
 use remote::{Failure, Watched};
@@ -440,14 +440,12 @@ async fn connect_http(
     let oauth = oauth_manager(&mut ctx, config, &url, &opts)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
-    let mut tokens = None;
     let outcome = match oauth {
         Some((manager, store)) => {
             // The authorization manager adds the bearer token (and refreshes it) itself. A
             // challenge the server answers with (a `401`, or a `403` asking for more scope,
             // now or later in the session) is kept beside the tokens: `mcp-reconcile auth
             // NAME` seeds its discovery and scopes from it.
-            tokens = Some(store);
             let transport = Watched::new(
                 StreamableHttpClientTransport::with_client(
                     rmcp::transport::auth::AuthClient::new(client, manager),
@@ -455,6 +453,7 @@ async fn connect_http(
                 ),
                 failure.clone(),
                 &ctx.name,
+                Some(store),
             );
             tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
         }
@@ -466,18 +465,11 @@ async fn connect_http(
                 StreamableHttpClientTransport::with_client(client, http_config),
                 failure.clone(),
                 &ctx.name,
+                None,
             );
             tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
         }
     };
-    if let Some(store) = tokens {
-        let kept = keep_challenge(failure.challenged(), store);
-        if matches!(outcome, Ok(Ok(_))) {
-            tokio::spawn(kept);
-        } else if failure.get().is_some() {
-            kept.await;
-        }
-    }
     if failure.auth_required() && !matches!(outcome, Ok(Ok(_))) {
         let url = crate::redact::mask_url(&url);
         let what = failure
@@ -510,7 +502,7 @@ async fn connect_sse(
             })?;
         handshake(
             Handler::new(relist.clone(), opts.elicitation.clone()),
-            Watched::new(transport, failure.clone(), &ctx.name),
+            Watched::new(transport, failure.clone(), &ctx.name, None),
         )
         .await
     };

@@ -1,22 +1,10 @@
 //! OAuth on a streamable-HTTP connection: the authorization manager it authorizes with (the
-//! stored tokens, or a client-credentials token fetched now) and the challenge it keeps.
+//! stored tokens, or a client-credentials token fetched now) and its token store (where
+//! [`Watched`](super::remote::Watched) keeps the challenges the server answers with).
 
 use mcp_reconcile_kernel::ServerConfig;
 
 use super::{ConnectOptions, Ctx};
-
-/// Writes the challenge of the connection's first failure, if it carried one, to the token
-/// file.
-pub(super) async fn keep_challenge(
-    challenged: impl std::future::Future<Output = Option<String>>,
-    store: crate::auth::TokenStore,
-) {
-    if let Some(challenge) = challenged.await {
-        if let Err(e) = store.record_challenge(challenge).await {
-            tracing::warn!(error = %e, "cannot keep the server's authorization challenge");
-        }
-    }
-}
 
 /// The OAuth manager a streamable-HTTP connection authorizes with, and its token store: when
 /// the entry has `oauth.enabled` or the token file holds credentials for its URL. Stored token
