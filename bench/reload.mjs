@@ -5,7 +5,10 @@
 // network namespace); this file expects to be inside that namespace already.
 //
 // Systems: `ours` (mcp-reconcile watch), `ours-full` (the same with --full-restart), `mcp-hub`
-// (npm, pinned in bench/peers). Per rep: write the file, then
+// (npm, pinned in bench/peers). Saves: `rename` (write a temporary file beside it, rename it over
+// the settings file: what most editors do) and `in-place` (truncate and write the file itself:
+// two events, the first showing an empty file); each system gets `--reps` edits of each kind.
+// Per rep: save the file, then
 //   applied   — the host's own "done" line on stdout (ours: `reconcile #k`, mcp-hub: `Updated
 //               server`), timestamped on arrival here;
 //   tools     — first status poll showing the changed server with its new tool count;
@@ -36,7 +39,10 @@ const options = {
   sizes: opt("sizes", "5,20,50").split(",").map(Number),
   reps: Number(opt("reps", "15")),
   systems: opt("systems", "ours,ours-full,mcp-hub").split(","),
-  debounce: Number(opt("debounce-ms", "200")),
+  saves: opt("saves", "rename,in-place").split(","),
+  // Unset: the host's defaults (settle detection: --quiet-ms 25, --debounce-ms 300).
+  debounce: opt("debounce-ms", null) === null ? null : Number(opt("debounce-ms")),
+  quiet: opt("quiet-ms", null) === null ? null : Number(opt("quiet-ms")),
   pollMs: Number(opt("poll-ms", "5")),
   floorReps: Number(opt("floor-reps", "30")),
   out: path.resolve(opt("out", path.join(root, "bench", "results"))),
@@ -224,7 +230,9 @@ function getJson(port, p) {
 async function ourStatus(sock) {
   const r = await requestUnix(sock, '{"cmd":"status"}');
   const out = {};
-  for (const s of r.ok?.servers ?? []) out[s.name] = { tools: s.state === "connected" ? s.tools : 0, state: s.state, pid: s.pid };
+  // `tools` is what the session offers: non-zero while connected, or while a replaced server's
+  // old process still serves beside its starting replacement (state `connecting`).
+  for (const s of r.ok?.servers ?? []) out[s.name] = { tools: s.tools ?? 0, state: s.state, pid: s.pid };
   return out;
 }
 async function hubStatus(port) {
@@ -311,7 +319,9 @@ async function startSystem(kind, n, dir, file) {
   let child, status, applied;
   if (kind === "ours" || kind === "ours-full") {
     const state = path.join(dir, "state");
-    const args = ["watch", "--user-settings", file, "--project", dir, "--state-dir", state, "--debounce-ms", String(options.debounce), "--no-prompt"];
+    const args = ["watch", "--user-settings", file, "--project", dir, "--state-dir", state, "--no-prompt"];
+    if (options.debounce !== null) args.push("--debounce-ms", String(options.debounce));
+    if (options.quiet !== null) args.push("--quiet-ms", String(options.quiet));
     if (kind === "ours-full") args.push("--full-restart");
     child = spawn(bin.host, args, { cwd: dir, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     const lines = new LineWaiter(child.stdout);
@@ -437,7 +447,8 @@ async function runSystem(kind, n) {
     poller.start();
     const usage0 = hostUsage(sys.child.pid);
     const tReps0 = now();
-    for (let rep = 0; rep < options.reps; rep++) {
+    const plan = options.saves.flatMap((save) => [...Array(options.reps).keys()].map((rep) => ({ save, rep })));
+    for (const { save, rep } of plan) {
       await sleep(400 + ((rep * 37) % 200)); // settle, de-phased from any timer
       const pidsBefore = serverPids(sys.child.pid);
       const markersBefore = Object.fromEntries(names.filter((x) => x !== "everything").map((x) => [x, markerCount(markerOf(x))]));
@@ -445,8 +456,17 @@ async function runSystem(kind, n) {
       variant ^= 1;
       const expectTools = variant ? 3 : 2;
       const appliedP = sys.applied(15_000);
-      const tWrite = now();
-      fs.writeFileSync(file, settings(n, dir, changed, variant));
+      const text = settings(n, dir, changed, variant);
+      let tWrite;
+      if (save === "rename") {
+        const tmp = `${file}.bench~`;
+        fs.writeFileSync(tmp, text);
+        tWrite = now();
+        fs.renameSync(tmp, file);
+      } else {
+        tWrite = now();
+        fs.writeFileSync(file, text); // open(O_TRUNC), write, close
+      }
       const applied = await appliedP;
       // Changed server listed again with its new tool count.
       let tTools = null;
@@ -464,6 +484,7 @@ async function runSystem(kind, n) {
       const g = gaps(samples, names, tWrite);
       const unchanged = names.filter((x) => x !== changed);
       const rec = {
+        save,
         appliedMs: applied ? applied.t - tWrite : null,
         toolsMs: tTools === null ? null : tTools - tWrite,
         restarted: restarted.length,
@@ -477,13 +498,13 @@ async function runSystem(kind, n) {
       if (rec.appliedMs === null || rec.toolsMs === null) result.errors.push({ rep, rec, stderr: sys.stderr().slice(-500) });
       result.reps.push(rec);
       process.stderr.write(
-        `  ${kind} N=${n} rep ${rep + 1}/${options.reps}: applied ${fmt(rec.appliedMs)} ms, tools ${fmt(rec.toolsMs)} ms, restarted ${rec.restarted}, unchanged gap ${fmt(rec.unchangedGapMs)} ms, changed gap ${fmt(rec.changedGapMs)} ms\n`,
+        `  ${kind} N=${n} ${save} save ${rep + 1}/${options.reps}: applied ${fmt(rec.appliedMs)} ms, tools ${fmt(rec.toolsMs)} ms, restarted ${rec.restarted}, unchanged gap ${fmt(rec.unchangedGapMs)} ms, changed gap ${fmt(rec.changedGapMs)} ms\n`,
       );
     }
     const usage1 = hostUsage(sys.child.pid);
     await poller.stop();
     result.pollErrors = poller.errors;
-    result.cpuMsPerRep = (usage1.cpuMs - usage0.cpuMs) / options.reps;
+    result.cpuMsPerRep = (usage1.cpuMs - usage0.cpuMs) / plan.length;
     result.repsWallMs = now() - tReps0;
     result.cpuPctDuringReps = ((usage1.cpuMs - usage0.cpuMs) / result.repsWallMs) * 100;
     result.rssKb = usage1.rssKb;
@@ -491,17 +512,21 @@ async function runSystem(kind, n) {
   } finally {
     result.cleanExit = await stopSystem(sys);
   }
-  const col = (k) => result.reps.map((r) => r[k] ?? NaN);
-  result.summary = {
-    appliedMs: summary(col("appliedMs")),
-    toolsMs: summary(col("toolsMs")),
-    restarted: summary(col("restarted")),
-    restartedUnchanged: summary(col("restartedUnchanged")),
-    fixtureSpawns: summary(col("fixtureSpawns")),
-    unchangedGapMs: summary(col("unchangedGapMs")),
-    changedGapMs: summary(col("changedGapMs")),
-    pollIntervalMs: summary(col("pollIntervalMs")),
+  const summarize = (reps) => {
+    const col = (k) => reps.map((r) => r[k] ?? NaN);
+    return {
+      appliedMs: summary(col("appliedMs")),
+      toolsMs: summary(col("toolsMs")),
+      restarted: summary(col("restarted")),
+      restartedUnchanged: summary(col("restartedUnchanged")),
+      fixtureSpawns: summary(col("fixtureSpawns")),
+      unchangedGapMs: summary(col("unchangedGapMs")),
+      changedGapMs: summary(col("changedGapMs")),
+      pollIntervalMs: summary(col("pollIntervalMs")),
+    };
   };
+  result.summary = summarize(result.reps);
+  result.bySave = Object.fromEntries(options.saves.map((save) => [save, summarize(result.reps.filter((r) => r.save === save))]));
   return result;
 }
 function fmt(x) {

@@ -44,17 +44,13 @@ async fn run() -> anyhow::Result<()> {
     };
     let config = ServerConfig(object);
     let (events, _rx) = mpsc::unbounded_channel();
-    let options = ConnectOptions {
-        generation: 1,
+    // The user of this client accepts every form with its defaults (SEP-1034).
+    let options = options(
         events,
-        handshake_timeout: Duration::from_secs(10),
-        base_dir: None,
-        launch: None,
-        // The user of this client accepts every form with its defaults (SEP-1034).
-        elicitation: Some(Arc::new(|request| {
+        Some(Arc::new(|request| {
             Box::pin(async move { accept_defaults(&request) })
         })),
-    };
+    );
     let conn = connect("conformance", &config, options).await?;
     eprintln!(
         "connected; tools: {:?}",
@@ -84,6 +80,22 @@ async fn run() -> anyhow::Result<()> {
     }
     conn.close().await;
     Ok(())
+}
+
+/// How this client connects: as the host does, with a 10 s handshake.
+fn options(
+    events: mpsc::UnboundedSender<mcp_reconcile::transport::ConnEvent>,
+    elicitation: Option<mcp_reconcile::transport::ElicitationResponder>,
+) -> ConnectOptions {
+    ConnectOptions {
+        generation: 1,
+        events,
+        handshake_timeout: Duration::from_secs(10),
+        base_dir: None,
+        launch: None,
+        tokens: None,
+        elicitation,
+    }
 }
 
 /// Accepts a form elicitation with every default the schema gives; declines a URL one.

@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities,
-    ServerConfig, ToolsCapability,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -45,6 +45,8 @@ use crate::transport::CallError;
 pub struct Gateway<S = HostHandle> {
     session: Arc<S>,
     clients: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    /// `serve --passthrough NAME`: only this server, under its own names.
+    only: Option<Arc<str>>,
 }
 
 impl<S> Clone for Gateway<S> {
@@ -52,6 +54,7 @@ impl<S> Clone for Gateway<S> {
         Gateway {
             session: Arc::clone(&self.session),
             clients: Arc::clone(&self.clients),
+            only: self.only.clone(),
         }
     }
 }
@@ -68,7 +71,70 @@ impl<S: Session> Gateway<S> {
         Gateway {
             session: Arc::new(session),
             clients: Arc::new(Mutex::new(Vec::new())),
+            only: None,
         }
+    }
+
+    /// A gateway in front of `session` that offers only `server`'s tools, prompts and
+    /// resources, under the server's own names (`serve --passthrough NAME`); hot reload,
+    /// approvals and supervision are the session's, as ever.
+    pub fn passthrough(session: S, server: &str) -> Self {
+        let mut gateway = Gateway::new(session);
+        gateway.only = Some(server.into());
+        gateway
+    }
+
+    /// The name the session routes for `name` as this gateway's client sent it.
+    fn qualify(&self, name: &str) -> String {
+        match &self.only {
+            Some(server) => crate::view::qualified(server, name),
+            None => name.to_owned(),
+        }
+    }
+
+    /// Whether `route` leads to a server this gateway offers.
+    fn offers(&self, route: &Route) -> bool {
+        self.only.as_deref().is_none_or(|only| route.server == only)
+    }
+
+    /// The catalog as this gateway's clients see it: all of it, or (passthrough) the one
+    /// server's entries under their own names.
+    async fn visible(&self) -> Result<MergedCatalog, ErrorData> {
+        let catalog = self.catalog().await?;
+        if self.only.is_none() {
+            return Ok(catalog);
+        }
+        let mut visible = MergedCatalog::default();
+        for mut tool in catalog.tools {
+            if let Some(route) = self.own_route(Target::Tool(tool.name.to_string())).await? {
+                tool.name = route.name.into();
+                visible.tools.push(tool);
+            }
+        }
+        for mut prompt in catalog.prompts {
+            if let Some(route) = self.own_route(Target::Prompt(prompt.name.clone())).await? {
+                prompt.name = route.name;
+                visible.prompts.push(prompt);
+            }
+        }
+        for resource in catalog.resources {
+            if self
+                .own_route(Target::Resource(resource.uri.clone()))
+                .await?
+                .is_some()
+            {
+                visible.resources.push(resource);
+            }
+        }
+        Ok(visible)
+    }
+
+    /// `target`'s route when it leads to a server this gateway offers.
+    async fn own_route(&self, target: Target) -> Result<Option<Route>, ErrorData> {
+        Ok(match self.session.route(target).await.map_err(gone)? {
+            Ok(route) if self.offers(&route) => Some(route),
+            _ => None,
+        })
     }
 
     /// The session this gateway fronts.
@@ -135,21 +201,18 @@ impl<S: Session> Gateway<S> {
         let mut last = f64::NEG_INFINITY;
         let outcome = loop {
             tokio::select! {
-                joined = &mut call => break joined,
+                biased;
                 Some(update) = progress_rx.recv() => {
-                    let Some(token) = client_token.clone() else { continue };
-                    // Progress must increase; notifications can overtake each other upstream.
-                    if update.progress <= last {
-                        continue;
-                    }
-                    last = update.progress;
-                    let mut param = ProgressNotificationParam::new(token, update.progress);
-                    param.total = update.total;
-                    param.message = update.message;
-                    let _ = context.peer.notify_progress(param).await;
+                    relay_progress(&context, client_token.as_ref(), &mut last, update).await;
                 }
+                joined = &mut call => break joined,
             }
         };
+        // Progress the server sent just before its result is still on its way: relay it
+        // before the result, as the server ordered them.
+        while let Ok(update) = progress_rx.try_recv() {
+            relay_progress(&context, client_token.as_ref(), &mut last, update).await;
+        }
         match outcome {
             Ok(Ok(result)) => result,
             Ok(Err(CallError::Mcp(error))) => {
@@ -208,6 +271,25 @@ impl<S: Session> Gateway<S> {
     }
 }
 
+/// Relays one upstream progress update to the client under its own token; progress must
+/// increase (notifications can overtake each other upstream), so a stale one is dropped.
+async fn relay_progress(
+    context: &RequestContext<RoleServer>,
+    token: Option<&rmcp::model::ProgressToken>,
+    last: &mut f64,
+    update: ProgressNotificationParam,
+) {
+    let Some(token) = token else { return };
+    if update.progress <= *last {
+        return;
+    }
+    *last = update.progress;
+    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+    param.total = update.total;
+    param.message = update.message;
+    let _ = context.peer.notify_progress(param).await;
+}
+
 fn gone(e: SessionGone) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
@@ -224,17 +306,26 @@ impl<S: Session> ServerHandler for Gateway<S> {
         let mut resources = ResourcesCapability::default();
         resources.list_changed = Some(true);
         capabilities.resources = Some(resources);
+        // Completion requests are routed to the server of the prompt they name.
+        capabilities.completions = Some(Default::default());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-reconcile",
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-            .with_instructions(
-                "mcp-reconcile: the tools, prompts and resources of every configured MCP \
-                 server, named mcp__<server>__<name>; the list follows the settings files \
-                 while the session runs (watch for list_changed).",
-            )
+            .with_instructions(match &self.only {
+                None => "mcp-reconcile: the tools, prompts and resources of every configured \
+                         MCP server, named mcp__<server>__<name>; the list follows the settings \
+                         files while the session runs (watch for list_changed)."
+                    .to_owned(),
+                Some(server) => format!(
+                    "mcp-reconcile: the configured MCP server \"{}\" under its own names; it \
+                     follows the settings files while the session runs (watch for \
+                     list_changed).",
+                    crate::display::safe(server)
+                ),
+            })
     }
 
     /// Versions that begin with `initialize`, where `list_changed` is a plain notification.
@@ -255,7 +346,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.catalog().await?.tools))
+        Ok(ListToolsResult::with_all_items(self.visible().await?.tools))
     }
 
     async fn call_tool(
@@ -263,8 +354,8 @@ impl<S: Session> ServerHandler for Gateway<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
-        if let Some(tool) = LspTool::parse(&name) {
+        let name = self.qualify(&request.name);
+        if let Some(tool) = LspTool::parse(&name).filter(|_| self.only.is_none()) {
             let arguments = request.arguments.unwrap_or_default();
             return Ok(self.language_call(tool, &arguments).await?.into());
         }
@@ -272,7 +363,14 @@ impl<S: Session> ServerHandler for Gateway<S> {
             .session
             .route(Target::Tool(name.clone()))
             .await
-            .map_err(gone)?;
+            .map_err(gone)?
+            .and_then(|route| {
+                if self.offers(&route) {
+                    Ok(route)
+                } else {
+                    Err(format!("this gateway offers no tool `{}`", request.name))
+                }
+            });
         let result = match route {
             Ok(route) => {
                 tracing::info!(tool = %name, server = %route.server, "forwarding tools/call");
@@ -292,7 +390,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         Ok(ListPromptsResult::with_all_items(
-            self.catalog().await?.prompts,
+            self.visible().await?.prompts,
         ))
     }
 
@@ -303,9 +401,16 @@ impl<S: Session> ServerHandler for Gateway<S> {
     ) -> Result<GetPromptResponse, ErrorData> {
         let route = self
             .session
-            .route(Target::Prompt(request.name.clone()))
+            .route(Target::Prompt(self.qualify(&request.name)))
             .await
             .map_err(gone)?
+            .and_then(|route| {
+                if self.offers(&route) {
+                    Ok(route)
+                } else {
+                    Err(format!("this gateway offers no prompt `{}`", request.name))
+                }
+            })
             .map_err(|message| ErrorData::invalid_params(message, None))?;
         let mut params = GetPromptRequestParams::new(route.name.clone());
         if let Some(arguments) = request.arguments {
@@ -318,13 +423,44 @@ impl<S: Session> ServerHandler for Gateway<S> {
         }
     }
 
+    /// Routed by the prompt it completes an argument of (a resource template's completion
+    /// needs templates, which the gateway does not offer yet).
+    async fn complete(
+        &self,
+        mut request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let Reference::Prompt(prompt) = &mut request.r#ref else {
+            return Err(ErrorData::invalid_params(
+                "completion of resource template arguments is not offered by mcp-reconcile yet",
+                None,
+            ));
+        };
+        let route = self
+            .session
+            .route(Target::Prompt(self.qualify(&prompt.name)))
+            .await
+            .map_err(gone)?
+            .ok()
+            .filter(|route| self.offers(route))
+            .ok_or_else(|| {
+                ErrorData::invalid_params(format!("no prompt `{}`", prompt.name), None)
+            })?;
+        prompt.name = route.name.clone();
+        match route.caller.complete(request).await {
+            Ok(result) => Ok(result),
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(
-            self.catalog().await?.resources,
+            self.visible().await?.resources,
         ))
     }
 
@@ -338,6 +474,13 @@ impl<S: Session> ServerHandler for Gateway<S> {
             .route(Target::Resource(request.uri.clone()))
             .await
             .map_err(gone)?
+            .and_then(|route| {
+                if self.offers(&route) {
+                    Ok(route)
+                } else {
+                    Err(format!("this gateway offers no resource `{}`", request.uri))
+                }
+            })
             .map_err(|message| ErrorData::resource_not_found(message, None))?;
         match route.caller.read_resource(request).await {
             Ok(result) => Ok(result.into()),

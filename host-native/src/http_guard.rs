@@ -5,9 +5,10 @@
 //! 1. `Host` must be a loopback name with the bound port (`127.0.0.1:PORT`, `localhost:PORT`,
 //!    `[::1]:PORT`): a page whose DNS name was rebound to 127.0.0.1 is refused (403);
 //! 2. a request with an `Origin` header (a browser) is refused (403) unless that origin was
-//!    allowed with `--allow-origin` (exact match); requests without one pass;
+//!    allowed with `--allow-origin` (exact match) or is the server's own loopback origin;
+//!    requests without one pass;
 //! 3. `Authorization: Bearer <token>` must carry the run's token, compared in constant time;
-//!    otherwise 401 with `WWW-Authenticate: Bearer`;
+//!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off);
 //! 4. a request that would open a new MCP session (a POST without `Mcp-Session-Id`) gets 503
 //!    while `--max-sessions` sessions are open.
 //!
@@ -197,8 +198,8 @@ impl Drop for TokenFile {
 /// What `serve --http` lets through.
 #[derive(Clone, Debug)]
 pub struct GuardOptions {
-    /// The bearer token every request must carry.
-    pub token: Token,
+    /// The bearer token every request must carry; `None` (`--no-auth`): none is asked for.
+    pub token: Option<Token>,
     /// Browser origins allowed to call (`--allow-origin`, exact match).
     pub allowed_origins: Vec<String>,
     /// At most this many MCP sessions at once (`--max-sessions`).
@@ -211,7 +212,7 @@ impl GuardOptions {
     /// `token` with the default limits and no allowed origin.
     pub fn new(token: Token) -> GuardOptions {
         GuardOptions {
-            token,
+            token: Some(token),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS as usize,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
@@ -259,14 +260,27 @@ impl Guard {
         self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
     }
 
+    /// An allowed origin (`--allow-origin`), or this server's own loopback origin
+    /// (`http://127.0.0.1:PORT` and the like: it serves no pages, so nothing else can be
+    /// there).
     fn origin_allowed(&self, origin: &HeaderValue) -> bool {
-        self.options
+        let own = self.hosts.iter().any(|host| {
+            origin
+                .as_bytes()
+                .strip_prefix(b"http://")
+                .is_some_and(|rest| rest.eq_ignore_ascii_case(host.as_bytes()))
+        });
+        own || self
+            .options
             .allowed_origins
             .iter()
             .any(|allowed| allowed.as_bytes() == origin.as_bytes())
     }
 
     fn authorized(&self, authorization: Option<&HeaderValue>) -> bool {
+        let Some(token) = &self.options.token else {
+            return true;
+        };
         let Some(value) = authorization else {
             return false;
         };
@@ -277,7 +291,7 @@ impl Guard {
         if !scheme.eq_ignore_ascii_case(b"bearer ") {
             return false;
         }
-        self.options.token.matches(rest.trim_ascii())
+        token.matches(rest.trim_ascii())
     }
 }
 

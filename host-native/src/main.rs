@@ -87,6 +87,8 @@ enum Front {
     Serve {
         /// `--http`: the address and what every request must carry.
         http: Option<(std::net::SocketAddr, HttpGuard)>,
+        /// `--passthrough NAME`: only that server, under its own names.
+        passthrough: Option<String>,
     },
 }
 
@@ -121,9 +123,12 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             until_stopped_reloading_on_hup(&control_tx).await;
             (Ok(()), host_task, None)
         }
-        Front::Serve { http } => {
+        Front::Serve { http, passthrough } => {
             let announcements = host.subscribe();
-            let gateway = gateway::Gateway::new(handle);
+            let gateway = match passthrough {
+                Some(server) => gateway::Gateway::passthrough(handle, &server),
+                None => gateway::Gateway::new(handle),
+            };
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {
@@ -199,7 +204,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) => Some((addr, http_guard(&args, &inputs)?)),
         None => None,
     };
-    run_session(inputs, HostOptions::default(), Front::Serve { http }).await
+    let passthrough = args.passthrough.clone();
+    run_session(
+        inputs,
+        HostOptions::default(),
+        Front::Serve { http, passthrough },
+    )
+    .await
 }
 
 /// `serve --daemon`: a thin bridge between the client on stdio and a session of the per-user
@@ -333,18 +344,20 @@ async fn serve_stdio(gateway: gateway::Gateway) -> anyhow::Result<()> {
 /// when the returned guard is dropped), the allowed origins, the session caps.
 struct HttpGuard {
     options: mcp_reconcile::http_guard::GuardOptions,
-    token_path: std::path::PathBuf,
+    /// `None` with `--no-auth`.
+    token_path: Option<std::path::PathBuf>,
     _written: Option<mcp_reconcile::http_guard::TokenFile>,
 }
 
 fn http_guard(args: &ServeArgs, inputs: &Inputs) -> anyhow::Result<HttpGuard> {
     use mcp_reconcile::http_guard::{GuardOptions, Token, TokenFile};
     let (token, token_path, written) = match &args.token_file {
-        Some(path) => (Token::from_file(path)?, path.clone(), None),
+        _ if args.no_auth => (None, None, None),
+        Some(path) => (Some(Token::from_file(path)?), Some(path.clone()), None),
         None => {
             let token = Token::generate()?;
             let file = TokenFile::write(inputs.state_dir(), &inputs.session_id(), &token)?;
-            (token, file.path().to_owned(), Some(file))
+            (Some(token), Some(file.path().to_owned()), Some(file))
         }
     };
     Ok(HttpGuard {
@@ -374,13 +387,26 @@ async fn serve_http(
     let stop = tokio_util::sync::CancellationToken::new();
     let (bound, server) = gateway::serve_http(addr, gateway, options, stop.clone()).await?;
     println!("http://{bound}/mcp");
-    println!("{}", token_path.display());
-    let _ = io::stdout().flush();
-    eprintln!(
-        "mcp-reconcile serve: listening on http://{bound}/mcp; every request must send \
-         `Authorization: Bearer <token>` with the token in {}",
-        token_path.display()
-    );
+    match &token_path {
+        Some(path) => {
+            println!("{}", path.display());
+            let _ = io::stdout().flush();
+            eprintln!(
+                "mcp-reconcile serve: listening on http://{bound}/mcp; every request must send \
+                 `Authorization: Bearer <token>` with the token in {}",
+                path.display()
+            );
+        }
+        None => {
+            let _ = io::stdout().flush();
+            eprintln!(
+                "mcp-reconcile serve: listening on http://{bound}/mcp WITHOUT authentication \
+                 (--no-auth): any process of any user on this machine can call every admitted \
+                 server's tools. Use it only for clients that cannot send a token, and stop it \
+                 when done."
+            );
+        }
+    }
     stop_signal().await;
     stop.cancel();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;

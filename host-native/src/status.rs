@@ -9,7 +9,8 @@ use crate::host::{LspServerStatus, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
 /// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`;
-/// also `transport`, `resources`, `attempts`, `retryInMs`.
+/// also `transport`, `resources`, `attempts`, `retryInMs` (and `authorizedUntil`, which the
+/// `status` command adds from the token file).
 pub fn status_json(s: &ServerStatus) -> Value {
     json!({
         "kind": "mcp",

@@ -19,20 +19,20 @@
 //! [`Supervisor::next`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::supervise::{seed_for, Supervision, View};
-use mcp_reconcile_kernel::{Millis, ServerConfig, Transport};
+use mcp_reconcile_kernel::Millis;
 
 use crate::clock::Clock;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
+mod mcp;
+pub(crate) use mcp::Mcp;
 
 /// What a live connection reports on its own.
 pub(crate) enum Event<Catalog> {
@@ -77,6 +77,12 @@ pub(crate) trait ConnectionKind: Send + 'static {
     /// Stops a connection (and its process); never hangs.
     fn stop(connection: Self::Connection) -> BoxFuture<'static, ()>;
 
+    /// Stops a connection that was replaced (make before break): like [`ConnectionKind::stop`],
+    /// after letting the requests routed to it during the switch finish, within a bound.
+    fn retire(connection: Self::Connection) -> BoxFuture<'static, ()> {
+        Self::stop(connection)
+    }
+
     /// What the connection offered when it came up.
     fn catalog(connection: &Self::Connection) -> Self::Catalog;
 
@@ -88,89 +94,6 @@ pub(crate) trait ConnectionKind: Send + 'static {
 
     /// The generation an event is tagged with, and what it says.
     fn event(event: Self::Event) -> (u64, Event<Self::Catalog>);
-}
-
-/// MCP connections ([`transport::connect`]).
-pub(crate) struct Mcp {
-    /// A relative `cwd` is resolved against this.
-    pub(crate) base_dir: Option<PathBuf>,
-}
-
-impl ConnectionKind for Mcp {
-    type Config = ServerConfig;
-    type Connection = Connection;
-    type Catalog = Catalog;
-    type Event = ConnEvent;
-
-    fn start(
-        &self,
-        name: &str,
-        config: &ServerConfig,
-        generation: u64,
-        events: mpsc::UnboundedSender<ConnEvent>,
-    ) -> BoxFuture<'static, Result<Connection, StartError>> {
-        self.start_in(name, config, None, generation, events)
-    }
-
-    fn stop(connection: Connection) -> BoxFuture<'static, ()> {
-        Box::pin(connection.close())
-    }
-
-    fn catalog(connection: &Connection) -> Catalog {
-        connection.catalog().clone()
-    }
-
-    fn pid(connection: &Connection) -> Option<u32> {
-        connection.pid()
-    }
-
-    fn spawns_process(config: &ServerConfig) -> bool {
-        config.transport() == Transport::Stdio
-    }
-
-    fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
-        match event {
-            ConnEvent::CatalogChanged {
-                generation,
-                catalog,
-                ..
-            } => (generation, Event::CatalogChanged(catalog)),
-            ConnEvent::Closed {
-                generation, error, ..
-            } => (generation, Event::Closed(error)),
-        }
-    }
-}
-
-impl Mcp {
-    /// [`ConnectionKind::start`] in a daemon session's directory and environment.
-    pub(crate) fn start_in(
-        &self,
-        name: &str,
-        config: &ServerConfig,
-        launch: Option<Arc<crate::launch::Launch>>,
-        generation: u64,
-        events: mpsc::UnboundedSender<ConnEvent>,
-    ) -> BoxFuture<'static, Result<Connection, StartError>> {
-        let options = ConnectOptions {
-            generation,
-            events,
-            handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
-            base_dir: self.base_dir.clone(),
-            launch,
-            elicitation: None,
-        };
-        let (name, config) = (name.to_owned(), config.clone());
-        Box::pin(async move {
-            transport::connect(&name, &config, options)
-                .await
-                .map_err(|e| StartError {
-                    unsupported: e.kind == ConnectErrorKind::Unsupported,
-                    needs_auth: e.kind == ConnectErrorKind::NeedsAuth,
-                    message: e.message,
-                })
-        })
-    }
 }
 
 /// One supervised connection.
@@ -337,13 +260,23 @@ where
     /// and the new one started once more. Without a connected entry this is
     /// [`Supervisor::start`]. Returns the generation.
     pub(crate) fn replace(&mut self, key: K, name: String, config: C::Config) -> u64 {
-        let serving = self.entries.get_mut(&key).and_then(|entry| {
+        self.replace_from(&key.clone(), key, name, config)
+    }
+
+    /// [`Supervisor::replace`] where the running connection is known by another key (the pool
+    /// keys connections by connection id, which the change moved): `old`'s connected
+    /// connection serves under `key` until the new one is up, and `old`'s entry is dropped.
+    pub(crate) fn replace_from(&mut self, old: &K, key: K, name: String, config: C::Config) -> u64 {
+        let serving = self.entries.get_mut(old).and_then(|entry| {
             if entry.health.status != Status::Connected {
                 return None;
             }
             let connection = entry.connection.take()?;
             Some((connection, std::mem::take(&mut entry.catalog)))
         });
+        if old != &key {
+            self.remove(old);
+        }
         let generation = self.start(key.clone(), name, config);
         if let (Some((connection, catalog)), Some(entry)) = (serving, self.entries.get_mut(&key)) {
             entry.catalog = catalog;
@@ -512,7 +445,8 @@ where
             (None, Err(_)) => {}
             (Some(entry), Ok(connection)) => {
                 if let Some(old) = entry.standby.take() {
-                    self.closing.spawn(C::stop(old));
+                    // Calls routed to it during the switch still get their answers.
+                    self.closing.spawn(C::retire(old));
                 }
                 entry.catalog = C::catalog(&connection);
                 entry.connection = Some(connection);
@@ -524,11 +458,14 @@ where
                     self.closing.spawn(C::stop(old));
                 }
                 entry.catalog = C::Catalog::default();
-                error = Some(format!(
+                let message = format!(
                     "{}; it could not start beside the running one, so that was stopped and it \
                      is started again",
                     e.message
-                ));
+                );
+                // Shown in the status while the new start runs.
+                entry.health.last_error = Some(message.clone());
+                error = Some(message);
                 relaunch = true;
             }
             (Some(entry), Err(e)) => {

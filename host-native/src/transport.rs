@@ -20,6 +20,7 @@
 //!    `Connection` is stopped the same way in the background.
 
 mod caller;
+mod oauth;
 mod progress;
 mod remote;
 mod session;
@@ -47,6 +48,7 @@ pub use rmcp::model::{
 
 use crate::redact::{redact_all, secrets};
 pub use caller::{CallError, Caller};
+use oauth::oauth_manager;
 use progress::ProgressRouter;
 pub use remote::{build_http_client, http_client};
 use remote::{Failure, Watched};
@@ -92,6 +94,8 @@ pub struct ConnectOptions {
     /// A daemon session's directory and environment for a stdio server (see
     /// [`crate::launch`]); `None` starts it in this process's environment.
     pub launch: Option<Arc<crate::launch::Launch>>,
+    /// The OAuth token file (`None`: the default one).
+    pub tokens: Option<crate::auth::TokenFile>,
     /// Answers the server's `elicitation/create` requests. With one, the client declares the
     /// elicitation capability; without (the host's default: nobody to ask), it declares none
     /// and declines.
@@ -167,6 +171,7 @@ pub async fn connect(
         secrets: secrets(config),
         call_timeout: call_timeout(config),
         ended: tokio::sync::watch::Sender::new(None),
+        in_flight: caller::InFlight::default(),
     };
     match config.transport() {
         Kind::Stdio => connect_stdio(ctx, config, opts).await,
@@ -297,6 +302,8 @@ struct Ctx {
     call_timeout: Duration,
     /// Why the connection ended (redacted, without the server name), once it did.
     ended: tokio::sync::watch::Sender<Option<String>>,
+    /// Forwarded requests waiting for an answer.
+    in_flight: caller::InFlight,
 }
 
 impl Ctx {
@@ -352,17 +359,15 @@ async fn connect_http(
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone());
-    let oauth = oauth_manager(&mut ctx, config, &url, opts.base_dir.as_deref())
+    let oauth = oauth_manager(&mut ctx, config, &url, &opts)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
-    let mut tokens = None;
     let outcome = match oauth {
         Some((manager, store)) => {
             // The authorization manager adds the bearer token (and refreshes it) itself. A
             // challenge the server answers with (a `401`, or a `403` asking for more scope,
             // now or later in the session) is kept beside the tokens: `mcp-reconcile auth
             // NAME` seeds its discovery and scopes from it.
-            tokens = Some(store);
             let transport = Watched::new(
                 StreamableHttpClientTransport::with_client(
                     rmcp::transport::auth::AuthClient::new(client, manager),
@@ -370,6 +375,7 @@ async fn connect_http(
                 ),
                 failure.clone(),
                 &ctx.name,
+                Some(store),
             );
             tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
         }
@@ -381,18 +387,11 @@ async fn connect_http(
                 StreamableHttpClientTransport::with_client(client, http_config),
                 failure.clone(),
                 &ctx.name,
+                None,
             );
             tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
         }
     };
-    if let Some(store) = tokens {
-        let kept = keep_challenge(failure.challenged(), store);
-        if matches!(outcome, Ok(Ok(_))) {
-            tokio::spawn(kept);
-        } else if failure.get().is_some() {
-            kept.await;
-        }
-    }
     if failure.auth_required() && !matches!(outcome, Ok(Ok(_))) {
         let url = crate::redact::mask_url(&url);
         let what = failure
@@ -402,85 +401,6 @@ async fn connect_http(
         return Err(ctx.error(ConnectErrorKind::NeedsAuth, &format!("at {url} {what}")));
     }
     finish_remote(ctx, opts, outcome, relist, failure, &url)
-}
-
-/// Writes the challenge of the connection's first failure, if it carried one, to the token
-/// file.
-async fn keep_challenge(
-    challenged: impl std::future::Future<Output = Option<String>>,
-    store: crate::auth::TokenStore,
-) {
-    if let Some(challenge) = challenged.await {
-        if let Err(e) = store.record_challenge(challenge).await {
-            tracing::warn!(error = %e, "cannot keep the server's authorization challenge");
-        }
-    }
-}
-
-/// The OAuth manager a streamable-HTTP connection authorizes with, and its token store: when
-/// the entry has `oauth.enabled` or the token file holds credentials for its URL. Stored token
-/// values join the connection's secrets, so no message can show them.
-async fn oauth_manager(
-    ctx: &mut Ctx,
-    config: &ServerConfig,
-    url: &str,
-    base_dir: Option<&std::path::Path>,
-) -> Result<
-    Option<(
-        rmcp::transport::auth::AuthorizationManager,
-        crate::auth::TokenStore,
-    )>,
-    String,
-> {
-    use rmcp::transport::auth::CredentialStore;
-    let entry = crate::auth::OAuthEntry::of(config);
-    let Ok(store) = crate::auth::token_store(url, &entry) else {
-        return Ok(None);
-    };
-    if entry.client_credentials {
-        // A machine client: fetch a token now (there is no refresh token to keep).
-        let manager = crate::auth::manager(url, &entry, store.clone())
-            .await
-            .map_err(|e| format!("cannot set up OAuth: {e}"))?;
-        let manager = crate::auth::client_credentials(manager, url, &entry, base_dir)
-            .await
-            .map_err(|e| format!("could not get a token (client credentials): {e}"))?;
-        if let Ok(Some(tokens)) = store.load().await.map(|s| s.and_then(|s| s.token_response)) {
-            use oauth2::TokenResponse;
-            ctx.secrets.push(tokens.access_token().secret().clone());
-        }
-        return Ok(Some((manager, store)));
-    }
-    let stored = match store.load().await {
-        Ok(stored) => stored,
-        Err(e) if entry.enabled => return Err(e.to_string()),
-        // A damaged token file must not break servers that never used OAuth.
-        Err(e) => {
-            tracing::warn!(server = %ctx.name, error = %e, "ignoring the OAuth token file");
-            None
-        }
-    };
-    if !entry.enabled && stored.is_none() {
-        return Ok(None);
-    }
-    if let Some(tokens) = stored.as_ref().and_then(|s| s.token_response.as_ref()) {
-        use oauth2::TokenResponse;
-        ctx.secrets.push(tokens.access_token().secret().clone());
-        if let Some(refresh) = tokens.refresh_token() {
-            ctx.secrets.push(refresh.secret().clone());
-        }
-    }
-    let mut manager = crate::auth::manager(url, &entry, store.clone())
-        .await
-        .map_err(|e| format!("cannot set up OAuth: {e}"))?;
-    if stored.is_some() {
-        // Discovers the authorization server and configures the stored client; without
-        // tokens the first request goes out unauthorized and its 401 says `needs_auth`.
-        if let Err(e) = manager.initialize_from_store().await {
-            tracing::debug!(server = %ctx.name, error = %e, "OAuth discovery failed");
-        }
-    }
-    Ok(Some((manager, store)))
 }
 
 async fn connect_sse(
@@ -501,10 +421,11 @@ async fn connect_sse(
             .map_err(|e| HandshakeFailure {
                 kind: ConnectErrorKind::Handshake,
                 what: format!("could not open its SSE stream: {}", describe(&e)),
+                in_initialize: false,
             })?;
         handshake(
             Handler::new(relist.clone(), opts.elicitation.clone()),
-            Watched::new(transport, failure.clone(), &ctx.name),
+            Watched::new(transport, failure.clone(), &ctx.name, None),
         )
         .await
     };

@@ -555,3 +555,184 @@ async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
         assert!(!alive(pid), "server {pid} stopped with the pool");
     }
 }
+
+/// The tool names session `session` is offered.
+async fn tool_names(session: &mcp_reconcile::pool::PoolSession) -> Vec<String> {
+    let catalog = session.catalog().await.expect("pool runs");
+    catalog
+        .tools
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect()
+}
+
+fn with_args(mut server: Value, extra: &[&str]) -> Value {
+    if let Some(args) = server["args"].as_array_mut() {
+        args.extend(extra.iter().map(|a| json!(a)));
+    }
+    server
+}
+
+/// Make before break in the pool, as in a single session: a changed server's new process
+/// starts beside the old one, which keeps serving — its tools stay in the session's view and a
+/// slow call routed to it before the switch still gets its answer — until the new one is up;
+/// then the old one is stopped (not left draining). A replacement that cannot come up beside
+/// it gets the old one stopped and is started once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
+    let d = Dir::new();
+    let server = |extra: &[&str]| {
+        let mut s = with_args(d.server("x", "echo,sleep"), extra);
+        s["discoveryTimeoutMs"] = json!(3000);
+        s
+    };
+    d.settings("a", json!({"x": server(&[])}));
+    let pool = SharedPool::start(PoolOptions::default());
+    let mut files = d.inputs("a");
+    let mut a = pool.session("a");
+    a.apply(&files.load(None)).await.expect("applies");
+    let s = wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+    let (old_id, old_pid) = (s[0].id.clone(), d.pids("x")[0]);
+
+    // A slow call on the old process, in flight across the switch.
+    let route = a
+        .route(Target::Tool("mcp__x__sleep".into()))
+        .await
+        .expect("pool runs")
+        .expect("routed");
+    let params = rmcp::model::CallToolRequestParams::new(route.name.clone())
+        .with_arguments(json!({"ms": 4000}).as_object().cloned().unwrap_or_default());
+    let call = tokio::spawn(async move {
+        route
+            .caller
+            .call_tool(params, None, tokio_util::sync::CancellationToken::new())
+            .await
+    });
+
+    d.settings("a", json!({"x": server(&["--resources", "1"])}));
+    a.apply(&files.load(None)).await.expect("applies");
+    let s = pool.status().await.expect("pool runs");
+    assert!(
+        s.iter().all(|c| c.id != old_id),
+        "the old connection is not left draining: {s:#?}"
+    );
+    // Until the new process is up the old one serves: the tools never leave the view.
+    let start = Instant::now();
+    loop {
+        let names = tool_names(&a).await;
+        assert!(names.contains(&"mcp__x__echo".to_owned()), "{names:?}");
+        let status = pool.status().await.expect("pool runs");
+        if connected(&status, "x") && d.pids("x").len() == 2 {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "the new process never came up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The old process was stopped only after answering (stopping it mid-call fails the call
+    // with "closed its connection before answering").
+    let answer = call.await.expect("call task").expect("the call answered");
+    assert_eq!(text(&answer), "slept 4000 ms");
+    let start = Instant::now();
+    while alive(old_pid) && start.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !alive(old_pid),
+        "the old process is stopped after the switch"
+    );
+
+    // A replacement that never finishes its handshake: the old one serves until it gives up,
+    // then is stopped, and the new one is started once more.
+    let serving = *d.pids("x").last().expect("pid");
+    let mut hanging = server(&["--hang-handshake"]);
+    // Long enough to see the retry's status before it too gives up.
+    hanging["discoveryTimeoutMs"] = json!(8000);
+    d.settings("a", json!({"x": hanging}));
+    a.apply(&files.load(None)).await.expect("applies");
+    assert!(tool_names(&a).await.contains(&"mcp__x__echo".to_owned()));
+    let s = wait_status(&pool, "the fallback", |s| {
+        s.iter().any(|c| {
+            c.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("could not start beside the running one"))
+        })
+    })
+    .await;
+    assert_eq!(s.len(), 1, "{s:#?}");
+    let start = Instant::now();
+    while alive(serving) && start.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(serving), "the old process was stopped for the retry");
+    a.close().await;
+    pool.shutdown().await;
+    for pid in d.pids("x") {
+        let start = Instant::now();
+        while alive(pid) && start.elapsed() < PATIENCE {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!alive(pid), "pid {pid} outlived the pool");
+    }
+}
+
+/// A changed server whose old process another session also uses: this session keeps seeing
+/// the old one until its new one is up (the other session keeps it). With
+/// `"stopBeforeRestart": true`, the old one is let go — and stopped, when nobody else holds
+/// it — before the new one starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_changed_server_switches_without_a_gap_and_stop_before_restart_opts_out() {
+    let d = Dir::new();
+    let x = d.server("x", "echo");
+    d.settings("a", json!({"x": x.clone()}));
+    d.settings("b", json!({"x": x.clone()}));
+    let pool = SharedPool::start(PoolOptions::default());
+    let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
+    let (mut a, mut b) = (pool.session("a"), pool.session("b"));
+    a.apply(&files_a.load(None)).await.expect("applies");
+    b.apply(&files_b.load(None)).await.expect("applies");
+    wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+    let shared = d.pids("x")[0];
+
+    d.settings(
+        "a",
+        json!({"x": with_args(x.clone(), &["--resources", "1"])}),
+    );
+    a.apply(&files_a.load(None)).await.expect("applies");
+    let start = Instant::now();
+    loop {
+        let names = tool_names(&a).await;
+        assert_eq!(names, ["mcp__x__echo"], "no gap");
+        let s = pool.status().await.expect("pool runs");
+        let mine = s.iter().find(|c| c.holders == ["a"]);
+        if mine.is_some_and(|c| c.state == "connected") {
+            assert_eq!(s.len(), 2, "b keeps the old one: {s:#?}");
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "never switched: {s:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(alive(shared), "b's process runs on");
+    b.close().await;
+
+    // Opted out: the old connection is stopped at once, not kept beside the new one.
+    let mut opted = with_args(x, &["--resources", "2"]);
+    opted["stopBeforeRestart"] = json!(true);
+    d.settings("a", json!({"x": opted}));
+    let before: Vec<_> = pool.status().await.expect("pool runs");
+    let old = before
+        .iter()
+        .find(|c| c.holders == ["a"])
+        .map(|c| (c.id.clone(), c.pid))
+        .expect("a holds one");
+    a.apply(&files_a.load(None)).await.expect("applies");
+    let s = pool.status().await.expect("pool runs");
+    assert!(s.iter().all(|c| c.id != old.0), "stopped first: {s:#?}");
+    let s = wait_status(&pool, "the opted-out server back", |s| {
+        s.iter()
+            .any(|c| c.holders == ["a"] && c.state == "connected")
+    })
+    .await;
+    assert!(s.iter().all(|c| c.pid != old.1), "{s:#?}");
+    a.close().await;
+    pool.shutdown().await;
+}

@@ -79,6 +79,61 @@ fn stored_access_token(tokens: &PathBuf) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Runs `auth guarded` with `flags` and `envs`, follows the printed URL like a browser would
+/// (the redirect lands on the command's loopback listener) and returns what it printed and
+/// its stderr.
+fn authorize(
+    p: &Project,
+    server: &Guarded,
+    flags: &[&str],
+    envs: &[(&str, &str)],
+) -> (String, String) {
+    let mut auth = Command::new(cli())
+        .arg("auth")
+        .arg("guarded")
+        .args(p.flags())
+        .args(flags)
+        .envs(envs.iter().copied())
+        .env("MCP_RECONCILE_LOG", "debug")
+        .env_remove("BROWSER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("auth starts");
+    let mut stdout = BufReader::new(auth.stdout.take().expect("stdout"));
+    let mut printed = String::new();
+    let authorize_url = loop {
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).expect("auth output");
+        assert!(n > 0, "auth ended before printing a URL: {printed}");
+        printed.push_str(&line);
+        if line.starts_with(server.base()) {
+            break line.trim().to_owned();
+        }
+    };
+    assert!(authorize_url.contains("/authorize?"), "{printed}");
+    let landed = runtime().block_on(async {
+        reqwest::get(&authorize_url)
+            .await
+            .expect("the authorization URL answers")
+    });
+    assert!(landed.status().is_success(), "{landed:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("auth output");
+    printed.push_str(&rest);
+    let auth_out = auth.wait_with_output().expect("auth ends");
+    let auth_err = String::from_utf8_lossy(&auth_out.stderr).into_owned();
+    assert!(auth_out.status.success(), "{printed}\n{auth_err}");
+    (printed, auth_err)
+}
+
+fn mode_of(path: &std::path::Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(path).expect("token file").permissions(),
+    ) & 0o777
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     mcp_reconcile::tls::install_crypto_provider();
     tokio::runtime::Builder::new_current_thread()
@@ -126,53 +181,13 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
 
     // 2. `auth guarded`: follow the printed URL like a browser would; the redirect lands on
     //    the command's loopback listener.
-    let mut auth = Command::new(cli())
-        .arg("auth")
-        .arg("guarded")
-        .args(p.flags())
-        .env("XDG_CONFIG_HOME", &xdg)
-        .env("MCP_RECONCILE_LOG", "debug")
-        .env_remove("BROWSER")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("auth starts");
-    let mut stdout = BufReader::new(auth.stdout.take().expect("stdout"));
-    let mut printed = String::new();
-    let authorize_url = loop {
-        let mut line = String::new();
-        let n = stdout.read_line(&mut line).expect("auth output");
-        assert!(n > 0, "auth ended before printing a URL: {printed}");
-        printed.push_str(&line);
-        if line.starts_with(server.base()) {
-            break line.trim().to_owned();
-        }
-    };
-    assert!(authorize_url.contains("/authorize?"), "{printed}");
-    let landed = runtime().block_on(async {
-        reqwest::get(&authorize_url)
-            .await
-            .expect("the authorization URL answers")
-    });
-    assert!(landed.status().is_success(), "{landed:?}");
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("auth output");
-    printed.push_str(&rest);
-    let auth_out = auth.wait_with_output().expect("auth ends");
-    let auth_err = String::from_utf8_lossy(&auth_out.stderr).into_owned();
-    assert!(auth_out.status.success(), "{printed}\n{auth_err}");
+    let (printed, auth_err) = authorize(&p, &server, &[], &[("XDG_CONFIG_HOME", &xdg_text)]);
     assert!(
         printed.contains("authorized server \"guarded\" until ")
             && printed.contains("reconnecting"),
         "{printed}"
     );
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(&tokens)
-            .expect("token file")
-            .permissions(),
-    );
-    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(mode_of(&tokens), 0o600);
 
     // 3. The running watch connects it; the stdio server is not touched.
     let status = p.wait_for("guarded connected", |s| {
@@ -194,6 +209,22 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
     let status = p.status();
     assert!(all_connected(&status, &["guarded", "local"]), "{status:#?}");
     assert_eq!(field(&status, "guarded", "attempts"), 0, "{status:#?}");
+    // `status` says until when (read from the token file), never what.
+    let xdg_env = [("XDG_CONFIG_HOME", xdg_text.as_str())];
+    let json = p.run_env(&["status", "--json"], &xdg_env);
+    let with_tokens: Vec<Value> = serde_json::from_slice(&json.stdout).expect("status --json");
+    let until = field(&with_tokens, "guarded", "authorizedUntil").to_string();
+    assert!(
+        until.contains('T') && until.ends_with("Z\""),
+        "{with_tokens:#?}"
+    );
+    assert_eq!(
+        field(&with_tokens, "local", "authorizedUntil"),
+        &Value::Null
+    );
+    let text = p.run_env(&["status"], &xdg_env);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("authorized until 20"), "{text}");
     assert_eq!(watch.passes(), passes, "{}", watch.output());
 
     // 5. Every token revoked: the refresh is rejected and it waits for `auth` again.
@@ -222,6 +253,7 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
         ("auth output", printed.as_str()),
         ("auth stderr", auth_err.as_str()),
         ("status", status_text.as_str()),
+        ("status text", text.as_str()),
     ] {
         for secret in ["fixture-access-", "fixture-refresh-", "fixture-code-"] {
             assert!(
@@ -230,4 +262,57 @@ fn auth_connects_a_protected_server_in_a_running_watch_refreshes_and_parks_when_
             );
         }
     }
+}
+
+#[test]
+fn the_qwen_layout_shares_the_typescript_cli_s_token_file() {
+    let server = Guarded::start();
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    let (qwen, xdg) = (p.path("qwen"), p.path("xdg"));
+    let (qwen_text, xdg_text) = (qwen.to_string_lossy(), xdg.to_string_lossy());
+    let envs = [
+        ("QWEN_HOME", qwen_text.as_ref()),
+        ("XDG_CONFIG_HOME", xdg_text.as_ref()),
+    ];
+    let (printed, _) = authorize(&p, &server, &["--layout", "qwen"], &envs);
+
+    // The login landed in the TypeScript CLI's file, in its shape, and not in ours.
+    let file = qwen.join("mcp-oauth-tokens.json");
+    assert!(printed.contains("mcp-oauth-tokens.json"), "{printed}");
+    assert_eq!(mode_of(&file), 0o600);
+    let entries: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("qwen token file"))
+            .expect("JSON");
+    let entry = &entries.as_array().expect("an array of credentials")[0];
+    assert_eq!(entry["serverName"], "guarded");
+    assert_eq!(entry["mcpServerUrl"], server.url.as_str());
+    assert_eq!(entry["token"]["tokenType"], "Bearer");
+    assert!(entry["token"]["accessToken"].is_string(), "{entry}");
+    assert!(entry["token"]["expiresAt"].as_u64().unwrap_or(0) > 1_700_000_000_000);
+    let own =
+        std::fs::read_to_string(xdg.join("mcp-reconcile/oauth-tokens.json")).unwrap_or_default();
+    assert!(!own.contains("access_token"), "{own}");
+
+    // A watch in the same layout reads it and connects.
+    let watch = p.watch_env(&["--layout", "qwen"], &envs);
+    let start = Instant::now();
+    loop {
+        let out = p.run_env(&["status", "--json", "--layout", "qwen"], &envs);
+        let status: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if all_connected(&status, &["guarded"]) {
+            break;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "guarded never connected from the qwen token file: {status:#?}\n{}",
+            watch.output()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = watch.stop();
+    let token = entry["token"]["accessToken"].as_str().unwrap_or("none");
+    assert!(!log.contains(token), "{log}");
 }

@@ -6,7 +6,6 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -22,17 +21,6 @@ impl Project {
     fn write_workspace(&self, value: serde_json::Value) {
         fs::create_dir_all(self.path("project/.mcp-reconcile")).expect("workspace dir");
         self.write(&self.workspace_settings(), &value);
-    }
-
-    /// A one-shot command with this project's flags and extra environment.
-    fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-        Command::new(cli())
-            .args(args)
-            .args(self.flags())
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .output()
-            .expect("cli runs")
     }
 }
 

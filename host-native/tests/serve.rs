@@ -54,6 +54,11 @@ struct Served {
 
 impl Served {
     async fn start(p: &Project) -> Served {
+        Served::start_with(p, &[]).await
+    }
+
+    /// `serve` with `extra` flags.
+    async fn start_with(p: &Project, extra: &[&str]) -> Served {
         let log = p.path("serve.log");
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
@@ -61,6 +66,7 @@ impl Served {
             .arg("serve")
             .args(p.flags())
             .args(["--debounce-ms", "150"])
+            .args(extra)
             .env("MCP_RECONCILE_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -781,6 +787,16 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         ["mcp__a__echo"],
         "its tools stay offered"
     );
+    let a = p
+        .status()
+        .into_iter()
+        .find(|s| s["name"] == "a")
+        .expect("a");
+    assert_eq!(
+        (a["tools"].as_u64(), a["pid"].as_u64()),
+        (Some(1), Some(old[0])),
+        "status counts what the old process still offers: {a}"
+    );
     let answer = served
         .call("mcp__a__echo", json!({"text": "still here"}))
         .await;
@@ -817,6 +833,40 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
         now.len() == 1 && now != before
     })
     .await;
+    served.close().await;
+}
+
+/// A call a client made to a changed server before its replacement came up is answered by the
+/// old process: that one is stopped only once the calls routed to it are done (within a bound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_across_a_replacement_is_answered() {
+    let p = Project::new();
+    let server = |extra: &[&str]| with_args(p.server("a", "echo,sleep"), extra);
+    p.write_settings(json!({"mcpServers": {"a": server(&[])}}));
+    let served = Served::start(&p).await;
+    assert_eq!(served.tool_names().await, ["mcp__a__echo", "mcp__a__sleep"]);
+    let old = pids(&p, "a");
+    assert_eq!(old.len(), 1);
+    let peer = served.client().peer().clone();
+    let params = CallToolRequestParams::new("mcp__a__sleep")
+        .with_arguments(json!({"ms": 3000}).as_object().cloned().unwrap_or_default());
+    let call = tokio::spawn(async move { peer.call_tool(params).await });
+    p.write_settings(json!({"mcpServers": {"a": server(&["--resources", "1"])}}));
+    wait_until("the replacement connected", || {
+        pids(&p, "a").len() == 2
+            && p.status()
+                .iter()
+                .any(|s| s["name"] == "a" && s["state"] == "connected" && s["resources"] == 1)
+    })
+    .await;
+    let answer = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("answered in time")
+        .expect("call task")
+        .expect("tools/call answers");
+    assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
+    assert_eq!(text(&answer), "slept 3000 ms");
+    wait_until("the old process stopped", || !alive(old[0])).await;
     served.close().await;
 }
 
@@ -922,4 +972,98 @@ async fn a_tool_of_a_failing_server_says_what_the_host_knows() {
         "the stderr tail says why: {message}"
     );
     served.close().await;
+}
+
+/// `serve --passthrough NAME`: one server under its own names (no `mcp__NAME__` prefix),
+/// nothing of the others, and hot reload as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passthrough_offers_one_server_under_its_own_names_and_follows_edits() {
+    let p = Project::new();
+    let extra = ["--prompts", "greet", "--resources", "1"];
+    p.write_settings(json!({"mcpServers": {
+        "rich": with_args(p.server("rich", "echo,add"), &extra),
+        "other": p.server("other", "echo"),
+    }}));
+    let mut served = Served::start_with(&p, &["--passthrough", "rich"]).await;
+    let mut names = served.tool_names().await;
+    names.sort();
+    assert_eq!(names, ["add", "echo"], "{}", served.log());
+    let sum = served.call("add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(text(&sum), "5");
+    let qualified = served.call("mcp__rich__add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(qualified.is_error, Some(true), "{qualified:?}");
+    let other = served.call("mcp__other__echo", json!({"text": "x"})).await;
+    assert_eq!(
+        other.is_error,
+        Some(true),
+        "another server stays hidden: {other:?}"
+    );
+
+    let client = served.client();
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let prompt_names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(prompt_names, ["greet"]);
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("greet").with_arguments(args))
+        .await
+        .expect("prompts/get forwarded");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    let resources = client.list_all_resources().await.expect("resources/list");
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["fixture://resources/1"]);
+
+    // An edit to the server: its new tool appears under its own name.
+    p.write_settings(json!({"mcpServers": {
+        "rich": with_args(p.server("rich", "echo,add,sleep"), &extra),
+        "other": p.server("other", "echo"),
+    }}));
+    served.tools_changed().await;
+    let mut names = served.tool_names().await;
+    names.sort();
+    assert_eq!(names, ["add", "echo", "sleep"], "{}", served.log());
+    served.close().await;
+}
+
+/// `completion/complete` goes to the server of the prompt it names, under the server's own
+/// prompt name; an unknown prompt is an error, not a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_is_routed_by_its_prompt() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "ref": {"command": fixture(), "args": ["--conformance-reference"]},
+        "plain": p.server("plain", "echo"),
+    }}));
+    let served = Served::start(&p).await;
+    wait_until_listed(&served, "mcp__ref__test_simple_text").await;
+    let client = served.client();
+    let complete = |prompt: &str| {
+        rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt(prompt),
+            rmcp::model::ArgumentInfo::new("arg1", "par"),
+        )
+    };
+    let done = client
+        .complete(complete("mcp__ref__test_prompt_with_arguments"))
+        .await
+        .expect("completion/complete forwarded");
+    assert_eq!(done.completion.values, ["paris", "park", "party"]);
+    assert!(client
+        .complete(complete("mcp__gone__test_prompt_with_arguments"))
+        .await
+        .is_err());
+    served.close().await;
+}
+
+async fn wait_until_listed(served: &Served, tool: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while !served.tool_names().await.iter().any(|t| t == tool) {
+        assert!(
+            Instant::now() < deadline,
+            "{tool} never listed: {}",
+            served.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -52,7 +52,9 @@ impl Served {
         let group = Group(child.id().expect("a pid"));
         let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut lines = Vec::new();
-        for _ in 0..2 {
+        // The URL, then the token file's path (none with `--no-auth`).
+        let printed = if extra.contains(&"--no-auth") { 1 } else { 2 };
+        for _ in 0..printed {
             let line = tokio::time::timeout(PATIENCE, stdout.next_line())
                 .await
                 .expect("serve prints in time")
@@ -65,7 +67,11 @@ impl Served {
             };
             lines.push(line);
         }
-        let token_file = PathBuf::from(lines.pop().unwrap_or_default());
+        let token_file = if printed == 2 {
+            PathBuf::from(lines.pop().unwrap_or_default())
+        } else {
+            PathBuf::new()
+        };
         let url = lines.pop().unwrap_or_default();
         let port = url
             .strip_prefix("http://127.0.0.1:")
@@ -381,6 +387,12 @@ async fn browser_origins_and_foreign_hosts_are_refused() {
         ])
         .await;
     assert_eq!(near.status, 403, "{near:?}");
+    // The server's own loopback origin is not a foreign page (it serves none).
+    let own_origin = format!("http://127.0.0.1:{}", served.port);
+    let own = served
+        .initialize(&[("authorization", &auth), ("origin", &own_origin)])
+        .await;
+    assert_eq!(own.status, 200, "its own origin: {own:?}");
     // A foreign origin without the token is refused too (and does not learn more).
     let evil = served
         .initialize(&[("origin", "http://evil.example")])
@@ -423,6 +435,33 @@ async fn browser_origins_and_foreign_hosts_are_refused() {
     }
     let status = served.stop().await;
     assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_auth_drops_only_the_token_and_says_so() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let served = Served::start(&p, &["--no-auth"]).await;
+    let open = served.initialize(&[]).await;
+    assert_eq!(open.status, 200, "no token needed: {open:?}");
+    assert!(open.session.is_some(), "{open:?}");
+    // Everything else still holds: a foreign origin or a rebound Host is refused.
+    let evil = served
+        .initialize(&[("origin", "http://evil.example")])
+        .await;
+    assert_eq!(evil.status, 403, "{evil:?}");
+    let rebound = served.initialize(&[("host", "evil.example")]).await;
+    assert_eq!(rebound.status, 403, "{rebound:?}");
+    let log = served.log();
+    assert!(log.contains("WITHOUT authentication (--no-auth)"), "{log}");
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+    // A token file cannot be combined with it.
+    let refused = refused_start(&p, &["--no-auth", "--token-file", "/nonexistent"]).await;
+    assert!(
+        refused.contains("--no-auth") || refused.contains("cannot be used"),
+        "{refused}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

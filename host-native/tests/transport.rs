@@ -103,6 +103,7 @@ fn options(timeout: Duration) -> (ConnectOptions, mpsc::UnboundedReceiver<ConnEv
             handshake_timeout: timeout,
             base_dir: None,
             launch: None,
+            tokens: None,
             elicitation: None,
         },
         rx,

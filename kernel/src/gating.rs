@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approvals::{pending_gated, ApprovalState, Approvals};
 use crate::config::{ServerConfig, Servers, Transport};
-use crate::json::{fast_deep_equal, DeepEqualError, Object, Value};
+use crate::json::{fast_deep_equal, fast_deep_equal_objects, DeepEqualError, Object, Value};
 use crate::settings::McpLists;
 
 /// Why a server is not connected, or why a plan did what it did.
@@ -302,6 +302,22 @@ pub fn compute_gating(
     root: &str,
     yolo: bool,
 ) -> Gating {
+    gating_with_pending(
+        lists,
+        cli_allowed,
+        (!yolo).then(|| pending_gated(servers, approvals, root)),
+    )
+}
+
+/// [`compute_gating`] for a caller that already knows the pending list
+/// (`None` in yolo), e.g. [`hot_reload`](crate::hot_reload::hot_reload),
+/// which reads every gated server's approval state once for both the gating
+/// and the prompt.
+pub fn gating_with_pending(
+    lists: &McpLists,
+    cli_allowed: Option<&[String]>,
+    pending: Option<Vec<String>>,
+) -> Gating {
     Gating {
         excluded: Some(
             lists
@@ -313,7 +329,7 @@ pub fn compute_gating(
         allowed: lists.allowed.as_deref().map(clean_list),
         cap: cli_allowed.map(cap_from_cli),
         workspace_allowed: lists.workspace_allowed.as_deref().map(clean_list),
-        pending: (!yolo).then(|| pending_gated(servers, approvals, root)),
+        pending,
     }
 }
 
@@ -446,11 +462,39 @@ pub fn tool_not_found(
 /// [`DeepEqualError`] where that package throws.
 pub fn servers_equal(a: Option<&Value>, b: Option<&Value>) -> Result<bool, DeepEqualError> {
     let empty = Value::Object(Object::new());
-    let or_empty = |v: Option<&Value>| match v {
-        None | Some(Value::Null) => empty.clone(),
-        Some(v) => v.clone(),
+    let a = match a {
+        None | Some(Value::Null) => &empty,
+        Some(v) => v,
     };
-    fast_deep_equal(&or_empty(a), &or_empty(b))
+    let b = match b {
+        None | Some(Value::Null) => &empty,
+        Some(v) => v,
+    };
+    fast_deep_equal(a, b)
+}
+
+/// [`servers_equal`] of a parsed map `a` and a typed one `b`, without
+/// copying `b` into a [`Value`] first.
+///
+/// # Errors
+/// As [`servers_equal`].
+pub fn servers_equal_typed(a: Option<&Value>, b: &Servers) -> Result<bool, DeepEqualError> {
+    let empty = Object::new();
+    let a = match a {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(a)) => a,
+        // An array or a primitive never equals an object.
+        Some(_) => return Ok(false),
+    };
+    fast_deep_equal_objects(
+        a,
+        b,
+        |p, q| match p {
+            Value::Object(p) => fast_deep_equal_objects(p, &q.0, fast_deep_equal, |m| Some(m)),
+            _ => Ok(false),
+        },
+        |_| None,
+    )
 }
 
 const TOOL_PREFIX: &str = "mcp__";
@@ -977,6 +1021,42 @@ mod tests {
         let d = v(r#"{"x":{"valueOf":1},"y":1}"#);
         let e = v(r#"{"x":{"valueOf":1},"y":2}"#);
         assert_eq!(servers_equal(Some(&d), Some(&e)), Ok(false));
+    }
+
+    #[test]
+    fn servers_equal_typed_agrees_with_servers_equal() {
+        // The typed form skips the copy hot_reload used to make; it must
+        // answer exactly as the parsed form, quirks and throws included.
+        let v = |t: &str| crate::json::parse(t).expect("json");
+        let maps = [
+            "{}",
+            r#"{"x":{"command":"a","args":["1","2"]}}"#,
+            r#"{"x":{"args":["1","2"],"command":"a"}}"#,
+            r#"{"x":{"command":"a","args":["2","1"]}}"#,
+            r#"{"x":{"command":"a"},"y":{"command":"b"}}"#,
+            r#"{"constructor":{"command":"a"}}"#,
+            r#"{"x":{"constructor":"c","command":"a"}}"#,
+            r#"{"x":{"valueOf":1}}"#,
+            r#"{"x":{"valueOf":1},"y":{"e":1}}"#,
+            r#"{"x":{"valueOf":1},"y":{"e":2}}"#,
+            r#"{"valueOf":{"command":"a"}}"#,
+        ];
+        let previous = maps.iter().map(|t| Some(v(t))).chain([
+            None,
+            Some(Value::Null),
+            Some(v("[]")),
+            Some(v("1")),
+        ]);
+        for a in previous {
+            for b in maps {
+                let typed = crate::config::servers_from_value(&v(b)).expect("servers");
+                assert_eq!(
+                    servers_equal_typed(a.as_ref(), &typed),
+                    servers_equal(a.as_ref(), Some(&v(b))),
+                    "{a:?} vs {b}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! servers the user should be asked about, and the names removed during the
 //! session (so a call to one of their tools can say "removed").
 
-use crate::approvals::{self, Approvals};
-use crate::config::{servers_to_value, Servers};
-use crate::gating::{gating_equal, servers_equal, Gating};
+use crate::approvals::{ApprovalState, Approvals};
+use crate::config::Servers;
+#[cfg(doc)]
+use crate::gating::gating_with_pending;
+use crate::gating::{gating_equal, servers_equal_typed, Gating};
 use crate::json::{DeepEqualError, Value};
 use crate::sources::{assemble, Layer};
 
@@ -48,7 +50,11 @@ pub struct HotReload {
 }
 
 /// Decides a hot reload. `gating_for` computes the gating of the assembled
-/// servers (the same function start-up uses, SPEC §13.2).
+/// servers from their pending list (gated servers not approved under
+/// `approvals` and `project_root`; `None` in yolo): the same function
+/// start-up uses (SPEC §13.2), i.e. [`gating_with_pending`] with the host's
+/// lists. Each gated server's approval state is read once, for the gating
+/// and the prompt alike.
 ///
 /// # Errors
 /// [`DeepEqualError`] when comparing the server maps throws in the
@@ -56,24 +62,20 @@ pub struct HotReload {
 pub fn hot_reload(
     previous: &Previous,
     layers: &[Layer],
-    gating_for: impl FnOnce(&Servers) -> Gating,
+    gating_for: impl FnOnce(&Servers, Option<Vec<String>>) -> Gating,
     approvals: &Approvals,
     project_root: &str,
     yolo: bool,
 ) -> Result<HotReload, DeepEqualError> {
     let servers = assemble(layers).servers;
-    let gating = gating_for(&servers);
-    let next_value = servers_to_value(&servers);
-    let reconcile = !servers_equal(Some(&previous.servers), Some(&next_value))?
+    let (pending, promptable) = approval_lists(&servers, approvals, project_root, yolo);
+    let gating = gating_for(&servers, pending);
+    let reconcile = !servers_equal_typed(Some(&previous.servers), &servers)?
         || !gating_equal(&previous.gating, &gating);
-    let promptable = if yolo {
-        Vec::new()
-    } else {
-        approvals::promptable(&servers, approvals, project_root)
-            .into_iter()
-            .filter(|name| gating.allows(name) && !gating.excludes(name))
-            .collect()
-    };
+    let promptable: Vec<String> = promptable
+        .into_iter()
+        .filter(|name| gating.allows(name) && !gating.excludes(name))
+        .collect();
     let removed = previous.removed.as_ref().map(|before| {
         let left = previous
             .servers
@@ -100,6 +102,31 @@ pub fn hot_reload(
     })
 }
 
+/// `(pending_gated, promptable)` of `servers` in one reading of each gated
+/// server's approval state: `(None, [])` in yolo.
+fn approval_lists(
+    servers: &Servers,
+    approvals: &Approvals,
+    root: &str,
+    yolo: bool,
+) -> (Option<Vec<String>>, Vec<String>) {
+    if yolo {
+        return (None, Vec::new());
+    }
+    let (mut pending, mut promptable) = (Vec::new(), Vec::new());
+    for (name, config) in servers.iter().filter(|(_, c)| c.is_gated()) {
+        match approvals.state(root, name, config) {
+            ApprovalState::Approved => {}
+            ApprovalState::Rejected => pending.push(name.clone()),
+            ApprovalState::Pending => {
+                pending.push(name.clone());
+                promptable.push(name.clone());
+            }
+        }
+    }
+    (Some(pending), promptable)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,9 +150,7 @@ mod tests {
         hot_reload(
             previous,
             layers,
-            |s| {
-                crate::gating::compute_gating(s, &McpLists::default(), None, &approvals, "/r", yolo)
-            },
+            |_, pending| crate::gating::gating_with_pending(&McpLists::default(), None, pending),
             &approvals,
             "/r",
             yolo,

@@ -7,6 +7,7 @@
 //! * [`approval_hash`]: sha256 of the whole behavioural config — what an
 //!   approval is bound to.
 
+use std::cmp::Ordering;
 use std::fmt;
 
 use sha2::{Digest, Sha256};
@@ -14,7 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::config::ServerConfig;
 use std::fmt::Write as _;
 
-use crate::json::{cmp_utf16, js_sort, write_json, write_json_string, Object, Value};
+use crate::json::{array_index, cmp_utf16, js_sort, write_json, write_json_string, Object, Value};
 
 /// Errors computing an identity: the TypeScript host throws on these inputs
 /// (spreading a value that is not iterable), so there is no identity to match.
@@ -88,9 +89,14 @@ impl fmt::Display for ApprovalHash {
 /// [`IdentityError::NotIterable`] when `oauth.scopes` / `oauth.audiences` is
 /// truthy but neither an array nor a string.
 pub fn connection_id(name: &str, config: &ServerConfig) -> Result<ConnectionId, IdentityError> {
-    let json = fingerprint_json(config)?;
-    let digest = sha256_hex(json.as_bytes());
-    Ok(ConnectionId(format!("{name}::{}", &digest[..16])))
+    Ok(connection_id_of(name, &fingerprint_json(config)?))
+}
+
+/// The connection id of `name` whose [`fingerprint_json`] is `fingerprint`
+/// (for a caller that already has the text).
+pub fn connection_id_of(name: &str, fingerprint: &str) -> ConnectionId {
+    let digest = sha256_hex(fingerprint.as_bytes());
+    ConnectionId(format!("{name}::{}", &digest[..16]))
 }
 
 /// The canonical fingerprint object of SPEC §2.1, as JSON text.
@@ -98,34 +104,7 @@ pub fn connection_id(name: &str, config: &ServerConfig) -> Result<ConnectionId, 
 /// # Errors
 /// As [`connection_id`].
 pub fn fingerprint_json(config: &ServerConfig) -> Result<String, IdentityError> {
-    let mut out = String::with_capacity(256);
-    let field = |out: &mut String, key: &str, value: &Value| {
-        out.push(if out.is_empty() { '{' } else { ',' });
-        write_json_string(out, key);
-        out.push(':');
-        write_json(out, value);
-    };
-    field(&mut out, "transport", &config.transport().as_str().into());
-    field(&mut out, "command", &config.get_or_null("command"));
-    let args = config
-        .get_or_null("args")
-        .or_else(|| Value::Array(Vec::new()));
-    field(&mut out, "args", &args);
-    field(&mut out, "cwd", &config.get_or_null("cwd"));
-    out.push_str(",\"env\":");
-    write_sorted_entries(&mut out, config.get("env"));
-    for key in ["url", "httpUrl", "tcp"] {
-        field(&mut out, key, &config.get_or_null(key));
-    }
-    out.push_str(",\"headers\":");
-    write_sorted_entries(&mut out, config.get("headers"));
-    field(&mut out, "timeout", &config.get_or_null("timeout"));
-    field(&mut out, "oauth", &canonical_oauth(config.get("oauth"))?);
-    for key in ["authProviderType", "targetAudience", "targetServiceAccount"] {
-        field(&mut out, key, &config.get_or_null(key));
-    }
-    out.push('}');
-    Ok(out)
+    Ok(Canonical::fingerprint(config)?.text)
 }
 
 /// Session key of `name` with `config` (SPEC §2.2).
@@ -143,17 +122,160 @@ pub fn session_key(name: &str, config: &ServerConfig) -> Result<SessionKey, Iden
 /// # Errors
 /// As [`session_key`].
 pub fn session_view_json(config: &ServerConfig) -> Result<String, IdentityError> {
-    let mut view = Object::new();
-    view.insert("trust".into(), config.get_or_null("trust"));
-    view.insert(
-        "includeTools".into(),
-        sorted_spread(config.get("includeTools"), "includeTools")?,
-    );
-    view.insert(
-        "excludeTools".into(),
-        sorted_spread(config.get("excludeTools"), "excludeTools")?,
-    );
-    Ok(Value::Object(view).to_json())
+    Ok(Canonical::session_view(config)?.text)
+}
+
+/// `Ok` exactly when [`fingerprint_json`] of `config` is, with the same
+/// error, without printing anything: only `oauth.scopes` / `oauth.audiences`
+/// can make it fail.
+///
+/// # Errors
+/// As [`fingerprint_json`].
+pub fn check_fingerprint(config: &ServerConfig) -> Result<(), IdentityError> {
+    let Some(Value::Object(oauth)) = config.get("oauth") else {
+        return Ok(());
+    };
+    if !oauth.get("enabled").is_some_and(Value::truthy) {
+        return Ok(());
+    }
+    for (key, field) in [("scopes", "oauth.scopes"), ("audiences", "oauth.audiences")] {
+        if let Some(value) = oauth.get(key).filter(|v| v.truthy()) {
+            iterable(value, field)?;
+        }
+    }
+    Ok(())
+}
+
+/// `Ok` exactly when [`session_view_json`] of `config` is, with the same
+/// error, without printing anything.
+///
+/// # Errors
+/// As [`session_view_json`].
+pub fn check_session_view(config: &ServerConfig) -> Result<(), IdentityError> {
+    for field in ["includeTools", "excludeTools"] {
+        match config.get(field) {
+            None | Some(Value::Null) => {}
+            Some(value) => iterable(value, field)?,
+        }
+    }
+    Ok(())
+}
+
+/// A canonical identity text (the fingerprint or the session view) and
+/// where each top-level member's value sits in it, so two of them can say
+/// which members differ without being parsed again.
+#[derive(Clone, Debug)]
+pub struct Canonical {
+    /// The JSON text.
+    pub text: String,
+    /// Member name → byte range of its value in `text`, in text order.
+    spans: Vec<(&'static str, std::ops::Range<usize>)>,
+}
+
+impl Canonical {
+    /// The fingerprint of SPEC §2.1 ([`fingerprint_json`]).
+    ///
+    /// # Errors
+    /// As [`fingerprint_json`].
+    pub fn fingerprint(config: &ServerConfig) -> Result<Self, IdentityError> {
+        let mut out = Canonical::with_capacity(256);
+        out.member("transport", |o| {
+            write_json_string(o, config.transport().as_str());
+        });
+        out.member("command", |o| write_or_null(o, config.get("command")));
+        out.member("args", |o| match config.get("args") {
+            None | Some(Value::Null) => o.push_str("[]"),
+            Some(v) => write_json(o, v),
+        });
+        out.member("cwd", |o| write_or_null(o, config.get("cwd")));
+        out.member("env", |o| write_sorted_entries(o, config.get("env")));
+        for key in ["url", "httpUrl", "tcp"] {
+            out.member(key, |o| write_or_null(o, config.get(key)));
+        }
+        out.member("headers", |o| {
+            write_sorted_entries(o, config.get("headers"))
+        });
+        out.member("timeout", |o| write_or_null(o, config.get("timeout")));
+        let oauth = canonical_oauth(config.get("oauth"))?;
+        out.member("oauth", |o| write_json(o, &oauth));
+        for key in ["authProviderType", "targetAudience", "targetServiceAccount"] {
+            out.member(key, |o| write_or_null(o, config.get(key)));
+        }
+        Ok(out.finish())
+    }
+
+    /// The session view of SPEC §2.2 ([`session_view_json`]).
+    ///
+    /// # Errors
+    /// As [`session_view_json`].
+    pub fn session_view(config: &ServerConfig) -> Result<Self, IdentityError> {
+        let include = sorted_spread(config.get("includeTools"), "includeTools")?;
+        let exclude = sorted_spread(config.get("excludeTools"), "excludeTools")?;
+        let mut out = Canonical::with_capacity(64);
+        out.member("trust", |o| write_or_null(o, config.get("trust")));
+        out.member("includeTools", |o| write_json(o, &include));
+        out.member("excludeTools", |o| write_json(o, &exclude));
+        Ok(out.finish())
+    }
+
+    /// The members whose values print differently in `self` and `other`
+    /// (two texts of the same kind), in text order.
+    pub fn differing(&self, other: &Self) -> Vec<&'static str> {
+        self.spans
+            .iter()
+            .zip(&other.spans)
+            .filter(|((_, a), (_, b))| self.text.get(a.clone()) != other.text.get(b.clone()))
+            .map(|((name, _), _)| *name)
+            .collect()
+    }
+
+    fn with_capacity(capacity: usize) -> Self {
+        Canonical {
+            text: String::with_capacity(capacity),
+            spans: Vec::with_capacity(14),
+        }
+    }
+
+    fn member(&mut self, name: &'static str, write: impl FnOnce(&mut String)) {
+        self.text.push(if self.text.is_empty() { '{' } else { ',' });
+        write_json_string(&mut self.text, name);
+        self.text.push(':');
+        let start = self.text.len();
+        write(&mut self.text);
+        self.spans.push((name, start..self.text.len()));
+    }
+
+    fn finish(mut self) -> Self {
+        self.text.push('}');
+        self
+    }
+}
+
+impl PartialEq for Canonical {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Canonical {}
+
+/// `value ?? null` as JSON.
+fn write_or_null(out: &mut String, value: Option<&Value>) {
+    match value {
+        None => out.push_str("null"),
+        Some(v) => write_json(out, v),
+    }
+}
+
+/// `[...value]` would not throw: an array or a string.
+fn iterable(value: &Value, field: &'static str) -> Result<(), IdentityError> {
+    match value {
+        Value::Array(_) | Value::String(_) => Ok(()),
+        other => Err(IdentityError::NotIterable {
+            field,
+            found: other.to_json(),
+        }),
+    }
 }
 
 /// Approval hash of `config` (SPEC §2.3).
@@ -162,13 +284,10 @@ pub fn session_view_json(config: &ServerConfig) -> Result<String, IdentityError>
 /// a key named `__proto__` is swallowed by the prototype setter there, so it
 /// never reaches the hashed text here either.
 pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
-    let mut behavioral = Object::new();
-    for (key, value) in &config.0 {
-        if !matches!(key.as_str(), "scope" | "extensionName" | "description") {
-            behavioral.insert(key.clone(), value.clone());
-        }
-    }
-    let text = sorted_deep(&Value::Object(behavioral)).to_json();
+    let mut text = String::with_capacity(256);
+    write_sorted_object(&mut text, &config.0, |key| {
+        !matches!(key, "scope" | "extensionName" | "description")
+    });
     ApprovalHash(sha256_hex(text.as_bytes()))
 }
 
@@ -177,25 +296,54 @@ pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
 /// used by the language-server identities of §14.2). A `__proto__` key is
 /// dropped, as the TypeScript host's rebuild by assignment drops it.
 pub fn sorted_json(value: &Value) -> String {
-    sorted_deep(value).to_json()
+    let mut out = String::with_capacity(128);
+    write_sorted(&mut out, value);
+    out
 }
 
-fn sorted_deep(value: &Value) -> Value {
+/// Writes [`sorted_json`] of `value` straight into `out` (no re-built copy).
+fn write_sorted(out: &mut String, value: &Value) {
     match value {
-        Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().filter(|k| *k != "__proto__").collect();
-            keys.sort_by(|a, b| cmp_utf16(a, b));
-            let mut sorted = Object::new();
-            for key in keys {
-                if let Some(v) = object.get(key) {
-                    sorted.insert(key.clone(), sorted_deep(v));
+        Value::Object(object) => write_sorted_object(out, object, |_| true),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
                 }
+                write_sorted(out, item);
             }
-            Value::Object(sorted)
+            out.push(']');
         }
-        Value::Array(items) => Value::Array(items.iter().map(sorted_deep).collect()),
-        other => other.clone(),
+        other => write_json(out, other),
     }
+}
+
+/// Writes the members of `object` that `keep` accepts, sorted, as a JSON
+/// object. The TypeScript host assigns the sorted keys to a fresh object, so
+/// they come out in ECMAScript property order: integer-like keys first in
+/// numeric order, then the rest in UTF-16 code unit order.
+fn write_sorted_object(out: &mut String, object: &Object, keep: impl Fn(&str) -> bool) {
+    let mut members: Vec<(&String, &Value)> = object
+        .iter()
+        .filter(|(key, _)| *key != "__proto__" && keep(key))
+        .collect();
+    members.sort_by(|(a, _), (b, _)| match (array_index(a), array_index(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => cmp_utf16(a, b),
+    });
+    out.push('{');
+    for (i, (key, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_string(out, key);
+        out.push(':');
+        write_sorted(out, value);
+    }
+    out.push('}');
 }
 
 /// Lowercase hex sha256 of `bytes`.
@@ -268,15 +416,11 @@ fn sorted_spread(value: Option<&Value>, field: &'static str) -> Result<Value, Id
 
 /// `[...value].sort()` for a value known to be present.
 fn spread_sorted(value: &Value, field: &'static str) -> Result<Value, IdentityError> {
+    iterable(value, field)?;
     let mut items = match value {
         Value::Array(items) => items.clone(),
         Value::String(s) => s.chars().map(|c| Value::String(c.to_string())).collect(),
-        other => {
-            return Err(IdentityError::NotIterable {
-                field,
-                found: other.to_json(),
-            })
-        }
+        _ => Vec::new(),
     };
     js_sort(&mut items);
     Ok(Value::Array(items))
@@ -316,27 +460,57 @@ fn canonical_oauth(value: Option<&Value>) -> Result<Value, IdentityError> {
     Ok(Value::Object(canonical))
 }
 
-trait OrElseNull {
-    fn or_else(self, f: impl FnOnce() -> Value) -> Value;
-}
-
-impl OrElseNull for Value {
-    /// `value ?? fallback` where `value` came from [`ServerConfig::get_or_null`].
-    fn or_else(self, f: impl FnOnce() -> Value) -> Value {
-        if self.is_null() {
-            f()
-        } else {
-            self
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cfg(text: &str) -> ServerConfig {
         ServerConfig::from_json(text).expect("a config object")
+    }
+
+    #[test]
+    fn differing_members_are_those_whose_parsed_values_differ() {
+        // The spans must cover exactly each member's value: the members a
+        // pair differs in are those whose values in the parsed texts differ.
+        let configs = [
+            r#"{"command":"a","args":["1"],"env":{"B":"2","A":"1"}}"#,
+            r#"{"command":"a","args":["1"],"env":{"A":"1","B":"2"}}"#,
+            r#"{"command":"a","args":["1",{"x":1}],"env":{"A":"1"},"cwd":"/x"}"#,
+            r#"{"command":"a","trust":true,"includeTools":["b","a"]}"#,
+            r#"{"command":"a","trust":false,"excludeTools":"ab","timeout":-0}"#,
+            r#"{"httpUrl":"https://x","headers":{"H":"\"v\""},"timeout":0}"#,
+            r#"{"url":"https://x","oauth":{"enabled":true,"scopes":["b","a"]}}"#,
+            r#"{"type":"sdk","command":"a"}"#,
+        ];
+        let parsed = |c: &Canonical| match crate::json::parse(&c.text) {
+            Ok(Value::Object(o)) => o,
+            other => panic!("not an object: {other:?}"),
+        };
+        for a in configs {
+            for b in configs {
+                let (a, b) = (cfg(a), cfg(b));
+                let pairs = [
+                    (
+                        Canonical::fingerprint(&a).expect("id"),
+                        Canonical::fingerprint(&b).expect("id"),
+                    ),
+                    (
+                        Canonical::session_view(&a).expect("view"),
+                        Canonical::session_view(&b).expect("view"),
+                    ),
+                ];
+                for (x, y) in pairs {
+                    let (px, py) = (parsed(&x), parsed(&y));
+                    let expected: Vec<&str> = px
+                        .iter()
+                        .filter(|(k, v)| py.get(k).map(Value::to_json) != Some(v.to_json()))
+                        .map(|(k, _)| k.as_str())
+                        .collect();
+                    assert_eq!(x.differing(&y), expected, "{} vs {}", x.text, y.text);
+                    assert_eq!(x == y, expected.is_empty());
+                }
+            }
+        }
     }
 
     #[test]

@@ -429,39 +429,61 @@ pub fn fast_deep_equal(a: &Value, b: &Value) -> Result<bool, DeepEqualError> {
             Ok(true)
         }
         (Value::Object(x), Value::Object(y)) => {
-            // `a.constructor !== b.constructor`: an own member shadows Object.
-            match (x.get("constructor"), y.get("constructor")) {
-                (None, None) => {}
-                (Some(p), Some(q)) if is_primitive(p) && is_primitive(q) => {
-                    if !strict_equal(p, q) {
-                        return Ok(false);
-                    }
-                }
-                _ => return Ok(false),
-            }
-            for name in ["valueOf", "toString"] {
-                if x.contains_key(name) {
-                    return Err(DeepEqualError(if name == "valueOf" {
-                        "valueOf"
-                    } else {
-                        "toString"
-                    }));
-                }
-            }
-            if x.len() != y.len() || x.keys().rev().any(|k| !y.contains_key(k)) {
-                return Ok(false);
-            }
-            for (key, p) in x.iter().rev() {
-                let q = y.get(key).unwrap_or(&Value::Null);
-                if !fast_deep_equal(p, q)? {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
+            fast_deep_equal_objects(x, y, fast_deep_equal, |q| Some(q))
         }
         (Value::Array(_), Value::Object(_)) | (Value::Object(_), Value::Array(_)) => Ok(false),
         _ => Ok(strict_equal(a, b)),
     }
+}
+
+/// The object case of [`fast_deep_equal`], for an `y` whose members are any
+/// JSON-like type: `member` compares a member of `x` with one of `y`, and
+/// `primitive` is the member of `y` as a primitive value (`None` for an object
+/// or array). Lets a typed map (name → server config) be compared with a
+/// parsed one without first copying it into a [`Value`].
+///
+/// # Errors
+/// [`DeepEqualError`] where the package throws.
+pub fn fast_deep_equal_objects<V>(
+    x: &Object,
+    y: &Object<V>,
+    member: impl Fn(&Value, &V) -> Result<bool, DeepEqualError>,
+    primitive: impl Fn(&V) -> Option<&Value>,
+) -> Result<bool, DeepEqualError> {
+    // `a.constructor !== b.constructor`: an own member shadows Object.
+    match (x.get("constructor"), y.get("constructor").map(&primitive)) {
+        (None, None) => {}
+        (Some(p), Some(Some(q))) if is_primitive(p) && is_primitive(q) => {
+            if !strict_equal(p, q) {
+                return Ok(false);
+            }
+        }
+        _ => return Ok(false),
+    }
+    for name in ["valueOf", "toString"] {
+        if x.contains_key(name) {
+            return Err(DeepEqualError(if name == "valueOf" {
+                "valueOf"
+            } else {
+                "toString"
+            }));
+        }
+    }
+    if x.len() != y.len() || x.keys().rev().any(|k| !y.contains_key(k)) {
+        return Ok(false);
+    }
+    for (key, p) in x.iter().rev() {
+        match y.get(key) {
+            Some(q) => {
+                if !member(p, q)? {
+                    return Ok(false);
+                }
+            }
+            // Unreachable after the key check; `undefined` would not equal a member.
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 fn is_primitive(v: &Value) -> bool {

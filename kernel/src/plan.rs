@@ -10,7 +10,7 @@
 
 use crate::config::{ServerConfig, Servers, Transport};
 use crate::gating::{Gate, Gating, Reason};
-use crate::identity::{self, ConnectionId, IdentityError};
+use crate::identity::{self, Canonical, ConnectionId, IdentityError};
 use crate::json::{self, whole_number, Object, Value};
 
 use crate::time::Millis;
@@ -411,8 +411,8 @@ fn new_connection_id(
         name: name.to_owned(),
         source,
     };
-    if mode == Mode::Session && may_lack_identity(config, mode) {
-        identity::session_view_json(config).map_err(no_identity)?;
+    if mode == Mode::Session {
+        identity::check_session_view(config).map_err(no_identity)?;
     }
     identity::connection_id(name, config).map_err(no_identity)
 }
@@ -436,48 +436,41 @@ fn identity_change(
         source,
     };
     // Identical configs have identical identities: the common case of a
-    // large, mostly unchanged config costs no hashing at all.
+    // large, mostly unchanged config costs no hashing and no printing, only
+    // the check that the identity exists at all.
     if same_config(live, wanted) {
-        if may_lack_identity(wanted, mode) {
-            Canonical::of(wanted, mode).map_err(no_identity)?;
+        identity::check_fingerprint(wanted).map_err(no_identity)?;
+        if mode == Mode::Session {
+            identity::check_session_view(wanted).map_err(no_identity)?;
         }
         return Ok(None);
     }
-    let before = Canonical::of(live, mode).map_err(no_identity)?;
-    let after = Canonical::of(wanted, mode).map_err(no_identity)?;
+    let before = Identity::of(live, mode).map_err(no_identity)?;
+    let after = Identity::of(wanted, mode).map_err(no_identity)?;
     if before == after {
         return Ok(None);
     }
     Ok(Some(Change {
-        from: identity::connection_id(name, live).map_err(no_identity)?,
-        to: identity::connection_id(name, wanted).map_err(no_identity)?,
+        from: identity::connection_id_of(name, &before.fingerprint.text),
+        to: identity::connection_id_of(name, &after.fingerprint.text),
         fields: before.changed_fields(&after, live, wanted),
     }))
 }
 
-/// Whether computing the identity of `config` can fail at all: only the
-/// list-valued fields can be malformed (`oauth.scopes` / `oauth.audiences`,
-/// and in session mode the tool filters; see [`identity::session_key`]).
-fn may_lack_identity(config: &ServerConfig, mode: Mode) -> bool {
-    config.get("oauth").is_some()
-        || (mode == Mode::Session
-            && (config.get("includeTools").is_some() || config.get("excludeTools").is_some()))
-}
-
-/// The canonical text an identity hashes: the connection fingerprint, plus
+/// The canonical texts an identity hashes: the connection fingerprint, plus
 /// the session view in session mode. Equal texts ⇔ equal identities.
 #[derive(PartialEq, Eq)]
-struct Canonical {
-    fingerprint: String,
-    view: Option<String>,
+struct Identity {
+    fingerprint: Canonical,
+    view: Option<Canonical>,
 }
 
-impl Canonical {
+impl Identity {
     fn of(config: &ServerConfig, mode: Mode) -> Result<Self, IdentityError> {
-        Ok(Canonical {
-            fingerprint: identity::fingerprint_json(config)?,
+        Ok(Identity {
+            fingerprint: Canonical::fingerprint(config)?,
             view: match mode {
-                Mode::Session => Some(identity::session_view_json(config)?),
+                Mode::Session => Some(Canonical::session_view(config)?),
                 Mode::Pool => None,
             },
         })
@@ -492,29 +485,21 @@ impl Canonical {
         live: &ServerConfig,
         wanted: &ServerConfig,
     ) -> Vec<String> {
-        let mut fields = differing_members(&self.fingerprint, &after.fingerprint);
+        let mut fields = self.fingerprint.differing(&after.fingerprint);
         if let (Some(before), Some(after)) = (&self.view, &after.view) {
-            fields.extend(differing_members(before, after));
+            fields.extend(before.differing(after));
         }
-        fields.retain(|f| f != "transport");
+        let mut fields: Vec<String> = fields
+            .into_iter()
+            .filter(|f| *f != "transport")
+            .map(str::to_owned)
+            .collect();
         if (live.transport() == Transport::Sdk) != (wanted.transport() == Transport::Sdk) {
             fields.push("type".to_owned());
         }
         json::sort_strings(&mut fields);
         fields
     }
-}
-
-/// The keys of two JSON object texts (same keys, as canonical forms have)
-/// whose values differ.
-fn differing_members(a: &str, b: &str) -> Vec<String> {
-    let (Ok(Value::Object(a)), Ok(Value::Object(b))) = (json::parse(a), json::parse(b)) else {
-        return Vec::new();
-    };
-    a.iter()
-        .filter(|(key, value)| !b.get(key).is_some_and(|other| same_json(value, other)))
-        .map(|(key, _)| key.clone())
-        .collect()
 }
 
 /// Same top-level members (in any order) with values that print as the

@@ -169,9 +169,11 @@ pub fn assemble(layers: &[Layer]) -> Assembled {
     // Stable: same-kind layers stay in list order.
     ordered.sort_by_key(|layer| layer.source);
 
+    // Only extension layers ask who else claims a name; most sessions have none.
+    let has_extensions = layers.iter().any(|l| l.source == LayerSource::Extension);
     let claimed: HashSet<&str> = layers
         .iter()
-        .filter(|layer| layer.source != LayerSource::Extension)
+        .filter(|layer| has_extensions && layer.source != LayerSource::Extension)
         .flat_map(|layer| layer.servers.keys().map(String::as_str))
         .collect();
     let mut extension_names: HashSet<&str> = HashSet::new();

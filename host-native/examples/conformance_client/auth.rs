@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use mcp_reconcile::auth::{login, OAuthEntry};
-use mcp_reconcile::transport::{connect, ConnectErrorKind, ConnectOptions, Connection};
+use mcp_reconcile::transport::{connect, ConnectErrorKind, Connection};
 use mcp_reconcile_kernel::ServerConfig;
 use tokio::sync::mpsc;
 
@@ -107,6 +107,10 @@ async fn use_tools(
         match conn.call_tool(tool, Some(Default::default())).await {
             Ok(result) => eprintln!("{tool} → {:?}", result.content),
             Err(e) => {
+                // What a user's client sees: the host names the fix.
+                if !e.message.contains("needs more access") {
+                    bail!("{tool} failed, but not as a step-up: {}", e.message);
+                }
                 eprintln!("{tool} refused ({e}); authorizing again for the scopes it needs");
                 conn.close().await;
                 authorize(url, entry).await?;
@@ -124,25 +128,20 @@ async fn use_tools(
 
 async fn connect_once(config: &ServerConfig) -> Result<Connection, ConnectErrorKind> {
     let (events, _rx) = mpsc::unbounded_channel();
-    let options = ConnectOptions {
-        generation: 1,
-        events,
-        handshake_timeout: Duration::from_secs(10),
-        base_dir: None,
-        launch: None,
-        elicitation: None,
-    };
-    connect("conformance", config, options).await.map_err(|e| {
-        eprintln!("connect: {}", e.message);
-        e.kind
-    })
+    connect("conformance", config, super::options(events, None))
+        .await
+        .map_err(|e| {
+            eprintln!("connect: {}", e.message);
+            e.kind
+        })
 }
 
 /// The login of `mcp-reconcile auth NAME`, with a browser that says yes.
 async fn authorize(url: &str, entry: &OAuthEntry) -> anyhow::Result<()> {
     let browser = Arc::new(std::sync::Mutex::new(None));
     let slot = browser.clone();
-    let login = login(url, entry, None, move |auth_url: &str| {
+    let store = mcp_reconcile::auth::token_store(None, "conformance", url, entry)?;
+    let login = login(store, url, entry, None, move |auth_url: &str| {
         let task = tokio::spawn(browse(auth_url.to_owned()));
         *slot.lock().expect("browser slot") = Some(task);
     });

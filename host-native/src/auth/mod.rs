@@ -9,6 +9,7 @@
 //! line the host writes contains one.
 
 mod grant;
+mod qwen;
 pub mod store;
 
 use std::time::SystemTime;
@@ -23,7 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 pub use grant::client_credentials;
-pub use store::{TokenStore, DYNAMIC_CLIENT};
+pub use store::{TokenFile, TokenFormat, TokenStore, DYNAMIC_CLIENT};
 
 /// The `oauth` fields of an entry that the host uses (SPEC §2 names them all; the whole
 /// `oauth` object takes part in the server's identity, so an edit to any field reconnects
@@ -145,17 +146,26 @@ fn loopback_redirect(redirect: &str) -> Result<(std::net::SocketAddr, String), A
     Ok(((ip, port).into(), url.path().to_owned()))
 }
 
-/// The token store of the server at `url` configured as `entry`, in the default token file.
+/// The token store of the server `name` at `url` configured as `entry`, in `file` (`None`:
+/// this host's default token file).
 ///
 /// # Errors
-/// Neither `XDG_CONFIG_HOME` nor `HOME` is set.
-pub fn token_store(url: &str, entry: &OAuthEntry) -> Result<TokenStore, AuthError> {
-    let path = store::default_path().ok_or_else(|| {
-        AuthError::CredentialStoreError(
-            "cannot place the token file: set XDG_CONFIG_HOME or HOME".into(),
-        )
-    })?;
-    Ok(TokenStore::new(path, url, entry.client_key()))
+/// No file is given and neither `XDG_CONFIG_HOME` nor `HOME` is set.
+pub fn token_store(
+    file: Option<&TokenFile>,
+    name: &str,
+    url: &str,
+    entry: &OAuthEntry,
+) -> Result<TokenStore, AuthError> {
+    let file = match file {
+        Some(file) => file.clone(),
+        None => TokenFile::native(store::default_path().ok_or_else(|| {
+            AuthError::CredentialStoreError(
+                "cannot place the token file: set XDG_CONFIG_HOME or HOME".into(),
+            )
+        })?),
+    };
+    Ok(TokenStore::new(file, name, url, entry.client_key()))
 }
 
 /// An authorization manager for the server at `url` on the host's HTTP client, with `store`
@@ -189,7 +199,7 @@ pub struct LoggedIn {
     pub expires: Option<SystemTime>,
 }
 
-/// Runs the interactive authorization for the server at `url`: discovers its authorization
+/// Runs the interactive authorization for the server at `url` (its tokens in `store`): discovers its authorization
 /// server, registers a client (unless `entry` names one), listens for the redirect on
 /// 127.0.0.1, hands the authorization URL to `show`, exchanges the code (PKCE) and stores the
 /// tokens. A client-credentials entry fetches its tokens at once (no browser; `base_dir`
@@ -199,13 +209,13 @@ pub struct LoggedIn {
 /// Discovery, registration, the redirect or the token exchange failed (the message says
 /// which); never contains a token.
 pub async fn login(
+    store: TokenStore,
     url: &str,
     entry: &OAuthEntry,
     base_dir: Option<&std::path::Path>,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, AuthError> {
     use rmcp::transport::auth::CredentialStore;
-    let store = token_store(url, entry)?;
     let path = store.path().to_path_buf();
     if entry.client_credentials {
         let manager = manager(url, entry, store.clone()).await?;
@@ -348,15 +358,6 @@ async fn probe_challenge(url: &str) -> Option<String> {
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-}
-
-/// Forgets the stored tokens of the server at `url`.
-///
-/// # Errors
-/// The token file cannot be read or written.
-pub async fn logout(url: &str, entry: &OAuthEntry) -> Result<(), AuthError> {
-    use rmcp::transport::auth::CredentialStore;
-    token_store(url, entry)?.clear().await
 }
 
 /// Waits for the browser's redirect to `path` and answers it; returns the full redirect URL

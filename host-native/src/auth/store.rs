@@ -37,21 +37,55 @@ pub fn default_path() -> Option<PathBuf> {
     Some(base.join("mcp-reconcile/oauth-tokens.json"))
 }
 
+/// Which token file a session uses, and in which format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenFile {
+    /// The credentials.
+    pub path: PathBuf,
+    pub format: TokenFormat,
+    /// Where the servers' last challenges are kept (this host's own file: the TypeScript
+    /// CLI's has no place for them).
+    pub challenges: PathBuf,
+}
+
+/// The layout of a [`TokenFile`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenFormat {
+    /// This host's: credentials per server URL and client (the module docs).
+    Native,
+    /// The TypeScript (qwen-code) CLI's `mcp-oauth-tokens.json`: an array of credentials per
+    /// server name ([`super::qwen`]).
+    Qwen,
+}
+
+impl TokenFile {
+    /// This host's own file at `path`.
+    pub fn native(path: PathBuf) -> Self {
+        TokenFile {
+            challenges: path.clone(),
+            path,
+            format: TokenFormat::Native,
+        }
+    }
+}
+
 /// One server's credentials in the token file: a [`CredentialStore`] for rmcp's
 /// `AuthorizationManager`.
 #[derive(Clone, Debug)]
 pub struct TokenStore {
-    path: PathBuf,
+    file: TokenFile,
+    name: String,
     url: String,
     client: String,
 }
 
 impl TokenStore {
-    /// The credentials of the server at `url` for `client` (a configured client id, or
-    /// [`DYNAMIC_CLIENT`]) in the file at `path`.
-    pub fn new(path: PathBuf, url: &str, client: &str) -> Self {
+    /// The credentials of the server `name` at `url` for `client` (a configured client id,
+    /// or [`DYNAMIC_CLIENT`]) in `file`.
+    pub fn new(file: TokenFile, name: &str, url: &str, client: &str) -> Self {
         TokenStore {
-            path,
+            file,
+            name: name.to_owned(),
             url: url.to_owned(),
             client: client.to_owned(),
         }
@@ -59,7 +93,7 @@ impl TokenStore {
 
     /// The file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.file.path
     }
 
     /// When the stored access token expires, if the server said.
@@ -81,7 +115,10 @@ impl TokenStore {
     }
 
     fn read(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let file = read_file(&self.path)?;
+        let file = read_file(&self.file.path)?;
+        if self.file.format == TokenFormat::Qwen {
+            return Ok(super::qwen::find(&file, &self.name, &self.url, now_secs()));
+        }
         let Some(entry) = file
             .get("servers")
             .and_then(|s| s.get(&self.url))
@@ -91,7 +128,12 @@ impl TokenStore {
         };
         serde_json::from_value(entry.clone())
             .map(Some)
-            .map_err(|e| store_error(&self.path, &format!("an entry is not credentials ({e})")))
+            .map_err(|e| {
+                store_error(
+                    &self.file.path,
+                    &format!("an entry is not credentials ({e})"),
+                )
+            })
     }
 
     /// The `WWW-Authenticate` challenge a connection to this server last met (a `401`, or a
@@ -100,7 +142,7 @@ impl TokenStore {
     /// # Errors
     /// The file cannot be read or is not a token file.
     pub fn challenge(&self) -> Result<Option<String>, AuthError> {
-        Ok(read_file(&self.path)?
+        Ok(read_file(&self.file.challenges)?
             .get("challenges")
             .and_then(|c| c.get(&self.url))
             .and_then(Value::as_str)
@@ -114,9 +156,8 @@ impl TokenStore {
     pub async fn record_challenge(&self, challenge: String) -> Result<(), AuthError> {
         let store = self.clone();
         blocking(move || {
-            store.update(|root, url, _| {
-                object_at(root, "challenges").insert(url.to_owned(), Value::String(challenge));
-                Ok(())
+            store.update_object(&store.file.challenges, |root| {
+                object_at(root, "challenges").insert(store.url.clone(), Value::String(challenge));
             })
         })
         .await
@@ -125,56 +166,84 @@ impl TokenStore {
     /// Replaces (or with `None` removes) this server's credentials; storing new ones also
     /// forgets the challenge they answered.
     fn put(&self, credentials: Option<StoredCredentials>) -> Result<(), AuthError> {
-        let value = credentials
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| store_error(&self.path, &e.to_string()))?;
-        self.update(|root, url, client| {
-            if let Some(value) = value {
-                object_at(object_at(root, "servers"), url).insert(client.to_owned(), value);
+        let (url, client) = (self.url.as_str(), self.client.as_str());
+        if self.file.format == TokenFormat::Qwen {
+            update(&self.file.path, |file| {
+                super::qwen::put(file, &self.name, url, credentials.as_ref());
+            })?;
+        } else {
+            let value = credentials
+                .as_ref()
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|e| store_error(&self.file.path, &e.to_string()))?;
+            self.update_object(&self.file.path, |root| {
+                let servers = object_at(root, "servers");
+                match value {
+                    Some(value) => {
+                        object_at(servers, url).insert(client.to_owned(), value);
+                    }
+                    None => {
+                        if let Some(clients) = servers.get_mut(url).and_then(Value::as_object_mut) {
+                            clients.remove(client);
+                            if clients.is_empty() {
+                                servers.remove(url);
+                            }
+                        }
+                    }
+                }
+            })?;
+        }
+        if credentials.is_some() && self.challenge()?.is_some() {
+            self.update_object(&self.file.challenges, |root| {
                 if let Some(challenges) = root.get_mut("challenges").and_then(Value::as_object_mut)
                 {
                     challenges.remove(url);
                 }
-                return Ok(());
-            }
-            let servers = object_at(root, "servers");
-            if let Some(clients) = servers.get_mut(url).and_then(Value::as_object_mut) {
-                clients.remove(client);
-                if clients.is_empty() {
-                    servers.remove(url);
-                }
-            }
-            Ok(())
-        })
+            })?;
+        }
+        Ok(())
     }
 
-    /// Read, change with `change(root, url, client)`, write back atomically, all under the
-    /// directory lock so two processes never lose each other's writes.
-    fn update(
+    /// [`update`] of one of this host's own files (a JSON object with `"version": 1`).
+    fn update_object(
         &self,
-        change: impl FnOnce(&mut Map<String, Value>, &str, &str) -> Result<(), AuthError>,
+        path: &Path,
+        change: impl FnOnce(&mut Map<String, Value>),
     ) -> Result<(), AuthError> {
-        let dir = self
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)
-            .map_err(|e| store_error(&self.path, &format!("cannot create its directory: {e}")))?;
-        let _lock = lock_dir(dir).map_err(|e| store_error(&self.path, &format!("{e:#}")))?;
-        let mut file = read_file(&self.path)?;
-        if !file.is_object() {
-            file = Value::Object(Map::new());
-        }
-        let root = file.as_object_mut().expect("an object");
-        root.insert("version".into(), 1.into());
-        change(root, &self.url, &self.client)?;
-        let text = serde_json::to_string_pretty(&file)
-            .map_err(|e| store_error(&self.path, &e.to_string()))?;
-        write_atomic(&self.path, text.as_bytes())
-            .map_err(|e| store_error(&self.path, &format!("cannot write it: {e}")))
+        update(path, |file| {
+            if !file.is_object() {
+                *file = Value::Object(Map::new());
+            }
+            let root = file.as_object_mut().expect("an object");
+            root.insert("version".into(), 1.into());
+            change(root);
+        })
     }
+}
+
+/// Read the file at `path` (`null` when missing), change it, write it back atomically (mode
+/// 0600), all under the directory lock so two processes never lose each other's writes.
+fn update(path: &Path, change: impl FnOnce(&mut Value)) -> Result<(), AuthError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| store_error(path, &format!("cannot create its directory: {e}")))?;
+    let _lock = lock_dir(dir).map_err(|e| store_error(path, &format!("{e:#}")))?;
+    let mut file = read_file(path)?;
+    change(&mut file);
+    let text =
+        serde_json::to_string_pretty(&file).map_err(|e| store_error(path, &e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+        .map_err(|e| store_error(path, &format!("cannot write it: {e}")))
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The object under `key` in `parent`, made one if it is missing or something else.
@@ -258,8 +327,9 @@ mod tests {
     async fn credentials_are_kept_per_url_and_client_in_a_private_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("sub/oauth-tokens.json");
-        let a = TokenStore::new(path.clone(), "http://127.0.0.1:1/mcp", DYNAMIC_CLIENT);
-        let b = TokenStore::new(path.clone(), "http://127.0.0.1:2/mcp", DYNAMIC_CLIENT);
+        let file = TokenFile::native(path.clone());
+        let a = TokenStore::new(file.clone(), "a", "http://127.0.0.1:1/mcp", DYNAMIC_CLIENT);
+        let b = TokenStore::new(file, "b", "http://127.0.0.1:2/mcp", DYNAMIC_CLIENT);
         assert!(a.load().await.expect("no file yet").is_none());
         a.save(credentials("tok-a")).await.expect("save a");
         b.save(credentials("tok-b")).await.expect("save b");
@@ -285,5 +355,23 @@ mod tests {
         a.clear().await.expect("clear");
         assert!(a.load().await.expect("load").is_none());
         assert!(b.load().await.expect("load").is_some(), "b untouched");
+    }
+
+    #[tokio::test]
+    async fn a_challenge_is_kept_per_url_until_new_credentials_answer_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("oauth-tokens.json");
+        let file = TokenFile::native(path.clone());
+        let a = TokenStore::new(file.clone(), "a", "http://127.0.0.1:1/mcp", DYNAMIC_CLIENT);
+        let b = TokenStore::new(file, "b", "http://127.0.0.1:2/mcp", DYNAMIC_CLIENT);
+        assert_eq!(a.challenge().expect("no file"), None);
+        let step_up = r#"Bearer error="insufficient_scope", scope="read write""#;
+        a.record_challenge(step_up.to_owned()).await.expect("keep");
+        b.record_challenge("Bearer".to_owned()).await.expect("keep");
+        assert_eq!(a.challenge().expect("read").as_deref(), Some(step_up));
+        a.save(credentials("tok-a")).await.expect("save");
+        assert_eq!(a.challenge().expect("read"), None, "answered by the login");
+        assert_eq!(b.challenge().expect("read").as_deref(), Some("Bearer"));
+        assert!(a.load().await.expect("load").is_some());
     }
 }

@@ -135,6 +135,16 @@ pub struct ServeArgs {
     /// (`chmod 600`).
     #[arg(long, value_name = "PATH", requires = "http")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Offer only the configured server NAME, under its own tool, prompt and resource names
+    /// (no `mcp__NAME__` prefix); hot reload, approvals and supervision work as ever.
+    #[arg(long, value_name = "NAME")]
+    pub passthrough: Option<String>,
+    /// With --http: accept requests without the bearer token (still loopback only, still
+    /// refusing foreign Host and Origin headers). Any local process of any user can then call
+    /// every admitted server's tools; meant for clients that cannot send a token, such as the
+    /// MCP conformance suite. Warns on stderr.
+    #[arg(long, requires = "http", conflicts_with = "token_file")]
+    pub no_auth: bool,
     /// With --http: let browser pages from ORIGIN call (exact match, e.g.
     /// http://localhost:5173; repeatable). Requests with any other Origin
     /// header are refused (403); requests without one are not affected.

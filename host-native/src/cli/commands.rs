@@ -58,8 +58,11 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
     };
     let entry = OAuthEntry::of(config);
     let masked = mcp_reconcile::redact::mask_url(url);
+    let store = auth::token_store(Some(&inputs.paths().oauth_tokens), &args.name, url, &entry)?;
     if args.logout {
-        auth::logout(url, &entry)
+        use rmcp::transport::auth::CredentialStore;
+        store
+            .clear()
             .await
             .with_context(|| format!("cannot forget the tokens of server \"{name}\""))?;
         println!(
@@ -69,7 +72,7 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let project = std::path::Path::new(inputs.project_root());
-    let logged_in = auth::login(url, &entry, Some(project), |auth_url| {
+    let logged_in = auth::login(store, url, &entry, Some(project), |auth_url| {
         println!("Open this URL to authorize server \"{name}\":");
         println!("{}", display::safe(auth_url));
         let _ = io::stdout().flush();
@@ -161,11 +164,12 @@ fn join_names(value: &Value) -> String {
 /// `status`: the running session's view, or what the files say when none
 /// runs (nothing is started).
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
-    let inputs = Inputs::new(&args.layers.options())?;
+    let mut inputs = Inputs::new(&args.layers.options())?;
+    let authorized = authorized_until(&mut inputs);
     let inputs_id = inputs.session_id();
     let inputs_dir = mcp_reconcile::daemon::socket_dir(inputs.env());
     let live = client::ask(&inputs, &SessionRequest::Status).await;
-    let (servers, errors) = match live {
+    let (mut servers, errors) = match live {
         Ok(Some(report)) => (
             report
                 .get("servers")
@@ -182,6 +186,14 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
             (report["servers"].clone(), report["errors"].clone())
         }
     };
+    for server in servers.as_array_mut().into_iter().flatten() {
+        let name = server.get("name").and_then(Value::as_str).unwrap_or("");
+        if server.get("kind").and_then(Value::as_str) == Some("mcp") {
+            if let Some(until) = authorized.get(name) {
+                server["authorizedUntil"] = Value::String(until.clone());
+            }
+        }
+    }
     let errors: Vec<String> = errors
         .as_array()
         .into_iter()
@@ -222,6 +234,25 @@ async fn daemon_sessions_text(id: &str, dir: &std::path::Path) -> String {
         ));
     }
     out
+}
+
+/// When the stored OAuth tokens of each configured streamable-HTTP server expire (a server
+/// without tokens, or whose tokens say no expiry, is left out). Only the time is read from the
+/// token file; no token leaves it.
+fn authorized_until(inputs: &mut Inputs) -> std::collections::BTreeMap<String, String> {
+    use mcp_reconcile::auth::{token_store, OAuthEntry};
+    let snapshot = inputs.load(None);
+    assemble(&snapshot.layers)
+        .servers
+        .iter()
+        .filter_map(|(name, config)| {
+            let url = config.str_field("httpUrl").filter(|u| !u.is_empty())?;
+            let file = Some(&inputs.paths().oauth_tokens);
+            let store = token_store(file, name, url, &OAuthEntry::of(config)).ok()?;
+            let expires = store.expiry().ok().flatten()?;
+            Some((name.clone(), httpdate(expires)))
+        })
+        .collect()
 }
 
 /// `approve` / `reject`: stores the decision for the named (or every

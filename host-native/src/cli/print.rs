@@ -149,6 +149,9 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         if let Some(approval) = s.get("approval").and_then(Value::as_str) {
             let _ = write!(line, " [{}]", safe(approval));
         }
+        if let Some(until) = s.get("authorizedUntil").and_then(Value::as_str) {
+            let _ = write!(line, " authorized until {}", safe(until));
+        }
         if let Some(error) = s.get("lastError").and_then(Value::as_str) {
             let _ = write!(line, " — {}", safe_multiline(error));
         }

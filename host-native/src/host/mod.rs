@@ -190,6 +190,7 @@ impl Host {
         let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
         let kind = Mcp {
             base_dir: Some(inputs.project_dir().to_path_buf()),
+            tokens: Some(inputs.paths().oauth_tokens.clone()),
         };
         let supervisor = Supervisor::new(kind, options.parallelism, options.clock.clone());
         let lsp = LanguageServers::new(

@@ -2,6 +2,7 @@
 //! the XDG and qwen-code default locations, and the environment they are
 //! resolved from.
 
+use crate::auth::{TokenFile, TokenFormat};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -24,6 +25,7 @@ Which default files to read; an explicit flag overrides its own row.
   user lsp         $XDG_CONFIG_HOME/mcp-reconcile/lsp.json        (none)
   project lsp      <project>/.lsp.json                            <project>/.lsp.json
   lsp approvals    lsp-approvals.json beside the approvals file   $QWEN_HOME/lspApprovals.json
+  OAuth tokens     $XDG_CONFIG_HOME/mcp-reconcile/oauth-tokens.json  $QWEN_HOME/mcp-oauth-tokens.json
 
 $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 /Library/Application Support/QwenCode/. Settings files are JSON with comments; a
@@ -199,6 +201,8 @@ pub struct LayerPaths {
     pub lsp_json: PathBuf,
     /// The language-server approvals file (SPEC §14.3).
     pub lsp_approvals: PathBuf,
+    /// The OAuth token file (`--layout qwen`: the TypeScript CLI's, so both share a login).
+    pub oauth_tokens: TokenFile,
 }
 
 impl LayerPaths {
@@ -296,7 +300,18 @@ impl LayerPaths {
                 }
             },
         };
+        let own_tokens = xdg("XDG_CONFIG_HOME", &[".config"], "OAuth token file")?
+            .join("mcp-reconcile/oauth-tokens.json");
+        let oauth_tokens = match layout {
+            Layout::Default => TokenFile::native(own_tokens),
+            Layout::Qwen => TokenFile {
+                path: qwen_home(env, "OAuth token file")?.join("mcp-oauth-tokens.json"),
+                format: TokenFormat::Qwen,
+                challenges: own_tokens,
+            },
+        };
         Ok(LayerPaths {
+            oauth_tokens,
             user_lsp,
             lsp_json: project_dir.join(".lsp.json"),
             lsp_approvals,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use mcp_reconcile_kernel::gating::compute_gating;
+use mcp_reconcile_kernel::gating::{compute_gating, gating_with_pending};
 use mcp_reconcile_kernel::lsp::LspServers;
 use mcp_reconcile_kernel::{assemble, Approvals, Assembled, Gating, Layer, McpLists, Servers};
 
@@ -67,7 +67,7 @@ impl Snapshot {
         mcp_reconcile_kernel::hot_reload::hot_reload(
             previous,
             &self.layers,
-            |servers| self.gating_for(servers),
+            |_, pending| gating_with_pending(&self.lists, self.cli_allowed.as_deref(), pending),
             &self.approvals,
             &self.project_root,
             self.yolo,

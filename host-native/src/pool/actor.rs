@@ -5,7 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+
 use mcp_reconcile_kernel::identity::ConnectionId;
+use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -50,6 +52,16 @@ pub(super) enum Op {
         /// The session's directory and environment (a daemon session's), or this process's.
         launch: Option<Arc<Launch>>,
     },
+    /// The server's connection id changed from `from` to `id`: acquire the new one and let go
+    /// of the old — after the new one is up (make before break) unless `stop_first`.
+    Replace {
+        server: String,
+        from: ConnectionId,
+        id: ConnectionId,
+        config: ServerConfig,
+        launch: Option<Arc<Launch>>,
+        stop_first: bool,
+    },
 }
 
 /// A held connection as a session sees it.
@@ -72,6 +84,9 @@ struct SessionState {
     gating: Gating,
     /// Held keys (a shared key once per acquire, as the kernel counts).
     held: Vec<Key>,
+    /// Changed servers whose old connection (first) other sessions also hold: this session
+    /// keeps it, and sees it, until the new one (second) is up or failed.
+    switching: Vec<(Key, Key)>,
 }
 
 pub(super) struct Actor {
@@ -92,6 +107,7 @@ impl Actor {
         pool.set_pool_remote(options.pool_remote);
         let kind = Pooled(Mcp {
             base_dir: options.base_dir.clone(),
+            tokens: options.tokens.clone(),
         });
         Actor {
             pool,
@@ -121,7 +137,10 @@ impl Actor {
                 },
                 // The supervisor applies starts and events itself; a session asks for what
                 // they changed.
-                _ = self.conns.next() => self.changed(),
+                _ = self.conns.next() => {
+                    self.settle_switches();
+                    self.changed();
+                }
                 () = sleep => {
                     self.timeout();
                     self.changed();
@@ -193,36 +212,175 @@ impl Actor {
                     config,
                     launch,
                 } => {
-                    let gating = self
-                        .sessions
-                        .get(session)
-                        .map(|s| s.gating.clone())
-                        .unwrap_or_default();
-                    // The gate: the kernel refuses a server the session's gating denies.
-                    let outcome = self.pool.acquire(session, &id, &config, &gating, now);
-                    let key = match &outcome {
-                        Acquire::Refused { .. } => None,
-                        Acquire::Unpooled { .. } => {
-                            Some(Key::Private(session.to_owned(), id.clone()))
-                        }
-                        Acquire::Spawn | Acquire::Attach { .. } => Some(Key::Shared(id.clone())),
-                    };
-                    if let Some(key) = key {
-                        if self.conns.get(&key).is_none() {
-                            self.conns
-                                .start(key.clone(), server.clone(), (config, launch));
-                        }
-                        self.sessions
-                            .entry(session.to_owned())
-                            .or_default()
-                            .held
-                            .push(key);
+                    let (outcome, key) = self.acquire(session, &id, &config, now);
+                    if let Some(key) = key.filter(|key| self.conns.get(key).is_none()) {
+                        self.conns.start(key, server.clone(), (config, launch));
                     }
+                    results.push((server, outcome));
+                }
+                Op::Replace {
+                    server,
+                    from,
+                    id,
+                    config,
+                    launch,
+                    stop_first,
+                } => {
+                    let outcome =
+                        self.replace(session, &server, &from, &id, (config, launch), stop_first);
                     results.push((server, outcome));
                 }
             }
         }
         results
+    }
+
+    /// One acquire of `id` by `session`, through the kernel's gate; the key it holds now.
+    fn acquire(
+        &mut self,
+        session: &str,
+        id: &ConnectionId,
+        config: &ServerConfig,
+        now: Millis,
+    ) -> (Acquire, Option<Key>) {
+        let gating = self
+            .sessions
+            .get(session)
+            .map(|s| s.gating.clone())
+            .unwrap_or_default();
+        // The gate: the kernel refuses a server the session's gating denies.
+        let outcome = self.pool.acquire(session, id, config, &gating, now);
+        let key = match &outcome {
+            Acquire::Refused { .. } => None,
+            Acquire::Unpooled { .. } => Some(Key::Private(session.to_owned(), id.clone())),
+            Acquire::Spawn | Acquire::Attach { .. } => Some(Key::Shared(id.clone())),
+        };
+        if let Some(key) = &key {
+            self.sessions
+                .entry(session.to_owned())
+                .or_default()
+                .held
+                .push(key.clone());
+        }
+        (outcome, key)
+    }
+
+    /// `server`'s connection id changed from `from` to `id` in `session`. Make before break,
+    /// as the session host does ([`Supervisor::replace_from`]): a connection only this session
+    /// holds keeps serving under the new key until the new process is up, then is retired
+    /// (with the same fallback when the two cannot run side by side); one that other sessions
+    /// hold too stays this session's until the new one is up or failed
+    /// ([`Actor::settle_switches`]). With `stop_first` (`"stopBeforeRestart": true`) the old
+    /// one is let go — and stopped, if nobody else holds it — before the new one starts.
+    fn replace(
+        &mut self,
+        session: &str,
+        server: &str,
+        from: &ConnectionId,
+        id: &ConnectionId,
+        config: (ServerConfig, Option<Arc<Launch>>),
+        stop_first: bool,
+    ) -> Acquire {
+        let now = self.now();
+        let old = match self.held_key(session, from) {
+            Some(old) if !stop_first => old,
+            old => {
+                if let Some(old) = &old {
+                    self.release(session, from, now);
+                    if self.holders(old).is_empty() {
+                        self.close_key(old);
+                    }
+                }
+                let (outcome, key) = self.acquire(session, id, &config.0, now);
+                if let Some(key) = key.filter(|key| self.conns.get(key).is_none()) {
+                    self.conns.start(key, server.to_owned(), config);
+                }
+                return outcome;
+            }
+        };
+        let (outcome, key) = self.acquire(session, id, &config.0, now);
+        let Some(key) = key else {
+            // No longer admitted: nothing replaces it.
+            self.release(session, from, now);
+            return outcome;
+        };
+        if self.conns.get(&key).is_some() {
+            // Another session already runs the new one.
+            self.switch(session, old, key);
+        } else if self.exclusive(session, &old) {
+            self.conns
+                .replace_from(&old, key, server.to_owned(), config);
+            // Its connection serves under the new key now: only the holds are let go.
+            self.forget_hold(session, &old, now);
+        } else {
+            self.conns.start(key.clone(), server.to_owned(), config);
+            self.switch(session, old, key);
+        }
+        outcome
+    }
+
+    /// The key through which `session` holds connection `id`, if it does.
+    fn held_key(&self, session: &str, id: &ConnectionId) -> Option<Key> {
+        let state = self.sessions.get(session)?;
+        [
+            Key::Private(session.to_owned(), id.clone()),
+            Key::Shared(id.clone()),
+        ]
+        .into_iter()
+        .find(|key| state.held.contains(key))
+    }
+
+    /// Whether `session`'s single hold is the only one on `key`.
+    fn exclusive(&self, session: &str, key: &Key) -> bool {
+        match key {
+            Key::Private(..) => true,
+            Key::Shared(id) => self.pool.refcount(id) == 1 && self.pool.holders(id).eq([session]),
+        }
+    }
+
+    /// Drops `session`'s hold on `key` whose connection moved to another key.
+    fn forget_hold(&mut self, session: &str, key: &Key, now: Millis) {
+        if let Some(state) = self.sessions.get_mut(session) {
+            if let Some(at) = state.held.iter().position(|k| k == key) {
+                state.held.remove(at);
+            }
+        }
+        match key {
+            Key::Private(..) => self.conns.forget_spawns(key),
+            Key::Shared(id) => {
+                self.pool.release(session, id, now);
+            }
+        }
+    }
+
+    fn switch(&mut self, session: &str, old: Key, new: Key) {
+        if let Some(state) = self.sessions.get_mut(session) {
+            state.switching.push((old, new));
+        }
+        self.settle_switches();
+    }
+
+    /// Ends the switches whose new connection is up, failed or gone: the session lets go of
+    /// the old one.
+    fn settle_switches(&mut self) {
+        let now = self.now();
+        let mut done = Vec::new();
+        for (session, state) in &mut self.sessions {
+            state.switching.retain(|(old, new)| {
+                let starting = self
+                    .conns
+                    .get(new)
+                    .is_some_and(|e| e.health().status == Status::Connecting);
+                if !starting {
+                    done.push((session.clone(), old.clone()));
+                }
+                starting
+            });
+        }
+        for (session, old) in done {
+            let (Key::Shared(id) | Key::Private(_, id)) = &old;
+            self.release(&session, id, now);
+        }
     }
 
     fn release(&mut self, session: &str, id: &ConnectionId, now: Millis) {
@@ -347,6 +505,8 @@ impl Actor {
             .held
             .iter()
             .filter(|key| seen.insert((*key).clone()))
+            // While switching, the session sees the old connection, not the starting one.
+            .filter(|key| !state.switching.iter().any(|(_, new)| new == *key))
             .filter_map(|key| self.conns.get(key))
             .map(|pooled| HeldConn {
                 server: pooled.name.clone(),
@@ -407,6 +567,10 @@ impl ConnectionKind for Pooled {
 
     fn stop(connection: Connection) -> BoxFuture<'static, ()> {
         Mcp::stop(connection)
+    }
+
+    fn retire(connection: Connection) -> BoxFuture<'static, ()> {
+        Mcp::retire(connection)
     }
 
     fn catalog(connection: &Connection) -> Catalog {

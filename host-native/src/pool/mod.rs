@@ -16,6 +16,12 @@
 //!   gating again by the kernel ([`Pool::acquire`]), and the pool's own retries and
 //!   [`PoolSession::reconnect`] restart a connection only while a holder's current gating admits
 //!   it. No path spawns a pending or rejected server.
+//! * **Make before break**, as in a single session: when a server's connection id changes in a
+//!   session, its new connection starts and lists its tools while the old one keeps serving
+//!   that session; the switch is atomic, then the old one is stopped once the calls routed to
+//!   it have been answered (within a bound) — or kept, if other sessions still hold it. A new
+//!   process that cannot start beside the old one gets the old one stopped and is started once
+//!   more; `"stopBeforeRestart": true` lets go of the old one first.
 //! * The pool, not each session, supervises its connections: a crashed server is `failed` with
 //!   its last error and retried on the kernel's backoff while anyone holds it; crash loop after
 //!   the threshold; `reconnect` clears it.
@@ -73,6 +79,8 @@ pub struct PoolOptions {
     pub clock: Clock,
     /// A relative `cwd` is resolved against this.
     pub base_dir: Option<PathBuf>,
+    /// The OAuth token file (`None`: the default one).
+    pub tokens: Option<crate::auth::TokenFile>,
     /// Servers started at once.
     pub parallelism: usize,
 }
@@ -84,6 +92,7 @@ impl Default for PoolOptions {
             pool_remote: false,
             clock: Clock::tokio(),
             base_dir: None,
+            tokens: None,
             parallelism: crate::host::DEFAULT_PARALLELISM,
         }
     }

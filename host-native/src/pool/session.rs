@@ -10,7 +10,7 @@ use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry};
 use mcp_reconcile_kernel::pool::Acquire;
-use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers, Value};
 
 use super::actor::{HeldConn, Op, Request};
 use super::{Applied, PoolError, PoolGone, SharedPool};
@@ -104,16 +104,29 @@ impl PoolSession {
                     }
                 }
                 Action::Reconnect { name, to, .. } => {
-                    if let Some((id, _)) = self.acquired.remove(name) {
-                        ops.push(Op::Release { id });
-                    }
-                    if let Some(config) = decision.servers.get(name) {
-                        ops.push(Op::Acquire {
+                    let held = self.acquired.remove(name);
+                    match (held, decision.servers.get(name)) {
+                        (Some((from, _)), Some(config)) => ops.push(Op::Replace {
+                            server: name.clone(),
+                            from,
+                            id: self.pool_id(to, config),
+                            config: config.clone(),
+                            launch: self.launch.clone(),
+                            // A server that cannot run twice (a port, a lock) opts out of
+                            // make before break, as in a single session.
+                            stop_first: matches!(
+                                config.get("stopBeforeRestart"),
+                                Some(Value::Bool(true))
+                            ),
+                        }),
+                        (Some((id, _)), None) => ops.push(Op::Release { id }),
+                        (None, Some(config)) => ops.push(Op::Acquire {
                             server: name.clone(),
                             id: self.pool_id(to, config),
                             config: config.clone(),
                             launch: self.launch.clone(),
-                        });
+                        }),
+                        (None, None) => {}
                     }
                 }
                 Action::Connect { name, to } => {
@@ -134,6 +147,9 @@ impl PoolSession {
             .iter()
             .filter_map(|op| match op {
                 Op::Acquire {
+                    server, id, config, ..
+                }
+                | Op::Replace {
                     server, id, config, ..
                 } => Some((server.clone(), (id.clone(), config.clone()))),
                 Op::Release { .. } => None,

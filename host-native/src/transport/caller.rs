@@ -2,20 +2,63 @@
 //! caller's progress and cancellation, bounded by the config's `timeout`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResult, ProgressNotificationParam, ReadResourceRequest,
-    ReadResourceRequestParams, ReadResourceResult, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequest,
+    CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
+    GetPromptResult, ProgressNotificationParam, ReadResourceRequest, ReadResourceRequestParams,
+    ReadResourceResult, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::progress::ProgressRouter;
 use super::session::describe_service_error;
-use super::{ConnectError, ConnectErrorKind, Ctx, ENDED_WAIT, SERVICE_CLOSE};
+use super::{ConnectError, ConnectErrorKind, Connection, Ctx, ENDED_WAIT, SERVICE_CLOSE};
+
+/// How many forwarded requests are waiting for an answer on one connection, so a connection
+/// being retired lets them finish ([`Connection::retire`]).
+#[derive(Debug)]
+pub(super) struct InFlight(watch::Sender<usize>);
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight(watch::Sender::new(0))
+    }
+}
+
+impl InFlight {
+    /// Counts a request until the guard drops (answered, failed, cancelled or abandoned).
+    fn enter(&self) -> impl Drop + '_ {
+        struct Busy<'a>(&'a watch::Sender<usize>);
+        impl Drop for Busy<'_> {
+            fn drop(&mut self) {
+                self.0.send_modify(|n| *n = n.saturating_sub(1));
+            }
+        }
+        self.0.send_modify(|n| *n += 1);
+        Busy(&self.0)
+    }
+
+    /// Waits until nothing is in flight, at most `bound`.
+    async fn idle(&self, bound: Duration) {
+        let mut count = self.0.subscribe();
+        let _ = tokio::time::timeout(bound, count.wait_for(|n| *n == 0)).await;
+    }
+}
+
+impl Connection {
+    /// Stops the connection once the requests forwarded to it have been answered, waiting for
+    /// them at most `bound`, then as [`Connection::close`]. For a connection that was replaced
+    /// (make before break): a call routed to it during the switch still gets its answer.
+    pub async fn retire(self, bound: Duration) {
+        self.ctx.in_flight.idle(bound).await;
+        self.close().await;
+    }
+}
 
 /// Forwards requests to one live connection from any task, as a gateway does: with the
 /// caller's progress and cancellation, bounded by the config's `timeout`. It does not keep the
@@ -114,6 +157,25 @@ impl Caller {
         }
     }
 
+    /// Forwards `completion/complete`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, CallError> {
+        let what = "completion/complete";
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        match self
+            .request(what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::CompleteResult(result) => Ok(result),
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
     fn unexpected(&self, what: &str) -> CallError {
         CallError::Failed(self.ctx.error(
             ConnectErrorKind::Call,
@@ -131,6 +193,7 @@ impl Caller {
         progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
+        let _busy = self.ctx.in_flight.enter();
         let closed = || async {
             // The monitor records why the connection ended (exit status, stderr tail) a moment
             // after the transport closes.
@@ -168,6 +231,8 @@ impl Caller {
         });
         let deadline = tokio::time::sleep(self.ctx.call_timeout);
         tokio::pin!(deadline);
+        // The last progress passed on, and its total.
+        let mut last: Option<(f64, Option<f64>)> = None;
         loop {
             let next_progress = async {
                 match updates.as_mut() {
@@ -178,6 +243,9 @@ impl Caller {
             tokio::select! {
                 biased;
                 response = &mut handle.rx => {
+                    if let Some((_, rx, forward)) = updates.as_mut() {
+                        late_progress(rx, forward, last).await;
+                    }
                     return match response {
                         Ok(Ok(result)) => Ok(result),
                         Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
@@ -209,10 +277,44 @@ impl Caller {
                 }
                 Some(update) = next_progress => {
                     if let Some((_, _, forward)) = updates.as_ref() {
+                        last = Some((update.progress, update.total));
                         let _ = forward.send(update);
                     }
                 }
             }
+        }
+    }
+}
+
+/// How long an answer waits for progress the server sent before it but rmcp has not handed
+/// over yet (it runs each notification in a task of its own, so they can trail the answer).
+const LATE_PROGRESS: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Passes on the progress that trails an answer: whatever has arrived once the notification
+/// tasks had a turn, and, while the last update (`last`) is short of its total, more of it for
+/// at most [`LATE_PROGRESS`].
+async fn late_progress(
+    rx: &mut mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    forward: &mpsc::UnboundedSender<ProgressNotificationParam>,
+    mut last: Option<(f64, Option<f64>)>,
+) {
+    let short = |last: Option<(f64, Option<f64>)>| matches!(last, Some((progress, Some(total))) if progress < total);
+    tokio::task::yield_now().await;
+    let deadline = tokio::time::Instant::now() + LATE_PROGRESS;
+    loop {
+        while let Ok(update) = rx.try_recv() {
+            last = Some((update.progress, update.total));
+            let _ = forward.send(update);
+        }
+        if !short(last) {
+            return;
+        }
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(update)) => {
+                last = Some((update.progress, update.total));
+                let _ = forward.send(update);
+            }
+            _ => return,
         }
     }
 }

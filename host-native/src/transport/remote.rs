@@ -141,41 +141,15 @@ pub fn split_bearer(headers: HeaderMap) -> (Option<String>, HashMap<HeaderName, 
 pub struct Failure(
     Arc<watch::Sender<Option<String>>>,
     Arc<std::sync::atomic::AtomicBool>,
-    Arc<std::sync::Mutex<Option<String>>>,
 );
 
 impl Default for Failure {
     fn default() -> Self {
-        Failure(
-            Arc::new(watch::channel(None).0),
-            Arc::default(),
-            Arc::default(),
-        )
+        Failure(Arc::new(watch::channel(None).0), Arc::default())
     }
 }
 
 impl Failure {
-    /// Records the `WWW-Authenticate` challenge of a `401` or `403` (the last one wins).
-    pub fn record_challenge(&self, challenge: String) {
-        *self
-            .2
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(challenge);
-    }
-
-    /// Resolves, once a failure is recorded, to the challenge recorded by then; resolves to
-    /// `None` without one, or when every holder of this failure is gone.
-    pub fn challenged(&self) -> impl Future<Output = Option<String>> + Send + 'static {
-        let occurred = self.occurred();
-        let slot = self.2.clone();
-        async move {
-            occurred.await;
-            slot.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
-        }
-    }
-
     /// Records a failure that asked for authorization ([`crate::auth::is_auth_required`]).
     pub fn record_auth_required(&self) {
         self.1.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -218,15 +192,23 @@ pub struct Watched<T> {
     inner: T,
     failure: Failure,
     name: String,
+    tokens: Option<crate::auth::TokenStore>,
 }
 
 impl<T> Watched<T> {
-    /// `name`: the server's, for the messages a failure shows.
-    pub fn new(inner: T, failure: Failure, name: &str) -> Self {
+    /// `name`: the server's, for the messages a failure shows. `tokens`: where a `401` /
+    /// `403` challenge is kept (an OAuth connection), for `mcp-reconcile auth NAME`.
+    pub fn new(
+        inner: T,
+        failure: Failure,
+        name: &str,
+        tokens: Option<crate::auth::TokenStore>,
+    ) -> Self {
         Watched {
             inner,
             failure,
             name: name.to_owned(),
+            tokens,
         }
     }
 }
@@ -244,11 +226,16 @@ where
         let sending = self.inner.send(item);
         let failure = self.failure.clone();
         let name = self.name.clone();
+        let tokens = self.tokens.clone();
         async move {
             let result = sending.await;
             if let Err(e) = &result {
-                if let Some(challenge) = crate::auth::challenge_of(e) {
-                    failure.record_challenge(challenge);
+                // Kept before the failure is recorded, so no caller hears of the failure (and
+                // runs `auth`) before the challenge is on disk.
+                if let (Some(challenge), Some(store)) = (crate::auth::challenge_of(e), &tokens) {
+                    if let Err(e) = store.record_challenge(challenge).await {
+                        tracing::warn!(error = %e, "cannot keep the server's authorization challenge");
+                    }
                 }
                 if let Some(scope) = crate::auth::step_up_scope(e) {
                     failure.record_auth_required();

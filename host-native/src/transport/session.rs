@@ -45,6 +45,10 @@ pub(super) type Service = RunningService<RoleClient, Handler>;
 pub(super) struct HandshakeFailure {
     pub kind: ConnectErrorKind,
     pub what: String,
+    /// `initialize` itself failed: when the process is found to have exited, that exit is the
+    /// story, and `what` only says how the pipe noticed (a broken pipe or a closed stream,
+    /// whichever came first — it varies from run to run).
+    pub in_initialize: bool,
 }
 
 /// `initialize`, then the first listing of everything the server has capabilities for.
@@ -62,6 +66,7 @@ where
         .map_err(|e| HandshakeFailure {
             kind: ConnectErrorKind::Handshake,
             what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
+            in_initialize: true,
         })?;
     match list_catalog(service.peer()).await {
         Ok(catalog) => Ok((service, catalog)),
@@ -70,6 +75,7 @@ where
             Err(HandshakeFailure {
                 kind: ConnectErrorKind::Handshake,
                 what: format!("answered initialize but {e}"),
+                in_initialize: false,
             })
         }
     }

@@ -427,17 +427,15 @@ pub(super) async fn connect_stdio(
             let status = process.wait_exit(SETTLE).await;
             process.stderr_settled(SETTLE).await;
             process.stop().await;
-            let exited = status
-                .map(|s| format!("; the process exited ({s})"))
-                .unwrap_or_default();
-            Err(ctx.error(
-                failure.kind,
-                &format!(
-                    "{}{exited}{}",
-                    failure.what,
-                    with_stderr(&process.stderr_tail())
-                ),
-            ))
+            let stderr = with_stderr(&process.stderr_tail());
+            let what = match status {
+                Some(s) if failure.in_initialize => {
+                    format!("exited during the MCP handshake ({s}){stderr}")
+                }
+                Some(s) => format!("{}; the process exited ({s}){stderr}", failure.what),
+                None => format!("{}{stderr}", failure.what),
+            };
+            Err(ctx.error(failure.kind, &what))
         }
         Err(_) => {
             process.stop().await;

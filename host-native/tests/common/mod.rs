@@ -133,9 +133,15 @@ impl Project {
 
     /// Runs a one-shot CLI command with this project's flags.
     pub fn run(&self, args: &[&str]) -> std::process::Output {
+        self.run_env(args, &[])
+    }
+
+    /// [`run`](Self::run) with `envs` set.
+    pub fn run_env(&self, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
         Command::new(cli())
             .args(args)
             .args(self.flags())
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .output()
             .expect("cli runs")

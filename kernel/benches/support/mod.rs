@@ -11,7 +11,7 @@
 #![allow(dead_code)] // each bench target uses a different part
 
 use mcp_reconcile_kernel::config::servers_to_value;
-use mcp_reconcile_kernel::gating::{compute_gating, Gating};
+use mcp_reconcile_kernel::gating::{compute_gating, gating_with_pending, Gating};
 use mcp_reconcile_kernel::plan::{online_of, online_to_value, Online};
 use mcp_reconcile_kernel::{
     approval_hash, assemble, Approvals, Layer, LayerSource, McpLists, Object, ServerConfig,
@@ -228,12 +228,12 @@ impl Scenario {
 
 /// The hot-reload gating function a host passes: settings `excluded`, no
 /// `allowed`, no launch cap.
-pub fn gating_for(scenario: &Scenario) -> impl Fn(&Servers) -> Gating + '_ {
+pub fn gating_for(scenario: &Scenario) -> impl Fn(&Servers, Option<Vec<String>>) -> Gating + '_ {
     let lists = McpLists {
         excluded: Some(scenario.excluded.clone()),
         ..McpLists::default()
     };
-    move |servers| compute_gating(servers, &lists, None, &scenario.approvals, ROOT, false)
+    move |_, pending| gating_with_pending(&lists, None, pending)
 }
 
 /// How many servers the edit changes: ~1 %, at least one.

@@ -69,6 +69,12 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_OAUTH", requires = "http", value_parser = BoolishValueParser::new())]
     pub oauth: bool,
 
+    /// Offer what the MCP conformance suite's server scenarios ask for (their tools, prompts,
+    /// resources, template, completion, logging and subscriptions) instead of the options'
+    /// catalog. Over stdio or `--http`.
+    #[arg(long, env = "FIXTURE_CONFORMANCE_REFERENCE", value_parser = BoolishValueParser::new())]
+    pub conformance_reference: bool,
+
     /// With `--oauth`: how long an access token lives, in seconds.
     #[arg(
         long,

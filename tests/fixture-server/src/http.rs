@@ -28,6 +28,8 @@ use crate::server::{Catalog, Fixture};
 #[derive(Clone, Copy, Debug)]
 pub enum Mode {
     Mcp,
+    /// `--conformance-reference`: what the conformance suite's server scenarios ask for.
+    Reference,
     /// Accepts every request and never responds.
     Hang,
     /// Responds 200 with a body that is not JSON-RPC.
@@ -69,6 +71,14 @@ pub async fn serve(
                 None => mcp,
             }
         }
+        Mode::Reference => Router::new().nest_service(
+            "/mcp",
+            StreamableHttpService::new(
+                || Ok(crate::reference::Reference::default()),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
+            ),
+        ),
         Mode::Hang => Router::new().fallback(std::future::pending::<()>),
         Mode::Garbage => Router::new()
             .fallback(|| async { ([(CONTENT_TYPE, "application/json")], GARBAGE).into_response() }),

@@ -14,6 +14,7 @@ mod cli;
 mod faults;
 mod http;
 mod oauth;
+mod reference;
 mod server;
 
 use std::process::ExitCode;
@@ -95,7 +96,9 @@ async fn serve_until_stopped(args: Args) -> anyhow::Result<()> {
 async fn serve(args: Args) -> anyhow::Result<()> {
     let catalog = Arc::new(Catalog::from_args(&args));
     if let Some(addr) = args.http {
-        let mode = if args.hang_handshake {
+        let mode = if args.conformance_reference {
+            http::Mode::Reference
+        } else if args.hang_handshake {
             http::Mode::Hang
         } else if args.garbage {
             http::Mode::Garbage
@@ -117,7 +120,15 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if args.garbage {
         return faults::answer_with_garbage().await;
     }
-    match Fixture::new(catalog).serve(rmcp::transport::stdio()).await {
+    if args.conformance_reference {
+        return serve_stdio(reference::Reference::default()).await;
+    }
+    serve_stdio(Fixture::new(catalog)).await
+}
+
+/// Serves `handler` over stdio until the client goes away.
+async fn serve_stdio(handler: impl rmcp::ServerHandler) -> anyhow::Result<()> {
+    match handler.serve(rmcp::transport::stdio()).await {
         Ok(running) => {
             running.waiting().await.context("the MCP session failed")?;
             Ok(())

@@ -6,8 +6,8 @@ use crate::api::{ApiError, Request};
 use crate::approvals::Approvals;
 use crate::config::Servers;
 use crate::gating::{
-    compute_gating, gating_equal, match_pattern, servers_equal, tool_not_found, unavailable_reason,
-    Gating, Reason,
+    compute_gating, gating_equal, gating_with_pending, match_pattern, servers_equal,
+    tool_not_found, unavailable_reason, Gating, Reason,
 };
 use crate::json::{Object, Value};
 use crate::settings::McpLists;
@@ -98,6 +98,11 @@ impl GatingInputs {
             &self.project_root,
             self.yolo,
         )
+    }
+
+    /// [`gating_with_pending`] under these inputs' lists and launch cap.
+    pub(crate) fn gating_with(&self, pending: Option<Vec<String>>) -> Gating {
+        gating_with_pending(&self.settings, self.cli_allowed.as_deref(), pending)
     }
 }
 

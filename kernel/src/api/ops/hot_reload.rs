@@ -72,7 +72,7 @@ pub(crate) fn op_hot_reload(req: HotReloadRequest) -> Result<HotReloadOutcome, A
     let outcome = hot_reload(
         &req.previous,
         &req.layers,
-        |servers| inputs.gating(servers),
+        |_, pending| inputs.gating_with(pending),
         &inputs.approvals,
         &inputs.project_root,
         inputs.yolo,
