@@ -186,6 +186,23 @@ impl Caller {
         ))
     }
 
+    /// The error of a request that failed without an answer. A `403 insufficient_scope` says
+    /// what to run (the same sentence whether rmcp hands the send error to the request or
+    /// closes the connection first).
+    fn failed(&self, what: &str, error: &ServiceError) -> CallError {
+        if let ServiceError::TransportSend(dynamic) = error {
+            let cause: &(dyn std::error::Error + 'static) = &*dynamic.error;
+            if let Some(scope) = crate::auth::step_up_scope(cause) {
+                let message = crate::auth::step_up_message(&self.ctx.name, scope.as_deref());
+                return CallError::Failed(self.ctx.error(ConnectErrorKind::NeedsAuth, &message));
+            }
+        }
+        CallError::Failed(self.ctx.error(
+            ConnectErrorKind::Call,
+            &format!("{what} failed: {}", describe_service_error(error)),
+        ))
+    }
+
     async fn request(
         &self,
         what: &str,
@@ -218,12 +235,7 @@ impl Caller {
         {
             Ok(handle) => handle,
             Err(ServiceError::TransportClosed) => return Err(closed().await),
-            Err(e) => {
-                return Err(CallError::Failed(self.ctx.error(
-                    ConnectErrorKind::Call,
-                    &format!("{what} failed: {}", describe_service_error(&e)),
-                )))
-            }
+            Err(e) => return Err(self.failed(what, &e)),
         };
         let mut updates = progress.map(|forward| {
             let (guard, rx) = self.progress.subscribe(handle.progress_token.clone());
@@ -250,10 +262,7 @@ impl Caller {
                         Ok(Ok(result)) => Ok(result),
                         Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
                         Ok(Err(ServiceError::TransportClosed)) | Err(_) => Err(closed().await),
-                        Ok(Err(e)) => Err(CallError::Failed(self.ctx.error(
-                            ConnectErrorKind::Call,
-                            &format!("{what} failed: {}", describe_service_error(&e)),
-                        ))),
+                        Ok(Err(e)) => Err(self.failed(what, &e)),
                     };
                 }
                 () = cancel.cancelled() => {
