@@ -55,6 +55,8 @@ pub struct Launch {
     pub dir: PathBuf,
     /// The environment a server is spawned with (before its own `env`).
     pub vars: BTreeMap<String, String>,
+    /// The session's OAuth token file (its layout's), for the remote servers it starts.
+    pub tokens: Option<crate::auth::TokenFile>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -62,6 +64,7 @@ impl std::fmt::Debug for Launch {
         f.debug_struct("Launch")
             .field("dir", &self.dir)
             .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .field("tokens", &self.tokens)
             .finish()
     }
 }
@@ -78,8 +81,8 @@ impl Launch {
     }
 
     /// The key under which the pool shares `config`'s connection `id` for this session:
-    /// `<name>::<16 hex>` of a hash over `id`, the effective working directory and every
-    /// counted variable (name and value). Equal exactly when the process would be started
+    /// `<name>::<16 hex>` of a hash over `id`, the effective working directory, every
+    /// counted variable (name and value) and the token file. Equal exactly when the process would be started
     /// identically. The hash is one-way: no value can be read back from it.
     pub fn shared_id(&self, id: &ConnectionId, config: &ServerConfig) -> ConnectionId {
         let mut hash = Sha256::new();
@@ -92,6 +95,10 @@ impl Launch {
         for (key, value) in self.counted() {
             part(key.as_bytes());
             part(value.as_bytes());
+        }
+        // A remote connection (shared only with `pool_remote`) authorizes from this file.
+        if let Some(tokens) = &self.tokens {
+            part(tokens.path.as_os_str().as_encoded_bytes());
         }
         let digest = hash.finalize();
         let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -121,6 +128,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            tokens: None,
         }
     }
 

@@ -621,3 +621,76 @@ async fn a_server_without_cwd_runs_in_its_sessions_project_root() {
     // An absolute `cwd` is the same directory from either root: one process.
     assert_eq!(pids(&p, "fixed").len(), 1);
 }
+
+/// Language servers in a daemon session (SPEC §14): the language tools are offered and answer
+/// from a real `vscode-json-language-server` that runs with the session's environment, `status`
+/// shows it, removing its entry takes the tools away with `list_changed`, and a closed client
+/// stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_session_runs_its_own_language_servers() {
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../node_modules/.bin/vscode-json-language-server");
+    assert!(
+        server.exists(),
+        "{} is missing: run `bash scripts/setup.sh`",
+        server.display()
+    );
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    fs::write(p.path("project/broken.json"), "{\"a\": 1,,}\n").expect("write");
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    p.write(
+        &p.user_lsp(),
+        &json!({"json": {
+            "command": server.to_string_lossy(),
+            "args": ["--stdio"],
+            "extensionToLanguage": {".json": "json"},
+            "settings": {"json": {"validate": {"enable": true}}},
+        }}),
+    );
+    let _daemon = start_daemon(&p, &rt);
+    let mut one = Attached::start(&p, &rt, &[("SESSION_MARK", "lsp-session")]).await;
+    one.wait_tools("the language tools", |names| {
+        names.iter().any(|n| n == "lsp_diagnostics") && names.iter().any(|n| n == "mcp__a__echo")
+    })
+    .await;
+    let found = one
+        .call_text("lsp_diagnostics", json!({"path": "broken.json"}))
+        .await;
+    let found: Value = serde_json::from_str(&found).expect("JSON diagnostics");
+    assert!(
+        found.as_array().is_some_and(|d| !d.is_empty()),
+        "a syntax error is reported: {found}"
+    );
+
+    let (ok, out) = run_cli(&p, &rt, &["status", "--json"], true);
+    assert!(ok, "{out}");
+    let servers: Vec<Value> =
+        serde_json::from_str(out.lines().next().unwrap_or("[]")).expect("JSON");
+    let lsp = servers
+        .iter()
+        .find(|s| s["kind"] == "lsp" && s["name"] == "json")
+        .cloned()
+        .unwrap_or_else(|| panic!("the language server in status: {out}"));
+    assert_eq!(lsp["state"], "connected", "{out}");
+    let pid = lsp["pid"].as_u64().expect("a pid");
+    let environ = fs::read(format!("/proc/{pid}/environ")).expect("environ");
+    assert!(
+        environ
+            .split(|b| *b == 0)
+            .any(|var| var == b"SESSION_MARK=lsp-session"),
+        "the language server runs with the session's environment"
+    );
+
+    p.write(&p.user_lsp(), &json!({}));
+    let start = Instant::now();
+    loop {
+        one.tools_changed().await;
+        if !one.tool_names().await.iter().any(|n| n.starts_with("lsp_")) {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "the language tools never left");
+    }
+    wait("the removed language server stops", || !alive(pid));
+    one.close().await;
+}

@@ -1,44 +1,51 @@
 //! One attached session of the daemon: a [`PoolSession`] for the client's files and
 //! environment, kept equal to the files, served as MCP on the client's connection, and
-//! released when the connection closes. `Registry` is the daemon's list of them.
+//! released when the connection closes; its language servers (SPEC §14) are its own. The
+//! daemon's list of them is the [`Registry`](super::registry::Registry).
 //!
 //! Drive loop of `run`:
 //! 1. resolve the client's files in its environment; make the session with its [`Launch`]
-//!    (project root, environment); load and apply the files (the pool spawns or attaches);
+//!    (project root, environment, token file); load and apply the files (the pool spawns or
+//!    attaches; language servers start in the session's environment);
 //! 2. wait (at most [`STARTUP_WAIT`]) until no server is still connecting, so the client's
 //!    first listing is complete; answer `{"ok":{"session":NAME}}` and serve MCP on the rest
 //!    of the connection;
 //! 3. a file event waits for the files to settle (every changed file parses and `quiet`
 //!    passed, or `debounce` since the first event), then reloads and applies; a `reload`
 //!    request applies at once; a file that went missing is held for `MISSING_GRACE`, then
-//!    read as empty and applied;
+//!    read as empty and applied; a failed language server is retried when the kernel's plan
+//!    says it is due;
 //! 4. whenever the pool or a reload may have changed the session's catalog, compare it with
 //!    the last announced one and send `list_changed` for the lists that differ;
-//! 5. when the client closes the connection: unregister and release everything held.
+//! 5. when the client closes the connection: unregister, stop its language servers and
+//!    release everything held.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_reconcile_kernel::identity::approval_hash;
 use mcp_reconcile_kernel::plan::Plan;
 use mcp_reconcile_kernel::reload::FileSource;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot, watch, RwLock};
 
+use super::registry::{Entry, Registry, SessionInfo};
+use crate::clock::Clock;
 use crate::gateway::Gateway;
 use crate::host::{
-    digests, CatalogChange, HostEvent, MergedCatalog, Route, StatusReport, Target, STARTUP_WAIT,
+    digests, lsp_approval_requests, CatalogChange, HostEvent, LanguageServers, LspServerStatus,
+    MergedCatalog, Route, StatusReport, Target, STARTUP_WAIT,
 };
-use crate::inputs::{HostEnv, Inputs, Options, MISSING_GRACE};
-use crate::ipc::SessionRequest;
+use crate::inputs::{HostEnv, Inputs, Options, Snapshot, MISSING_GRACE};
 use crate::launch::Launch;
+use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::pool::{PoolSession, SharedPool};
 use crate::review::ApprovalRequest;
 use crate::session::{Session, SessionGone};
-use crate::status::{plan_json, report_json};
 use crate::watcher;
 use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::{Peer, RoleServer};
@@ -59,188 +66,55 @@ pub struct Attach {
     pub pid: u32,
 }
 
-/// A session as `status` lists it.
-#[derive(Clone, Debug)]
-pub struct SessionInfo {
-    /// Unique among the daemon's sessions: `<client>-<pid>-<n>`.
-    pub name: String,
-    /// Who attached it.
-    pub client: String,
-    /// The attached process.
-    pub pid: u32,
-    /// Its project root (approvals are keyed by it).
-    pub project_root: String,
-    /// Its file set's id ([`Inputs::session_id`]): what `status`, `reload` and `reconnect`
-    /// with the same flags ask for.
-    pub id: String,
-}
-
-struct Entry {
-    info: SessionInfo,
-    session: DaemonSession,
-    control: mpsc::UnboundedSender<Control>,
-}
-
-/// What the session's loop is asked to do (it owns the files).
-enum Control {
+/// What the session's loop is asked to do (it owns the files and the language servers).
+pub(super) enum Control {
     /// Reload every file and apply now.
     Reload(oneshot::Sender<()>),
     /// Dry run against the files as they are now.
     Plan(oneshot::Sender<Result<Plan, String>>),
+    /// The running language server for an extension.
+    Language(String, oneshot::Sender<Result<LspRoute, LspUnavailable>>),
+    /// The language servers as `status` shows them.
+    Languages(oneshot::Sender<Vec<LspServerStatus>>),
 }
 
-/// The daemon's live sessions; clones share it.
+/// A [`PoolSession`] shared by the gateway (reads) and the reload loop (applies), and the way
+/// to that loop.
 #[derive(Clone)]
-pub(crate) struct Registry {
-    entries: Arc<Mutex<Entries>>,
-    count: Arc<watch::Sender<usize>>,
+pub struct DaemonSession {
+    pool: Arc<RwLock<PoolSession>>,
+    control: mpsc::UnboundedSender<Control>,
+    /// Whether a language server is configured: the session then offers the language tools.
+    languages: Arc<AtomicBool>,
 }
 
-#[derive(Default)]
-struct Entries {
-    /// Sessions made so far (for unique names).
-    made: u64,
-    /// Attaches still being set up: they count as sessions, so the daemon does not exit
-    /// under them.
-    attaching: usize,
-    live: BTreeMap<String, Entry>,
-}
-
-/// An attach being set up; see [`Registry::attaching`].
-pub(crate) struct Attaching(Registry);
-
-impl Drop for Attaching {
-    fn drop(&mut self) {
-        let mut entries = self.0.lock();
-        entries.attaching = entries.attaching.saturating_sub(1);
-        self.0
-            .count
-            .send_replace(entries.attaching + entries.live.len());
+impl DaemonSession {
+    /// Asks the session's loop; `None` once it is gone.
+    pub(super) async fn control<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Control,
+    ) -> Option<T> {
+        crate::host::ask(&self.control, make).await
     }
 }
-
-impl Default for Registry {
-    fn default() -> Self {
-        Registry {
-            entries: Arc::default(),
-            count: Arc::new(watch::Sender::new(0)),
-        }
-    }
-}
-
-impl Registry {
-    /// The number of live sessions, as it changes.
-    pub(crate) fn count(&self) -> watch::Receiver<usize> {
-        self.count.subscribe()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Counts an attach from the moment its request is read until the guard drops (after
-    /// the session is inserted, or the attach failed).
-    pub(crate) fn attaching(&self) -> Attaching {
-        let mut entries = self.lock();
-        entries.attaching += 1;
-        self.count
-            .send_replace(entries.attaching + entries.live.len());
-        Attaching(self.clone())
-    }
-
-    /// Every live session, in name order.
-    pub(crate) fn sessions(&self) -> Vec<SessionInfo> {
-        self.lock().live.values().map(|e| e.info.clone()).collect()
-    }
-
-    fn next_name(&self, client: &str, pid: u32) -> String {
-        let mut entries = self.lock();
-        entries.made += 1;
-        format!("{client}-{pid}-{}", entries.made)
-    }
-
-    fn insert(&self, entry: Entry) {
-        let mut entries = self.lock();
-        entries.live.insert(entry.info.name.clone(), entry);
-        self.count
-            .send_replace(entries.attaching + entries.live.len());
-    }
-
-    fn remove(&self, name: &str) {
-        let mut entries = self.lock();
-        entries.live.remove(name);
-        self.count
-            .send_replace(entries.attaching + entries.live.len());
-    }
-
-    /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`; `{"none":
-    /// true}` when there is none): the status of the first (they read the same files), a
-    /// reload or reconnect of each.
-    pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
-        let targets: Vec<(DaemonSession, mpsc::UnboundedSender<Control>)> = {
-            self.lock()
-                .live
-                .values()
-                .filter(|e| e.info.id == id)
-                .map(|e| (e.session.clone(), e.control.clone()))
-                .collect()
-        };
-        let Some((first, _)) = targets.first() else {
-            // Not an error: the command falls back to what the files say.
-            return json!({ "none": true });
-        };
-        match request {
-            SessionRequest::Status => match first.status().await {
-                Ok(report) => json!({ "ok": report_json(&report) }),
-                Err(gone) => json!({ "error": gone.to_string() }),
-            },
-            SessionRequest::Plan => {
-                let (tx, rx) = oneshot::channel();
-                let planned = match targets[0].1.send(Control::Plan(tx)) {
-                    Ok(()) => rx.await.ok(),
-                    Err(_) => None,
-                };
-                match planned {
-                    Some(Ok(plan)) => json!({ "ok": plan_json(&plan) }),
-                    Some(Err(message)) => json!({ "error": message }),
-                    None => json!({ "error": SessionGone.to_string() }),
-                }
-            }
-            SessionRequest::Reload => {
-                for (_, control) in &targets {
-                    let (tx, rx) = oneshot::channel();
-                    if control.send(Control::Reload(tx)).is_ok() {
-                        let _ = rx.await;
-                    }
-                }
-                json!({ "ok": true })
-            }
-            SessionRequest::Reconnect { name } => {
-                let mut names = Vec::new();
-                for (session, _) in &targets {
-                    if let Ok(Ok(restarted)) = session.reconnect(name.clone()).await {
-                        names.extend(restarted);
-                    }
-                }
-                names.sort();
-                names.dedup();
-                json!({ "ok": names })
-            }
-        }
-    }
-}
-
-/// A [`PoolSession`] shared by the gateway (reads) and the reload loop (applies).
-#[derive(Clone)]
-pub struct DaemonSession(Arc<RwLock<PoolSession>>);
 
 impl Session for DaemonSession {
     async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
-        self.0.read().await.catalog().await.map_err(|_| SessionGone)
+        let mut catalog = self
+            .pool
+            .read()
+            .await
+            .catalog()
+            .await
+            .map_err(|_| SessionGone)?;
+        if self.languages.load(Ordering::Relaxed) {
+            catalog.tools.extend(crate::lsp::tools::definitions());
+        }
+        Ok(catalog)
     }
 
     async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
-        self.0
+        self.pool
             .read()
             .await
             .route(target)
@@ -249,14 +123,22 @@ impl Session for DaemonSession {
     }
 
     async fn status(&self) -> Result<StatusReport, SessionGone> {
-        self.0.read().await.status().await.map_err(|_| SessionGone)
+        let mut report = self
+            .pool
+            .read()
+            .await
+            .status()
+            .await
+            .map_err(|_| SessionGone)?;
+        report.language_servers = self.control(Control::Languages).await.unwrap_or_default();
+        Ok(report)
     }
 
     async fn reconnect(
         &self,
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        self.0
+        self.pool
             .read()
             .await
             .reconnect(server.as_deref())
@@ -264,6 +146,28 @@ impl Session for DaemonSession {
             .map(Ok)
             .map_err(|_| SessionGone)
     }
+
+    async fn language(
+        &self,
+        extension: String,
+    ) -> Result<Result<LspRoute, LspUnavailable>, SessionGone> {
+        self.control(|tx| Control::Language(extension, tx))
+            .await
+            .ok_or(SessionGone)
+    }
+}
+
+/// What a session's loop owns besides the pool session: its files, its language servers and
+/// the approvals it announced.
+struct Files {
+    inputs: Inputs,
+    lsp: LanguageServers,
+    /// The (name, approval hash) pairs announced to the client.
+    prompted: HashSet<(String, String)>,
+    /// The files as last applied (language-server retries plan against it).
+    snapshot: Option<Snapshot>,
+    /// Shared with the [`DaemonSession`]: whether the language tools are offered.
+    languages: Arc<AtomicBool>,
 }
 
 /// Runs one attached session until its client closes the connection (see the module docs).
@@ -276,7 +180,7 @@ pub(crate) async fn run(
 ) {
     let attaching = registry.attaching();
     let launch_vars = attach.env.vars.clone();
-    let mut inputs = match Inputs::with_env(&attach.options, attach.env) {
+    let inputs = match Inputs::with_env(&attach.options, attach.env) {
         Ok(inputs) => inputs,
         Err(e) => {
             let _ = super::reply(&mut write, &json!({ "error": format!("{e:#}") })).await;
@@ -285,10 +189,12 @@ pub(crate) async fn run(
     };
     let name = registry.next_name(&attach.client, attach.pid);
     let mut session = pool.session(name.clone());
-    session.set_launch(Launch {
+    let launch = Arc::new(Launch {
         dir: inputs.project_dir().to_path_buf(),
         vars: launch_vars,
+        tokens: Some(inputs.paths().oauth_tokens.clone()),
     });
+    session.set_launch((*launch).clone());
     let (file_tx, mut file_rx) = mpsc::unbounded_channel();
     let watcher = match watcher::watch(inputs.watched(), file_tx) {
         Ok(watcher) => watcher,
@@ -297,28 +203,46 @@ pub(crate) async fn run(
             return;
         }
     };
-    let shared = DaemonSession(Arc::new(RwLock::new(session)));
-    let mut prompted = HashSet::new();
-    let first_asks = apply(&shared, &mut inputs, None, &mut prompted).await;
-    started(&*shared.0.read().await, pool.changes()).await;
+    let clock = Clock::tokio();
+    let lsp = LanguageServers::new(
+        inputs.project_dir().to_path_buf(),
+        Some(launch),
+        crate::host::DEFAULT_PARALLELISM,
+        clock.clone(),
+    );
     let (control_tx, mut control_rx) = mpsc::unbounded_channel();
+    let languages = Arc::new(AtomicBool::new(false));
+    let shared = DaemonSession {
+        pool: Arc::new(RwLock::new(session)),
+        control: control_tx,
+        languages: languages.clone(),
+    };
+    let mut files = Files {
+        inputs,
+        lsp,
+        prompted: HashSet::new(),
+        snapshot: None,
+        languages,
+    };
+    let first_asks = apply(&shared, &mut files, None).await;
+    started(&*shared.pool.read().await, pool.changes()).await;
     let info = SessionInfo {
         name: name.clone(),
         client: attach.client,
         pid: attach.pid,
-        project_root: inputs.project_root().to_owned(),
-        id: inputs.session_id(),
+        project_root: files.inputs.project_root().to_owned(),
+        id: files.inputs.session_id(),
     };
     if super::reply(&mut write, &json!({ "ok": { "session": name } }))
         .await
         .is_err()
     {
+        files.lsp.shutdown().await;
         return;
     }
     registry.insert(Entry {
         info,
         session: shared.clone(),
-        control: control_tx,
     });
     drop(attaching);
     tracing::info!(session = %name, "attached");
@@ -345,7 +269,7 @@ pub(crate) async fn run(
         tokio::pin!(waiting);
         // While a file that had content is missing, its last good content is used for
         // MISSING_GRACE; then it reads as empty (as in a session host).
-        let mut missing = missing_deadline(&inputs, None);
+        let mut missing = missing_deadline(&files.inputs, None);
         loop {
             let expire = async {
                 match missing {
@@ -353,35 +277,51 @@ pub(crate) async fn run(
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
+            let lsp_retry = clock.sleep_until(files.lsp.next_retry());
+            let asks = tokio::select! {
                 _ = &mut waiting => break,
                 Some(source) = file_rx.recv() => {
-                    let changed = settle(&inputs, &mut file_rx, source).await;
-                    let asks = apply(&shared, &mut inputs, Some(&changed), &mut prompted).await;
-                    let _ = poke_tx.send(());
-                    hint(&client, asks).await;
+                    let changed = settle(&files.inputs, &mut file_rx, source).await;
+                    apply(&shared, &mut files, Some(&changed)).await
                 }
                 Some(control) = control_rx.recv() => match control {
                     Control::Reload(done) => {
-                        let asks = apply(&shared, &mut inputs, None, &mut prompted).await;
-                        let _ = poke_tx.send(());
+                        let asks = apply(&shared, &mut files, None).await;
                         let _ = done.send(());
-                        hint(&client, asks).await;
+                        asks
                     }
                     Control::Plan(reply) => {
-                        let snapshot = inputs.load(None);
-                        let _ = reply.send(shared.0.read().await.plan(&snapshot));
+                        let snapshot = files.inputs.load(None);
+                        let _ = reply.send(shared.pool.read().await.plan(&snapshot));
+                        continue;
+                    }
+                    Control::Language(extension, reply) => {
+                        let _ = reply.send(files.lsp.route(&extension));
+                        continue;
+                    }
+                    Control::Languages(reply) => {
+                        let _ = reply.send(files.lsp.status());
+                        continue;
                     }
                 },
                 () = expire => {
                     missing = None;
-                    let (sources, _) = inputs.expire_missing();
-                    let asks = apply(&shared, &mut inputs, Some(&sources), &mut prompted).await;
-                    let _ = poke_tx.send(());
-                    hint(&client, asks).await;
+                    let (sources, _) = files.inputs.expire_missing();
+                    apply(&shared, &mut files, Some(&sources)).await
                 }
-            }
-            missing = missing_deadline(&inputs, missing);
+                // A language server's start ended or it changed: nothing to announce (the
+                // language tools stay while one is configured).
+                _ = files.lsp.next() => continue,
+                () = lsp_retry => {
+                    if let Some(snapshot) = &files.snapshot {
+                        files.lsp.reconcile(snapshot);
+                    }
+                    continue;
+                }
+            };
+            let _ = poke_tx.send(());
+            hint(&client, asks).await;
+            missing = missing_deadline(&files.inputs, missing);
         }
     }
     drop(watcher);
@@ -389,6 +329,7 @@ pub(crate) async fn run(
     announcer.abort();
     registry.remove(&name);
     tracing::info!(session = %name, "detached; releasing its servers");
+    files.lsp.shutdown().await;
     // The last handle's drop releases everything the session holds.
 }
 
@@ -455,32 +396,54 @@ async fn settle(
     }
 }
 
-/// Reloads `changed` and applies it; returns the approval requests not announced before
-/// (`prompted` keeps the (name, hash) pairs that were, as a session host does).
+/// Reloads `changed` and applies it to the pool session and the language servers; returns the
+/// approval requests not announced before (`prompted` keeps the (name, hash) pairs that were,
+/// as a session host does).
 async fn apply(
     shared: &DaemonSession,
-    inputs: &mut Inputs,
+    files: &mut Files,
     changed: Option<&[FileSource]>,
-    prompted: &mut HashSet<(String, String)>,
 ) -> Vec<ApprovalRequest> {
-    let snapshot = inputs.load(changed);
-    let mut session = shared.0.write().await;
-    let applied = match session.apply(&snapshot).await {
-        Ok(applied) => applied,
-        Err(e) => {
-            tracing::warn!(session = %session.name(), "reload failed: {e}");
-            return Vec::new();
+    let snapshot = files.inputs.load(changed);
+    let mut asks = Vec::new();
+    {
+        let mut session = shared.pool.write().await;
+        match session.apply(&snapshot).await {
+            Ok(applied) => {
+                tracing::info!(
+                    session = %session.name(),
+                    actions = applied.plan.actions.len(),
+                    "applied"
+                );
+                let servers = snapshot.assembled().servers;
+                asks.extend(
+                    applied
+                        .approval_needed
+                        .iter()
+                        .filter_map(|name| servers.get(name).map(|config| (name, config)))
+                        .filter(|(name, config)| {
+                            !files
+                                .prompted
+                                .contains(&((*name).clone(), approval_hash(config).0))
+                        })
+                        .map(|(name, config)| ApprovalRequest::new(&snapshot, name, config)),
+                );
+            }
+            Err(e) => tracing::warn!(session = %session.name(), "reload failed: {e}"),
         }
-    };
-    tracing::info!(session = %session.name(), actions = applied.plan.actions.len(), "applied");
-    let servers = snapshot.assembled().servers;
-    applied
-        .approval_needed
-        .iter()
-        .filter_map(|name| servers.get(name).map(|config| (name, config)))
-        .filter(|(name, config)| prompted.insert(((*name).clone(), approval_hash(config).0)))
-        .map(|(name, config)| ApprovalRequest::new(&snapshot, name, config))
-        .collect()
+    }
+    asks.extend(lsp_approval_requests(&snapshot, |key| {
+        files.prompted.contains(key)
+    }));
+    for ask in &asks {
+        files.prompted.insert((ask.name.clone(), ask.hash.clone()));
+    }
+    files.lsp.reconcile(&snapshot);
+    files
+        .languages
+        .store(files.lsp.any_configured(), Ordering::Relaxed);
+    files.snapshot = Some(snapshot);
+    asks
 }
 
 /// Sends each request's review and approve command to the session's client as a
@@ -528,33 +491,5 @@ async fn watch_catalog(
         {
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn an_attach_being_set_up_counts_as_a_session() {
-        let registry = Registry::default();
-        let count = registry.count();
-        assert_eq!(*count.borrow(), 0);
-        let attaching = registry.attaching();
-        assert_eq!(
-            *count.borrow(),
-            1,
-            "the idle exit must not fire under an attach"
-        );
-        drop(attaching);
-        assert_eq!(*count.borrow(), 0);
-        assert_eq!(
-            registry.ask("0123", SessionRequest::Status).await,
-            json!({ "none": true })
-        );
-        assert_ne!(
-            registry.next_name("serve", 7),
-            registry.next_name("serve", 7)
-        );
     }
 }

@@ -33,6 +33,7 @@
 
 pub mod attached;
 pub mod bridge;
+mod registry;
 pub mod relay;
 pub mod wire;
 
@@ -47,7 +48,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
-use self::attached::Registry;
+use self::registry::Registry;
 pub use self::wire::DaemonRequest;
 use crate::inputs::HostEnv;
 use crate::ipc;

@@ -51,7 +51,7 @@ pub struct LspServerStatus {
 }
 
 /// The language servers of one session.
-pub(super) struct LanguageServers {
+pub(crate) struct LanguageServers {
     supervisor: Supervisor<String, Lsp>,
     /// Documents a replaced process had open, opened again on its successor once it runs
     /// (SPEC §14.4).
@@ -63,9 +63,20 @@ pub(super) struct LanguageServers {
 }
 
 impl LanguageServers {
-    pub(super) fn new(project_dir: PathBuf, parallelism: usize, clock: Clock) -> Self {
+    /// Language servers of the project at `project_dir`, spawned in `launch` (a daemon
+    /// session's environment) or this process's.
+    pub(crate) fn new(
+        project_dir: PathBuf,
+        launch: Option<std::sync::Arc<crate::launch::Launch>>,
+        parallelism: usize,
+        clock: Clock,
+    ) -> Self {
+        let kind = Lsp {
+            project_dir,
+            launch,
+        };
         LanguageServers {
-            supervisor: Supervisor::new(Lsp { project_dir }, parallelism, clock),
+            supervisor: Supervisor::new(kind, parallelism, clock),
             reopen: HashMap::new(),
             desired: LspServers::new(),
             approvals: Approvals::empty(),
@@ -75,7 +86,7 @@ impl LanguageServers {
     }
 
     /// Adopts the snapshot's language servers and approvals without starting anything.
-    pub(super) fn adopt(&mut self, snapshot: &Snapshot) {
+    pub(crate) fn adopt(&mut self, snapshot: &Snapshot) {
         self.desired = snapshot.lsp.clone();
         self.approvals = snapshot.lsp_approvals.clone();
         self.project_root = snapshot.project_root.clone();
@@ -83,7 +94,7 @@ impl LanguageServers {
     }
 
     /// Adopts `snapshot` and executes the kernel's plan for it; returns the plan.
-    pub(super) fn reconcile(&mut self, snapshot: &Snapshot) -> LspPlan {
+    pub(crate) fn reconcile(&mut self, snapshot: &Snapshot) -> LspPlan {
         self.adopt(snapshot);
         let plan = self.plan();
         for action in &plan.actions {
@@ -108,7 +119,7 @@ impl LanguageServers {
     }
 
     /// What a reconcile would do now.
-    pub(super) fn plan(&self) -> LspPlan {
+    pub(crate) fn plan(&self) -> LspPlan {
         let context = LspPlanContext {
             approvals: &self.approvals,
             project_root: &self.project_root,
@@ -209,7 +220,7 @@ impl LanguageServers {
     }
 
     /// The next start or event; see [`Supervisor::next`].
-    pub(super) async fn next(&mut self) -> Report<String> {
+    pub(crate) async fn next(&mut self) -> Report<String> {
         let report = self.supervisor.next().await;
         self.park_exhausted();
         if let Report::Started {
@@ -242,22 +253,22 @@ impl LanguageServers {
     }
 
     /// When the next retry is due.
-    pub(super) fn next_retry(&self) -> Option<mcp_reconcile_kernel::Millis> {
+    pub(crate) fn next_retry(&self) -> Option<mcp_reconcile_kernel::Millis> {
         self.supervisor.next_retry()
     }
 
     /// Whether a retry is due now.
-    pub(super) fn retry_due(&self) -> bool {
+    pub(crate) fn retry_due(&self) -> bool {
         !self.supervisor.due().is_empty()
     }
 
     /// Clears every server's failure state (`reload`).
-    pub(super) fn forgive_all(&mut self) {
+    pub(crate) fn forgive_all(&mut self) {
         self.supervisor.forgive_all();
     }
 
     /// Every configured language server, in map order.
-    pub(super) fn status(&self) -> Vec<LspServerStatus> {
+    pub(crate) fn status(&self) -> Vec<LspServerStatus> {
         self.desired
             .iter()
             .map(|(name, entry)| self.status_of(name, &entry.config, entry.scope))
@@ -327,14 +338,14 @@ impl LanguageServers {
     }
 
     /// Whether any language server is configured (the language tools are offered then).
-    pub(super) fn any_configured(&self) -> bool {
+    pub(crate) fn any_configured(&self) -> bool {
         self.trusted && !self.desired.is_empty()
     }
 
     /// The running server for files with `extension` (`.json`), or why there is none: no
     /// server routes it, its server waits for approval or was rejected, or it is not running
     /// (with its last error).
-    pub(super) fn route(&self, extension: &str) -> Result<LspRoute, LspUnavailable> {
+    pub(crate) fn route(&self, extension: &str) -> Result<LspRoute, LspUnavailable> {
         let routes = |config: &Object| match config.get("extensionToLanguage") {
             Some(Value::Object(map)) => map
                 .get(extension)
@@ -392,7 +403,7 @@ impl LanguageServers {
     }
 
     /// Stops every language server; returns when all are stopped.
-    pub(super) async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         self.supervisor.shutdown().await;
     }
 }

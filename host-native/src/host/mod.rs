@@ -45,8 +45,9 @@ pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners}
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
 pub use self::handle::HostHandle;
-use self::lsp::LanguageServers;
+pub(crate) use self::lsp::LanguageServers;
 pub use self::lsp::LspServerStatus;
+pub(crate) use self::pass::lsp_approval_requests;
 use self::pass::Running;
 pub use self::pass::{PlanReport, Step, ToolDelta};
 pub use self::status::{ServerStatus, StatusReport};
@@ -195,6 +196,7 @@ impl Host {
         let supervisor = Supervisor::new(kind, options.parallelism, options.clock.clone());
         let lsp = LanguageServers::new(
             inputs.project_dir().to_path_buf(),
+            None,
             options.parallelism,
             options.clock.clone(),
         );

@@ -182,7 +182,7 @@ impl Host {
         self.previous = adopt(&decision, &self.desired, &self.gating);
         self.desired = decision.servers;
         self.gating = decision.gating;
-        let lsp_requests = lsp_approval_requests(&snapshot, &self.prompted);
+        let lsp_requests = lsp_approval_requests(&snapshot, |key| self.prompted.contains(key));
         self.snapshot = Some(snapshot);
         if std::mem::take(&mut self.clear_crash_loops) {
             self.supervisor.forgive_all();
@@ -478,10 +478,10 @@ impl Host {
 }
 
 /// The project language servers of `snapshot` waiting for a decision for their current entry
-/// that were not announced yet (`prompted` holds the (name, hash) pairs that were).
-fn lsp_approval_requests(
+/// that were not announced yet (`prompted` says which (name, hash) pairs were).
+pub(crate) fn lsp_approval_requests(
     snapshot: &Snapshot,
-    prompted: &[(String, String)],
+    prompted: impl Fn(&(String, String)) -> bool,
 ) -> Vec<ApprovalRequest> {
     if !snapshot.trusted {
         return Vec::new();
@@ -499,7 +499,7 @@ fn lsp_approval_requests(
             ) == ApprovalState::Pending
         })
         .filter_map(|(name, _)| ApprovalRequest::language_server(snapshot, name))
-        .filter(|r| !prompted.contains(&(r.name.clone(), r.hash.clone())))
+        .filter(|r| !prompted(&(r.name.clone(), r.hash.clone())))
         .collect()
 }
 

@@ -109,13 +109,19 @@ impl LspConnection {
                 start.workspace_folder.display()
             ))
         })?;
-        let (mut process, pipes) = ChildProcess::spawn(&config, None, None, secrets.clone(), name)
-            .map_err(|e| {
-                fail(format!(
-                    "could not start `{}`: {e}; check `command`, `workspaceFolder` and PATH",
-                    start.command
-                ))
-            })?;
+        let (mut process, pipes) = ChildProcess::spawn(
+            &config,
+            None,
+            start.launch.as_deref(),
+            secrets.clone(),
+            name,
+        )
+        .map_err(|e| {
+            fail(format!(
+                "could not start `{}`: {e}; check `command`, `workspaceFolder` and PATH",
+                start.command
+            ))
+        })?;
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             secrets: secrets.clone(),

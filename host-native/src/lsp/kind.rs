@@ -1,17 +1,21 @@
 //! Language servers as the supervisor's second kind of connection.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use mcp_reconcile_kernel::json::{Object, Value};
 use tokio::sync::mpsc;
 
 use super::connection::{LspConnection, LspEvent, LspStart};
+use crate::launch::Launch;
 use crate::supervisor::{ConnectionKind, Event, StartError};
 
 /// Language servers of one project: a relative `workspaceFolder` is inside `project_dir`.
 pub(crate) struct Lsp {
     pub(crate) project_dir: PathBuf,
+    /// A daemon session's environment, which its language servers are spawned in.
+    pub(crate) launch: Option<Arc<Launch>>,
 }
 
 impl ConnectionKind for Lsp {
@@ -33,7 +37,10 @@ impl ConnectionKind for Lsp {
             config.get("transport"),
             Some(Value::String(t)) if t != "stdio"
         );
-        let start = LspStart::from_entry(config, &self.project_dir);
+        let start = LspStart::from_entry(config, &self.project_dir).map(|start| LspStart {
+            launch: self.launch.clone(),
+            ..start
+        });
         let name = name.to_owned();
         Box::pin(async move {
             let start = start.map_err(|message| StartError {

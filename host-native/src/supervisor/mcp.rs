@@ -87,8 +87,11 @@ impl Mcp {
             events,
             handshake_timeout: Duration::from_millis(config.discovery_timeout_ms()),
             base_dir: self.base_dir.clone(),
+            tokens: launch
+                .as_ref()
+                .and_then(|l| l.tokens.clone())
+                .or_else(|| self.tokens.clone()),
             launch,
-            tokens: self.tokens.clone(),
             elicitation: None,
         };
         let (name, config) = (name.to_owned(), config.clone());

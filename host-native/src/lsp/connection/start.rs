@@ -28,6 +28,9 @@ pub struct LspStart {
     pub settings: serde_json::Value,
     pub startup_timeout: Duration,
     pub shutdown_timeout: Duration,
+    /// A daemon session's environment to spawn it in (see [`crate::launch`]); `None` runs it
+    /// in this process's environment.
+    pub launch: Option<std::sync::Arc<crate::launch::Launch>>,
 }
 
 impl LspStart {
@@ -104,6 +107,7 @@ impl LspStart {
                 "shutdownTimeout",
                 DEFAULT_SHUTDOWN_TIMEOUT_MS,
             )?,
+            launch: None,
         })
     }
 }

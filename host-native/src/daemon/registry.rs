@@ -1,0 +1,193 @@
+//! The daemon's live sessions ([`Registry`]): what `status` lists, what `status`, `plan`,
+//! `reload` and `reconnect` with a file set's flags reach, and the count the idle exit reads.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::attached::{Control, DaemonSession};
+use crate::ipc::SessionRequest;
+use crate::session::{Session, SessionGone};
+use crate::status::{plan_json, report_json};
+
+/// A session as `status` lists it.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    /// Unique among the daemon's sessions: `<client>-<pid>-<n>`.
+    pub name: String,
+    /// Who attached it.
+    pub client: String,
+    /// The attached process.
+    pub pid: u32,
+    /// Its project root (approvals are keyed by it).
+    pub project_root: String,
+    /// Its file set's id ([`Inputs::session_id`]): what `status`, `reload` and `reconnect`
+    /// with the same flags ask for.
+    pub id: String,
+}
+
+pub(super) struct Entry {
+    pub(super) info: SessionInfo,
+    pub(super) session: DaemonSession,
+}
+
+/// The daemon's live sessions; clones share it.
+#[derive(Clone)]
+pub(crate) struct Registry {
+    entries: Arc<Mutex<Entries>>,
+    count: Arc<watch::Sender<usize>>,
+}
+
+#[derive(Default)]
+struct Entries {
+    /// Sessions made so far (for unique names).
+    made: u64,
+    /// Attaches still being set up: they count as sessions, so the daemon does not exit
+    /// under them.
+    attaching: usize,
+    live: BTreeMap<String, Entry>,
+}
+
+/// An attach being set up; see [`Registry::attaching`].
+pub(crate) struct Attaching(Registry);
+
+impl Drop for Attaching {
+    fn drop(&mut self) {
+        let mut entries = self.0.lock();
+        entries.attaching = entries.attaching.saturating_sub(1);
+        self.0
+            .count
+            .send_replace(entries.attaching + entries.live.len());
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            entries: Arc::default(),
+            count: Arc::new(watch::Sender::new(0)),
+        }
+    }
+}
+
+impl Registry {
+    /// The number of live sessions, as it changes.
+    pub(crate) fn count(&self) -> watch::Receiver<usize> {
+        self.count.subscribe()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts an attach from the moment its request is read until the guard drops (after
+    /// the session is inserted, or the attach failed).
+    pub(crate) fn attaching(&self) -> Attaching {
+        let mut entries = self.lock();
+        entries.attaching += 1;
+        self.count
+            .send_replace(entries.attaching + entries.live.len());
+        Attaching(self.clone())
+    }
+
+    /// Every live session, in name order.
+    pub(crate) fn sessions(&self) -> Vec<SessionInfo> {
+        self.lock().live.values().map(|e| e.info.clone()).collect()
+    }
+
+    pub(super) fn next_name(&self, client: &str, pid: u32) -> String {
+        let mut entries = self.lock();
+        entries.made += 1;
+        format!("{client}-{pid}-{}", entries.made)
+    }
+
+    pub(super) fn insert(&self, entry: Entry) {
+        let mut entries = self.lock();
+        entries.live.insert(entry.info.name.clone(), entry);
+        self.count
+            .send_replace(entries.attaching + entries.live.len());
+    }
+
+    pub(super) fn remove(&self, name: &str) {
+        let mut entries = self.lock();
+        entries.live.remove(name);
+        self.count
+            .send_replace(entries.attaching + entries.live.len());
+    }
+
+    /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`; `{"none":
+    /// true}` when there is none): the status of the first (they read the same files), a
+    /// reload or reconnect of each.
+    pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
+        let targets: Vec<DaemonSession> = {
+            self.lock()
+                .live
+                .values()
+                .filter(|e| e.info.id == id)
+                .map(|e| e.session.clone())
+                .collect()
+        };
+        let Some(first) = targets.first() else {
+            // Not an error: the command falls back to what the files say.
+            return json!({ "none": true });
+        };
+        match request {
+            SessionRequest::Status => match first.status().await {
+                Ok(report) => json!({ "ok": report_json(&report) }),
+                Err(gone) => json!({ "error": gone.to_string() }),
+            },
+            SessionRequest::Plan => match first.control(Control::Plan).await {
+                Some(Ok(plan)) => json!({ "ok": plan_json(&plan) }),
+                Some(Err(message)) => json!({ "error": message }),
+                None => json!({ "error": SessionGone.to_string() }),
+            },
+            SessionRequest::Reload => {
+                for session in &targets {
+                    let _ = session.control(Control::Reload).await;
+                }
+                json!({ "ok": true })
+            }
+            SessionRequest::Reconnect { name } => {
+                let mut names = Vec::new();
+                for session in &targets {
+                    if let Ok(Ok(restarted)) = session.reconnect(name.clone()).await {
+                        names.extend(restarted);
+                    }
+                }
+                names.sort();
+                names.dedup();
+                json!({ "ok": names })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_attach_being_set_up_counts_as_a_session() {
+        let registry = Registry::default();
+        let count = registry.count();
+        assert_eq!(*count.borrow(), 0);
+        let attaching = registry.attaching();
+        assert_eq!(
+            *count.borrow(),
+            1,
+            "the idle exit must not fire under an attach"
+        );
+        drop(attaching);
+        assert_eq!(*count.borrow(), 0);
+        assert_eq!(
+            registry.ask("0123", SessionRequest::Status).await,
+            json!({ "none": true })
+        );
+        assert_ne!(
+            registry.next_name("serve", 7),
+            registry.next_name("serve", 7)
+        );
+    }
+}
