@@ -192,7 +192,7 @@ pub async fn serve(path: &Path, host: HostHandle) -> anyhow::Result<SocketGuard>
     prepare_state_dir(&dir)?;
     if UnixStream::connect(path).await.is_ok() {
         anyhow::bail!(
-            "a session for these files is already running (socket {}); stop it first or use `mcp-reconcile status`",
+            "a session for these files is already running (socket {}); stop it first, use `mcp-reconcile status`, or run `serve` without `--no-daemon` (sessions of the per-user daemon run side by side)",
             path.display()
         );
     }

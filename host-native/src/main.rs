@@ -58,7 +58,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Watch(args) if args.daemon => cli::daemon_watch::watch_attached(args).await,
         Command::Watch(args) => watch(args).await,
-        Command::Serve(args) if args.daemon => serve_attached(args).await,
+        Command::Serve(args) if args.attaches() => serve_attached(args).await,
         Command::Serve(args) => serve(args).await,
         Command::Daemon(args) => daemon(args).await,
         Command::Status(args) => commands::status(args).await,
@@ -213,14 +213,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .await
 }
 
-/// `serve --daemon`: a thin bridge between the client on stdio and a session of the per-user
-/// daemon (started when none runs).
+/// `serve` on stdio (or `serve --daemon`): a thin bridge between the client on stdio and a
+/// session of the per-user daemon (started when none runs).
 async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
     use mcp_reconcile::daemon::{self, relay};
     init_logging();
     let env = mcp_reconcile::inputs::HostEnv::from_process()?;
     let dir = daemon::socket_dir(&env);
     let exe = std::env::current_exe().context("cannot find the mcp-reconcile binary")?;
+    if !args.daemon {
+        // The default: a daemon that cannot be reached or started is no reason to fail the
+        // client; the session then runs here, as with --no-daemon.
+        if let Err(e) = mcp_reconcile::daemon::bridge::connect_or_start(&dir, &exe).await {
+            eprintln!(
+                "mcp-reconcile serve: the per-user daemon is not available ({}); running the \
+                 session in this process",
+                display::safe_multiline(&format!("{e:#}"))
+            );
+            return serve(args).await;
+        }
+    }
     relay::relay_stdio(relay::Reattach {
         dir,
         exe,

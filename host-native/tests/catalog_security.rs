@@ -28,7 +28,7 @@ impl Served {
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
         command
-            .arg("serve")
+            .args(["serve", "--no-daemon"])
             .args(p.flags())
             .args(["--debounce-ms", "150"])
             .env("MCP_RECONCILE_LOG", "info")

@@ -1,6 +1,6 @@
-//! End-to-end: the per-user daemon (issue 12, item 1). Real `mcp-reconcile daemon` and
-//! `serve --daemon` processes (each in its own process group, killed on drop), rmcp clients on
-//! the serves' stdio, real fixture servers behind the daemon. Every daemon runs in a private
+//! End-to-end: the per-user daemon (issue 12, item 1). Real `mcp-reconcile daemon` and `serve`
+//! processes (a stdio `serve` attaches to the daemon by default; each in its own process
+//! group, killed on drop), rmcp clients on the serves' stdio, real fixture servers behind the daemon. Every daemon runs in a private
 //! `XDG_RUNTIME_DIR` of the test.
 
 mod common;
@@ -111,7 +111,7 @@ fn start_daemon(p: &Project, rt: &Runtime) -> Group {
     Group(child)
 }
 
-/// A `serve --daemon` with an rmcp client on its stdio.
+/// A `serve` (a daemon session) with an rmcp client on its stdio.
 struct Attached {
     group: Option<Group>,
     client: Option<RunningService<RoleClient, Listener>>,
@@ -142,7 +142,8 @@ impl Attached {
             .expect("log");
         let mut command = std::process::Command::new(cli());
         command
-            .args(["serve", "--daemon"])
+            // The default runtime of a stdio `serve`: a session of the daemon.
+            .arg("serve")
             .args(flags)
             .args(["--debounce-ms", "150"])
             .env("XDG_RUNTIME_DIR", &rt.dir)
@@ -693,4 +694,30 @@ async fn a_daemon_session_runs_its_own_language_servers() {
     }
     wait("the removed language server stops", || !alive(pid));
     one.close().await;
+}
+
+/// A stdio `serve` whose daemon cannot be started (its runtime directory cannot be made) says
+/// so and runs the session in its own process: the client is served all the same, and the
+/// servers stop with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_without_a_usable_daemon_runs_the_session_itself() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    // A file where the runtime directory should be: nothing can be created under it.
+    let not_a_dir = p.path("not-a-dir");
+    fs::write(&not_a_dir, "").expect("write");
+    let rt = Runtime { dir: not_a_dir };
+    let one = Attached::start(&p, &rt, &[]).await;
+    one.wait_tools("a's tools", |names| {
+        names.iter().any(|n| n == "mcp__a__echo")
+    })
+    .await;
+    let said = fs::read_to_string(p.path("serve.log")).unwrap_or_default();
+    assert!(
+        said.contains("the per-user daemon is not available"),
+        "{said}"
+    );
+    let pid = pids(&p, "a")[0];
+    one.close().await;
+    assert!(!alive(pid), "the session's own server stops with it");
 }

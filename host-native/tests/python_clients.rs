@@ -139,6 +139,8 @@ fn the_python_sdk_over_stdio_lists_calls_and_follows_edits() {
         format!("exec \"$0\" serve \"$@\" 2>>'{}'", log.display()),
         cli().to_string_lossy().into_owned(),
     ];
+    // The session in serve's own process: its servers stop when it exits.
+    serve.push("--no-daemon".to_owned());
     serve.extend(p.flags());
     serve.extend(["--debounce-ms".to_owned(), "150".to_owned()]);
     let mut args: Vec<&std::ffi::OsStr> = vec!["stdio".as_ref(), plan.as_os_str(), "--".as_ref()];

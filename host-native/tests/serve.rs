@@ -63,7 +63,7 @@ impl Served {
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
         command
-            .arg("serve")
+            .args(["serve", "--no-daemon"])
             .args(p.flags())
             .args(["--debounce-ms", "150"])
             .args(extra)

@@ -57,11 +57,11 @@ pub enum Command {
     /// Configure it as an MCP client's only server to get hot reload.
     /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
     Serve(ServeArgs),
-    /// Run the per-user daemon that `serve --daemon` attaches to: one process per
+    /// Run the per-user daemon that a stdio `serve` attaches to: one process per
     /// stdio server for every session that would start it identically. Listens
     /// on $XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock (else
     /// /tmp/mcp-reconcile-<uid>/); exits once no session has been attached for
-    /// the idle time. `serve --daemon` starts it when none runs.
+    /// the idle time. `serve` starts it when none runs.
     Daemon(DaemonArgs),
     /// Answer kernel JSON requests: one per stdin line, one response per
     /// stdout line (see README).
@@ -102,7 +102,7 @@ pub struct WatchArgs {
           verbatim_doc_comment)]
     pub events: EventsFormat,
     /// Attach to the per-user daemon (started if none runs) as one more session
-    /// for these files, sharing its servers with every `serve --daemon`, and
+    /// for these files, sharing its servers with every stdio `serve`, and
     /// print the session's tools as they change. No plan lines or approval
     /// prompt yet: approve with `mcp-reconcile approve`.
     #[arg(long, conflicts_with_all = ["demo", "full_restart"])]
@@ -159,12 +159,25 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = http_guard::DEFAULT_SESSION_IDLE_SECS,
           value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
     pub session_idle_secs: u64,
-    /// Attach to the per-user daemon (started if none runs) instead of
-    /// running a session in this process: servers are shared with every other
-    /// session that would start them identically, and several `serve`s for the
-    /// same files may run at once. stdio only; no language servers yet.
-    #[arg(long, conflicts_with = "http")]
+    /// Attach to the per-user daemon (started if none runs): the default on
+    /// stdio without --passthrough. Servers are shared with every other
+    /// session that would start them identically, and several `serve`s for
+    /// the same files may run at once.
+    #[arg(long, conflicts_with_all = ["http", "passthrough", "no_daemon"])]
     pub daemon: bool,
+    /// Run the session in this process instead of the per-user daemon: its
+    /// servers are its own and stop when it exits, and a second `serve` (or
+    /// `watch`) for the same files is refused while it runs.
+    #[arg(long)]
+    pub no_daemon: bool,
+}
+
+impl ServeArgs {
+    /// Whether this `serve` attaches to the daemon: asked with `--daemon`, or by default on
+    /// stdio without `--passthrough` (an HTTP `serve` already takes many clients).
+    pub fn attaches(&self) -> bool {
+        self.daemon || (!self.no_daemon && self.http.is_none() && self.passthrough.is_none())
+    }
 }
 
 #[derive(Args, Debug)]

@@ -1,5 +1,5 @@
 //! The client side of the daemon: find (or start) it, attach a session, and bridge a stdio MCP
-//! client to that session — what `serve --daemon` runs; [`ask`] for one-shot requests.
+//! client to that session — what a stdio `serve` runs; [`ask`] for one-shot requests.
 //!
 //! 1. [`connect_or_start`]: connect to the socket; when nothing listens, start
 //!    `mcp-reconcile daemon` (own process group, its log in [`LOG`] beside the

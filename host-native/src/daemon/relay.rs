@@ -1,5 +1,5 @@
-//! `serve --daemon`'s relay: the client's MCP lines to its daemon session and back, surviving
-//! the daemon.
+//! A stdio `serve`'s relay (its default runtime): the client's MCP lines to its daemon session
+//! and back, surviving the daemon.
 //!
 //! MCP over stdio is one JSON-RPC message per line, so the relay reads lines, not bytes, and
 //! keeps just enough to re-attach:
