@@ -4,8 +4,9 @@
 //! list, call, settings edits while it is connected, the removal of a server and the
 //! `list_changed` that follows (the scenario is `tests/python/client.py`).
 //!
-//! Not covered here: two sessions sharing one server process — that needs the pool daemon
-//! (issue 12, item 1), which `serve` does not run yet.
+//! Two clients at once: two SDK sessions, each starting its own stdio `serve` in one project,
+//! share one server process through the per-user daemon (the default runtime of a stdio
+//! `serve`).
 
 mod common;
 
@@ -71,9 +72,15 @@ fn scenario(p: &Project) -> PathBuf {
 /// Runs the script in its own process group (killed if the test fails) and returns its
 /// output once it exits.
 fn run_client(args: &[&std::ffi::OsStr]) -> Output {
+    run_client_with(args, &[])
+}
+
+/// [`run_client`] with more environment variables (inherited by the `serve`s it starts).
+fn run_client_with(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Output {
     let child = Command::new(python())
         .arg(script())
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -247,4 +254,70 @@ impl Drop for GroupGuard {
         let pgid = nix::unistd::Pid::from_raw(self.0 as i32);
         let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
     }
+}
+
+/// Two Python SDK clients, each starting `serve` (the default runtime: a session of the per-user
+/// daemon) for the same project at once: one process per server for both, both hear
+/// `list_changed` when a server is removed, and once both are gone every server stops after the
+/// drain and the daemon exits.
+#[test]
+fn two_python_sdk_clients_in_one_project_share_one_server_process() {
+    let p = Project::new();
+    let plan = scenario(&p);
+    let mut with_marker: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&plan).expect("scenario")).expect("JSON");
+    with_marker["marker"] = json!(p.marker("notes"));
+    fs::write(&plan, with_marker.to_string()).expect("scenario");
+    let runtime = p.path("run");
+    fs::create_dir_all(&runtime).expect("runtime dir");
+    // The daemon first, with a short drain and idle exit, so the test sees both end.
+    let daemon = Command::new(cli())
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(p.path("daemon.log")).expect("log"))
+        .process_group(0)
+        .spawn()
+        .expect("daemon starts");
+    let daemon_guard = GroupGuard(daemon.id());
+    let socket = runtime.join("mcp-reconcile/daemon.sock");
+    let start = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let log = p.path("serve.log");
+    let mut serve = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("exec \"$0\" serve \"$@\" 2>>'{}'", log.display()),
+        cli().to_string_lossy().into_owned(),
+    ];
+    serve.extend(p.flags());
+    serve.extend(["--debounce-ms".to_owned(), "150".to_owned()]);
+    let mut args: Vec<&std::ffi::OsStr> = vec!["pair".as_ref(), plan.as_os_str(), "--".as_ref()];
+    args.extend(serve.iter().map(std::ffi::OsStr::new));
+    let output = run_client_with(&args, &[("XDG_RUNTIME_DIR", runtime.as_os_str())]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.lines().any(|l| l == "done"),
+        "the Python clients failed ({})\nstdout:\n{stdout}\nstderr:\n{}\nserve log:\n{}\ndaemon log:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+        fs::read_to_string(&log).unwrap_or_default(),
+        fs::read_to_string(p.path("daemon.log")).unwrap_or_default(),
+    );
+    for step in ["listed and called in both:", "shared:", "removed:"] {
+        assert!(stdout.contains(step), "no {step} step:\n{stdout}");
+    }
+    // Both clients gone: every server stops after the drain, then the daemon exits.
+    wait_all_stopped(&p);
+    let mut daemon = daemon;
+    let start = Instant::now();
+    while daemon.try_wait().expect("wait").is_none() {
+        assert!(start.elapsed() < PATIENCE, "the daemon never exited");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(daemon_guard);
 }

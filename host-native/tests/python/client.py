@@ -9,12 +9,21 @@ transports:
   3. edit it again to remove a server: a `tools/list_changed` arrives, its tools are gone, and
      calling one says the server was removed.
 
+A second scenario, `pair`, starts SERVE_COMMAND twice at once (two clients in one project):
+
+  1. both list the same tools and call one;
+  2. the `notes` server was started once for both (its marker file has one start line);
+  3. removing a server from the settings sends each client a `tools/list_changed`, and each
+     listing then lacks its tools.
+
 Usage:
   client.py stdio SCENARIO.json -- SERVE_COMMAND...
   client.py http SCENARIO.json URL TOKEN_FILE
+  client.py pair SCENARIO.json -- SERVE_COMMAND...
 
 SCENARIO.json: {"settings": path of the settings file, "edited": its content after the first
-edit, "removed": its content after the second}. Waits are bounded by PATIENCE seconds (generous:
+edit, "removed": its content after the second, and for `pair` "marker": the `notes` server's
+marker file}. Waits are bounded by PATIENCE seconds (generous:
 nothing here measures time). Prints one line per step; any failure raises (non-zero exit).
 """
 
@@ -134,9 +143,45 @@ async def connect(argv):
         raise SystemExit(f"unknown transport {mode!r}")
 
 
+async def pair(argv, plan):
+    """Two clients of two `serve` processes for the same project at once."""
+    assert argv[2] == "--", argv
+    params = StdioServerParameters(command=argv[3], args=argv[4:])
+    one_changes, two_changes = ListChanged(), ListChanged()
+    async with stdio_client(params) as (r1, w1), stdio_client(params) as (r2, w2):
+        async with ClientSession(r1, w1, message_handler=one_changes.handle) as one, \
+                ClientSession(r2, w2, message_handler=two_changes.handle) as two:
+            with anyio.fail_after(PATIENCE):
+                await one.initialize()
+                await two.initialize()
+            expected = ["mcp__notes__add", "mcp__notes__echo", "mcp__other__echo"]
+            for session in (one, two):
+                names = await tool_names(session)
+                assert names == expected, f"listed {names}, expected {expected}"
+                added = await session.call_tool("mcp__notes__add", {"a": 2, "b": 3})
+                assert not added.isError and text_of(added) == "5", added
+            print(f"listed and called in both: {' '.join(expected)}", flush=True)
+
+            with open(plan["marker"], encoding="utf-8") as f:
+                starts = [l for l in f.read().splitlines() if l.startswith("server ")]
+            assert len(starts) == 1, f"notes started {len(starts)} times: {starts}"
+            print("shared: one notes process for both clients", flush=True)
+
+            gone = lambda names: "mcp__other__echo" not in names
+            await edit_and_wait(one, one_changes, plan["settings"], plan["removed"], gone)
+            with anyio.fail_after(PATIENCE):
+                while not gone(await tool_names(two)):
+                    await two_changes.next()
+            print("removed: both clients heard list_changed", flush=True)
+    print("done", flush=True)
+
+
 async def main(argv):
     with open(argv[1], encoding="utf-8") as f:
         plan = json.load(f)
+    if argv[0] == "pair":
+        await pair(argv, plan)
+        return
     changes = ListChanged()
     async with connect(argv) as (read, write):
         async with ClientSession(read, write, message_handler=changes.handle) as session:
