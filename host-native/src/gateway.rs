@@ -19,10 +19,8 @@
 //! [`Gateway`].
 
 use std::borrow::Cow;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
@@ -30,6 +28,10 @@ use rmcp::model::{
     PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
     ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
 };
+// Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); clients and servers of the
+// versions the gateway speaks use it.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
@@ -38,7 +40,10 @@ use tokio_util::sync::CancellationToken;
 use crate::host::{HostEvent, HostHandle, MergedCatalog, Route, Target};
 use crate::lsp::tools::{self as lsp_tools, LspTool};
 use crate::session::{Session, SessionGone};
-use crate::transport::CallError;
+use crate::transport::{CallError, Caller};
+
+mod http;
+pub use http::serve_http;
 
 /// The MCP server side of `serve`, in front of the session `S`. Cheap to clone; clones share
 /// the session and the client list.
@@ -138,6 +143,45 @@ impl<S: Session> Gateway<S> {
     }
 
     /// The session this gateway fronts.
+    /// One caller per server this gateway offers anything of that has the logging
+    /// capability.
+    async fn callers(&self) -> Result<Vec<Caller>, ErrorData> {
+        let catalog = self.visible().await?;
+        let targets = catalog
+            .tools
+            .iter()
+            .map(|t| Target::Tool(t.name.to_string()))
+            .chain(
+                catalog
+                    .prompts
+                    .iter()
+                    .map(|p| Target::Prompt(p.name.clone())),
+            )
+            .chain(
+                catalog
+                    .resources
+                    .iter()
+                    .map(|r| Target::Resource(r.uri.clone())),
+            );
+        let mut callers: Vec<Caller> = Vec::new();
+        for target in targets {
+            let target = match target {
+                Target::Tool(name) => Target::Tool(self.qualify(&name)),
+                Target::Prompt(name) => Target::Prompt(self.qualify(&name)),
+                other => other,
+            };
+            let Ok(route) = self.session.route(target).await.map_err(gone)? else {
+                continue;
+            };
+            if route.caller.offers_logging()
+                && !callers.iter().any(|c| c.server() == route.caller.server())
+            {
+                callers.push(route.caller);
+            }
+        }
+        Ok(callers)
+    }
+
     pub fn session(&self) -> &S {
         &self.session
     }
@@ -193,7 +237,8 @@ impl<S: Session> Gateway<S> {
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         let progress = client_token.is_some().then_some(progress_tx);
         let cancel: CancellationToken = context.ct.child_token();
-        let caller = route.caller.clone();
+        // What the server asks during the call goes to this client.
+        let caller = route.caller.clone().asking(context.peer.clone());
         // The upstream call runs in a task of its own: it is not tied to this request's
         // task-local context, and it ends on its own when the connection closes.
         let mut call =
@@ -308,6 +353,9 @@ impl<S: Session> ServerHandler for Gateway<S> {
         capabilities.resources = Some(resources);
         // Completion requests are routed to the server of the prompt they name.
         capabilities.completions = Some(Default::default());
+        // `logging/setLevel` goes to every server that offers logging; their messages come
+        // back with the server named in `logger`.
+        capabilities.logging = Some(Default::default());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-reconcile",
@@ -397,7 +445,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let route = self
             .session
@@ -416,7 +464,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         if let Some(arguments) = request.arguments {
             params = params.with_arguments(arguments);
         }
-        match route.caller.get_prompt(params).await {
+        match route.caller.asking(context.peer).get_prompt(params).await {
             Ok(result) => Ok(result.into()),
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
@@ -428,7 +476,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
     async fn complete(
         &self,
         mut request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let Reference::Prompt(prompt) = &mut request.r#ref else {
             return Err(ErrorData::invalid_params(
@@ -447,10 +495,41 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 ErrorData::invalid_params(format!("no prompt `{}`", prompt.name), None)
             })?;
         prompt.name = route.name.clone();
-        match route.caller.complete(request).await {
+        match route.caller.asking(context.peer).complete(request).await {
             Ok(result) => Ok(result),
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
+    /// Forwarded to every server this gateway offers that has the logging capability; the
+    /// client is where their messages go from now on.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut failures = Vec::new();
+        for caller in self.callers().await? {
+            let server = caller.server().to_owned();
+            match caller
+                .asking(context.peer.clone())
+                .set_level(request.clone())
+                .await
+            {
+                Ok(()) => {}
+                Err(CallError::Mcp(error)) => failures.push(format!("{server}: {}", error.message)),
+                Err(CallError::Failed(error)) => failures.push(error.message),
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ErrorData::internal_error(
+                format!("logging/setLevel failed for {}", failures.join("; ")),
+                None,
+            ))
         }
     }
 
@@ -467,7 +546,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let route = self
             .session
@@ -482,71 +561,15 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 }
             })
             .map_err(|message| ErrorData::resource_not_found(message, None))?;
-        match route.caller.read_resource(request).await {
+        match route
+            .caller
+            .asking(context.peer)
+            .read_resource(request)
+            .await
+        {
             Ok(result) => Ok(result.into()),
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
         }
     }
-}
-
-/// Serves `gateway` over streamable HTTP at `http://ADDR/mcp`; every client session shares
-/// the one host. Only loopback addresses are accepted (port 0 picks a free port). Every
-/// request passes [`http_guard::check`](crate::http_guard::check) first (Host, Origin, bearer
-/// token, session cap); sessions idle for `guard.session_idle` are closed. Returns the bound
-/// address; the server stops when `stop` is cancelled.
-///
-/// # Errors
-/// A non-loopback address, or the address cannot be bound.
-pub async fn serve_http<S: Session>(
-    addr: SocketAddr,
-    gateway: Gateway<S>,
-    guard: crate::http_guard::GuardOptions,
-    stop: CancellationToken,
-) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    use crate::http_guard::{check, Guard};
-    use rmcp::transport::streamable_http_server::session::local::{
-        LocalSessionManager, SessionConfig,
-    };
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    if !addr.ip().is_loopback() {
-        anyhow::bail!(
-            "--http {addr}: only a loopback address (127.0.0.1, [::1]) is allowed; the gateway \
-             must not be reachable from other machines"
-        );
-    }
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let bound = listener
-        .local_addr()
-        .context("cannot read the bound address")?;
-    let mut config = StreamableHttpServerConfig::default()
-        // Also rmcp's own DNS-rebinding check, with the port (the guard checks first).
-        .with_allowed_hosts(Guard::loopback_hosts(bound.port()));
-    config.cancellation_token = stop.clone();
-    let mut sessions = LocalSessionManager::default();
-    let mut session_config = SessionConfig::default();
-    // An idle session's worker stops and rmcp removes it from the manager.
-    session_config.keep_alive = Some(guard.session_idle);
-    sessions.session_config = session_config;
-    let sessions = Arc::new(sessions);
-    let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
-    let guard = Arc::new(Guard::new(guard, bound.port(), sessions));
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(crate::http_guard::session_ended))
-        .layer(axum::middleware::from_fn_with_state(guard, check));
-    let task = tokio::spawn(async move {
-        let shutdown = async move { stop.cancelled().await };
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::warn!("the HTTP gateway stopped: {e}");
-        }
-    });
-    Ok((bound, task))
 }

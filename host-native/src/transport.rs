@@ -20,8 +20,10 @@
 //!    `Connection` is stopped the same way in the background.
 
 mod caller;
+mod handler;
 mod oauth;
 mod progress;
+mod relay;
 mod remote;
 mod session;
 mod sse;
@@ -172,6 +174,7 @@ pub async fn connect(
         call_timeout: call_timeout(config),
         ended: tokio::sync::watch::Sender::new(None),
         in_flight: caller::InFlight::default(),
+        askers: relay::Askers::default(),
     };
     match config.transport() {
         Kind::Stdio => connect_stdio(ctx, config, opts).await,
@@ -238,6 +241,7 @@ impl Connection {
             ctx: self.ctx.clone(),
             peer: self.peer.clone(),
             progress: self.progress.clone(),
+            asker: None,
         }
     }
 
@@ -304,6 +308,8 @@ struct Ctx {
     ended: tokio::sync::watch::Sender<Option<String>>,
     /// Forwarded requests waiting for an answer.
     in_flight: caller::InFlight,
+    /// The clients the server's own requests and log messages go to.
+    askers: relay::Askers,
 }
 
 impl Ctx {
@@ -358,7 +364,7 @@ async fn connect_http(
         StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(custom);
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
-    let handler = Handler::new(relist.clone(), opts.elicitation.clone());
+    let handler = Handler::new(relist.clone(), opts.elicitation.clone(), &ctx);
     let oauth = oauth_manager(&mut ctx, config, &url, &opts)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
@@ -424,7 +430,7 @@ async fn connect_sse(
                 in_initialize: false,
             })?;
         handshake(
-            Handler::new(relist.clone(), opts.elicitation.clone()),
+            Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
             Watched::new(transport, failure.clone(), &ctx.name, None),
         )
         .await

@@ -133,28 +133,7 @@ fn the_reference_fixture_passes_every_server_scenario() {
 /// Server scenarios that do not pass through `serve --passthrough` yet, with why (the README
 /// lists them too): the gateway does not relay these parts of the protocol yet (issue 16,
 /// item 1).
-const NOT_THROUGH_SERVE_YET: [(&str, &str); 10] = [
-    ("logging-set-level", "logging/setLevel is not forwarded yet"),
-    (
-        "tools-call-with-logging",
-        "servers' log notifications are not relayed yet",
-    ),
-    (
-        "tools-call-sampling",
-        "sampling/createMessage is not relayed to the client yet",
-    ),
-    (
-        "tools-call-elicitation",
-        "elicitation/create is not relayed to the client yet",
-    ),
-    (
-        "elicitation-sep1034-defaults",
-        "elicitation/create is not relayed yet",
-    ),
-    (
-        "elicitation-sep1330-enums",
-        "elicitation/create is not relayed yet",
-    ),
+const NOT_THROUGH_SERVE_YET: [(&str, &str); 4] = [
     (
         "resources-templates-read",
         "resource templates are not offered yet",

@@ -10,8 +10,12 @@ use rmcp::model::{
     GetPromptResult, ProgressNotificationParam, ReadResourceRequest, ReadResourceRequestParams,
     ReadResourceResult, ServerResult,
 };
+// Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); servers behind the gateway
+// still use it.
+#[allow(deprecated)]
+use rmcp::model::{SetLevelRequest, SetLevelRequestParams};
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleClient};
+use rmcp::{Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -69,6 +73,9 @@ pub struct Caller {
     pub(super) ctx: Arc<Ctx>,
     pub(super) peer: Peer<RoleClient>,
     pub(super) progress: ProgressRouter,
+    /// The real client these requests are made for: the server's own requests during them are
+    /// relayed to it.
+    pub(super) asker: Option<Peer<RoleServer>>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -95,6 +102,14 @@ impl Caller {
     /// The server this caller talks to.
     pub fn server(&self) -> &str {
         &self.ctx.name
+    }
+
+    /// This caller for requests made on behalf of `client`: what the server asks the client
+    /// while one runs (elicitation, sampling, roots) and its log messages go to `client`.
+    #[must_use]
+    pub fn asking(mut self, client: Peer<RoleServer>) -> Self {
+        self.asker = Some(client);
+        self
     }
 
     /// Forwards `tools/call` (`params.name` is the server's own tool name). Each progress
@@ -176,6 +191,30 @@ impl Caller {
         }
     }
 
+    /// Forwards `logging/setLevel`; the client this caller asks for gets the messages.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    #[allow(deprecated)]
+    pub async fn set_level(&self, params: SetLevelRequestParams) -> Result<(), CallError> {
+        let what = "logging/setLevel";
+        let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(params));
+        match self
+            .request(what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::EmptyResult(_) => Ok(()),
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
+    /// Whether the server declared the logging capability.
+    pub fn offers_logging(&self) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.logging.is_some())
+    }
+
     fn unexpected(&self, what: &str) -> CallError {
         CallError::Failed(self.ctx.error(
             ConnectErrorKind::Call,
@@ -211,6 +250,10 @@ impl Caller {
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
         let _busy = self.ctx.in_flight.enter();
+        let _asking = self
+            .asker
+            .clone()
+            .map(|client| self.ctx.askers.enter(client));
         let closed = || async {
             // The monitor records why the connection ended (exit status, stderr tail) a moment
             // after the transport closes.

@@ -11,25 +11,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
-    PaginatedRequestParams, PingRequest, ProgressNotificationParam, ProtocolVersion,
-};
+use rmcp::model::{ClientRequest, PaginatedRequestParams, PingRequest};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpError;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
-use super::progress::ProgressRouter;
+pub(super) use super::handler::Handler;
 use super::remote::Failure;
 use super::stdio::ChildProcess;
 use crate::view::drop_invalid_names;
 
 use super::{
     with_stderr, Catalog, ConnEvent, ConnectErrorKind, ConnectOptions, Connection, Ctx,
-    ElicitationResponder, KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
+    KEEPALIVE_INTERVAL, SERVICE_CLOSE, SETTLE,
 };
 
 /// Why a requested close ended the connection, for calls that were still running.
@@ -164,79 +160,6 @@ pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, Lis
         .await?;
     }
     Ok(catalog)
-}
-
-/// The client side of the session: answers the server's notifications.
-#[derive(Clone)]
-pub(super) struct Handler {
-    relist: Arc<Notify>,
-    pub(super) progress: ProgressRouter,
-    elicitation: Option<ElicitationResponder>,
-}
-
-impl Handler {
-    pub(super) fn new(relist: Arc<Notify>, elicitation: Option<ElicitationResponder>) -> Self {
-        Handler {
-            relist,
-            progress: ProgressRouter::default(),
-            elicitation,
-        }
-    }
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.progress.dispatch(params);
-    }
-
-    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        self.relist.notify_one();
-    }
-
-    async fn on_prompt_list_changed(
-        &self,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.relist.notify_one();
-    }
-
-    async fn on_resource_list_changed(
-        &self,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.relist.notify_one();
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        Ok(match &self.elicitation {
-            Some(responder) => responder(request).await,
-            None => ElicitResult::new(ElicitationAction::Decline),
-        })
-    }
-
-    /// The newest protocol version that begins with `initialize` (the handshake this client
-    /// runs); elicitation only when someone answers it.
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        if self.elicitation.is_some() {
-            let mut elicitation = ElicitationCapability::default();
-            elicitation.form = Some(FormElicitationCapability::default());
-            capabilities.elicitation = Some(elicitation);
-        }
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("mcp-reconcile", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -404,7 +404,7 @@ pub(super) async fn connect_stdio(
     let outcome = tokio::time::timeout_at(
         deadline,
         handshake(
-            Handler::new(relist.clone(), opts.elicitation.clone()),
+            Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
             transport,
         ),
     )
