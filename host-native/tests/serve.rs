@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
-    ProgressNotificationParam,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientInfo,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    Implementation, ProgressNotificationParam,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -23,6 +24,8 @@ use tokio::sync::mpsc;
 enum Heard {
     ToolsChanged,
     Progress(f64),
+    /// A server's `elicitation/create`, relayed by the gateway: its message.
+    Elicited(String),
 }
 
 #[derive(Clone)]
@@ -41,6 +44,30 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) {
         let _ = self.heard.send(Heard::Progress(params.progress));
+    }
+
+    /// A person who fills in the form — except one that says it is never answered.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        let _ = self.heard.send(Heard::Elicited(message.clone()));
+        if message.contains("never answered") {
+            std::future::pending::<()>().await;
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept)
+            .with_content(json!({"username": "ada", "email": "ada@example.org"})))
+    }
+
+    fn get_info(&self) -> ClientInfo {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
+        ClientInfo::new(capabilities, Implementation::new("serve-test", "0"))
     }
 }
 
@@ -124,7 +151,7 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::ToolsChanged)) => return,
-                Ok(Some(Heard::Progress(_))) => {}
+                Ok(Some(Heard::Progress(_) | Heard::Elicited(_))) => {}
                 _ => panic!("no tools/list_changed; log:\n{}", self.log()),
             }
         }
@@ -1066,4 +1093,66 @@ async fn wait_until_listed(served: &Served, tool: &str) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// A real server that asks its client something (`elicitation/create` during a tool call)
+/// reaches the real client through `serve`, and the answer goes back; a server removed while
+/// its question is pending ends the call with an error that says so — nothing hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_question_reaches_the_client_and_a_removed_server_ends_its_call() {
+    let p = Project::new();
+    let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
+    p.write_settings(json!({"mcpServers": {
+        "ref": reference,
+        "a": p.server("a", "echo"),
+    }}));
+    let mut served = Served::start(&p).await;
+    wait_until_listed(&served, "mcp__ref__test_elicitation").await;
+    let answered = served
+        .call(
+            "mcp__ref__test_elicitation",
+            json!({"message": "Who are you?"}),
+        )
+        .await;
+    assert_ne!(answered.is_error, Some(true), "{answered:?}");
+    let said = text(&answered);
+    assert!(
+        said.contains("action=accept") && said.contains("ada@example.org"),
+        "the client's answer reached the server: {said}"
+    );
+    let heard = std::iter::from_fn(|| served.heard.try_recv().ok())
+        .any(|h| matches!(&h, Heard::Elicited(m) if m == "Who are you?"));
+    assert!(heard, "the client was asked");
+
+    // The server goes away while the client has not answered yet.
+    let client = served.client().peer().clone();
+    let pending = tokio::spawn(async move {
+        let mut params = CallToolRequestParams::new("mcp__ref__test_elicitation");
+        if let Value::Object(map) = json!({"message": "never answered"}) {
+            params = params.with_arguments(map);
+        }
+        client.call_tool(params).await
+    });
+    let start = Instant::now();
+    loop {
+        match tokio::time::timeout(PATIENCE, served.heard.recv()).await {
+            Ok(Some(Heard::Elicited(m))) if m == "never answered" => break,
+            Ok(Some(_)) => {}
+            _ => panic!("the second question never reached the client"),
+        }
+        assert!(start.elapsed() < PATIENCE, "the second question never came");
+    }
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let ended = tokio::time::timeout(PATIENCE, pending)
+        .await
+        .expect("the pending call ends when its server goes away")
+        .expect("joined")
+        .expect("tools/call answers (a tool error is a result)");
+    assert_eq!(ended.is_error, Some(true), "{ended:?}");
+    let message = text(&ended);
+    assert!(
+        message.contains("ref") && message.contains("stopped"),
+        "the error says the server went away: {message}"
+    );
+    served.close().await;
 }
