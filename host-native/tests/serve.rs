@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientInfo,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
     Implementation, ProgressNotificationParam,
 };
@@ -64,10 +64,10 @@ impl ClientHandler for Listener {
             .with_content(json!({"username": "ada", "email": "ada@example.org"})))
     }
 
-    fn get_info(&self) -> ClientInfo {
+    fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(ElicitationCapability::default());
-        ClientInfo::new(capabilities, Implementation::new("serve-test", "0"))
+        ClientConfig::new(capabilities, Implementation::new("serve-test", "0"))
     }
 }
 
