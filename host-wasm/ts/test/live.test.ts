@@ -170,8 +170,9 @@ test("an args edit reconnects only that server; the others keep client and pid",
   const purged = pass.findIndex((e) => e.type === "purged" && e.server === "a" && e.tools.length > 0);
   const registered = pass.findIndex((e) => e.type === "registered");
   assert.ok(purged >= 0 && purged < registered, JSON.stringify(pass));
+  // (a may register twice: the server can announce tools/list_changed right after it starts.)
   assert.deepEqual(
-    pass.filter((e) => e.type === "registered").map((e) => e.server),
+    [...new Set(pass.filter((e) => e.type === "registered").map((e) => e.server))],
     ["a"],
     "only a registered tools again",
   );
