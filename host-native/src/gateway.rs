@@ -24,24 +24,24 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
     ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
 };
 // Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); clients and servers of the
 // versions the gateway speaks use it.
 #[allow(deprecated)]
-use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::host::{HostEvent, HostHandle, MergedCatalog, Route, Target};
-use crate::lsp::tools::{self as lsp_tools, LspTool};
+use crate::lsp::tools::LspTool;
 use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
 
+mod forward;
 mod http;
 pub use http::serve_http;
 
@@ -131,6 +131,11 @@ impl<S: Session> Gateway<S> {
                 visible.resources.push(resource);
             }
         }
+        visible.resource_templates = catalog
+            .resource_templates
+            .into_iter()
+            .filter(|(server, _)| self.only.as_deref() == Some(server.as_str()))
+            .collect();
         Ok(visible)
     }
 
@@ -182,6 +187,34 @@ impl<S: Session> Gateway<S> {
         Ok(callers)
     }
 
+    /// `resources/subscribe` or `unsubscribe`, routed by URI as a read is.
+    async fn subscription(
+        &self,
+        uri: String,
+        subscribe: bool,
+        client: Peer<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let route = self
+            .own_route(Target::Resource(uri.clone()))
+            .await?
+            .ok_or_else(|| {
+                ErrorData::resource_not_found(
+                    format!("this gateway offers no resource `{uri}`"),
+                    None,
+                )
+            })?;
+        match route
+            .caller
+            .asking(client)
+            .subscription(uri, subscribe)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
     pub fn session(&self) -> &S {
         &self.session
     }
@@ -222,117 +255,6 @@ impl<S: Session> Gateway<S> {
     async fn catalog(&self) -> Result<MergedCatalog, ErrorData> {
         self.session.catalog().await.map_err(gone)
     }
-
-    async fn forward_call(
-        &self,
-        route: Route,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let mut params = CallToolRequestParams::new(route.name.clone());
-        if let Some(arguments) = request.arguments {
-            params = params.with_arguments(arguments);
-        }
-        let client_token = context.meta.get_progress_token();
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
-        let progress = client_token.is_some().then_some(progress_tx);
-        let cancel: CancellationToken = context.ct.child_token();
-        // What the server asks during the call goes to this client.
-        let caller = route.caller.clone().asking(context.peer.clone());
-        // The upstream call runs in a task of its own: it is not tied to this request's
-        // task-local context, and it ends on its own when the connection closes.
-        let mut call =
-            tokio::spawn(async move { caller.call_tool(params, progress, cancel).await });
-        let mut last = f64::NEG_INFINITY;
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                Some(update) = progress_rx.recv() => {
-                    relay_progress(&context, client_token.as_ref(), &mut last, update).await;
-                }
-                joined = &mut call => break joined,
-            }
-        };
-        // Progress the server sent just before its result is still on its way: relay it
-        // before the result, as the server ordered them.
-        while let Ok(update) = progress_rx.try_recv() {
-            relay_progress(&context, client_token.as_ref(), &mut last, update).await;
-        }
-        match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(CallError::Mcp(error))) => {
-                CallToolResult::error(vec![ContentBlock::text(format!(
-                    "server \"{}\" answered tools/call `{}` with an error: {}",
-                    route.server, route.name, error.message
-                ))])
-            }
-            Ok(Err(CallError::Failed(error))) => {
-                CallToolResult::error(vec![ContentBlock::text(error.message)])
-            }
-            Err(join) => CallToolResult::error(vec![ContentBlock::text(format!(
-                "forwarding tools/call `{}` to server \"{}\" failed: {join}",
-                route.name, route.server
-            ))]),
-        }
-    }
-}
-
-impl<S: Session> Gateway<S> {
-    /// A language tool (SPEC §14.5): routed by the file's extension to the running language
-    /// server that serves it; every failure is a tool error saying why.
-    async fn language_call(
-        &self,
-        tool: LspTool,
-        arguments: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let extension = match lsp_tools::extension(arguments) {
-            Ok(extension) => extension,
-            Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
-        };
-        // A server still starting is waited for (bounded), as the first listing waits for
-        // the start pass.
-        let deadline = tokio::time::Instant::now() + lsp_tools::START_WAIT;
-        let route = loop {
-            match self
-                .session
-                .language(extension.clone())
-                .await
-                .map_err(gone)?
-            {
-                Ok(route) => break route,
-                Err(why) if why.starting && tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-                Err(why) => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(why.message)]))
-                }
-            }
-        };
-        tracing::info!(tool = tool.name(), server = %route.server, "language tool");
-        Ok(match lsp_tools::call(tool, &route, arguments).await {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
-        })
-    }
-}
-
-/// Relays one upstream progress update to the client under its own token; progress must
-/// increase (notifications can overtake each other upstream), so a stale one is dropped.
-async fn relay_progress(
-    context: &RequestContext<RoleServer>,
-    token: Option<&rmcp::model::ProgressToken>,
-    last: &mut f64,
-    update: ProgressNotificationParam,
-) {
-    let Some(token) = token else { return };
-    if update.progress <= *last {
-        return;
-    }
-    *last = update.progress;
-    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
-    param.total = update.total;
-    param.message = update.message;
-    let _ = context.peer.notify_progress(param).await;
 }
 
 fn gone(e: SessionGone) -> ErrorData {
@@ -350,6 +272,8 @@ impl<S: Session> ServerHandler for Gateway<S> {
         capabilities.prompts = Some(prompts);
         let mut resources = ResourcesCapability::default();
         resources.list_changed = Some(true);
+        // Subscriptions are routed by URI like reads; updates go to the subscribed client.
+        resources.subscribe = Some(true);
         capabilities.resources = Some(resources);
         // Completion requests are routed to the server of the prompt they name.
         capabilities.completions = Some(Default::default());
@@ -531,6 +455,33 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 None,
             ))
         }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let templates = self.visible().await?.resource_templates;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            templates.into_iter().map(|(_, t)| t).collect(),
+        ))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscription(request.uri, true, context.peer).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscription(request.uri, false, context.peer).await
     }
 
     async fn list_resources(

@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use rmcp::model::{
     CallToolResult, ElicitRequestParams, ElicitResult, GetPromptResult, ProgressNotificationParam,
-    Prompt, ReadResourceResult, Resource, Tool,
+    Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 
 use crate::redact::{redact_all, secrets};
@@ -63,6 +63,8 @@ pub struct Catalog {
     pub tools: Vec<Tool>,
     pub prompts: Vec<Prompt>,
     pub resources: Vec<Resource>,
+    /// `resources/templates/list` (empty when the server does not answer it).
+    pub resource_templates: Vec<ResourceTemplate>,
 }
 
 /// Something a live connection reports on its own.

@@ -159,7 +159,121 @@ pub fn session_view(server: &str, config: &ServerConfig, catalog: &Catalog) -> C
         tools,
         prompts,
         resources: catalog.resources.clone(),
+        resource_templates: catalog.resource_templates.clone(),
     }
+}
+
+/// How a catalog serves a resource URI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ResourceMatch {
+    /// Not at all.
+    None,
+    /// By one of its resource templates.
+    Template,
+    /// Listed as it is.
+    Exact,
+}
+
+/// How `catalog` serves `uri`: a listed resource beats a template (a router prefers a server
+/// that lists the URI over one whose template would produce it).
+pub fn resource_match(catalog: &Catalog, uri: &str) -> ResourceMatch {
+    if catalog.resources.iter().any(|r| r.uri == uri) {
+        ResourceMatch::Exact
+    } else if catalog
+        .resource_templates
+        .iter()
+        .any(|t| template_matches(&t.uri_template, uri))
+    {
+        ResourceMatch::Template
+    } else {
+        ResourceMatch::None
+    }
+}
+
+/// Whether `uri` is an expansion of the RFC 6570 `template`: a simple `{var}` (or `{.x}`,
+/// `{;x}`) stands for one or more characters other than `/ ? #`, a `{+var}` or `{#var}` for any
+/// one or more, and a `{?x}` / `{&x}` for an optional query part. Bounded: a template of more than
+/// 32 parts or a URI over 4096 bytes never matches.
+pub fn template_matches(template: &str, uri: &str) -> bool {
+    #[derive(Clone, Copy)]
+    enum Part<'a> {
+        Literal(&'a str),
+        Segment,
+        Any,
+        Query,
+    }
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while !rest.is_empty() {
+        match rest.find('{') {
+            Some(0) => {
+                let Some(end) = rest.find('}') else {
+                    return false;
+                };
+                parts.push(match rest[1..end].chars().next() {
+                    Some('+' | '#') => Part::Any,
+                    Some('?' | '&') => Part::Query,
+                    _ => Part::Segment,
+                });
+                rest = &rest[end + 1..];
+            }
+            Some(at) => {
+                parts.push(Part::Literal(&rest[..at]));
+                rest = &rest[at..];
+            }
+            None => {
+                parts.push(Part::Literal(rest));
+                rest = "";
+            }
+        }
+    }
+    if parts.len() > 32 || uri.len() > 4096 {
+        return false;
+    }
+    // The positions of `uri` each prefix of the template can end at: linear per part.
+    let bytes = uri.as_bytes();
+    let len = uri.len();
+    let mut at = vec![false; len + 1];
+    at[0] = true;
+    for part in &parts {
+        let mut next = vec![false; len + 1];
+        match part {
+            Part::Literal(text) => {
+                for pos in (0..=len).filter(|&p| at[p]) {
+                    if uri[pos..].starts_with(text) {
+                        next[pos + text.len()] = true;
+                    }
+                }
+            }
+            Part::Any => {
+                if let Some(first) = (0..=len).find(|&p| at[p]) {
+                    next[first + 1..].iter_mut().for_each(|n| *n = true);
+                }
+            }
+            Part::Query => {
+                next.clone_from(&at);
+                if let Some(first) = (0..len).find(|&p| at[p] && matches!(bytes[p], b'?' | b'&')) {
+                    next[first + 1..].iter_mut().for_each(|n| *n = true);
+                }
+            }
+            Part::Segment => {
+                let mut end = 0;
+                for pos in (0..len).filter(|&p| at[p]) {
+                    end = end.max(pos + 1);
+                    while end <= len && !matches!(bytes[end - 1], b'/' | b'?' | b'#') {
+                        next[end] = true;
+                        end += 1;
+                    }
+                }
+            }
+        }
+        // Only whole characters: a position inside a UTF-8 sequence is no boundary.
+        for (pos, reached) in next.iter_mut().enumerate() {
+            *reached &= uri.is_char_boundary(pos);
+        }
+        at = next;
+    }
+    at[len]
 }
 
 /// The server's own name for qualified `name`, if `name` is one of `catalog`'s tools visible
@@ -242,6 +356,7 @@ mod tests {
                 Prompt::new("bad\nprompt", None::<String>, None),
             ],
             resources: Vec::new(),
+            resource_templates: Vec::new(),
         };
         let kept = drop_invalid_names("srv", catalog);
         let names: Vec<&str> = kept.tools.iter().map(|t| t.name.as_ref()).collect();
@@ -253,5 +368,37 @@ mod tests {
             name_problem("srv", &too_long_qualified).is_some_and(|p| p.contains("more than 128"))
         );
         assert!(shown_name(&long).ends_with("(5000 characters)"));
+    }
+
+    #[test]
+    fn a_uri_matches_the_templates_it_expands() {
+        let yes = [
+            ("test://template/{id}/data", "test://template/42/data"),
+            ("file:///{+path}", "file:///a/b/c.txt"),
+            ("db://{table}{?limit}", "db://users"),
+            ("db://{table}{?limit}", "db://users?limit=5"),
+            ("x://{a}-{b}", "x://1-2-3"),
+            ("u://{name}", "u://ünïcode"),
+        ];
+        for (template, uri) in yes {
+            assert!(template_matches(template, uri), "{template} {uri}");
+        }
+        let no = [
+            ("test://template/{id}/data", "test://template//data"),
+            ("test://template/{id}/data", "test://template/4/2/data"),
+            ("test://template/{id}/data", "test://template/42/data/more"),
+            ("file:///{+path}", "file:///"),
+            ("a://{x", "a://y"),
+            ("exact://thing", "exact://thing2"),
+        ];
+        for (template, uri) in no {
+            assert!(!template_matches(template, uri), "{template} {uri}");
+        }
+        // Many adjacent variables over a long URI stay linear (and match).
+        let template = "t://".to_owned() + &"{v}".repeat(31);
+        assert!(template_matches(
+            &template,
+            &("t://".to_owned() + &"a".repeat(4000))
+        ));
     }
 }

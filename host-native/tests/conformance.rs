@@ -133,25 +133,11 @@ fn the_reference_fixture_passes_every_server_scenario() {
 /// Server scenarios that do not pass through `serve --passthrough` yet, with why (the README
 /// lists them too): the gateway does not relay these parts of the protocol yet (issue 16,
 /// item 1).
-const NOT_THROUGH_SERVE_YET: [(&str, &str); 4] = [
-    (
-        "resources-templates-read",
-        "resource templates are not offered yet",
-    ),
-    (
-        "resources-subscribe",
-        "resources/subscribe is not forwarded yet",
-    ),
-    (
-        "resources-unsubscribe",
-        "resources/unsubscribe is not forwarded yet",
-    ),
-    (
-        "server-sse-polling",
-        "the fixture does not close its SSE stream mid-call (the direct run warns), and the \
+const NOT_THROUGH_SERVE_YET: [(&str, &str); 1] = [(
+    "server-sse-polling",
+    "the fixture does not close its SSE stream mid-call (the direct run warns), and the \
          gateway does not resume a client's stream",
-    ),
-];
+)];
 
 /// `serve --http --no-auth --passthrough ref` in front of the stdio reference fixture: every
 /// scenario passes but the [`NOT_THROUGH_SERVE_YET`] ones, which must still fail (so the list

@@ -11,8 +11,8 @@ use mcp_reconcile_kernel::{Gating, Servers};
 
 use super::{Host, HostEvent};
 use crate::supervisor::{Entry, Mcp};
-use crate::transport::{Caller, Catalog, Connection, Prompt, Resource, Tool};
-use crate::view::{own_prompt_name, own_tool_name, session_view};
+use crate::transport::{Caller, Catalog, Connection, Prompt, Resource, ResourceTemplate, Tool};
+use crate::view::{own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch};
 
 /// Which lists of the merged catalog changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub struct MergedCatalog {
     pub prompts: Vec<Prompt>,
     /// Resources, URIs unchanged.
     pub resources: Vec<Resource>,
+    /// Resource templates, with the server that offers each (a URI no server lists goes to
+    /// the first whose template it matches).
+    pub resource_templates: Vec<(String, ResourceTemplate)>,
 }
 
 /// Which server owns each tool prefix `mcp__<sanitized name>__`: the first
@@ -169,6 +172,11 @@ impl CatalogMerger {
                 .into_iter()
                 .filter(|r| uris.insert(r.uri.clone())),
         );
+        self.merged.resource_templates.extend(
+            view.resource_templates
+                .into_iter()
+                .map(|t| (server.to_owned(), t)),
+        );
     }
 
     /// The merged catalog.
@@ -286,13 +294,12 @@ impl Host {
             Target::Prompt(name) => connected.find_map(|(server, live, conn)| {
                 own_prompt_name(server, &live.catalog, name).map(|own| (server, own, conn))
             }),
-            Target::Resource(uri) => connected.find_map(|(server, live, conn)| {
-                live.catalog
-                    .resources
-                    .iter()
-                    .any(|r| &r.uri == uri)
-                    .then(|| (server, uri.clone(), conn))
-            }),
+            // A server that lists the URI, else the first whose template matches it.
+            Target::Resource(uri) => connected
+                .map(|(server, live, conn)| (resource_match(&live.catalog, uri), server, conn))
+                .filter(|(matched, _, _)| *matched != ResourceMatch::None)
+                .reduce(|best, next| if next.0 > best.0 { next } else { best })
+                .map(|(_, server, conn)| (server, uri.clone(), conn)),
         };
         if let Some((server, name, conn)) = found {
             return Ok(Route {
@@ -347,6 +354,6 @@ pub(crate) fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
     (
         digest(&catalog.tools),
         digest(&catalog.prompts),
-        digest(&catalog.resources),
+        digest(&catalog.resources) ^ digest(&catalog.resource_templates).rotate_left(1),
     )
 }

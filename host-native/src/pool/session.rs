@@ -20,7 +20,7 @@ use crate::host::{
 use crate::inputs::Snapshot;
 use crate::launch::Launch;
 use crate::session::{Session, SessionGone};
-use crate::view::{own_prompt_name, own_tool_name, session_view};
+use crate::view::{own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch};
 
 /// One session's use of the pool: its desired servers, gating and view. Dropping it releases
 /// everything it holds (as [`PoolSession::close`], without waiting).
@@ -261,6 +261,8 @@ impl PoolSession {
     /// [`PoolGone`].
     pub async fn route(&self, target: Target) -> Result<Result<Route, String>, PoolGone> {
         let owners = PrefixOwners::admitted(&self.desired, &self.gating);
+        // A resource URI no server lists goes to the first whose template matches it.
+        let mut by_template = None;
         for (server, config, held) in self.held().await? {
             let Some(caller) = held.caller.filter(|_| owners.owns(&server)) else {
                 continue;
@@ -268,12 +270,20 @@ impl PoolSession {
             let name = match &target {
                 Target::Tool(name) => own_tool_name(&server, &config, &held.catalog, name),
                 Target::Prompt(name) => own_prompt_name(&server, &held.catalog, name),
-                Target::Resource(uri) => held
-                    .catalog
-                    .resources
-                    .iter()
-                    .any(|r| &r.uri == uri)
-                    .then(|| uri.clone()),
+                Target::Resource(uri) => match resource_match(&held.catalog, uri) {
+                    ResourceMatch::Exact => Some(uri.clone()),
+                    ResourceMatch::Template => {
+                        if by_template.is_none() {
+                            by_template = Some(Route {
+                                server: server.clone(),
+                                name: uri.clone(),
+                                caller: caller.clone(),
+                            });
+                        }
+                        None
+                    }
+                    ResourceMatch::None => None,
+                },
             };
             if let Some(name) = name {
                 return Ok(Ok(Route {
@@ -282,6 +292,9 @@ impl PoolSession {
                     caller,
                 }));
             }
+        }
+        if let Some(route) = by_template {
+            return Ok(Ok(route));
         }
         Ok(Err(match target {
             Target::Tool(name) => {

@@ -8,12 +8,12 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequest,
     CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
     GetPromptResult, ProgressNotificationParam, ReadResourceRequest, ReadResourceRequestParams,
-    ReadResourceResult, ServerResult,
+    ReadResourceResult, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-// Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); servers behind the gateway
-// still use it.
+// Logging and resources/subscribe are deprecated by protocol 2026-07-28; servers behind the
+// gateway speak earlier versions and use them.
 #[allow(deprecated)]
-use rmcp::model::{SetLevelRequest, SetLevelRequestParams};
+use rmcp::model::{SetLevelRequest, SetLevelRequestParams, SubscribeRequest, UnsubscribeRequest};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, watch};
@@ -204,6 +204,40 @@ impl Caller {
             .await?
         {
             ServerResult::EmptyResult(_) => Ok(()),
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
+    /// Forwards `resources/subscribe` (`subscribe`) or `resources/unsubscribe`; the client this
+    /// caller asks for gets `notifications/resources/updated` for `uri` until it unsubscribes.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    #[allow(deprecated)]
+    pub async fn subscription(&self, uri: String, subscribe: bool) -> Result<(), CallError> {
+        let (what, request) = if subscribe {
+            let params = SubscribeRequestParams::new(uri.clone());
+            (
+                "resources/subscribe",
+                ClientRequest::SubscribeRequest(SubscribeRequest::new(params)),
+            )
+        } else {
+            let params = UnsubscribeRequestParams::new(uri.clone());
+            (
+                "resources/unsubscribe",
+                ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(params)),
+            )
+        };
+        match self
+            .request(what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::EmptyResult(_) => {
+                if let Some(client) = &self.asker {
+                    self.ctx.askers.subscription(&uri, client, subscribe);
+                }
+                Ok(())
+            }
             _ => Err(self.unexpected(what)),
         }
     }

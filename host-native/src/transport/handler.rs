@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    ProtocolVersion,
+    ProtocolVersion, ResourceUpdatedNotificationParam,
 };
 #[allow(deprecated)]
 use rmcp::model::{
@@ -107,6 +107,17 @@ impl ClientHandler for Handler {
         });
         for peer in self.askers.listeners() {
             let _ = peer.notify_logging_message(params.clone()).await;
+        }
+    }
+
+    /// Relayed to the clients subscribed to the resource.
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        for peer in self.askers.subscribers(&params.uri) {
+            let _ = peer.notify_resource_updated(params.clone()).await;
         }
     }
 

@@ -7,6 +7,7 @@
 //! one when several are), else the client that used the connection last, as long as it is
 //! connected. Only a client that declared the capability is asked; without one, elicitation is
 //! declined, sampling fails with a sentence that says why, and roots are an empty list.
+//! `notifications/resources/updated` goes to the clients that subscribed to the URI.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -24,6 +25,8 @@ struct Inner {
     active: Vec<(u64, Peer<RoleServer>)>,
     /// The client that used the connection last.
     recent: Option<Peer<RoleServer>>,
+    /// Resource subscriptions: the URI and the client that asked.
+    subscribed: Vec<(String, Peer<RoleServer>)>,
 }
 
 /// Keeps a client among the active ones until dropped.
@@ -94,6 +97,29 @@ impl Askers {
             );
         }
         peers
+    }
+}
+
+impl Askers {
+    /// Notes that `client` subscribed to `uri` (or unsubscribed).
+    pub fn subscription(&self, uri: &str, client: &Peer<RoleServer>, subscribe: bool) {
+        let mut inner = self.lock();
+        inner
+            .subscribed
+            .retain(|(u, p)| !(p.is_transport_closed() || (u == uri && same(p, client))));
+        if subscribe {
+            inner.subscribed.push((uri.to_owned(), client.clone()));
+        }
+    }
+
+    /// The open clients subscribed to `uri`.
+    pub fn subscribers(&self, uri: &str) -> Vec<Peer<RoleServer>> {
+        self.lock()
+            .subscribed
+            .iter()
+            .filter(|(u, p)| u == uri && !p.is_transport_closed())
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 }
 

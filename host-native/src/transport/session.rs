@@ -158,6 +158,18 @@ pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, Lis
                 .map(|r| (r.resources, r.next_cursor))
         })
         .await?;
+        // Optional for a server with resources: one that does not answer it has none.
+        catalog.resource_templates = match list_pages("resources/templates/list", |p| async move {
+            peer.list_resource_templates(p)
+                .await
+                .map(|r| (r.resource_templates, r.next_cursor))
+        })
+        .await
+        {
+            Ok(templates) => templates,
+            Err(ListError::Misbehaving(e)) => return Err(ListError::Misbehaving(e)),
+            Err(ListError::Failed(_)) => Vec::new(),
+        };
     }
     Ok(catalog)
 }

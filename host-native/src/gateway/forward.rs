@@ -1,0 +1,125 @@
+//! Forwarding a request to the server that serves it: a tool call with the client's progress
+//! and cancellation, and the language tools (SPEC §14.5).
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{gone, Gateway};
+use crate::host::Route;
+use crate::lsp::tools::{self as lsp_tools, LspTool};
+use crate::session::Session;
+use crate::transport::CallError;
+
+impl<S: Session> Gateway<S> {
+    pub(super) async fn forward_call(
+        &self,
+        route: Route,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        let client_token = context.meta.get_progress_token();
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        let progress = client_token.is_some().then_some(progress_tx);
+        let cancel: CancellationToken = context.ct.child_token();
+        // What the server asks during the call goes to this client.
+        let caller = route.caller.clone().asking(context.peer.clone());
+        // The upstream call runs in a task of its own: it is not tied to this request's
+        // task-local context, and it ends on its own when the connection closes.
+        let mut call =
+            tokio::spawn(async move { caller.call_tool(params, progress, cancel).await });
+        let mut last = f64::NEG_INFINITY;
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(update) = progress_rx.recv() => {
+                    relay_progress(&context, client_token.as_ref(), &mut last, update).await;
+                }
+                joined = &mut call => break joined,
+            }
+        };
+        // Progress the server sent just before its result is still on its way: relay it
+        // before the result, as the server ordered them.
+        while let Ok(update) = progress_rx.try_recv() {
+            relay_progress(&context, client_token.as_ref(), &mut last, update).await;
+        }
+        match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(CallError::Mcp(error))) => {
+                CallToolResult::error(vec![ContentBlock::text(format!(
+                    "server \"{}\" answered tools/call `{}` with an error: {}",
+                    route.server, route.name, error.message
+                ))])
+            }
+            Ok(Err(CallError::Failed(error))) => {
+                CallToolResult::error(vec![ContentBlock::text(error.message)])
+            }
+            Err(join) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "forwarding tools/call `{}` to server \"{}\" failed: {join}",
+                route.name, route.server
+            ))]),
+        }
+    }
+
+    /// A language tool (SPEC §14.5): routed by the file's extension to the running language
+    /// server that serves it; every failure is a tool error saying why.
+    pub(super) async fn language_call(
+        &self,
+        tool: LspTool,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let extension = match lsp_tools::extension(arguments) {
+            Ok(extension) => extension,
+            Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        };
+        // A server still starting is waited for (bounded), as the first listing waits for
+        // the start pass.
+        let deadline = tokio::time::Instant::now() + lsp_tools::START_WAIT;
+        let route = loop {
+            match self
+                .session
+                .language(extension.clone())
+                .await
+                .map_err(gone)?
+            {
+                Ok(route) => break route,
+                Err(why) if why.starting && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(why) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(why.message)]))
+                }
+            }
+        };
+        tracing::info!(tool = tool.name(), server = %route.server, "language tool");
+        Ok(match lsp_tools::call(tool, &route, arguments).await {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+        })
+    }
+}
+
+/// Relays one upstream progress update to the client under its own token; progress must
+/// increase (notifications can overtake each other upstream), so a stale one is dropped.
+async fn relay_progress(
+    context: &RequestContext<RoleServer>,
+    token: Option<&rmcp::model::ProgressToken>,
+    last: &mut f64,
+    update: ProgressNotificationParam,
+) {
+    let Some(token) = token else { return };
+    if update.progress <= *last {
+        return;
+    }
+    *last = update.progress;
+    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+    param.total = update.total;
+    param.message = update.message;
+    let _ = context.peer.notify_progress(param).await;
+}
