@@ -147,10 +147,8 @@ impl<S: Session> Gateway<S> {
         })
     }
 
-    /// The session this gateway fronts.
-    /// One caller per server this gateway offers anything of that has the logging
-    /// capability.
-    async fn callers(&self) -> Result<Vec<Caller>, ErrorData> {
+    /// One caller per server this gateway offers anything of, for which `wanted` holds.
+    async fn callers(&self, wanted: impl Fn(&Caller) -> bool) -> Result<Vec<Caller>, ErrorData> {
         let catalog = self.visible().await?;
         let targets = catalog
             .tools
@@ -178,8 +176,7 @@ impl<S: Session> Gateway<S> {
             let Ok(route) = self.session.route(target).await.map_err(gone)? else {
                 continue;
             };
-            if route.caller.offers_logging()
-                && !callers.iter().any(|c| c.server() == route.caller.server())
+            if wanted(&route.caller) && !callers.iter().any(|c| c.server() == route.caller.server())
             {
                 callers.push(route.caller);
             }
@@ -215,6 +212,7 @@ impl<S: Session> Gateway<S> {
         }
     }
 
+    /// The session this gateway fronts.
     pub fn session(&self) -> &S {
         &self.session
     }
@@ -311,6 +309,16 @@ impl<S: Session> ServerHandler for Gateway<S> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         clients.retain(|peer| !peer.is_transport_closed());
         clients.push(context.peer);
+    }
+
+    /// Forwarded to every server this gateway offers: each may ask for the roots again.
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        let Ok(callers) = self.callers(|_| true).await else {
+            return;
+        };
+        for caller in callers {
+            caller.roots_changed().await;
+        }
     }
 
     async fn list_tools(
@@ -435,7 +443,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let mut failures = Vec::new();
-        for caller in self.callers().await? {
+        for caller in self.callers(Caller::offers_logging).await? {
             let server = caller.server().to_owned();
             match caller
                 .asking(context.peer.clone())

@@ -1156,3 +1156,51 @@ async fn a_server_question_reaches_the_client_and_a_removed_server_ends_its_call
     );
     served.close().await;
 }
+
+/// Resource templates in prefixed mode: offered as the server gives them, a URI no server lists
+/// is read from the server whose template produces it, subscriptions are routed by URI, and a
+/// URI nobody serves is refused with a message that names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_templates_and_subscriptions_are_routed_by_uri() {
+    use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {
+        "a": p.server("a", "echo"),
+        "ref": {"command": fixture(), "args": ["--conformance-reference"]},
+    }}));
+    let served = Served::start(&p).await;
+    wait_until_listed(&served, "mcp__ref__test_simple_text").await;
+    let client = served.client();
+    let templates = tokio::time::timeout(PATIENCE, client.list_all_resource_templates())
+        .await
+        .expect("in time")
+        .expect("resources/templates/list");
+    let listed: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(listed, ["test://template/{id}/data"]);
+
+    let read = tokio::time::timeout(
+        PATIENCE,
+        client.read_resource(ReadResourceRequestParams::new("test://template/7/data")),
+    )
+    .await
+    .expect("in time")
+    .expect("a templated URI is read from its server");
+    let body = serde_json::to_string(&read.contents).expect("JSON");
+    assert!(body.contains("Data for ID: 7"), "{body}");
+
+    #[allow(deprecated)]
+    let subscribed = client
+        .subscribe(SubscribeRequestParams::new("test://watched-resource"))
+        .await;
+    assert!(subscribed.is_ok(), "{subscribed:?}");
+    #[allow(deprecated)]
+    let refused = client
+        .subscribe(SubscribeRequestParams::new("nobody://serves/this"))
+        .await;
+    let message = format!("{refused:?}");
+    assert!(
+        refused.is_err() && message.contains("nobody://serves/this"),
+        "{message}"
+    );
+    served.close().await;
+}

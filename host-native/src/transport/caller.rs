@@ -242,6 +242,13 @@ impl Caller {
         }
     }
 
+    /// Tells the server the client's roots changed (`notifications/roots/list_changed`).
+    pub async fn roots_changed(&self) {
+        if let Err(e) = self.peer.notify_roots_list_changed().await {
+            tracing::debug!(server = %self.ctx.name, "roots/list_changed not sent: {e}");
+        }
+    }
+
     /// Whether the server declared the logging capability.
     pub fn offers_logging(&self) -> bool {
         self.peer
