@@ -270,10 +270,12 @@ fn two_python_sdk_clients_in_one_project_share_one_server_process() {
     fs::write(&plan, with_marker.to_string()).expect("scenario");
     let runtime = p.path("run");
     fs::create_dir_all(&runtime).expect("runtime dir");
-    // The daemon first, with a short drain and idle exit, so the test sees both end.
+    // The daemon first, with a short drain, so the test sees the servers stop; its idle exit
+    // outlasts the Python clients' start (it counts from the daemon's start too).
     let daemon = Command::new(cli())
-        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "10000"])
         .env("XDG_RUNTIME_DIR", &runtime)
+        .env("MCP_RECONCILE_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(fs::File::create(p.path("daemon.log")).expect("log"))
@@ -311,6 +313,13 @@ fn two_python_sdk_clients_in_one_project_share_one_server_process() {
     for step in ["listed and called in both:", "shared:", "removed:"] {
         assert!(stdout.contains(step), "no {step} step:\n{stdout}");
     }
+    // Both serves attached to the test's daemon (not to one of their own).
+    let daemon_log = fs::read_to_string(p.path("daemon.log")).unwrap_or_default();
+    assert_eq!(
+        daemon_log.matches(": attached session=").count(),
+        2,
+        "both sessions in the test's daemon:\n{daemon_log}"
+    );
     // Both clients gone: every server stops after the drain, then the daemon exits.
     wait_all_stopped(&p);
     let mut daemon = daemon;

@@ -129,7 +129,9 @@ async def connect(argv):
     mode, rest = argv[0], argv[2:]
     if mode == "stdio":
         assert rest[0] == "--", argv
-        params = StdioServerParameters(command=rest[1], args=rest[2:])
+        # The whole environment (the SDK passes only a few variables by default): the test's
+        # runtime directory decides which daemon serve attaches to.
+        params = StdioServerParameters(command=rest[1], args=rest[2:], env=dict(os.environ))
         async with stdio_client(params) as (read, write):
             yield read, write
     elif mode == "http":
@@ -146,7 +148,7 @@ async def connect(argv):
 async def pair(argv, plan):
     """Two clients of two `serve` processes for the same project at once."""
     assert argv[2] == "--", argv
-    params = StdioServerParameters(command=argv[3], args=argv[4:])
+    params = StdioServerParameters(command=argv[3], args=argv[4:], env=dict(os.environ))
     one_changes, two_changes = ListChanged(), ListChanged()
     async with stdio_client(params) as (r1, w1), stdio_client(params) as (r2, w2):
         async with ClientSession(r1, w1, message_handler=one_changes.handle) as one, \
