@@ -306,6 +306,11 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         let out = watched();
         out.contains("+ mcp__a__echo") && out.contains("+ mcp__b__echo")
     });
+    assert!(
+        watched().contains("+ connect a") && watched().contains("+ connect b"),
+        "watch --daemon prints its session's plan: {}",
+        watched()
+    );
     assert_eq!(
         pids(&p, "a").len(),
         1,
@@ -390,6 +395,12 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     wait("watch shows b gone", || {
         watched().contains("- mcp__b__echo")
     });
+    assert!(
+        watched().contains("- disconnect b (removed)"),
+        "the removal's plan line: {}",
+        watched()
+    );
+
     wait("b's process stops after the drain", || !alive(b_pid));
     let a_pid = pids(&p, "a")[0];
     assert!(alive(a_pid), "a keeps running while it is held");

@@ -1,5 +1,5 @@
-//! `watch --daemon`: one more session of the per-user daemon for these files, printing the
-//! session's tools whenever they change (the daemon's sessions have no plan events yet).
+//! `watch --daemon`: one more session of the per-user daemon for these files, printing each
+//! reconcile's plan, what needs approval, and the session's tools whenever they change.
 
 use std::collections::BTreeSet;
 
@@ -13,6 +13,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
 
 use super::args::WatchArgs;
+use super::print::{action_line_json, Known};
 use super::watch::say;
 
 #[derive(Clone)]
@@ -29,6 +30,10 @@ impl ClientHandler for Changes {
         notification: CustomNotification,
         _context: NotificationContext<RoleClient>,
     ) {
+        if notification.method == daemon::attached::PLAN {
+            say(&plan_text(notification.params.as_ref()));
+            return;
+        }
         if notification.method != daemon::attached::HINT {
             return;
         }
@@ -41,6 +46,37 @@ impl ClientHandler for Changes {
             say(&display::safe_multiline(text));
         }
     }
+}
+
+/// A reconcile of the session, as `plan` prints its actions (every action but `keep` and
+/// `noop`).
+fn plan_text(params: Option<&serde_json::Value>) -> String {
+    let Some(params) = params else {
+        return String::new();
+    };
+    let rejected: Vec<String> = params
+        .get("rejected")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect();
+    let known = Known {
+        rejected: &rejected,
+        ..Known::default()
+    };
+    let mut text = String::from("reconcile\n");
+    for action in params
+        .get("plan")
+        .and_then(|p| p.get("actions"))
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|a| !matches!(a["action"].as_str(), Some("keep" | "noop")))
+    {
+        text.push_str(&format!("  {}\n", action_line_json(action, known)));
+    }
+    text
 }
 
 /// Attaches as a `watch` session and prints `+ tool` / `- tool` lines until Ctrl-C, SIGTERM

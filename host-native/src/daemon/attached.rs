@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_reconcile_kernel::identity::approval_hash;
-use mcp_reconcile_kernel::plan::Plan;
+use mcp_reconcile_kernel::plan::{Action, Plan};
 use mcp_reconcile_kernel::reload::FileSource;
 use serde_json::json;
 use tokio::io::BufReader;
@@ -46,6 +46,7 @@ use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::pool::{PoolSession, SharedPool};
 use crate::review::ApprovalRequest;
 use crate::session::{Session, SessionGone};
+use crate::status::plan_json;
 use crate::watcher;
 use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::{Peer, RoleServer};
@@ -53,6 +54,11 @@ use rmcp::{Peer, RoleServer};
 /// The notification a daemon session sends its client for people: `{"text": …}`, already
 /// terminal-safe review text. The `serve` bridge prints it on stderr and drops it.
 pub const HINT: &str = "notifications/mcp-reconcile/hint";
+
+/// The notification a daemon session sends after a reconcile that did something:
+/// `{"plan": <§10 plan>, "rejected": [names]}` (rejected servers, which the plan calls pending).
+/// `watch --daemon` prints it; the `serve` bridge drops it.
+pub const PLAN: &str = "notifications/mcp-reconcile/plan";
 
 /// What a client attaches with (see [`DaemonRequest::Attach`](super::DaemonRequest)).
 pub struct Attach {
@@ -224,7 +230,7 @@ pub(crate) async fn run(
         snapshot: None,
         languages,
     };
-    let first_asks = apply(&shared, &mut files, None).await;
+    let first = apply(&shared, &mut files, None).await;
     started(&*shared.pool.read().await, pool.changes()).await;
     let info = SessionInfo {
         name: name.clone(),
@@ -264,7 +270,7 @@ pub(crate) async fn run(
     if let Ok(service) = service {
         // The connection's one client: what needs approval goes to it.
         let client = service.peer().clone();
-        hint(&client, first_asks).await;
+        tell(&client, first).await;
         let waiting = service.waiting();
         tokio::pin!(waiting);
         // While a file that had content is missing, its last good content is used for
@@ -278,7 +284,7 @@ pub(crate) async fn run(
                 }
             };
             let lsp_retry = clock.sleep_until(files.lsp.next_retry());
-            let asks = tokio::select! {
+            let told = tokio::select! {
                 _ = &mut waiting => break,
                 Some(source) = file_rx.recv() => {
                     let changed = settle(&files.inputs, &mut file_rx, source).await;
@@ -286,9 +292,9 @@ pub(crate) async fn run(
                 }
                 Some(control) = control_rx.recv() => match control {
                     Control::Reload(done) => {
-                        let asks = apply(&shared, &mut files, None).await;
+                        let told = apply(&shared, &mut files, None).await;
                         let _ = done.send(());
-                        asks
+                        told
                     }
                     Control::Plan(reply) => {
                         let snapshot = files.inputs.load(None);
@@ -320,7 +326,7 @@ pub(crate) async fn run(
                 }
             };
             let _ = poke_tx.send(());
-            hint(&client, asks).await;
+            tell(&client, told).await;
             missing = missing_deadline(&files.inputs, missing);
         }
     }
@@ -399,13 +405,10 @@ async fn settle(
 /// Reloads `changed` and applies it to the pool session and the language servers; returns the
 /// approval requests not announced before (`prompted` keeps the (name, hash) pairs that were,
 /// as a session host does).
-async fn apply(
-    shared: &DaemonSession,
-    files: &mut Files,
-    changed: Option<&[FileSource]>,
-) -> Vec<ApprovalRequest> {
+async fn apply(shared: &DaemonSession, files: &mut Files, changed: Option<&[FileSource]>) -> Told {
     let snapshot = files.inputs.load(changed);
     let mut asks = Vec::new();
+    let mut plan = None;
     {
         let mut session = shared.pool.write().await;
         match session.apply(&snapshot).await {
@@ -416,6 +419,17 @@ async fn apply(
                     "applied"
                 );
                 let servers = snapshot.assembled().servers;
+                let acted = applied
+                    .plan
+                    .actions
+                    .iter()
+                    .any(|a| !matches!(a, Action::Keep { .. } | Action::Noop { .. }));
+                if acted {
+                    plan = Some(json!({
+                        "plan": plan_json(&applied.plan),
+                        "rejected": snapshot.rejected(&servers),
+                    }));
+                }
                 asks.extend(
                     applied
                         .approval_needed
@@ -443,7 +457,25 @@ async fn apply(
         .languages
         .store(files.lsp.any_configured(), Ordering::Relaxed);
     files.snapshot = Some(snapshot);
-    asks
+    Told { asks, plan }
+}
+
+/// What a reconcile has to tell the client's person: approvals to ask for, and the plan it
+/// carried out (when it did something).
+struct Told {
+    asks: Vec<ApprovalRequest>,
+    plan: Option<serde_json::Value>,
+}
+
+/// Sends `told` to the session's client ([`HINT`]s, then the [`PLAN`]).
+async fn tell(client: &Peer<RoleServer>, told: Told) {
+    hint(client, told.asks).await;
+    if let Some(plan) = told.plan {
+        let notification = CustomNotification::new(PLAN, Some(plan));
+        let _ = client
+            .send_notification(ServerNotification::CustomNotification(notification))
+            .await;
+    }
 }
 
 /// Sends each request's review and approve command to the session's client as a

@@ -122,6 +122,10 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
                         eprint!("{}", crate::display::safe_multiline(&text));
                         continue;
                     }
+                    if is_method(&line, super::attached::PLAN) {
+                        // For `watch --daemon`; nothing an MCP client knows.
+                        continue;
+                    }
                     replay.handle_session_line(&line);
                     send(&mut stdout, &line).await.context("writing to stdout")?;
                 }
@@ -159,6 +163,13 @@ fn hint_text(line: &str) -> Option<String> {
             .unwrap_or_default()
             .to_owned(),
     )
+}
+
+/// Whether `line` is a notification of `method`.
+fn is_method(line: &str, method: &str) -> bool {
+    line.contains(method)
+        && serde_json::from_str::<Value>(line)
+            .is_ok_and(|m| m.get("method").and_then(Value::as_str) == Some(method))
 }
 
 async fn send(out: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
@@ -285,5 +296,11 @@ mod tests {
         let result =
             json!({"jsonrpc": "2.0", "id": 1, "result": {"text": crate::daemon::attached::HINT}});
         assert_eq!(hint_text(&result.to_string()), None);
+        // The plan notification is kept from the client too; a result naming it is not.
+        let plan = crate::daemon::attached::PLAN;
+        let note = json!({"jsonrpc": "2.0", "method": plan, "params": {"plan": {}}});
+        assert!(is_method(&note.to_string(), plan));
+        let result = json!({"jsonrpc": "2.0", "id": 2, "result": {"text": plan}});
+        assert!(!is_method(&result.to_string(), plan));
     }
 }
