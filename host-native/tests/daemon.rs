@@ -732,3 +732,53 @@ async fn a_serve_without_a_usable_daemon_runs_the_session_itself() {
     one.close().await;
     assert!(!alive(pid), "the session's own server stops with it");
 }
+
+/// `watch --daemon` asks about a project server that waits for approval, as `watch` does (here
+/// from a pipe): the answer is stored, the daemon's session starts the server, and its tools
+/// show up — for a `serve` of the same files too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_daemon_asks_and_the_answer_starts_the_server() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[]).await;
+    one.wait_tools("a's tools", |names| {
+        names.iter().any(|n| n == "mcp__a__echo")
+    })
+    .await;
+    assert_eq!(p.spawns("proj"), 0, "not before it is approved");
+    let watch_out = p.path("watch.out");
+    let mut watch = std::process::Command::new(cli())
+        .args(["watch", "--daemon"])
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .stdin(Stdio::piped())
+        .stdout(fs::File::create(&watch_out).expect("watch output"))
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("watch starts");
+    let mut stdin = watch.stdin.take().expect("stdin");
+    let _watch = Group(watch);
+    let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
+    wait("the question", || watched().contains("proj"));
+    stdin.write_all(b"a\n").expect("answer");
+    stdin.flush().expect("flush");
+    wait("the answer is stored", || {
+        watched().contains("\"proj\": approved")
+    });
+    one.wait_tools("proj's tools in the serve", |names| {
+        names.iter().any(|n| n == "mcp__proj__echo")
+    })
+    .await;
+    wait("watch shows proj's tools", || {
+        watched().contains("+ mcp__proj__echo")
+    });
+    one.close().await;
+}

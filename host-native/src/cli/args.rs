@@ -103,8 +103,8 @@ pub struct WatchArgs {
     pub events: EventsFormat,
     /// Attach to the per-user daemon (started if none runs) as one more session
     /// for these files, sharing its servers with every stdio `serve`, and
-    /// print its plan lines and tools as they change. No approval prompt yet:
-    /// approve with `mcp-reconcile approve`.
+    /// print its plan lines and tools as they change, asking about servers that
+    /// need approval as `watch` does.
     #[arg(long, conflicts_with_all = ["demo", "full_restart"])]
     pub daemon: bool,
 }

@@ -137,6 +137,22 @@ fn decide(
     answer: Answer,
     screen: &mut Screen,
 ) {
+    match store_answer(stores, project_root, request, answer) {
+        Ok(line) => screen.say(&line),
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "{e}");
+        }
+    }
+}
+
+/// Stores the person's answer for `request` (a skip stores nothing); the line that says what
+/// was done, or the error line.
+pub(super) fn store_answer(
+    stores: &Stores,
+    project_root: &str,
+    request: &ApprovalRequest,
+    answer: Answer,
+) -> Result<String, String> {
     let (decision, said) = match answer {
         Answer::Approve => (Some(Decision::Approved), "approved"),
         Answer::ApproveAll => (Some(Decision::Approved), "approved (and every later one)"),
@@ -151,15 +167,13 @@ fn decide(
             &stores.mcp
         };
         if let Err(e) = store.decide_hash(project_root, &request.name, &request.hash, decision) {
-            let _ = writeln!(
-                io::stderr(),
+            return Err(format!(
                 "! could not store the decision for {name}: {}",
                 display::safe(&format!("{e:#}"))
-            );
-            return;
+            ));
         }
     }
-    screen.say(&format!("? {name}: {said}\n"));
+    Ok(format!("? {name}: {said}\n"))
 }
 
 /// stdout with the question kept at the bottom: text printed while it waits goes above it.

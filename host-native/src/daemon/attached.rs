@@ -51,8 +51,9 @@ use crate::watcher;
 use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::{Peer, RoleServer};
 
-/// The notification a daemon session sends its client for people: `{"text": …}`, already
-/// terminal-safe review text. The `serve` bridge prints it on stderr and drops it.
+/// The notification a daemon session sends its client for people: `{"text": …, "name": …,
+/// "hash": …, "lsp": bool}`, the review and approve command of a server waiting for approval.
+/// The `serve` bridge prints the text on stderr and drops it; `watch --daemon` asks.
 pub const HINT: &str = "notifications/mcp-reconcile/hint";
 
 /// The notification a daemon session sends after a reconcile that did something:
@@ -484,7 +485,13 @@ async fn tell(client: &Peer<RoleServer>, told: Told) {
 async fn hint(client: &Peer<RoleServer>, requests: Vec<ApprovalRequest>) {
     for request in requests {
         let text = format!("{}{}", request.review(), request.hint_line());
-        let notification = CustomNotification::new(HINT, Some(json!({ "text": text })));
+        let params = json!({
+            "text": text,
+            "name": request.name,
+            "hash": request.hash,
+            "lsp": request.lsp,
+        });
+        let notification = CustomNotification::new(HINT, Some(params));
         let _ = client
             .send_notification(ServerNotification::CustomNotification(notification))
             .await;
