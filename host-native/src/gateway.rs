@@ -403,30 +403,40 @@ impl<S: Session> ServerHandler for Gateway<S> {
         }
     }
 
-    /// Routed by the prompt it completes an argument of (a resource template's completion
-    /// needs templates, which the gateway does not offer yet).
+    /// Routed by what it completes an argument of: the prompt (its own name put back), or the
+    /// resource template (as listed).
     async fn complete(
         &self,
         mut request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let Reference::Prompt(prompt) = &mut request.r#ref else {
-            return Err(ErrorData::invalid_params(
-                "completion of resource template arguments is not offered by mcp-reconcile yet",
-                None,
-            ));
+        let (target, what) = match &request.r#ref {
+            Reference::Prompt(prompt) => (
+                Target::Prompt(self.qualify(&prompt.name)),
+                format!("no prompt `{}`", prompt.name),
+            ),
+            Reference::Resource(template) => (
+                Target::Template(template.uri.clone()),
+                format!("no resource template `{}`", template.uri),
+            ),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion/complete for a reference mcp-reconcile does not know",
+                    None,
+                ))
+            }
         };
         let route = self
             .session
-            .route(Target::Prompt(self.qualify(&prompt.name)))
+            .route(target)
             .await
             .map_err(gone)?
             .ok()
             .filter(|route| self.offers(route))
-            .ok_or_else(|| {
-                ErrorData::invalid_params(format!("no prompt `{}`", prompt.name), None)
-            })?;
-        prompt.name = route.name.clone();
+            .ok_or_else(|| ErrorData::invalid_params(what, None))?;
+        if let Reference::Prompt(prompt) = &mut request.r#ref {
+            prompt.name = route.name.clone();
+        }
         match route.caller.asking(context.peer).complete(request).await {
             Ok(result) => Ok(result),
             Err(CallError::Mcp(error)) => Err(error),

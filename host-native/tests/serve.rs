@@ -1054,9 +1054,10 @@ async fn passthrough_offers_one_server_under_its_own_names_and_follows_edits() {
 }
 
 /// `completion/complete` goes to the server of the prompt it names, under the server's own
-/// prompt name; an unknown prompt is an error, not a hang.
+/// prompt name, or to the server that lists the resource template it names; an unknown one is
+/// an error, not a hang.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn completion_is_routed_by_its_prompt() {
+async fn completion_is_routed_by_its_prompt_or_template() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {
         "ref": {"command": fixture(), "args": ["--conformance-reference"]},
@@ -1078,6 +1079,22 @@ async fn completion_is_routed_by_its_prompt() {
     assert_eq!(done.completion.values, ["paris", "park", "party"]);
     assert!(client
         .complete(complete("mcp__gone__test_prompt_with_arguments"))
+        .await
+        .is_err());
+    // A resource template's argument goes to the server that lists the template.
+    let template = |uri: &str| {
+        rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::Resource(rmcp::model::ResourceTemplateReference::new(uri)),
+            rmcp::model::ArgumentInfo::new("id", "par"),
+        )
+    };
+    let done = client
+        .complete(template("test://template/{id}/data"))
+        .await
+        .expect("completion/complete forwarded by its template");
+    assert_eq!(done.completion.values, ["paris", "park", "party"]);
+    assert!(client
+        .complete(template("test://nobody/{id}"))
         .await
         .is_err());
     served.close().await;

@@ -194,6 +194,8 @@ pub enum Target {
     Prompt(String),
     /// A resource URI.
     Resource(String),
+    /// A resource template, as listed (`uriTemplate`): for completing its arguments.
+    Template(String),
 }
 
 /// Where a routed request goes.
@@ -300,6 +302,13 @@ impl Host {
                 .filter(|(matched, _, _)| *matched != ResourceMatch::None)
                 .reduce(|best, next| if next.0 > best.0 { next } else { best })
                 .map(|(_, server, conn)| (server, uri.clone(), conn)),
+            Target::Template(template) => connected.find_map(|(server, live, conn)| {
+                live.catalog
+                    .resource_templates
+                    .iter()
+                    .any(|t| &t.uri_template == template)
+                    .then(|| (server, template.clone(), conn))
+            }),
         };
         if let Some((server, name, conn)) = found {
             return Ok(Route {
@@ -315,6 +324,9 @@ impl Host {
             ),
             Target::Resource(uri) => format!(
                 "resource \"{uri}\" not found: no connected MCP server lists it (list them with resources/list)"
+            ),
+            Target::Template(template) => format!(
+                "resource template \"{template}\" not found: no connected MCP server lists it (list them with resources/templates/list)"
             ),
         })
     }

@@ -284,6 +284,12 @@ impl PoolSession {
                     }
                     ResourceMatch::None => None,
                 },
+                Target::Template(template) => held
+                    .catalog
+                    .resource_templates
+                    .iter()
+                    .any(|t| &t.uri_template == template)
+                    .then(|| template.clone()),
             };
             if let Some(name) = name {
                 return Ok(Ok(Route {
@@ -310,6 +316,7 @@ impl PoolSession {
             }
             Target::Prompt(name) => format!("prompt \"{name}\" not found"),
             Target::Resource(uri) => format!("resource \"{uri}\" not found"),
+            Target::Template(template) => format!("resource template \"{template}\" not found"),
         }))
     }
 
