@@ -26,26 +26,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_reconcile_kernel::identity::approval_hash;
-use mcp_reconcile_kernel::plan::{Action, Plan};
+use mcp_reconcile_kernel::plan::Action;
 use mcp_reconcile_kernel::reload::FileSource;
 use serde_json::json;
 use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot, watch, RwLock};
+use tokio::sync::{mpsc, watch, RwLock};
 
 use super::registry::{Entry, Registry, SessionInfo};
+use super::session::Control;
+pub use super::session::DaemonSession;
 use crate::clock::Clock;
 use crate::gateway::Gateway;
 use crate::host::{
-    digests, lsp_approval_requests, CatalogChange, HostEvent, LanguageServers, LspServerStatus,
-    MergedCatalog, Route, StatusReport, Target, STARTUP_WAIT,
+    digests, lsp_approval_requests, CatalogChange, HostEvent, LanguageServers, STARTUP_WAIT,
 };
 use crate::inputs::{HostEnv, Inputs, Options, Snapshot, MISSING_GRACE};
 use crate::launch::Launch;
-use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::pool::{PoolSession, SharedPool};
 use crate::review::ApprovalRequest;
-use crate::session::{Session, SessionGone};
+use crate::session::Session;
 use crate::status::plan_json;
 use crate::watcher;
 use rmcp::model::{CustomNotification, ServerNotification};
@@ -71,97 +71,6 @@ pub struct Attach {
     pub client: String,
     /// Its process id, for `status`.
     pub pid: u32,
-}
-
-/// What the session's loop is asked to do (it owns the files and the language servers).
-pub(super) enum Control {
-    /// Reload every file and apply now.
-    Reload(oneshot::Sender<()>),
-    /// Dry run against the files as they are now.
-    Plan(oneshot::Sender<Result<Plan, String>>),
-    /// The running language server for an extension.
-    Language(String, oneshot::Sender<Result<LspRoute, LspUnavailable>>),
-    /// The language servers as `status` shows them.
-    Languages(oneshot::Sender<Vec<LspServerStatus>>),
-}
-
-/// A [`PoolSession`] shared by the gateway (reads) and the reload loop (applies), and the way
-/// to that loop.
-#[derive(Clone)]
-pub struct DaemonSession {
-    pool: Arc<RwLock<PoolSession>>,
-    control: mpsc::UnboundedSender<Control>,
-    /// Whether a language server is configured: the session then offers the language tools.
-    languages: Arc<AtomicBool>,
-}
-
-impl DaemonSession {
-    /// Asks the session's loop; `None` once it is gone.
-    pub(super) async fn control<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> Control,
-    ) -> Option<T> {
-        crate::host::ask(&self.control, make).await
-    }
-}
-
-impl Session for DaemonSession {
-    async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
-        let mut catalog = self
-            .pool
-            .read()
-            .await
-            .catalog()
-            .await
-            .map_err(|_| SessionGone)?;
-        if self.languages.load(Ordering::Relaxed) {
-            catalog.tools.extend(crate::lsp::tools::definitions());
-        }
-        Ok(catalog)
-    }
-
-    async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
-        self.pool
-            .read()
-            .await
-            .route(target)
-            .await
-            .map_err(|_| SessionGone)
-    }
-
-    async fn status(&self) -> Result<StatusReport, SessionGone> {
-        let mut report = self
-            .pool
-            .read()
-            .await
-            .status()
-            .await
-            .map_err(|_| SessionGone)?;
-        report.language_servers = self.control(Control::Languages).await.unwrap_or_default();
-        Ok(report)
-    }
-
-    async fn reconnect(
-        &self,
-        server: Option<String>,
-    ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        self.pool
-            .read()
-            .await
-            .reconnect(server.as_deref())
-            .await
-            .map(Ok)
-            .map_err(|_| SessionGone)
-    }
-
-    async fn language(
-        &self,
-        extension: String,
-    ) -> Result<Result<LspRoute, LspUnavailable>, SessionGone> {
-        self.control(|tx| Control::Language(extension, tx))
-            .await
-            .ok_or(SessionGone)
-    }
 }
 
 /// What a session's loop owns besides the pool session: its files, its language servers and

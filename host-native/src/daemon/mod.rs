@@ -35,6 +35,7 @@ pub mod attached;
 pub mod bridge;
 mod registry;
 pub mod relay;
+mod session;
 pub mod wire;
 
 use std::collections::BTreeMap;

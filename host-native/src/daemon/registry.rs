@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::attached::{Control, DaemonSession};
+use super::session::{Control, DaemonSession};
 use crate::ipc::SessionRequest;
 use crate::session::{Session, SessionGone};
 use crate::status::{plan_json, report_json};
