@@ -35,6 +35,7 @@ pub mod diff;
 pub mod display;
 pub mod gateway;
 pub mod host;
+pub mod http_client;
 pub mod http_guard;
 pub mod inputs;
 pub mod ipc;

@@ -178,7 +178,7 @@ pub async fn manager(
     entry: &OAuthEntry,
     store: TokenStore,
 ) -> Result<AuthorizationManager, AuthError> {
-    let client = crate::transport::build_http_client()
+    let client = crate::http_client::build_http_client()
         .await
         .map_err(AuthError::InternalError)?;
     let mut manager = AuthorizationManager::new(url).await?;
@@ -331,7 +331,7 @@ fn challenged_scopes(challenge: &str) -> Option<Vec<String>> {
 /// returns the `WWW-Authenticate` challenge of its `401`. Anything else: `None` (discovery
 /// then probes the well-known locations).
 async fn probe_challenge(url: &str) -> Option<String> {
-    let client = crate::transport::build_http_client().await.ok()?;
+    let client = crate::http_client::build_http_client().await.ok()?;
     let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {

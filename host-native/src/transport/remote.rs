@@ -1,5 +1,5 @@
-//! What streamable HTTP and legacy SSE share: the HTTP client (no proxy, the configured
-//! headers, redirects only within the origin), and [`Watched`], a transport wrapper that turns the first transport failure into
+//! What streamable HTTP and legacy SSE share: the configured headers, the HTTP client
+//! ([`crate::http_client`]), and [`Watched`], a transport wrapper that turns the first transport failure into
 //! the end of the connection and remembers why (the HTTP status or transport error), because
 //! rmcp's service loop only says "closed".
 
@@ -23,63 +23,7 @@ const TRANSPORT_HEADERS: [&str; 4] = [
     "last-event-id",
 ];
 
-/// How many redirects (all within the origin) one request may follow.
-pub const MAX_REDIRECTS: usize = 10;
-
-/// An HTTP client that never goes through a proxy (servers are reached as configured),
-/// follows redirects only within the origin ([`redirect_policy`]) and verifies HTTPS against
-/// the platform's roots plus `SSL_CERT_FILE` / `SSL_CERT_DIR` ([`crate::tls`]).
-pub fn http_client() -> Result<reqwest::Client, String> {
-    crate::tls::install_crypto_provider();
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(redirect_policy())
-        .tls_certs_merge(crate::tls::extra_roots())
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
-}
-
-/// [`http_client`] off the async loop: building one reads the trusted roots from disk
-/// (tens of milliseconds).
-pub async fn build_http_client() -> Result<reqwest::Client, String> {
-    tokio::task::spawn_blocking(http_client)
-        .await
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?
-}
-
-/// Follows a redirect only to the origin (scheme, host and port) of the request's first URL,
-/// at most [`MAX_REDIRECTS`] times; a redirect to another origin fails the request.
-///
-/// reqwest keeps every header on a redirect except `Authorization`, `Cookie` and the like,
-/// which it drops only when the host changes; the configured headers (an `X-Api-Key`, say)
-/// would reach whatever host the server redirects to. Stopping at the origin boundary means
-/// they never leave the origin the user configured.
-pub fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let next = attempt.url();
-        let first = attempt.previous().first();
-        if first.is_some_and(|first| first.origin() != next.origin()) {
-            let message = cross_origin_message(next.as_str());
-            return attempt.error(message);
-        }
-        if attempt.previous().len() > MAX_REDIRECTS {
-            return attempt.error(format!(
-                "stopped after {MAX_REDIRECTS} redirects; use the final URL in the config"
-            ));
-        }
-        attempt.follow()
-    })
-}
-
-/// Why a cross-origin redirect was not followed (the target URL with its credentials
-/// masked).
-pub fn cross_origin_message(target: &str) -> String {
-    format!(
-        "redirected to another origin ({}); headers are not sent there — use the final URL \
-         in the config",
-        crate::redact::mask_url(target)
-    )
-}
+pub use crate::http_client::{build_http_client, http_client};
 
 /// The configured `headers`, every value marked sensitive (never printed by `Debug`). Headers
 /// the transport owns (`Accept`, `Mcp-Session-Id`, ...) are left out with a warning.
@@ -268,6 +212,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http_client::MAX_REDIRECTS;
 
     fn cfg(text: &str) -> ServerConfig {
         ServerConfig::from_json(text).expect("a config object")
