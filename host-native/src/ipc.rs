@@ -236,7 +236,7 @@ pub async fn serve(path: &Path, host: HostHandle) -> anyhow::Result<SocketGuard>
 /// Binds the socket under a temporary name in `dir` (0700), sets it to 0600
 /// and renames it to `path`: the socket is never reachable under `path` with
 /// the umask's mode, and a stale socket is replaced atomically.
-fn bind_private(path: &Path, dir: &Path) -> anyhow::Result<UnixListener> {
+pub(crate) fn bind_private(path: &Path, dir: &Path) -> anyhow::Result<UnixListener> {
     // Short, so it fits `sun_path` whenever `path` does.
     let tmp = dir.join(format!(".bind-{}", std::process::id()));
     let _ = fs::remove_file(&tmp);

@@ -45,6 +45,7 @@ pub mod pool;
 pub mod redact;
 pub mod review;
 pub mod session;
+pub mod signal;
 pub mod status;
 mod supervisor;
 pub mod tls;

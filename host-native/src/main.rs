@@ -341,12 +341,12 @@ async fn serve_stdio(gateway: gateway::Gateway) -> anyhow::Result<()> {
         service = gateway.serve(rmcp::transport::io::stdio_pipes()) => {
             service.context("the MCP client did not complete the handshake on stdin/stdout")?
         }
-        () = stop_signal() => return Ok(()),
+        () = mcp_reconcile::signal::stop_signal() => return Ok(()),
     };
     let cancel = service.cancellation_token();
     tokio::select! {
         _ = service.waiting() => {}
-        () = stop_signal() => cancel.cancel(),
+        () = mcp_reconcile::signal::stop_signal() => cancel.cancel(),
     }
     Ok(())
 }
@@ -419,25 +419,9 @@ async fn serve_http(
             );
         }
     }
-    stop_signal().await;
+    mcp_reconcile::signal::stop_signal().await;
     stop.cancel();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;
     drop(written);
     Ok(())
-}
-
-/// The first of SIGTERM and Ctrl-C.
-async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

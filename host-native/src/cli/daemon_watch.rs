@@ -176,7 +176,7 @@ pub async fn watch_attached(args: WatchArgs) -> anyhow::Result<()> {
                     None => ask = None,
                 }
             }
-            () = stop_signal() => break,
+            () = mcp_reconcile::signal::stop_signal() => break,
         }
     }
     restore_terminal();
@@ -212,19 +212,4 @@ fn local_request(
         ApprovalRequest::new(&snapshot, name, servers.get(name)?)
     };
     (request.hash == hash).then_some(request)
-}
-
-async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -47,7 +47,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixStream;
 
 use self::registry::Registry;
 pub use self::wire::DaemonRequest;
@@ -107,7 +107,7 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
         return Ok(false);
     };
     let path = dir.join(SOCKET);
-    let listener = bind_private(&path, dir)?;
+    let listener = ipc::bind_private(&path, dir)?;
     let pool = SharedPool::start(PoolOptions {
         drain: options.drain,
         ..PoolOptions::default()
@@ -151,7 +151,7 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
                 tracing::info!("no session for {:?}; the daemon stops", options.idle_exit);
                 break;
             }
-            () = stop_signal() => break,
+            () = crate::signal::stop_signal() => break,
         }
     }
     let _ = fs::remove_file(&path);
@@ -263,26 +263,6 @@ async fn status(pool: &SharedPool, registry: &Registry) -> Value {
     json!({ "pid": std::process::id(), "sessions": sessions, "connections": connections })
 }
 
-/// Binds the socket 0600 before it is reachable under `path` (as [`ipc`] does).
-fn bind_private(path: &Path, dir: &Path) -> anyhow::Result<UnixListener> {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = dir.join(format!(".bind-{}", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let bound = (|| {
-        let listener = UnixListener::bind(&tmp)?;
-        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))?;
-        fs::rename(&tmp, path)?;
-        Ok::<_, io::Error>(listener)
-    })();
-    bound.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        anyhow::Error::new(e).context(format!(
-            "the daemon cannot listen on {}; check that the directory is writable",
-            path.display()
-        ))
-    })
-}
-
 /// Takes the daemon lock without waiting; `None` when another daemon holds it.
 fn lock(path: &Path) -> anyhow::Result<Option<nix::fcntl::Flock<fs::File>>> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -297,21 +277,5 @@ fn lock(path: &Path) -> anyhow::Result<Option<nix::fcntl::Flock<fs::File>>> {
         Ok(lock) => Ok(Some(lock)),
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
         Err((_, e)) => Err(anyhow::anyhow!("cannot lock {}: {e}", path.display())),
-    }
-}
-
-/// The first of SIGTERM and Ctrl-C.
-async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }
