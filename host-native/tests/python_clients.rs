@@ -69,6 +69,21 @@ fn scenario(p: &Project) -> PathBuf {
     path
 }
 
+/// The command the SDK starts: `serve` with the project's flags and `extra`, its stderr (the
+/// plan lines) appended to `log` through a shell redirect so a failure can show it.
+fn serve_command(p: &Project, log: &Path, extra: &[&str]) -> Vec<String> {
+    let mut serve = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("exec \"$0\" serve \"$@\" 2>>'{}'", log.display()),
+        cli().to_string_lossy().into_owned(),
+    ];
+    serve.extend(extra.iter().map(|&f| f.to_owned()));
+    serve.extend(p.flags());
+    serve.extend(["--debounce-ms".to_owned(), "150".to_owned()]);
+    serve
+}
+
 /// Runs the script in its own process group (killed if the test fails) and returns its
 /// output once it exits.
 fn run_client(args: &[&std::ffi::OsStr]) -> Output {
@@ -138,18 +153,8 @@ fn the_python_sdk_over_stdio_lists_calls_and_follows_edits() {
     let p = Project::new();
     let plan = scenario(&p);
     let log = p.path("serve.log");
-    // The SDK starts serve itself; its stderr (the plan lines) goes to a file through a shell
-    // redirect so a failure can show it.
-    let mut serve = vec![
-        "sh".to_owned(),
-        "-c".to_owned(),
-        format!("exec \"$0\" serve \"$@\" 2>>'{}'", log.display()),
-        cli().to_string_lossy().into_owned(),
-    ];
     // The session in serve's own process: its servers stop when it exits.
-    serve.push("--no-daemon".to_owned());
-    serve.extend(p.flags());
-    serve.extend(["--debounce-ms".to_owned(), "150".to_owned()]);
+    let serve = serve_command(&p, &log, &["--no-daemon"]);
     let mut args: Vec<&std::ffi::OsStr> = vec!["stdio".as_ref(), plan.as_os_str(), "--".as_ref()];
     args.extend(serve.iter().map(std::ffi::OsStr::new));
     let output = run_client(&args);
@@ -290,14 +295,7 @@ fn two_python_sdk_clients_in_one_project_share_one_server_process() {
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
     let log = p.path("serve.log");
-    let mut serve = vec![
-        "sh".to_owned(),
-        "-c".to_owned(),
-        format!("exec \"$0\" serve \"$@\" 2>>'{}'", log.display()),
-        cli().to_string_lossy().into_owned(),
-    ];
-    serve.extend(p.flags());
-    serve.extend(["--debounce-ms".to_owned(), "150".to_owned()]);
+    let serve = serve_command(&p, &log, &[]);
     let mut args: Vec<&std::ffi::OsStr> = vec!["pair".as_ref(), plan.as_os_str(), "--".as_ref()];
     args.extend(serve.iter().map(std::ffi::OsStr::new));
     let output = run_client_with(&args, &[("XDG_RUNTIME_DIR", runtime.as_os_str())]);
