@@ -123,7 +123,7 @@ fuzz_target!(|input: Input| {
     }
     let mut online = Online::new();
     for l in &input.online {
-        let mut live = OnlineEntry::connected(ServerConfig(entry(&l.entry)));
+        let mut live = OnlineEntry::connected(ServerConfig::new(entry(&l.entry)));
         live.status = status(l.status);
         live.attempts = u32::from(l.attempts % 10);
         live.retry_at = (l.retry_at % 3 != 0).then_some(Millis(u64::from(l.retry_at)));
@@ -184,7 +184,7 @@ fuzz_target!(|input: Input| {
         assert!(approved || !changes, "unapproved {n} changed: {action:?}");
         if let (LspAction::Restart { .. }, Some(live)) = (action, online.get(n)) {
             assert_ne!(
-                lsp_seed_id(n, &live.config.0),
+                lsp_seed_id(n, &live.config.object()),
                 lsp_seed_id(n, &want.config),
                 "a live-only edit restarted {n}"
             );

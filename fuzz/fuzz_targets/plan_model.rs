@@ -101,7 +101,7 @@ fn config(e: &Entry) -> ServerConfig {
     if e.tools % 2 == 1 {
         o.insert("includeTools".into(), Value::Array(vec!["t2".into(), "t1".into()]));
     }
-    ServerConfig(o)
+    ServerConfig::new(o)
 }
 
 fn status(i: u8) -> Status {

@@ -42,7 +42,7 @@ async fn run() -> anyhow::Result<()> {
     let Ok(Value::Object(object)) = parse(&text) else {
         anyhow::bail!("cannot build the server config");
     };
-    let config = ServerConfig(object);
+    let config = ServerConfig::new(object);
     let (events, _rx) = mpsc::unbounded_channel();
     // The user of this client accepts every form with its defaults (SEP-1034).
     let options = options(

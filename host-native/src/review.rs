@@ -95,8 +95,8 @@ impl ApprovalRequest {
         Some(ApprovalRequest {
             name: name.to_owned(),
             hash: lsp_approval_hash(&entry.config).0,
-            config: ServerConfig(config),
-            written: ServerConfig(written),
+            config: ServerConfig::new(config),
+            written: ServerConfig::new(written),
             file: snapshot.lsp_json.clone(),
             replaces: None,
             lsp: true,
@@ -150,7 +150,7 @@ impl ApprovalRequest {
         let shown_keys = [
             "command", "args", "cwd", "httpUrl", "url", "tcp", "type", "env", "headers", "scope",
         ];
-        for (key, value) in written.0.iter() {
+        for (key, value) in written.object().iter() {
             if !shown_keys.contains(&key.as_str()) {
                 let note = expansion_note(value, expanded.get(key));
                 let _ = writeln!(out, "    {:<8} {}{note}", safe(key), shown(value));

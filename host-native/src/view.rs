@@ -309,7 +309,7 @@ mod tests {
 
     fn cfg(text: &str) -> ServerConfig {
         match parse(text) {
-            Ok(Value::Object(o)) => ServerConfig(o),
+            Ok(Value::Object(o)) => ServerConfig::new(o),
             other => panic!("not an object: {other:?}"),
         }
     }

@@ -15,7 +15,7 @@ const ROOT: &str = "/home/dev/repo";
 
 fn cfg(text: &str) -> ServerConfig {
     match json::parse(text).expect("json") {
-        Value::Object(o) => ServerConfig(o),
+        Value::Object(o) => ServerConfig::new(o),
         other => panic!("not an object: {other}"),
     }
 }

@@ -95,7 +95,7 @@ fn layer_names(snapshot: &Snapshot, source: LayerSource) -> Vec<String> {
 
 fn cfg(text: &str) -> ServerConfig {
     match json::parse(text).expect("json") {
-        Value::Object(o) => ServerConfig(o),
+        Value::Object(o) => ServerConfig::new(o),
         other => panic!("not an object: {other}"),
     }
 }

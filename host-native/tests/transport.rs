@@ -85,7 +85,7 @@ fn everything() -> String {
 
 fn config(value: serde_json::Value) -> ServerConfig {
     match json::parse(&value.to_string()).expect("valid json") {
-        Value::Object(object) => ServerConfig(object),
+        Value::Object(object) => ServerConfig::new(object),
         other => panic!("expected an object, got {other:?}"),
     }
 }

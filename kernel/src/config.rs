@@ -1,5 +1,7 @@
 //! Server configuration entries (SPEC §1) and their transport kind.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::json::{Object, Value};
@@ -9,8 +11,19 @@ use crate::json::{Object, Value};
 ///
 /// Fields are read with ECMAScript semantics (`cfg.field ?? default`), so an
 /// entry with odd types still gets the identity a TypeScript host computes.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct ServerConfig(pub Object);
+///
+/// The entry is shared: cloning a config (assembly hands every layer's entry
+/// on, the host keeps the adopted map next to the live one) copies a pointer,
+/// and [`ServerConfig::object_mut`] copies the entry only when it is shared.
+#[derive(Clone, Debug, Default)]
+pub struct ServerConfig(Arc<Object>);
+
+impl PartialEq for ServerConfig {
+    fn eq(&self, other: &Self) -> bool {
+        // JSON text has no NaN, so an entry always equals itself.
+        self.same(other) || *self.0 == *other.0
+    }
+}
 
 /// How a server is reached, derived from its fields (SPEC §1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,7 +64,28 @@ pub const SCOPE: &str = "scope";
 impl ServerConfig {
     /// Wraps a parsed entry.
     pub fn new(object: Object) -> Self {
-        ServerConfig(object)
+        ServerConfig(Arc::new(object))
+    }
+
+    /// The entry's members.
+    pub fn object(&self) -> &Object {
+        &self.0
+    }
+
+    /// The entry's members, to change them (copied first when shared).
+    pub fn object_mut(&mut self) -> &mut Object {
+        Arc::make_mut(&mut self.0)
+    }
+
+    /// The entry's members, owned (copied only when shared).
+    pub fn into_object(self) -> Object {
+        Arc::unwrap_or_clone(self.0)
+    }
+
+    /// Whether both are the very same entry (a clone of one another), which
+    /// implies equal members without comparing them.
+    pub fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// Reads one entry from JSON text, with JS semantics.
@@ -61,7 +95,7 @@ impl ServerConfig {
     /// [`ConfigError::EntryNotObject`] when it is not an object.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         match crate::json::parse(text) {
-            Ok(Value::Object(o)) => Ok(ServerConfig(o)),
+            Ok(Value::Object(o)) => Ok(ServerConfig::new(o)),
             Ok(other) => Err(ConfigError::EntryNotObject {
                 name: String::new(),
                 found: other.preview(60),
@@ -128,13 +162,13 @@ impl ServerConfig {
 
     /// The entry as a JSON value.
     pub fn to_value(&self) -> Value {
-        Value::Object(self.0.clone())
+        Value::Object((*self.0).clone())
     }
 }
 
 impl From<Object> for ServerConfig {
     fn from(object: Object) -> Self {
-        ServerConfig(object)
+        ServerConfig::new(object)
     }
 }
 
@@ -222,7 +256,7 @@ pub fn servers_from_value(value: &Value) -> Result<Servers, ConfigError> {
         return Err(ConfigError::MapNotObject(value.to_json()));
     };
     map.clone().try_map_values(|name, entry| match entry {
-        Value::Object(o) => Ok(ServerConfig(o)),
+        Value::Object(o) => Ok(ServerConfig::new(o)),
         other => Err(ConfigError::EntryNotObject {
             name: name.to_owned(),
             found: other.to_json(),

@@ -490,7 +490,9 @@ pub fn servers_equal_typed(a: Option<&Value>, b: &Servers) -> Result<bool, DeepE
         a,
         b,
         |p, q| match p {
-            Value::Object(p) => fast_deep_equal_objects(p, &q.0, fast_deep_equal, |m| Some(m)),
+            Value::Object(p) => {
+                fast_deep_equal_objects(p, q.object(), fast_deep_equal, |m| Some(m))
+            }
             _ => Ok(false),
         },
         |_| None,

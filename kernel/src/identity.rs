@@ -285,7 +285,7 @@ fn iterable(value: &Value, field: &'static str) -> Result<(), IdentityError> {
 /// never reaches the hashed text here either.
 pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
     let mut text = String::with_capacity(256);
-    write_sorted_object(&mut text, &config.0, |key| {
+    write_sorted_object(&mut text, config.object(), |key| {
         !matches!(key, "scope" | "extensionName" | "description")
     });
     ApprovalHash(sha256_hex(text.as_bytes()))

@@ -572,7 +572,7 @@ fn desired_action(
         }
         ApprovalState::Pending => {
             let running_approved =
-                lsp_approval_state(ctx.approvals, ctx.project_root, name, &live.config.0)
+                lsp_approval_state(ctx.approvals, ctx.project_root, name, live.config.object())
                     == ApprovalState::Approved;
             return if running_approved {
                 LspAction::Keep {
@@ -588,10 +588,10 @@ fn desired_action(
         }
         ApprovalState::Approved => {}
     }
-    let seed = seed_changes(&live.config.0, &entry.config);
+    let seed = seed_changes(live.config.object(), &entry.config);
     if !seed.is_empty() {
         return LspAction::Restart {
-            from: lsp_seed_id(name, &live.config.0),
+            from: lsp_seed_id(name, live.config.object()),
             to: lsp_seed_id(name, &entry.config),
             changed: seed,
             name: name_owned,
@@ -599,7 +599,7 @@ fn desired_action(
     }
     let healthy = matches!(live.status, Status::Connected | Status::Connecting);
     if healthy {
-        let live_fields = live_changes(&live.config.0, &entry.config);
+        let live_fields = live_changes(live.config.object(), &entry.config);
         return if live_fields.is_empty() {
             LspAction::Keep {
                 name: name_owned,
@@ -644,7 +644,7 @@ pub fn lsp_online_of(desired: &LspServers, approvals: &Approvals, project_root: 
         .map(|(name, entry)| {
             (
                 name.clone(),
-                OnlineEntry::connected(ServerConfig(entry.config.clone())),
+                OnlineEntry::connected(ServerConfig::new(entry.config.clone())),
             )
         })
         .collect()
@@ -948,7 +948,7 @@ mod tests {
     fn online(config: &str, status: Status) -> OnlineEntry {
         OnlineEntry {
             status,
-            ..OnlineEntry::connected(ServerConfig(obj(config)))
+            ..OnlineEntry::connected(ServerConfig::new(obj(config)))
         }
     }
 

@@ -194,22 +194,40 @@ pub fn assemble(layers: &[Layer]) -> Assembled {
 }
 
 /// The entry as assembly emits it: provenance comes from the layer only.
+///
+/// An entry that already reads that way (no `scope` where the layer stamps
+/// none; `scope` last with the layer's stamp, as [`parse_mcp_json`] leaves a
+/// project entry) is shared, not copied.
 fn stamp(config: &ServerConfig, layer: &Layer) -> ServerConfig {
-    let mut entry = config.0.clone();
-    entry.remove(SCOPE);
-    if layer.source == LayerSource::Extension {
-        if let Some(extension) = &layer.extension {
-            entry.insert("extensionName".into(), extension.clone().into());
-        }
-    }
     let scope = match layer.source {
         LayerSource::ServerCommand if layer.from_workspace => Some("workspace"),
         source => source.scope_stamp(),
     };
-    if let Some(scope) = scope {
-        entry.insert(SCOPE.into(), scope.into());
+    let extension = layer
+        .extension
+        .as_ref()
+        .filter(|_| layer.source == LayerSource::Extension);
+    let stamped = match scope {
+        None => !config.object().contains_key(SCOPE),
+        Some(scope) => config
+            .object()
+            .iter()
+            .next_back()
+            .is_some_and(|(key, value)| key == SCOPE && value.as_str() == Some(scope)),
+    };
+    if stamped && extension.is_none() {
+        return config.clone();
     }
-    ServerConfig(entry)
+    let mut entry = config.clone();
+    let members = entry.object_mut();
+    members.remove(SCOPE);
+    if let Some(extension) = extension {
+        members.insert("extensionName".into(), extension.clone().into());
+    }
+    if let Some(scope) = scope {
+        members.insert(SCOPE.into(), scope.into());
+    }
+    entry
 }
 
 /// What [`parse_mcp_json`] read from a `.mcp.json`.
@@ -290,7 +308,7 @@ pub fn parse_mcp_json(text: &str, env: Option<&Object>, expand: bool) -> McpJson
         }
         let mut entry = normalize_claude_entry(entry);
         entry.insert(SCOPE.into(), "project".into());
-        out.servers.insert(name.clone(), ServerConfig(entry));
+        out.servers.insert(name.clone(), ServerConfig::new(entry));
     }
     out
 }
@@ -407,7 +425,7 @@ mod tests {
         Layer {
             source,
             servers: object(servers).map_values(|_, v| match v {
-                Value::Object(o) => ServerConfig(o),
+                Value::Object(o) => ServerConfig::new(o),
                 _ => panic!("entry must be an object"),
             }),
             extension: None,
@@ -417,6 +435,48 @@ mod tests {
 
     fn json_of(servers: &Servers) -> String {
         servers_to_value(servers).to_json()
+    }
+
+    #[test]
+    fn assembly_shares_entries_that_need_no_stamp_and_copies_the_others() {
+        let project = parse_mcp_json(
+            r#"{"mcpServers":{"p":{"command":"p"},"q":{"scope":"user","command":"q"}}}"#,
+            None,
+            false,
+        )
+        .servers;
+        let layers = [
+            layer(
+                LayerSource::User,
+                r#"{"u":{"command":"u"},"s":{"command":"s","scope":"project"}}"#,
+            ),
+            Layer {
+                source: LayerSource::Project,
+                servers: project,
+                extension: None,
+                from_workspace: false,
+            },
+        ];
+        let out = assemble(&layers);
+        let shared = |name: &str, layer: &Layer| {
+            out.servers
+                .get(name)
+                .expect("assembled")
+                .same(layer.servers.get(name).expect("in the layer"))
+        };
+        assert!(shared("u", &layers[0]), "nothing to stamp");
+        assert!(shared("p", &layers[1]), "parse_mcp_json stamped it last");
+        assert!(!shared("s", &layers[0]), "a written scope is dropped");
+        assert!(!shared("q", &layers[1]), "the written scope kept its place");
+        assert_eq!(
+            json_of(&out.servers),
+            r#"{"u":{"command":"u"},"s":{"command":"s"},"p":{"command":"p","scope":"project"},"q":{"command":"q","scope":"project"}}"#
+        );
+        assert_eq!(
+            layers[0].servers.get("s").and_then(ServerConfig::scope),
+            Some("project"),
+            "stamping a copy leaves the layer's entry alone"
+        );
     }
 
     #[test]

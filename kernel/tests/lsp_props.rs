@@ -302,7 +302,7 @@ fn world(servers: &[Server]) -> World {
             online.insert(
                 s.name.to_owned(),
                 OnlineEntry {
-                    config: ServerConfig(build(spec)),
+                    config: ServerConfig::new(build(spec)),
                     status: *status,
                     attempts: *attempts,
                     retry_at: retry_at.map(Millis),
@@ -469,7 +469,7 @@ proptest! {
                         prop_assert!(approved, "{:?} applied unapproved", action);
                     }
                     if let LspAction::Keep { reason: Some(_), .. } = action {
-                        let live = w.online.get(name).map(|o| &o.config.0);
+                        let live = w.online.get(name).map(|o| o.config.object());
                         prop_assert!(!approved);
                         prop_assert!(live.is_some_and(|c| lsp_approval_state(&w.approvals, ROOT, name, c)
                             == ApprovalState::Approved));
@@ -505,7 +505,7 @@ proptest! {
         for (i, s) in servers.iter().enumerate() {
             let Some((spec, _)) = &s.desired else { continue };
             let old = Spec { live: edits[i], ..*spec };
-            let mut entry = OnlineEntry::connected(ServerConfig(build(&old)));
+            let mut entry = OnlineEntry::connected(ServerConfig::new(build(&old)));
             entry.status = status;
             online.insert(s.name.to_owned(), entry);
             before.push((s.name, old, *spec));
@@ -546,7 +546,7 @@ proptest! {
             let old = Spec { seed: edits[i], ..*spec };
             let (status, attempts, retry_at, crash_loop) = states[i];
             online.insert(s.name.to_owned(), OnlineEntry {
-                config: ServerConfig(build(&old)),
+                config: ServerConfig::new(build(&old)),
                 status, attempts, retry_at: retry_at.map(Millis), crash_loop,
                 needs_auth: false,
             });

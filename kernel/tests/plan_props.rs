@@ -103,7 +103,7 @@ fn build(spec: &Spec) -> ServerConfig {
     if spec[6] == 1 {
         put("description", "cosmetic".into());
     }
-    ServerConfig(o)
+    ServerConfig::new(o)
 }
 
 /// (status, attempts, retryAt, crashLoop).

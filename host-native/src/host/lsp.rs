@@ -153,7 +153,7 @@ impl LanguageServers {
                 (
                     name.clone(),
                     OnlineEntry {
-                        config: ServerConfig(entry.config.clone()),
+                        config: ServerConfig::new(entry.config.clone()),
                         status: health.status,
                         attempts: health.attempts,
                         retry_at: health.retry_at,

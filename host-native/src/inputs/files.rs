@@ -159,7 +159,7 @@ pub(super) fn object_entries(map: &Object, where_: &str) -> (Servers, Vec<String
     let mut errors = Vec::new();
     for (name, entry) in map {
         match entry {
-            Value::Object(o) => servers.insert(name.clone(), ServerConfig(o.clone())),
+            Value::Object(o) => servers.insert(name.clone(), ServerConfig::new(o.clone())),
             other => errors.push(format!(
                 "server \"{name}\" in {where_} must be an object, found {} — skipped; fix or \
                  remove that entry",

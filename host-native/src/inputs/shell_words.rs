@@ -27,7 +27,7 @@ pub(super) fn server_command_config(
         Value::Array(args.iter().map(|a| Value::from(a.as_str())).collect()),
     );
     entry.insert("cwd".into(), cwd.to_string_lossy().as_ref().into());
-    Ok(ServerConfig(entry))
+    Ok(ServerConfig::new(entry))
 }
 
 /// Splits a command line into words like a POSIX shell: whitespace

@@ -67,30 +67,43 @@ impl Scenario {
         // Built as the file's JSON: `Approvals::record` copies the project's
         // records on every call, which is quadratic over 20 000 servers.
         let mut records = Object::new();
-        for i in 0..n {
-            let name = server_name(i);
-            let old = server_config(i, false);
-            let new = if is_changed(i) {
-                changed.push(name.clone());
-                server_config(i, true)
-            } else {
-                old.clone()
-            };
-            if i % 5 == 4 {
-                // The user approved the current config (the edited one for
-                // the changed servers).
-                let record = object([
-                    ("hash", approval_hash(&new).0.into()),
-                    ("status", "approved".into()),
-                ]);
-                records.insert(name.clone(), record);
-                old_project.insert(name.clone(), old);
-                new_project.insert(name, new);
-            } else {
-                old_user.insert(name.clone(), old);
-                new_user.insert(name, new);
+        let written: Vec<(ServerConfig, ServerConfig)> = (0..n)
+            .map(|i| (server_config(i, false), server_config(i, is_changed(i))))
+            .collect();
+        // Each reading of a file copies every entry out of the parsed text,
+        // one after the other: before and after are separate copies even
+        // where nothing changed, each reading's entries close together in
+        // memory (as in the host; building them here leaves holes).
+        for (edited, user, project) in [
+            (false, &mut old_user, &mut old_project),
+            (true, &mut new_user, &mut new_project),
+        ] {
+            // One file, then the other.
+            let by_file = (0..n)
+                .filter(|i| i % 5 != 4)
+                .chain((0..n).filter(|i| i % 5 == 4));
+            for i in by_file {
+                let (before, after) = &written[i];
+                let name = server_name(i);
+                let is_project = i % 5 == 4;
+                let config = as_read(if edited { after } else { before }, is_project);
+                if !is_project {
+                    user.insert(name, config);
+                    continue;
+                }
+                if edited {
+                    // The user approved the current config (the edited one
+                    // for the changed servers).
+                    let record = object([
+                        ("hash", approval_hash(&config).0.into()),
+                        ("status", "approved".into()),
+                    ]);
+                    records.insert(name.clone(), record);
+                }
+                project.insert(name, config);
             }
         }
+        changed.extend((0..n).filter(|&i| is_changed(i)).map(server_name));
         let approvals = Approvals::new(object([(ROOT, Value::Object(records))]));
         let layers = |user: Servers, project: Servers| {
             vec![
@@ -274,7 +287,7 @@ pub fn server_config(i: usize, edited: bool) -> ServerConfig {
             ]),
         );
         c.insert("timeout".into(), Value::Number(30_000.0));
-        return ServerConfig(c);
+        return ServerConfig::new(c);
     }
     let (command, args): (&str, Vec<String>) = match i % 4 {
         0 => (
@@ -351,7 +364,17 @@ pub fn server_config(i: usize, edited: bool) -> ServerConfig {
         );
     }
     c.insert("timeout".into(), Value::Number(60_000.0));
-    ServerConfig(c)
+    ServerConfig::new(c)
+}
+
+/// The entry as the host reads it: `parse_mcp_json` stamps a project entry
+/// `scope: "project"` (last, as it is not written in the file).
+fn as_read(written: &ServerConfig, is_project: bool) -> ServerConfig {
+    let mut entry = written.object().clone();
+    if is_project {
+        entry.insert("scope".into(), "project".into());
+    }
+    ServerConfig::new(entry)
 }
 
 /// A user settings file: unrelated settings plus `mcpServers`.

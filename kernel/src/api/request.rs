@@ -80,7 +80,7 @@ impl<'a> Request<'a> {
 
     /// A required server config (an object).
     pub(crate) fn config(&self, field: &str) -> Result<ServerConfig, ApiError> {
-        self.object(field).map(|o| ServerConfig(o.clone()))
+        self.object(field).map(|o| ServerConfig::new(o.clone()))
     }
 
     /// A required `{name: config}` map.

@@ -130,7 +130,7 @@ fn layer_from_value(index: usize, value: &Value) -> Result<Layer, ApiError> {
         None | Some(Value::Null) => Servers::new(),
         Some(Value::Object(entries)) => {
             entries.clone().try_map_values(|name, entry| match entry {
-                Value::Object(o) => Ok(ServerConfig(o)),
+                Value::Object(o) => Ok(ServerConfig::new(o)),
                 other => Err(ApiError::invalid(format!(
                     "layers[{index}] ({source}): server \"{name}\" must be an object, found {}",
                     other.to_json()
