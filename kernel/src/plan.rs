@@ -322,7 +322,7 @@ pub fn plan(
         });
     }
     let gate = Gate::new(gating);
-    let mut groups = Groups::default();
+    let mut groups = Groups::for_servers(desired.len());
     for (name, config) in desired {
         let action = match (online.get(name), gate.denial(name, config)) {
             (Some(_), Some(reason)) => Action::Disconnect {
@@ -549,6 +549,15 @@ struct Groups {
 }
 
 impl Groups {
+    /// Room for `n` keeps from the start: most servers of a large plan are
+    /// kept, and growing that list by doubling copied it ~log₂ n times.
+    fn for_servers(n: usize) -> Self {
+        Groups {
+            keep: Vec::with_capacity(n),
+            ..Groups::default()
+        }
+    }
+
     fn push(&mut self, action: Action) {
         let group = match action {
             Action::Disconnect { .. } => &mut self.disconnect,
@@ -563,6 +572,18 @@ impl Groups {
     }
 
     fn into_plan(self) -> Plan {
+        let only_keeps = [
+            &self.disconnect,
+            &self.reconnect,
+            &self.retry,
+            &self.connect,
+            &self.skip,
+        ]
+        .iter()
+        .all(|group| group.is_empty());
+        if only_keeps {
+            return Plan { actions: self.keep };
+        }
         let groups = [
             self.disconnect,
             self.reconnect,
