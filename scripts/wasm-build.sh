@@ -15,7 +15,9 @@ out=$target_dir/wasm32-unknown-unknown/release
 lld="$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-gnu/bin/rust-lld"
 
 echo "==> cargo build (wasm32-unknown-unknown, Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2))"
+# One codegen unit with LTO: ~5 % off every call through the package, for a slower build.
 RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$lld" \
+  CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
   /usr/bin/cargo build --locked --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
   --release -p mcp-reconcile-wasm -p mcp-reconcile-purity-probe --target-dir "$target_dir"
 

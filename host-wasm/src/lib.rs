@@ -63,28 +63,13 @@ fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
             return Err(throwable(ErrorKind::InvalidJson, &message));
         }
     };
-    let mut request = Object::new();
-    request.insert("op".into(), op.into());
-    for (key, value) in fields.iter().filter(|(key, _)| *key != "op") {
-        request.insert(key.clone(), value.clone());
+    match mcp_reconcile_kernel::evaluate_op(op, &fields) {
+        Ok(ok) => {
+            let text = ok.to_json();
+            JSON::parse(&text).map_err(|_| unparsable(&text))
+        }
+        Err(error) => Err(throwable(error.kind, &error.message)),
     }
-    let response = mcp_reconcile_kernel::evaluate(&Value::Object(request));
-    let answer = response.as_object();
-    if let Some(ok) = answer.and_then(|a| a.get("ok")) {
-        let text = ok.to_json();
-        return JSON::parse(&text).map_err(|_| unparsable(&text));
-    }
-    let error = answer
-        .and_then(|a| a.get("error"))
-        .and_then(Value::as_object);
-    let field = |name: &str| {
-        error
-            .and_then(|e| e.get(name))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    Err(throwable_kind(&field("kind"), &field("message")))
 }
 
 /// `JSON.stringify(value)`, or why there is no JSON text for it.

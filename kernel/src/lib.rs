@@ -32,7 +32,7 @@ pub mod sources;
 pub mod supervise;
 pub mod time;
 
-pub use api::{evaluate, evaluate_str, ApiError, ErrorKind};
+pub use api::{evaluate, evaluate_op, evaluate_str, ApiError, ErrorKind};
 pub use approvals::{ApprovalState, Approvals, Decision};
 pub use backoff::{backoff, Backoff};
 pub use config::Servers;

@@ -155,9 +155,20 @@ fn handle(request: &Value) -> Result<Value, ApiError> {
             request.to_json()
         )));
     };
-    let req = Request { fields };
-    let op = req.str("op")?;
-    dispatch(op, &req).unwrap_or_else(|| {
+    evaluate_op(Request { fields }.str("op")?, fields)
+}
+
+/// Runs `op` on a request's other fields (an `op` member among them is not
+/// read): the `ok` value of the response [`evaluate`] gives for the request
+/// `{op, ...fields}`, or its error. For a caller that knows the op already —
+/// the wasm package's typed exports — without building the request object
+/// and taking the response apart again.
+///
+/// # Errors
+/// The response's error: `unknown-op`, or what the op's decoding or the op
+/// itself reports.
+pub fn evaluate_op(op: &str, fields: &Object) -> Result<Value, ApiError> {
+    dispatch(op, &Request { fields }).unwrap_or_else(|| {
         Err(ApiError {
             kind: ErrorKind::UnknownOp,
             message: format!("unknown op {}", Value::from(op).to_json()),
