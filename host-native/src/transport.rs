@@ -52,7 +52,6 @@ use crate::redact::{redact_all, secrets};
 pub use caller::{CallError, Caller};
 use oauth::oauth_manager;
 use progress::ProgressRouter;
-pub use remote::{build_http_client, http_client};
 use remote::{Failure, Watched};
 use session::{describe, handshake, start, Ending, Handler, HandshakeFailure, Service};
 use stdio::connect_stdio;
@@ -358,7 +357,7 @@ async fn connect_http(
     check_http_url(&url).map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let headers = remote::configured_headers(config, &ctx.name)
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
-    let client = remote::build_http_client()
+    let client = crate::http_client::build_http_client()
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let (bearer, custom) = remote::split_bearer(headers);
@@ -420,7 +419,9 @@ async fn connect_sse(
     let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
     check_http_url(&url).map_err(spawn_error)?;
     let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
-    let client = remote::build_http_client().await.map_err(spawn_error)?;
+    let client = crate::http_client::build_http_client()
+        .await
+        .map_err(spawn_error)?;
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let attempt = async {

@@ -4,7 +4,7 @@
 //! `mcp-reconcile auth NAME` runs ([`login`]).
 //!
 //! Every OAuth request goes through the host's own HTTP client
-//! ([`crate::transport::http_client`]): no proxy, the same TLS roots, redirects only within
+//! ([`crate::http_client`]): no proxy, the same TLS roots, redirects only within
 //! the origin. Tokens live only in the token file and in memory; no message, status or log
 //! line the host writes contains one.
 

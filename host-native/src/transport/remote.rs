@@ -23,8 +23,6 @@ const TRANSPORT_HEADERS: [&str; 4] = [
     "last-event-id",
 ];
 
-pub use crate::http_client::{build_http_client, http_client};
-
 /// The configured `headers`, every value marked sensitive (never printed by `Debug`). Headers
 /// the transport owns (`Accept`, `Mcp-Session-Id`, ...) are left out with a warning.
 ///
@@ -212,7 +210,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http_client::MAX_REDIRECTS;
+    use crate::http_client::{http_client, MAX_REDIRECTS};
 
     fn cfg(text: &str) -> ServerConfig {
         ServerConfig::from_json(text).expect("a config object")
