@@ -190,6 +190,15 @@ pub fn resource_match(catalog: &Catalog, uri: &str) -> ResourceMatch {
     }
 }
 
+/// Whether `catalog` lists the resource template `template` (its `uriTemplate`, as listed):
+/// the server a completion of that template's arguments goes to.
+pub fn lists_template(catalog: &Catalog, template: &str) -> bool {
+    catalog
+        .resource_templates
+        .iter()
+        .any(|t| t.uri_template == template)
+}
+
 /// Whether `uri` is an expansion of the RFC 6570 `template`: a simple `{var}` (or `{.x}`,
 /// `{;x}`) stands for one or more characters other than `/ ? #`, a `{+var}` or `{#var}` for any
 /// one or more, and a `{?x}` / `{&x}` for an optional query part. Bounded: a template of more than

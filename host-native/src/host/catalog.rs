@@ -12,7 +12,9 @@ use mcp_reconcile_kernel::{Gating, Servers};
 use super::{Host, HostEvent};
 use crate::supervisor::{Entry, Mcp};
 use crate::transport::{Caller, Catalog, Connection, Prompt, Resource, ResourceTemplate, Tool};
-use crate::view::{own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch};
+use crate::view::{
+    lists_template, own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch,
+};
 
 /// Which lists of the merged catalog changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -303,11 +305,7 @@ impl Host {
                 .reduce(|best, next| if next.0 > best.0 { next } else { best })
                 .map(|(_, server, conn)| (server, uri.clone(), conn)),
             Target::Template(template) => connected.find_map(|(server, live, conn)| {
-                live.catalog
-                    .resource_templates
-                    .iter()
-                    .any(|t| &t.uri_template == template)
-                    .then(|| (server, template.clone(), conn))
+                lists_template(&live.catalog, template).then(|| (server, template.clone(), conn))
             }),
         };
         if let Some((server, name, conn)) = found {

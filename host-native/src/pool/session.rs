@@ -20,7 +20,9 @@ use crate::host::{
 use crate::inputs::Snapshot;
 use crate::launch::Launch;
 use crate::session::{Session, SessionGone};
-use crate::view::{own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch};
+use crate::view::{
+    lists_template, own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch,
+};
 
 /// One session's use of the pool: its desired servers, gating and view. Dropping it releases
 /// everything it holds (as [`PoolSession::close`], without waiting).
@@ -284,12 +286,9 @@ impl PoolSession {
                     }
                     ResourceMatch::None => None,
                 },
-                Target::Template(template) => held
-                    .catalog
-                    .resource_templates
-                    .iter()
-                    .any(|t| &t.uri_template == template)
-                    .then(|| template.clone()),
+                Target::Template(template) => {
+                    lists_template(&held.catalog, template).then(|| template.clone())
+                }
             };
             if let Some(name) = name {
                 return Ok(Ok(Route {
