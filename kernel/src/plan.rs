@@ -571,20 +571,10 @@ impl Groups {
         group.push(action);
     }
 
+    /// The groups in plan order. A plan with one kind of action (all keeps,
+    /// say) is that group's list, not a copy of it.
     fn into_plan(self) -> Plan {
-        let only_keeps = [
-            &self.disconnect,
-            &self.reconnect,
-            &self.retry,
-            &self.connect,
-            &self.skip,
-        ]
-        .iter()
-        .all(|group| group.is_empty());
-        if only_keeps {
-            return Plan { actions: self.keep };
-        }
-        let groups = [
+        let mut groups = [
             self.disconnect,
             self.reconnect,
             self.retry,
@@ -592,7 +582,13 @@ impl Groups {
             self.keep,
             self.skip,
         ];
-        let mut actions = Vec::with_capacity(groups.iter().map(Vec::len).sum());
+        let total = groups.iter().map(Vec::len).sum();
+        if let Some(only) = groups.iter_mut().find(|group| group.len() == total) {
+            return Plan {
+                actions: std::mem::take(only),
+            };
+        }
+        let mut actions = Vec::with_capacity(total);
         for group in groups {
             actions.extend(group);
         }
