@@ -105,13 +105,9 @@ fn error_response(kind: ErrorKind, message: String) -> Value {
 
 /// A JS `Error` with the message and a `kind` property.
 fn throwable(kind: ErrorKind, message: &str) -> JsValue {
-    throwable_kind(kind.as_str(), message)
-}
-
-fn throwable_kind(kind: &str, message: &str) -> JsValue {
     let error = js_sys::Error::new(message);
     // Setting a data property on a fresh Error object cannot fail.
-    let _ = Reflect::set(&error, &"kind".into(), &kind.into());
+    let _ = Reflect::set(&error, &"kind".into(), &kind.as_str().into());
     error.into()
 }
 
