@@ -10,7 +10,7 @@
 
 #![allow(dead_code)] // each bench target uses a different part
 
-use mcp_reconcile_kernel::config::servers_to_value;
+use mcp_reconcile_kernel::config::{servers_to_value, SCOPE};
 use mcp_reconcile_kernel::gating::{compute_gating, gating_with_pending, Gating};
 use mcp_reconcile_kernel::plan::{online_of, online_to_value, Online};
 use mcp_reconcile_kernel::{
@@ -79,13 +79,14 @@ impl Scenario {
             (true, &mut new_user, &mut new_project),
         ] {
             // One file, then the other.
+            let in_project = |i: &usize| i % 5 == 4;
             let by_file = (0..n)
-                .filter(|i| i % 5 != 4)
-                .chain((0..n).filter(|i| i % 5 == 4));
+                .filter(|i| !in_project(i))
+                .chain((0..n).filter(in_project));
             for i in by_file {
                 let (before, after) = &written[i];
                 let name = server_name(i);
-                let is_project = i % 5 == 4;
+                let is_project = in_project(&i);
                 let config = as_read(if edited { after } else { before }, is_project);
                 if !is_project {
                     user.insert(name, config);
@@ -372,7 +373,7 @@ pub fn server_config(i: usize, edited: bool) -> ServerConfig {
 fn as_read(written: &ServerConfig, is_project: bool) -> ServerConfig {
     let mut entry = written.object().clone();
     if is_project {
-        entry.insert("scope".into(), "project".into());
+        entry.insert(SCOPE.into(), "project".into());
     }
     ServerConfig::new(entry)
 }
