@@ -28,6 +28,7 @@ mod remote;
 mod session;
 mod sse;
 pub(crate) mod stdio;
+mod subscribe;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,6 +56,7 @@ use progress::ProgressRouter;
 use remote::{Failure, Watched};
 use session::{describe, handshake, start, Ending, Handler, HandshakeFailure, Service};
 use stdio::connect_stdio;
+use subscribe::Subscribing;
 
 /// What a server offers, as listed (every page) after `initialize` or a `list_changed`.
 #[derive(Clone, Debug, Default)]
@@ -375,28 +377,30 @@ async fn connect_http(
             // challenge the server answers with (a `401`, or a `403` asking for more scope,
             // now or later in the session) is kept beside the tokens: `mcp-reconcile auth
             // NAME` seeds its discovery and scopes from it.
+            let (client, subscribed) =
+                Subscribing::new(rmcp::transport::auth::AuthClient::new(client, manager));
             let transport = Watched::new(
-                StreamableHttpClientTransport::with_client(
-                    rmcp::transport::auth::AuthClient::new(client, manager),
-                    http_config,
-                ),
+                StreamableHttpClientTransport::with_client(client, http_config),
                 failure.clone(),
                 &ctx.name,
                 Some(store),
             );
-            tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
+            let handshake = handshake(handler, transport, Some(subscribed));
+            tokio::time::timeout(opts.handshake_timeout, handshake).await
         }
         None => {
             if let Some(token) = bearer {
                 http_config = http_config.auth_header(token);
             }
+            let (client, subscribed) = Subscribing::new(client);
             let transport = Watched::new(
                 StreamableHttpClientTransport::with_client(client, http_config),
                 failure.clone(),
                 &ctx.name,
                 None,
             );
-            tokio::time::timeout(opts.handshake_timeout, handshake(handler, transport)).await
+            let handshake = handshake(handler, transport, Some(subscribed));
+            tokio::time::timeout(opts.handshake_timeout, handshake).await
         }
     };
     if failure.auth_required() && !matches!(outcome, Ok(Ok(_))) {
@@ -435,6 +439,7 @@ async fn connect_sse(
         handshake(
             Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
             Watched::new(transport, failure.clone(), &ctx.name, None),
+            None,
         )
         .await
     };

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 pub(super) use super::handler::Handler;
 use super::remote::Failure;
 use super::stdio::ChildProcess;
+use super::subscribe::Subscribed;
 use crate::view::drop_invalid_names;
 
 use super::{
@@ -47,10 +48,12 @@ pub(super) struct HandshakeFailure {
     pub in_initialize: bool,
 }
 
-/// `initialize`, then the first listing of everything the server has capabilities for.
+/// `initialize`, then the first listing of everything the server has capabilities for. A
+/// streamable HTTP session lists once its standalone stream is open (`subscribed`).
 pub(super) async fn handshake<T, E, A>(
     handler: Handler,
     transport: T,
+    subscribed: Option<Subscribed>,
 ) -> Result<(Service, Catalog), HandshakeFailure>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
@@ -64,6 +67,9 @@ where
             what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
             in_initialize: true,
         })?;
+    if let Some(subscribed) = subscribed {
+        subscribed.wait().await;
+    }
     match list_catalog(service.peer()).await {
         Ok(catalog) => Ok((service, catalog)),
         Err(e) => {

@@ -406,6 +406,7 @@ pub(super) async fn connect_stdio(
         handshake(
             Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
             transport,
+            None,
         ),
     )
     .await;
