@@ -19,7 +19,7 @@ step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests (kernel, host, fixture, wasm types)"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 step "fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
 bash scripts/fuzz.sh "$FUZZ_SECONDS"
