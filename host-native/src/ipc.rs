@@ -12,8 +12,12 @@
 //!
 //! Only the user running the session may talk to it, whatever the umask:
 //! * the state directory is created 0700; an existing one of ours with group
-//!   or other bits is tightened to 0700, one owned by another user (or a
-//!   shared sticky directory such as `/tmp`) is refused ([`prepare_state_dir`]);
+//!   or other bits is tightened to 0700, a symlink, one owned by another user
+//!   (or a shared sticky directory such as `/tmp`) is refused
+//!   ([`prepare_state_dir`], [`private`]);
+//! * a client checks the directory and the socket the same way before it
+//!   connects, and the peer's uid before it sends anything
+//!   ([`private::connect`]);
 //! * the socket is bound under a temporary name, set to 0600 and only then
 //!   renamed into place, so it is never reachable with a looser mode;
 //! * every connection's peer uid (`SO_PEERCRED`) must equal our effective uid,
@@ -26,7 +30,7 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +44,7 @@ use tokio::sync::Semaphore;
 
 use crate::host::HostHandle;
 use crate::inputs::Inputs;
+use crate::private;
 use crate::session::Session;
 use crate::status::{plan_json, report_json};
 
@@ -107,59 +112,21 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_CONNECTIONS: usize = 32;
 
 /// Creates the state directory `dir` with mode 0700, or checks an existing
-/// one: it must be a directory owned by our effective uid; group or other
-/// bits are removed (with a warning). A directory owned by someone else, or
-/// a sticky (shared) one, is refused: whoever can write there could replace
-/// the socket.
+/// one ([`private::ensure_dir`]): a symlink, a directory owned by someone else,
+/// a shared sticky one or one below a directory others can write is refused —
+/// whoever can write there could replace the socket; group or other bits of
+/// our own are removed (with a warning).
 ///
 /// # Errors
-/// `dir` cannot be created, is not a directory, belongs to another user, is
-/// a shared sticky directory, or its mode cannot be tightened.
+/// As [`private::ensure_dir`]; the message says to pass another `--state-dir`.
 pub fn prepare_state_dir(dir: &Path) -> anyhow::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("creating the state directory {}", dir.display()))?;
-    let meta = fs::metadata(dir)
-        .with_context(|| format!("reading the state directory {}", dir.display()))?;
-    if !meta.is_dir() {
-        anyhow::bail!(
-            "the state directory {} is not a directory; remove it or pass another `--state-dir`",
+    private::ensure_dir(dir).with_context(|| {
+        format!(
+            "the state directory {} cannot hold the session socket; pass a `--state-dir` of \
+             your own",
             dir.display()
-        );
-    }
-    let ours = nix::unistd::geteuid().as_raw();
-    if meta.uid() != ours {
-        anyhow::bail!(
-            "the state directory {} belongs to uid {}, not to you (uid {ours}): its owner could \
-             replace the session socket; pass a `--state-dir` of your own",
-            dir.display(),
-            meta.uid()
-        );
-    }
-    let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o1000 != 0 {
-        anyhow::bail!(
-            "the state directory {} is a shared sticky directory (mode {mode:o}); pass a \
-             `--state-dir` only you can use, e.g. a new directory inside it",
-            dir.display()
-        );
-    }
-    if mode & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).with_context(|| {
-            format!(
-                "the state directory {} is open to other users (mode {mode:o}) and cannot be \
-                 set to 0700; fix its mode by hand",
-                dir.display()
-            )
-        })?;
-        tracing::warn!(
-            dir = %dir.display(),
-            "the state directory was open to other users (mode {mode:o}); set it to 0700"
-        );
-    }
-    Ok(())
+        )
+    })
 }
 
 /// Whether a connection from `peer_uid` (its `SO_PEERCRED` uid, or the error

@@ -42,6 +42,7 @@ pub mod ipc;
 pub mod launch;
 pub mod lsp;
 pub mod pool;
+pub mod private;
 pub mod redact;
 pub mod review;
 pub mod session;

@@ -60,8 +60,9 @@ pub enum Command {
     /// Run the per-user daemon that a stdio `serve` attaches to: one process per
     /// stdio server for every session that would start it identically. Listens
     /// on $XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock (else
-    /// /tmp/mcp-reconcile-<uid>/); exits once no session has been attached for
-    /// the idle time. `serve` starts it when none runs.
+    /// /run/user/<uid>/mcp-reconcile/, else ~/.local/state/mcp-reconcile/daemon/);
+    /// exits once no session has been attached for the idle time. `serve`
+    /// starts it when none runs.
     Daemon(DaemonArgs),
     /// Answer kernel JSON requests: one per stdin line, one response per
     /// stdout line (see README).

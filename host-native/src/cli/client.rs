@@ -9,9 +9,9 @@ use anyhow::{bail, Context};
 use mcp_reconcile::daemon::{self, bridge, DaemonRequest};
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::ipc::{self, SessionRequest};
+use mcp_reconcile::private;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 
 use ipc::MAX_RESPONSE;
 
@@ -19,10 +19,14 @@ use ipc::MAX_RESPONSE;
 /// running for these files. At most [`ipc::MAX_RESPONSE`] bytes of answer are read.
 ///
 /// # Errors
-/// The session answered with something that is not JSON, an overlong
+/// The state directory or the socket is not private to the user, or another user's process
+/// listens there (nothing is sent); the session answered with something that is not JSON, an overlong
 /// answer, or nothing at all, or the socket broke mid-request.
 pub async fn request(path: &Path, request: &SessionRequest) -> anyhow::Result<Option<Value>> {
-    let Ok(stream) = UnixStream::connect(path).await else {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Ok(None);
+    };
+    let Some(stream) = private::connect(dir, name).await? else {
         return Ok(None);
     };
     let (read, mut write) = stream.into_split();

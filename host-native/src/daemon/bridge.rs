@@ -1,7 +1,9 @@
 //! The client side of the daemon: find (or start) it, attach a session, and bridge a stdio MCP
 //! client to that session — what a stdio `serve` runs; [`ask`] for one-shot requests.
 //!
-//! 1. [`connect_or_start`]: connect to the socket; when nothing listens, start
+//! 1. [`connect_or_start`]: check the directory and the socket, connect, check that the daemon
+//!    runs as our uid ([`private::connect`]: nothing is sent to another user's process); when
+//!    nothing listens, start
 //!    `mcp-reconcile daemon` (own process group, its log in [`LOG`] beside the
 //!    socket) and wait until it listens (bounded);
 //! 2. [`attach`]: send the [`DaemonRequest::Attach`] line and read the answer (bounded);
@@ -21,7 +23,7 @@ use tokio::net::UnixStream;
 
 use super::{DaemonRequest, LOG, SOCKET};
 use crate::inputs::{HostEnv, Options};
-use crate::ipc;
+use crate::{ipc, private};
 
 /// How long a started daemon may take to listen.
 pub const START_WAIT: Duration = Duration::from_secs(10);
@@ -32,14 +34,14 @@ pub const ATTACH_WAIT: Duration = Duration::from_secs(30);
 /// Connects to the daemon in `dir`, starting `exe daemon` first when none listens.
 ///
 /// # Errors
-/// `dir` is not private to the user, the daemon cannot be started, or it does not listen
-/// within [`START_WAIT`].
+/// `dir` or its socket is not private to the user, another user's process listens there, the
+/// daemon cannot be started, or it does not listen within [`START_WAIT`].
 pub async fn connect_or_start(dir: &Path, exe: &Path) -> anyhow::Result<UnixStream> {
     let socket = dir.join(SOCKET);
-    if let Ok(stream) = UnixStream::connect(&socket).await {
+    if let Some(stream) = private::connect(dir, SOCKET).await? {
         return Ok(stream);
     }
-    ipc::prepare_state_dir(dir)?;
+    private::ensure_dir(dir).context("the daemon's directory is not private to you")?;
     let log = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
@@ -63,7 +65,7 @@ pub async fn connect_or_start(dir: &Path, exe: &Path) -> anyhow::Result<UnixStre
         .with_context(|| format!("starting `{} daemon`", exe.display()))?;
     let deadline = tokio::time::Instant::now() + START_WAIT;
     loop {
-        if let Ok(stream) = UnixStream::connect(&socket).await {
+        if let Some(stream) = private::connect(dir, SOCKET).await? {
             return Ok(stream);
         }
         if tokio::time::Instant::now() >= deadline {
@@ -81,9 +83,11 @@ pub async fn connect_or_start(dir: &Path, exe: &Path) -> anyhow::Result<UnixStre
 /// [`ipc::MAX_RESPONSE`] bytes): `Ok(None)` when no daemon listens there.
 ///
 /// # Errors
-/// The daemon broke the connection, answered late, too long or not in JSON.
+/// `dir` or its socket is not private to the user or another user's process listens there
+/// (nothing is sent), or the daemon broke the connection, answered late, too long or not in
+/// JSON.
 pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<Value>> {
-    let Ok(stream) = UnixStream::connect(dir.join(SOCKET)).await else {
+    let Some(stream) = private::connect(dir, SOCKET).await? else {
         return Ok(None);
     };
     let (read, mut write) = stream.into_split();

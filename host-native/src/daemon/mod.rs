@@ -1,11 +1,14 @@
 //! The per-user daemon: one [`SharedPool`] for every session of the user (SPEC §6 pool mode,
 //! issue 12), so a stdio server that several `serve`s would start identically runs once.
 //!
-//! * **Where.** One Unix socket, `$XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock` (else
-//!   `/tmp/mcp-reconcile-<uid>/daemon.sock`; [`socket_dir`]). The directory is 0700 and must be
-//!   ours ([`ipc::prepare_state_dir`]), the socket is bound 0600 and every connection's peer uid
-//!   must be ours ([`ipc::admit_peer`]); `daemon.lock` (held with `flock` for the daemon's life)
-//!   makes a second daemon for the same directory exit at once.
+//! * **Where.** One Unix socket, `daemon.sock` in [`socket_dir`]: `$XDG_RUNTIME_DIR/mcp-reconcile`,
+//!   else `/run/user/<uid>/mcp-reconcile`, else `~/.local/state/mcp-reconcile/daemon` — never a
+//!   shared `/tmp` path. The directory is checked before anything is bound *or connected to*
+//!   ([`crate::private`]: no symlink, ours, 0700, no ancestor others can write); the socket is
+//!   bound 0600 and every connection's peer uid must be ours ([`ipc::admit_peer`]); a client
+//!   checks the socket's owner and the daemon's uid (`SO_PEERCRED`) before it sends its
+//!   attach ([`bridge`]); `daemon.lock` (held with `flock` for the daemon's life) makes a second
+//!   daemon for the same directory exit at once.
 //! * **Attach.** A client sends one [`DaemonRequest::Attach`] line — its layer flags, its
 //!   environment and current directory — and gets `{"ok":{"session":NAME}}` once the session's
 //!   servers are up (bounded); from then on the connection is an MCP connection to a
@@ -84,16 +87,37 @@ impl Default for DaemonOptions {
     }
 }
 
-/// The daemon's directory for the environment `env`: `$XDG_RUNTIME_DIR/mcp-reconcile`, else
-/// `/tmp/mcp-reconcile-<uid>`.
+/// The daemon's directory, private to the user ([`crate::private`]), the same for every client
+/// of the user whatever it passed through of its environment:
+/// 1. `$XDG_RUNTIME_DIR/mcp-reconcile` when the variable is set (an absolute path);
+/// 2. else `/run/user/<uid>/mcp-reconcile` when that runtime directory exists and is ours — the
+///    directory `$XDG_RUNTIME_DIR` names in a login session, so a client that was started
+///    without the variable (Codex, cron, `sudo -u`) finds the same daemon as the user's
+///    terminal;
+/// 3. else `~/.local/state/mcp-reconcile/daemon` (macOS, containers): below the home directory,
+///    never a shared `/tmp` path another user could create first.
 pub fn socket_dir(env: &HostEnv) -> PathBuf {
-    match env.vars.get("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => Path::new(dir).join("mcp-reconcile"),
-        None => PathBuf::from(format!(
-            "/tmp/mcp-reconcile-{}",
-            nix::unistd::geteuid().as_raw()
-        )),
+    if let Some(dir) = env
+        .vars
+        .get("XDG_RUNTIME_DIR")
+        .map(Path::new)
+        .filter(|d| d.is_absolute())
+    {
+        return dir.join("mcp-reconcile");
     }
+    let uid = crate::private::uid();
+    let run_user = PathBuf::from(format!("/run/user/{uid}"));
+    let ours = fs::symlink_metadata(&run_user).is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.is_dir() && m.uid() == uid
+    });
+    if ours {
+        return run_user.join("mcp-reconcile");
+    }
+    env.home
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/"))
+        .join(".local/state/mcp-reconcile/daemon")
 }
 
 /// Runs the daemon in `dir` until it has been idle for [`DaemonOptions::idle_exit`] or is
@@ -102,7 +126,7 @@ pub fn socket_dir(env: &HostEnv) -> PathBuf {
 /// # Errors
 /// The directory is not private to the user, or the socket cannot be bound.
 pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
-    ipc::prepare_state_dir(dir)?;
+    crate::private::ensure_dir(dir).context("the daemon's directory is not private to you")?;
     let Some(held) = lock(&dir.join(LOCK))? else {
         return Ok(false);
     };

@@ -1,0 +1,300 @@
+//! Another local user must never be able to pose as the per-user daemon (issue 22, item 1).
+//!
+//! The fake daemons here are real processes listening on real Unix sockets; those that must run
+//! as another user are started with `setpriv` as `nobody` (uid 65534), which needs root (CI
+//! runs as root; elsewhere those tests say they are skipped). A fake daemon records every
+//! connection and every byte it receives; the client's environment carries a secret. After a
+//! real `serve`, `status` and `daemon --status`, the record must hold no byte sent by them.
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+
+const NOBODY: u32 = 65534;
+const SECRET: &str = "s3cret-token-of-the-victim";
+
+/// Listens on argv[1]; for every connection appends `connection` and then `data N: …` for
+/// every chunk received to the already open record file argv[2]. Answers an attach so that
+/// an old client would go on to send MCP.
+const FAKE_DAEMON: &str = r#"
+import os, socket, sys, threading
+record = open(sys.argv[2], "ab", buffering=0)
+server = socket.socket(socket.AF_UNIX)
+server.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
+server.listen(16)
+print("ready", flush=True)
+def serve(conn):
+    record.write(b"connection\n")
+    conn.settimeout(5)
+    try:
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                break
+            record.write(b"data " + str(len(data)).encode() + b": " + data + b"\n")
+            conn.sendall(b'{"ok":{"session":"fake"}}\n')
+    except OSError:
+        pass
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"#;
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::symlink_metadata(path)
+        .expect("exists")
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// A runtime dir the test owns, which `nobody` may traverse (0711).
+fn runtime_dir() -> tempfile::TempDir {
+    let rt = tempfile::tempdir().expect("tempdir");
+    fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o711)).expect("chmod");
+    rt
+}
+
+/// The fake daemon as `nobody`, in its own process group, killed on drop.
+struct Fake {
+    child: Child,
+    record: PathBuf,
+}
+
+impl Fake {
+    /// Starts the fake daemon listening on `dir/daemon.sock`, `dir` owned by `nobody`.
+    fn start_as_nobody(dir: &Path) -> Fake {
+        fs::create_dir(dir).expect("mkdir");
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+        let record = dir.join("received");
+        fs::File::create(&record).expect("record file");
+        for path in [dir, record.as_path()] {
+            nix::unistd::chown(path, Some(nix::unistd::Uid::from_raw(NOBODY)), None)
+                .expect("chown");
+        }
+        let mut child = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            // The system's Python: one under root's home (pyenv) is out of nobody's reach.
+            .arg(if Path::new("/usr/bin/python3").exists() {
+                "/usr/bin/python3"
+            } else {
+                "python3"
+            })
+            .arg("-c")
+            .arg(FAKE_DAEMON)
+            .arg(dir.join("daemon.sock"))
+            .arg(&record)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .expect("setpriv runs");
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut ready)
+            .expect("fake daemon output");
+        assert_eq!(ready.trim(), "ready", "the fake daemon did not start");
+        Fake { child, record }
+    }
+
+    fn received(&self) -> String {
+        String::from_utf8_lossy(&fs::read(&self.record).expect("record")).into_owned()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// A project with no servers.
+fn project() -> Project {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    p
+}
+
+/// `serve` (stdio, so a daemon session by default), `status` and `daemon --status`, each with
+/// `XDG_RUNTIME_DIR=rt` and the secret in its environment; their outputs.
+fn every_client(p: &Project, rt: &Path) -> Vec<(String, Output)> {
+    let env = [
+        ("XDG_RUNTIME_DIR", rt.to_str().expect("utf-8 path")),
+        ("VICTIM_TOKEN", SECRET),
+    ];
+    let runs: [&[&str]; 3] = [&["serve"], &["status", "--json"], &["daemon", "--status"]];
+    runs.iter()
+        .map(|args| {
+            let output = if args[0] == "daemon" {
+                // `daemon --status` takes no layer flags.
+                Command::new(cli())
+                    .args(*args)
+                    .envs(env)
+                    .stdin(Stdio::null())
+                    .output()
+                    .expect("cli runs")
+            } else {
+                bounded(p, args, &env)
+            };
+            (args.join(" "), output)
+        })
+        .collect()
+}
+
+/// [`Project::run_env`], killed after [`PATIENCE`] (a `serve` whose stdin is closed ends).
+fn bounded(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut child = Command::new(cli())
+        .args(args)
+        .args(p.flags())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("cli runs");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > PATIENCE {
+            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_daemon_directory_owned_by_another_user_receives_nothing() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run a fake daemon as nobody");
+        return;
+    }
+    let p = project();
+    let rt = runtime_dir();
+    let fake = Fake::start_as_nobody(&rt.path().join("mcp-reconcile"));
+    let runs = every_client(&p, rt.path());
+    let received = fake.received();
+    assert!(
+        received.is_empty(),
+        "the other user's daemon was contacted: {received:?}"
+    );
+    let (_, serve) = &runs[0];
+    let said = stderr(serve);
+    assert!(
+        said.contains("belongs to uid 65534")
+            && said.contains("running the session in this process"),
+        "serve must name the foreign directory and run the session itself: {said}"
+    );
+    let (_, daemon_status) = &runs[2];
+    assert!(!daemon_status.status.success(), "daemon --status must fail");
+    assert!(
+        stderr(daemon_status).contains("belongs to uid 65534"),
+        "{}",
+        stderr(daemon_status)
+    );
+}
+
+#[test]
+fn a_daemon_socket_served_by_another_uid_receives_nothing() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run a fake daemon as nobody");
+        return;
+    }
+    let p = project();
+    let rt = runtime_dir();
+    let dir = rt.path().join("mcp-reconcile");
+    let fake = Fake::start_as_nobody(&dir);
+    // The directory and the socket file now look like ours; only the listening process is
+    // another user's: the client must ask the socket who it is before it sends a byte.
+    for path in [dir.clone(), dir.join("daemon.sock")] {
+        nix::unistd::chown(&path, Some(nix::unistd::geteuid()), None).expect("chown");
+    }
+    let runs = every_client(&p, rt.path());
+    let received = fake.received();
+    assert!(
+        received.lines().all(|line| line == "connection"),
+        "bytes were sent to another user's process: {received:?}"
+    );
+    assert!(
+        !received.contains(SECRET),
+        "the environment reached another user"
+    );
+    for (what, output) in &runs[..1] {
+        let said = stderr(output);
+        assert!(
+            said.contains("served by uid 65534"),
+            "{what} must say who listens: {said}"
+        );
+    }
+}
+
+#[test]
+fn a_symlinked_daemon_directory_is_refused_and_its_target_untouched() {
+    let p = project();
+    let rt = runtime_dir();
+    let victim = p.path("victim");
+    fs::create_dir(&victim).expect("mkdir");
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::symlink(&victim, rt.path().join("mcp-reconcile")).expect("symlink");
+    let runs = every_client(&p, rt.path());
+    assert_eq!(mode(&victim), 0o755, "the link's target was chmodded");
+    let names: Vec<_> = fs::read_dir(&victim)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        names.is_empty(),
+        "a daemon used the link's target: {names:?}"
+    );
+    let (_, serve) = &runs[0];
+    assert!(
+        stderr(serve).contains("is a symbolic link"),
+        "{}",
+        stderr(serve)
+    );
+}
+
+#[test]
+fn the_daemon_directory_does_not_depend_on_the_client_passing_xdg_runtime_dir() {
+    let home = tempfile::tempdir().expect("home");
+    let mut without = mcp_reconcile::inputs::HostEnv::from_process().expect("env");
+    without.vars.remove("XDG_RUNTIME_DIR");
+    without.home = Some(home.path().to_path_buf());
+    let dir = mcp_reconcile::daemon::socket_dir(&without);
+    assert!(!dir.starts_with("/tmp/mcp-reconcile"), "{}", dir.display());
+    let uid = nix::unistd::geteuid().as_raw();
+    let run_user = PathBuf::from(format!("/run/user/{uid}"));
+    if run_user.is_dir() {
+        // What a login session's XDG_RUNTIME_DIR names: the same daemon with or without it.
+        let mut with = without.clone();
+        with.vars
+            .insert("XDG_RUNTIME_DIR".into(), run_user.to_string_lossy().into());
+        assert_eq!(dir, mcp_reconcile::daemon::socket_dir(&with));
+    } else {
+        assert_eq!(dir, home.path().join(".local/state/mcp-reconcile/daemon"));
+    }
+}
