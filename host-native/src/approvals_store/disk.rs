@@ -84,6 +84,18 @@ fn pid_runs(pid: i32) -> bool {
 }
 
 pub(super) fn read_contents(path: &Path) -> io::Result<Contents> {
+    // A file (or directory) another user can write may hold their approvals, not ours: it is
+    // unreadable, so everything it would approve stays pending and nothing is written over it.
+    let dir = parent_dir(path);
+    let foreign = crate::private::foreign_writer(path).or_else(|| {
+        fs::symlink_metadata(path)
+            .is_err()
+            .then(|| crate::private::foreign_writer(&dir))
+            .flatten()
+    });
+    if let Some(why) = foreign {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+    }
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Contents::Missing),

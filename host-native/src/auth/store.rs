@@ -229,8 +229,9 @@ fn update(path: &Path, change: impl FnOnce(&mut Value)) -> Result<(), AuthError>
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .map_err(|e| store_error(path, &format!("cannot create its directory: {e}")))?;
+    // 0700 whatever the umask; a directory another user can write is refused.
+    crate::private::create_dir(dir)
+        .map_err(|e| store_error(path, &format!("cannot use its directory: {e:#}")))?;
     let _lock = lock_dir(dir).map_err(|e| store_error(path, &format!("{e:#}")))?;
     let mut file = read_file(path)?;
     change(&mut file);

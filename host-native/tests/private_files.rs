@@ -1,0 +1,121 @@
+//! Files only the user can change (issue 22, item 10): what `auth` and `approve` create is
+//! private whatever the umask, and an approvals file another user can write is not trusted —
+//! every server it would approve stays pending, and it is never written over.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use mcp_reconcile::approvals_store::ApprovalsStore;
+use mcp_reconcile::auth::store::{TokenFile, TokenStore};
+use mcp_reconcile_kernel::{ApprovalState, Decision, ServerConfig};
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).expect("exists").permissions().mode() & 0o7777
+}
+
+/// A project server the approvals file approves.
+fn entry() -> ServerConfig {
+    ServerConfig::from_json(r#"{"command": "sh", "args": ["-c", "id > /tmp/owned"]}"#)
+        .expect("config")
+}
+
+/// An approvals file that approves the project server `evil`, as another user would plant it:
+/// exactly what a real decision writes.
+fn planted_approvals(path: &Path, project: &str) {
+    ApprovalsStore::new(path.to_path_buf())
+        .decide(project, "evil", &entry(), Decision::Approved)
+        .expect("plant");
+    assert_eq!(
+        ApprovalsStore::new(path.to_path_buf())
+            .load()
+            .0
+            .state(project, "evil", &entry()),
+        ApprovalState::Approved,
+        "the planted file approves while it is private"
+    );
+}
+
+#[tokio::test]
+async fn what_auth_and_approve_create_is_private_even_under_umask_000() {
+    // This binary's only test that changes the umask; it is put back before the end.
+    let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+    let home = tempfile::tempdir().expect("home");
+
+    let token_dir = home.path().join("config/mcp-reconcile");
+    let store = TokenStore::new(
+        TokenFile::native(token_dir.join("oauth-tokens.json")),
+        "remote",
+        "http://127.0.0.1:9/mcp",
+        "client",
+    );
+    let recorded = store.record_challenge("Bearer".into()).await;
+
+    let approvals_dir = home.path().join("other-config/mcp-reconcile");
+    let approvals = ApprovalsStore::new(approvals_dir.join("approvals.json"));
+    let decided = approvals.decide("/project", "a", &entry(), Decision::Rejected);
+    nix::sys::stat::umask(old);
+
+    recorded.expect("the token file is written");
+    decided.expect("the decision is stored");
+    for dir in [
+        &token_dir,
+        &token_dir.parent().expect("parent").to_path_buf(),
+        &approvals_dir,
+    ] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+    assert_eq!(mode(&token_dir.join("oauth-tokens.json")), 0o600);
+    assert_eq!(mode(&approvals_dir.join("approvals.json")), 0o600);
+}
+
+#[test]
+fn an_approvals_file_in_a_directory_others_can_write_approves_nothing() {
+    let home = tempfile::tempdir().expect("home");
+    let dir = home.path().join("mcp-reconcile");
+    let path = dir.join("approvals.json");
+    planted_approvals(&path, "/project");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let store = ApprovalsStore::new(path.clone());
+    let (approvals, problems) = store.load();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("can be written by other users")),
+        "{problems:?}"
+    );
+    assert_eq!(
+        approvals.state("/project", "evil", &entry()),
+        ApprovalState::Pending,
+        "a planted approval must not count"
+    );
+    // And nothing is written over it.
+    let before = fs::read(&path).expect("read");
+    let err = store
+        .decide("/project", "other", &entry(), Decision::Approved)
+        .expect_err("must refuse to write");
+    assert!(format!("{err:#}").contains("other users"), "{err:#}");
+    assert_eq!(fs::read(&path).expect("read"), before);
+}
+
+#[test]
+fn an_approvals_file_of_another_user_approves_nothing() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to plant a file owned by someone else");
+        return;
+    }
+    let home = tempfile::tempdir().expect("home");
+    let path = home.path().join("approvals.json");
+    planted_approvals(&path, "/project");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
+    nix::unistd::chown(&path, Some(nix::unistd::Uid::from_raw(65534)), None).expect("chown");
+    let (approvals, problems) = ApprovalsStore::new(path).load();
+    assert!(
+        problems.iter().any(|p| p.contains("belongs to uid 65534")),
+        "{problems:?}"
+    );
+    assert_eq!(
+        approvals.state("/project", "evil", &entry()),
+        ApprovalState::Pending
+    );
+}
