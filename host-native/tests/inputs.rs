@@ -222,19 +222,45 @@ fn project_root_is_the_real_path_and_keys_the_session() {
     assert_eq!(via_link.session_id(), direct.session_id());
     assert_eq!(direct.session_id().len(), 16);
 
-    // Flags that do not pick files (or pick no other settings file) keep it.
+    // Flags that do not pick inputs keep it.
     let same = w.inputs(&Options {
         yolo: true,
         debounce_ms: Some(5),
-        mcp_config: vec![r#"{"x":{"command":"y"}}"#.into()],
         ..w.flags()
     });
     assert_eq!(same.session_id(), direct.session_id());
-    let other = w.inputs(&Options {
-        user_settings: Some(w.path("other.json")),
-        ..w.flags()
-    });
-    assert_ne!(other.session_id(), direct.session_id());
+    // Every input that changes what the session runs or trusts gives another session: `status`
+    // or `reconnect` with other files must never reach this one.
+    let others = [
+        Options {
+            user_settings: Some(w.path("other.json")),
+            ..w.flags()
+        },
+        Options {
+            approvals: Some(w.path("other-approvals.json")),
+            ..w.flags()
+        },
+        Options {
+            mcp_config: vec![r#"{"x":{"command":"y"}}"#.into()],
+            ..w.flags()
+        },
+        Options {
+            mcp_config: vec![w.path("extra.json").display().to_string()],
+            ..w.flags()
+        },
+        Options {
+            lsp_approvals: Some(w.path("other-lsp-approvals.json")),
+            ..w.flags()
+        },
+        Options {
+            untrusted: true,
+            ..w.flags()
+        },
+    ];
+    let mut ids: Vec<String> = others.iter().map(|o| w.inputs(o).session_id()).collect();
+    ids.push(direct.session_id());
+    let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
 
     let missing = Inputs::with_env(
         &Options {

@@ -359,19 +359,35 @@ impl Inputs {
     }
 
     /// A stable id of this session's file set: 16 hex digits of a hash of the
-    /// project root, every settings path and the layout. Commands given the
-    /// same flags in the same project get the same id.
+    /// layout, the trust of the folder, the project root and every input —
+    /// settings, `.mcp.json`, approvals, language-server files, each
+    /// `--mcp-config` (its path, or the inline JSON). Commands given the same
+    /// flags in the same project get the same id; other files, another id.
     pub fn session_id(&self) -> String {
         let mut text = String::new();
-        for part in [
+        let trust = if self.trusted { "trusted" } else { "untrusted" };
+        let cli_configs = self.cli_configs.iter().map(|file| match &file.kind {
+            JsonKind::McpJson(path) | JsonKind::CliFile(path) => path.to_string_lossy(),
+            JsonKind::CliInline(text) => text.as_str().into(),
+        });
+        let paths = [
             Path::new(self.layout.as_str()),
+            Path::new(trust),
             Path::new(&self.project_root),
             &self.paths.user,
             &self.paths.workspace,
             &self.paths.system,
             &self.paths.system_defaults,
-        ] {
-            text.push_str(&part.to_string_lossy());
+            &self.paths.mcp_json,
+            &self.paths.approvals,
+            &self.paths.lsp_json,
+            &self.paths.lsp_approvals,
+        ]
+        .into_iter()
+        .chain(self.paths.user_lsp.as_deref())
+        .map(Path::to_string_lossy);
+        for part in paths.chain(cli_configs) {
+            text.push_str(&part);
             text.push('\0');
         }
         format!("{:016x}", fnv1a64(text.as_bytes()))
