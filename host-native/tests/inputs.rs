@@ -252,10 +252,6 @@ fn project_root_is_the_real_path_and_keys_the_session() {
             lsp_approvals: Some(w.path("other-lsp-approvals.json")),
             ..w.flags()
         },
-        Options {
-            untrusted: true,
-            ..w.flags()
-        },
     ];
     let mut ids: Vec<String> = others.iter().map(|o| w.inputs(o).session_id()).collect();
     ids.push(direct.session_id());

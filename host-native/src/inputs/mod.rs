@@ -359,20 +359,18 @@ impl Inputs {
     }
 
     /// A stable id of this session's file set: 16 hex digits of a hash of the
-    /// layout, the trust of the folder, the project root and every input —
+    /// layout, the project root and every input —
     /// settings, `.mcp.json`, approvals, language-server files, each
     /// `--mcp-config` (its path, or the inline JSON). Commands given the same
     /// flags in the same project get the same id; other files, another id.
     pub fn session_id(&self) -> String {
         let mut text = String::new();
-        let trust = if self.trusted { "trusted" } else { "untrusted" };
         let cli_configs = self.cli_configs.iter().map(|file| match &file.kind {
             JsonKind::McpJson(path) | JsonKind::CliFile(path) => path.to_string_lossy(),
             JsonKind::CliInline(text) => text.as_str().into(),
         });
         let paths = [
             Path::new(self.layout.as_str()),
-            Path::new(trust),
             Path::new(&self.project_root),
             &self.paths.user,
             &self.paths.workspace,
