@@ -24,7 +24,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 
 use anyhow::Context;
 use mcp_reconcile_kernel::reload::FileSource;
@@ -32,11 +31,11 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc::UnboundedSender;
 
-/// A running watch. Dropping it stops watching (and joins its thread).
+/// A running watch. Dropping it stops watching its files (directories no other watch needs
+/// are unwatched).
 pub struct Watcher {
-    inner: Arc<Mutex<Option<RecommendedWatcher>>>,
-    state: Arc<Mutex<Arming>>,
-    thread: Option<JoinHandle<()>>,
+    hub: Arc<Hub>,
+    id: u64,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -48,31 +47,35 @@ impl std::fmt::Debug for Watcher {
 }
 
 impl Watcher {
-    /// The directories watched right now (for diagnostics and tests).
+    /// The directories watched for this watch's files right now (for diagnostics and tests).
     pub fn watched_dirs(&self) -> Vec<PathBuf> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.armed.iter().cloned().collect()
+        let state = self.hub.lock();
+        let Some(sub) = state.subs.get(&self.id) else {
+            return Vec::new();
+        };
+        let wanted: BTreeSet<&PathBuf> = sub.arming.covering.iter().flatten().collect();
+        wanted
+            .into_iter()
+            .filter(|dir| state.armed.contains(*dir))
+            .cloned()
+            .collect()
     }
 }
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        // Dropping the notify watcher stops its event loop, which drops the
-        // event sender and so ends the worker thread.
-        let watcher = self
-            .inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        drop(watcher);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let mut state = self.hub.lock();
+        state.subs.remove(&self.id);
+        state.rearm_and_report(self.id);
     }
 }
 
 /// Starts watching `files`; every event that concerns one of them sends its
 /// [`FileSource`] to `events` (a file listed under several sources sends each).
+///
+/// Every watch of the process shares one platform watcher (one inotify instance, one
+/// thread): a daemon with many sessions uses one instance, not one per session, so it never
+/// uses up the user's inotify instances.
 ///
 /// Directories that cannot be watched (e.g. permission denied) are logged
 /// and retried on the next event; they do not fail the call.
@@ -84,42 +87,81 @@ pub fn watch(
     files: Vec<(PathBuf, FileSource)>,
     events: UnboundedSender<FileSource>,
 ) -> anyhow::Result<Watcher> {
-    let (raw_tx, raw_rx) = mpsc::channel::<notify::Result<notify::Event>>();
-    let watcher = notify::recommended_watcher(raw_tx)
-        .context("cannot start the file watcher (inotify/FSEvents); check the OS watch limits")?;
-    let inner = Arc::new(Mutex::new(Some(watcher)));
-    let state = Arc::new(Mutex::new(Arming::new(files)));
-    {
-        let mut guard = inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(watcher) = guard.as_mut() {
-            // Nothing to report on the first arming: the caller loads
-            // everything after starting the watch.
-            state.rearm(watcher);
-        }
-    }
-    let thread = std::thread::Builder::new()
-        .name("mcp-reconcile-watch".into())
-        .spawn({
-            let inner = Arc::clone(&inner);
-            let state = Arc::clone(&state);
-            move || run(raw_rx, &inner, &state, &events)
-        })
-        .context("cannot start the file watcher thread")?;
-    Ok(Watcher {
-        inner,
-        state,
-        thread: Some(thread),
-    })
+    let hub = Hub::shared()?;
+    let id = {
+        let mut state = hub.lock();
+        state.next += 1;
+        let id = state.next;
+        state.subs.insert(
+            id,
+            Sub {
+                arming: Arming::new(files),
+                events,
+            },
+        );
+        // Nothing to report to the new watch on its first arming: the caller loads everything
+        // after starting it.
+        state.rearm_and_report(id);
+        id
+    };
+    Ok(Watcher { hub, id })
 }
 
-/// The worker: maps raw events to sources and re-arms directory watches.
-fn run(
-    raw: mpsc::Receiver<notify::Result<notify::Event>>,
-    inner: &Mutex<Option<RecommendedWatcher>>,
-    state: &Mutex<Arming>,
-    events: &UnboundedSender<FileSource>,
-) {
+/// The process's one platform watcher and every watch on it.
+struct Hub {
+    state: Mutex<HubState>,
+}
+
+struct HubState {
+    watcher: RecommendedWatcher,
+    subs: BTreeMap<u64, Sub>,
+    next: u64,
+    /// Directories with a live watch (the union of what every watch needs).
+    armed: BTreeSet<PathBuf>,
+}
+
+/// One watch: its files and where their events go.
+struct Sub {
+    arming: Arming,
+    events: UnboundedSender<FileSource>,
+}
+
+impl Hub {
+    /// The process's hub, started on first use (and again if starting failed before).
+    fn shared() -> anyhow::Result<Arc<Hub>> {
+        static SHARED: Mutex<Option<Arc<Hub>>> = Mutex::new(None);
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hub) = shared.as_ref() {
+            return Ok(Arc::clone(hub));
+        }
+        let (raw_tx, raw_rx) = mpsc::channel::<notify::Result<notify::Event>>();
+        let watcher = notify::recommended_watcher(raw_tx).context(
+            "cannot start the file watcher (inotify/FSEvents); check the OS watch limits",
+        )?;
+        let hub = Arc::new(Hub {
+            state: Mutex::new(HubState {
+                watcher,
+                subs: BTreeMap::new(),
+                next: 0,
+                armed: BTreeSet::new(),
+            }),
+        });
+        let worker = Arc::downgrade(&hub);
+        std::thread::Builder::new()
+            .name("mcp-reconcile-watch".into())
+            .spawn(move || run(raw_rx, &worker))
+            .context("cannot start the file watcher thread")?;
+        *shared = Some(Arc::clone(&hub));
+        Ok(hub)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The worker: maps raw events to each watch's sources and re-arms directory watches.
+fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak<Hub>) {
     for event in raw {
         let event = match event {
             Ok(event) => event,
@@ -131,29 +173,106 @@ fn run(
         if is_read_only(&event.kind) && !event.need_rescan() {
             continue;
         }
-        let mut hits: Vec<FileSource> = Vec::new();
+        let Some(hub) = hub.upgrade() else {
+            return;
+        };
+        let mut sends: Vec<(UnboundedSender<FileSource>, Vec<FileSource>)> = Vec::new();
         {
-            let mut guard = inner.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(watcher) = guard.as_mut() else {
-                return;
-            };
-            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-            if event.need_rescan() {
-                hits.extend(state.files.iter().map(|(_, s)| s.clone()));
-            }
-            for path in &event.paths {
-                if let Some(sources) = state.routes.get(path) {
-                    hits.extend(sources.iter().cloned());
+            let mut state = hub.lock();
+            let mut hits: BTreeMap<u64, Vec<FileSource>> = BTreeMap::new();
+            for (id, sub) in &state.subs {
+                let hit = hits.entry(*id).or_default();
+                if event.need_rescan() {
+                    hit.extend(sub.arming.files.iter().map(|(_, s)| s.clone()));
+                }
+                for path in &event.paths {
+                    if let Some(sources) = sub.arming.routes.get(path) {
+                        hit.extend(sources.iter().cloned());
+                    }
                 }
             }
-            hits.extend(state.rearm(watcher));
-        }
-        let mut seen = BTreeSet::new();
-        for source in hits {
-            if seen.insert(source.clone()) && events.send(source).is_err() {
-                return;
+            for (id, changed) in state.rearm() {
+                hits.entry(id).or_default().extend(changed);
+            }
+            for (id, hit) in hits {
+                if let Some(sub) = state.subs.get(&id).filter(|_| !hit.is_empty()) {
+                    sends.push((sub.events.clone(), hit));
+                }
             }
         }
+        for (events, hit) in sends {
+            let mut seen = BTreeSet::new();
+            for source in hit {
+                if seen.insert(source.clone()) && events.send(source).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl HubState {
+    /// [`HubState::rearm`], sending what changed to every watch but `except`.
+    fn rearm_and_report(&mut self, except: u64) {
+        for (id, changed) in self.rearm() {
+            if let Some(sub) = self.subs.get(&id).filter(|_| id != except) {
+                for source in changed {
+                    let _ = sub.events.send(source);
+                }
+            }
+        }
+    }
+
+    /// Recomputes every watch's directories, watches new directories and unwatches those no
+    /// watch needs any more. Returns, per watch, the sources of files whose covering
+    /// directories changed (a directory or link target appeared or vanished, so the file may
+    /// have changed unseen).
+    fn rearm(&mut self) -> Vec<(u64, Vec<FileSource>)> {
+        let mut changed: BTreeMap<u64, Vec<FileSource>> = BTreeMap::new();
+        // A directory can appear between computing a cover and arming the
+        // watch on its parent; computing again once the watches are in place
+        // catches it. Bounded: a few levels can appear at once, no more.
+        for _ in 0..8 {
+            let mut wanted: BTreeSet<PathBuf> = BTreeSet::new();
+            for (id, sub) in &mut self.subs {
+                let moved = sub.arming.cover_again(&mut wanted);
+                let list = changed.entry(*id).or_default();
+                for source in moved {
+                    if !list.contains(&source) {
+                        list.push(source);
+                    }
+                }
+            }
+            if wanted == self.armed {
+                break;
+            }
+            let mut progress = false;
+            for dir in self.armed.difference(&wanted).cloned().collect::<Vec<_>>() {
+                // The directory may be gone already (its watch died with it).
+                let _ = self.watcher.unwatch(&dir);
+                self.armed.remove(&dir);
+                progress = true;
+            }
+            for dir in wanted {
+                if self.armed.contains(&dir) {
+                    continue;
+                }
+                match self.watcher.watch(&dir, RecursiveMode::NonRecursive) {
+                    Ok(()) => {
+                        tracing::debug!(dir = %dir.display(), "watching");
+                        self.armed.insert(dir);
+                        progress = true;
+                    }
+                    Err(e) => {
+                        tracing::warn!(dir = %dir.display(), error = %e, "cannot watch directory");
+                    }
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+        changed.into_iter().filter(|(_, c)| !c.is_empty()).collect()
     }
 }
 
@@ -170,8 +289,6 @@ struct Arming {
     routes: BTreeMap<PathBuf, Vec<FileSource>>,
     /// Per file (same index as `files`): the directories covering it.
     covering: Vec<Vec<PathBuf>>,
-    /// Directories with a live watch.
-    armed: BTreeSet<PathBuf>,
     /// Whether `covering` holds a previous arming to compare with.
     armed_once: bool,
 }
@@ -183,65 +300,28 @@ impl Arming {
             files,
             routes: BTreeMap::new(),
             covering,
-            armed: BTreeSet::new(),
             armed_once: false,
         }
     }
 
-    /// Recomputes the directories to watch and the routes, watches new
-    /// directories and unwatches stale ones. Returns the sources of files
-    /// whose covering directories changed (a directory or link target
-    /// appeared or vanished, so the file may have changed unseen).
-    fn rearm(&mut self, watcher: &mut RecommendedWatcher) -> Vec<FileSource> {
+    /// Recomputes the directories this watch needs (added to `wanted`) and its routes.
+    /// Returns the sources of files whose covering directories changed since the last time.
+    fn cover_again(&mut self, wanted: &mut BTreeSet<PathBuf>) -> Vec<FileSource> {
         let mut changed = Vec::new();
-        // A directory can appear between computing a cover and arming the
-        // watch on its parent; computing again once the watches are in place
-        // catches it. Bounded: a few levels can appear at once, no more.
-        for _ in 0..8 {
-            let mut routes: BTreeMap<PathBuf, Vec<FileSource>> = BTreeMap::new();
-            let mut wanted: BTreeSet<PathBuf> = BTreeSet::new();
-            for (i, (file, source)) in self.files.iter().enumerate() {
-                let cover = cover(file);
-                for key in &cover.routes {
-                    routes.entry(key.clone()).or_default().push(source.clone());
-                }
-                if self.armed_once && self.covering[i] != cover.dirs && !changed.contains(source) {
-                    changed.push(source.clone());
-                }
-                wanted.extend(cover.dirs.iter().cloned());
-                self.covering[i] = cover.dirs;
+        let mut routes: BTreeMap<PathBuf, Vec<FileSource>> = BTreeMap::new();
+        for (i, (file, source)) in self.files.iter().enumerate() {
+            let cover = cover(file);
+            for key in &cover.routes {
+                routes.entry(key.clone()).or_default().push(source.clone());
             }
-            self.routes = routes;
-            self.armed_once = true;
-            if wanted == self.armed {
-                break;
+            if self.armed_once && self.covering[i] != cover.dirs && !changed.contains(source) {
+                changed.push(source.clone());
             }
-            let mut progress = false;
-            for dir in self.armed.difference(&wanted).cloned().collect::<Vec<_>>() {
-                // The directory may be gone already (its watch died with it).
-                let _ = watcher.unwatch(&dir);
-                self.armed.remove(&dir);
-                progress = true;
-            }
-            for dir in wanted {
-                if self.armed.contains(&dir) {
-                    continue;
-                }
-                match watcher.watch(&dir, RecursiveMode::NonRecursive) {
-                    Ok(()) => {
-                        tracing::debug!(dir = %dir.display(), "watching");
-                        self.armed.insert(dir);
-                        progress = true;
-                    }
-                    Err(e) => {
-                        tracing::warn!(dir = %dir.display(), error = %e, "cannot watch directory");
-                    }
-                }
-            }
-            if !progress {
-                break;
-            }
+            wanted.extend(cover.dirs.iter().cloned());
+            self.covering[i] = cover.dirs;
         }
+        self.routes = routes;
+        self.armed_once = true;
         changed
     }
 }

@@ -1,4 +1,6 @@
-//! Another local user must never be able to pose as the per-user daemon (issue 22, item 1).
+//! The per-user daemon against other local users and against many sessions (issue 22): another
+//! user must never be able to pose as the daemon (item 1), and many sessions must not use up
+//! the user's inotify instances (item 11).
 //!
 //! The fake daemons here are real processes listening on real Unix sockets; those that must run
 //! as another user are started with `setpriv` as `nobody` (uid 65534), which needs root (CI
@@ -297,4 +299,65 @@ fn the_daemon_directory_does_not_depend_on_the_client_passing_xdg_runtime_dir() 
     } else {
         assert_eq!(dir, home.path().join(".local/state/mcp-reconcile/daemon"));
     }
+}
+
+/// The inotify instances `pid` holds.
+fn inotify_instances(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fds")
+        .flatten()
+        .filter(|fd| {
+            fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == "anon_inode:inotify")
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn many_sessions_share_one_inotify_instance() {
+    let rt = runtime_dir();
+    let log = tempfile::NamedTempFile::new().expect("log");
+    let daemon = Command::new(cli())
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "5000"])
+        .env("XDG_RUNTIME_DIR", rt.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log.reopen().expect("log"))
+        .process_group(0)
+        .spawn()
+        .expect("daemon starts");
+    let pid = daemon.id();
+    let daemon = Fake {
+        child: daemon,
+        record: log.path().to_path_buf(),
+    };
+    let dir = rt.path().join("mcp-reconcile");
+    let start = Instant::now();
+    while !dir.join("daemon.sock").exists() {
+        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    // Three sessions in three projects, each watching its own files.
+    let projects: Vec<Project> = (0..3).map(|_| project()).collect();
+    let mut attached = Vec::new();
+    for p in &projects {
+        let stream = tokio::net::UnixStream::connect(dir.join("daemon.sock"))
+            .await
+            .expect("connect");
+        let env = mcp_reconcile::inputs::HostEnv::from_process().expect("env");
+        let session = tokio::time::timeout(
+            PATIENCE,
+            mcp_reconcile::daemon::bridge::attach(stream, &p.options(), env, "test"),
+        )
+        .await
+        .expect("attached in time")
+        .expect("attached");
+        attached.push(session);
+    }
+    assert_eq!(
+        inotify_instances(pid),
+        1,
+        "one watcher for every session; daemon log:\n{}",
+        daemon.received()
+    );
+    drop(attached);
 }
