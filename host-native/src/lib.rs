@@ -43,6 +43,7 @@ pub mod launch;
 pub mod lsp;
 pub mod pool;
 pub mod private;
+pub mod reaper;
 pub mod redact;
 pub mod review;
 pub mod session;

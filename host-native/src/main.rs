@@ -30,7 +30,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval => cli::commands::eval(io::stdin().lock(), io::stdout().lock()),
+        Command::Reap => {
+            mcp_reconcile::reaper::run(io::stdin().lock());
+            Ok(())
+        }
         command => runtime().and_then(|rt| {
+            // Every server group this process spawns is killed even if it is killed itself.
+            if let Ok(exe) = std::env::current_exe() {
+                mcp_reconcile::reaper::install(exe);
+            }
             let result = rt.block_on(run(command));
             // A blocking stdin read (serve on a terminal) must not hold up the exit.
             rt.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -71,7 +79,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             commands::auth(args).await
         }
         Command::Reload(args) => commands::reload(args).await,
-        Command::Eval => Ok(()),
+        Command::Eval | Command::Reap => Ok(()),
     }
 }
 

@@ -315,49 +315,104 @@ fn inotify_instances(pid: u32) -> usize {
 #[tokio::test]
 async fn many_sessions_share_one_inotify_instance() {
     let rt = runtime_dir();
+    let (daemon, log) = start_daemon(rt.path());
+    // Three sessions in three projects, each watching its own files.
+    let projects: Vec<Project> = (0..3).map(|_| project()).collect();
+    let mut attached = Vec::new();
+    for p in &projects {
+        attached.push(attach(rt.path(), p).await);
+    }
+    assert_eq!(
+        inotify_instances(daemon.child.id()),
+        1,
+        "one watcher for every session; daemon log:\n{}",
+        daemon.received()
+    );
+    drop(attached);
+    drop(log);
+}
+
+/// A real daemon in `rt` (killed with its group on drop) and its log file.
+fn start_daemon(rt: &Path) -> (Fake, tempfile::NamedTempFile) {
     let log = tempfile::NamedTempFile::new().expect("log");
     let daemon = Command::new(cli())
         .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "5000"])
-        .env("XDG_RUNTIME_DIR", rt.path())
+        .env("XDG_RUNTIME_DIR", rt)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log.reopen().expect("log"))
         .process_group(0)
         .spawn()
         .expect("daemon starts");
-    let pid = daemon.id();
     let daemon = Fake {
         child: daemon,
         record: log.path().to_path_buf(),
     };
-    let dir = rt.path().join("mcp-reconcile");
     let start = Instant::now();
-    while !dir.join("daemon.sock").exists() {
+    while !rt.join("mcp-reconcile/daemon.sock").exists() {
         assert!(start.elapsed() < PATIENCE, "the daemon never listened");
         std::thread::sleep(Duration::from_millis(25));
     }
-    // Three sessions in three projects, each watching its own files.
-    let projects: Vec<Project> = (0..3).map(|_| project()).collect();
-    let mut attached = Vec::new();
-    for p in &projects {
-        let stream = tokio::net::UnixStream::connect(dir.join("daemon.sock"))
-            .await
-            .expect("connect");
-        let env = mcp_reconcile::inputs::HostEnv::from_process().expect("env");
-        let session = tokio::time::timeout(
-            PATIENCE,
-            mcp_reconcile::daemon::bridge::attach(stream, &p.options(), env, "test"),
-        )
+    (daemon, log)
+}
+
+/// A session of the daemon in `rt` for `p`'s files, attached through the library's bridge;
+/// it lasts as long as the returned connection.
+async fn attach(
+    rt: &Path,
+    p: &Project,
+) -> (
+    String,
+    tokio::io::BufReader<tokio::net::unix::OwnedReadHalf>,
+    tokio::net::unix::OwnedWriteHalf,
+) {
+    let stream = tokio::net::UnixStream::connect(rt.join("mcp-reconcile/daemon.sock"))
         .await
-        .expect("attached in time")
-        .expect("attached");
-        attached.push(session);
+        .expect("connect");
+    let env = mcp_reconcile::inputs::HostEnv::from_process().expect("env");
+    tokio::time::timeout(
+        PATIENCE,
+        mcp_reconcile::daemon::bridge::attach(stream, &p.options(), env, "test"),
+    )
+    .await
+    .expect("attached in time")
+    .expect("attached")
+}
+
+#[tokio::test]
+async fn a_servers_grandchild_dies_when_the_daemon_is_killed() {
+    let rt = runtime_dir();
+    let (mut daemon, _log) = start_daemon(rt.path());
+    let p = Project::new();
+    let pidfile = p.path("grandchild.pid");
+    p.write_settings(json!({"mcpServers": {"g": server_with_grandchild(&pidfile)}}));
+    let session = attach(rt.path(), &p).await;
+    let grandchild = read_pid(&pidfile);
+    let leader_group = fs::read_to_string(format!("/proc/{grandchild}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit(") ").next().map(str::to_owned))
+        .and_then(|rest| rest.split(' ').nth(2).and_then(|g| g.parse::<i32>().ok()))
+        .expect("the grandchild's group");
+    struct KillGroup(i32);
+    impl Drop for KillGroup {
+        fn drop(&mut self) {
+            let pgid = nix::unistd::Pid::from_raw(self.0);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
     }
-    assert_eq!(
-        inotify_instances(pid),
-        1,
-        "one watcher for every session; daemon log:\n{}",
+    let _cleanup = KillGroup(leader_group);
+    assert!(alive(grandchild));
+
+    daemon.child.kill().expect("kill -9 the daemon");
+    daemon.child.wait().expect("reaped");
+    let start = Instant::now();
+    while alive(grandchild) && start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !alive(grandchild),
+        "the server's child (pid {grandchild}) outlived the killed daemon; log:\n{}",
         daemon.received()
     );
-    drop(attached);
+    drop(session);
 }

@@ -305,3 +305,35 @@ fn stdio_servers_die_when_the_host_is_killed() {
         watch.output()
     );
 }
+
+#[test]
+fn a_servers_grandchild_dies_when_the_host_is_killed() {
+    let p = Project::new();
+    let pidfile = p.path("grandchild.pid");
+    p.write_settings(json!({"mcpServers": {"g": server_with_grandchild(&pidfile)}}));
+    let mut watch = p.watch();
+    let s = p.wait_for("g connected", |s| all_connected(s, &["g"]));
+    let leader = pid_of(&s, "g").expect("g has a pid");
+    let grandchild = read_pid(&pidfile);
+    let group = nix::unistd::Pid::from_raw(i32::try_from(leader).expect("pid"));
+    struct KillGroup(nix::unistd::Pid);
+    impl Drop for KillGroup {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    let _cleanup = KillGroup(group);
+    assert!(alive(grandchild));
+
+    watch.child.kill().expect("kill -9 the host");
+    watch.child.wait().expect("reaped");
+    let start = Instant::now();
+    while alive(grandchild) && start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !alive(grandchild),
+        "the server's child (pid {grandchild}) outlived the killed host; log:\n{}",
+        watch.output()
+    );
+}

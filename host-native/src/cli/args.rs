@@ -70,6 +70,10 @@ pub enum Command {
     /// Example:
     ///   echo '{"op":"connectionId","name":"a","config":{"command":"x"}}' | mcp-reconcile eval
     Eval,
+    /// The process-group watchdog a session starts for itself (internal): reads `+PGID` /
+    /// `-PGID` lines on stdin and, at end-of-file, kills every group still listed.
+    #[command(hide = true)]
+    Reap,
 }
 
 #[derive(Args, Debug)]

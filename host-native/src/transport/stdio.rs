@@ -20,6 +20,8 @@
 //! ([`die_with_parent`]): if the host is killed without a chance to run its stop sequence
 //! (`kill -9`, OOM killer), the kernel kills the server too instead of leaving it running with
 //! nobody to talk to. A server that ignores stdin EOF would otherwise outlive the host forever.
+//! The rest of its group (what the leader started) is killed then by the binary's watchdog
+//! ([`crate::reaper`]), which every spawned group is listed with until it is stopped.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -131,6 +133,7 @@ impl ChildProcess {
         let pgid = Pid::from_raw(
             i32::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?,
         );
+        crate::reaper::track(pgid);
         let taken = (
             child.stdin().take(),
             child.stdout().take(),
@@ -225,6 +228,9 @@ impl ChildProcess {
     /// SIGKILL to the whole group (the grandchildren of a leader that already exited).
     pub fn kill_group(&mut self) {
         self.signal_group(Signal::SIGKILL);
+        if !self.stopped {
+            crate::reaper::untrack(self.pgid);
+        }
         self.stopped = true;
     }
 

@@ -373,3 +373,36 @@ impl Drop for HttpFixture {
         self.stop();
     }
 }
+
+/// A server entry whose leader starts a grandchild in its group (a wrapper's child, a shell's
+/// background job) that ignores everything but SIGKILL, its pid written to `pidfile`.
+pub fn server_with_grandchild(pidfile: &Path) -> Value {
+    json!({
+        "command": "sh",
+        "args": [
+            "-c",
+            "trap '' TERM HUP INT; sleep 1000 & echo $! > \"$0\"; exec \"$1\" --name g --tools echo",
+            pidfile.to_string_lossy(),
+            fixture().to_string_lossy(),
+        ],
+    })
+}
+
+/// The pid in `pidfile`, once it is there.
+pub fn read_pid(pidfile: &Path) -> u64 {
+    let start = Instant::now();
+    loop {
+        if let Some(pid) = fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "no pid in {}",
+            pidfile.display()
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
