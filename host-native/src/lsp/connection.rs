@@ -126,6 +126,7 @@ impl LspConnection {
             name: name.to_owned(),
             secrets: secrets.clone(),
             folder_path: start.workspace_folder.clone(),
+            project_root: start.project_root.clone(),
             folder: WorkspaceFolder {
                 uri: folder_uri.clone(),
                 name: folder_name(&start.workspace_folder),

@@ -196,6 +196,8 @@ pub async fn call(
 ) -> Result<String, String> {
     let project_root = route.project_root.as_path();
     let path = target(project_root, arguments)?;
+    let shown = Shown::of(project_root);
+    let project_root = &shown;
     let path = path.as_path();
     let handle = &route.handle;
     let language = route.language_id.as_str();
@@ -302,23 +304,40 @@ fn hover_text(contents: &HoverContents) -> String {
     }
 }
 
-/// A file URI as a path relative to the project root (or as the URI when outside it).
-fn shown_path(uri: &Url, project_root: &Path) -> String {
-    match uri.to_file_path() {
-        Ok(path) => path
-            .strip_prefix(project_root)
-            .map_or_else(|_| path.display().to_string(), |p| p.display().to_string()),
-        Err(()) => uri.to_string(),
+/// How paths in answers are shown: relative to the project root as given or as resolved (the
+/// documents are opened by their resolved paths), else absolute.
+struct Shown<'a> {
+    root: &'a Path,
+    real: Option<PathBuf>,
+}
+
+impl<'a> Shown<'a> {
+    fn of(root: &'a Path) -> Self {
+        Shown {
+            root,
+            real: std::fs::canonicalize(root).ok(),
+        }
+    }
+
+    /// A file URI as a path relative to the project root (or as the URI when outside it).
+    fn path(&self, uri: &Url) -> String {
+        let Ok(path) = uri.to_file_path() else {
+            return uri.to_string();
+        };
+        std::iter::once(self.root)
+            .chain(self.real.as_deref())
+            .find_map(|root| path.strip_prefix(root).ok())
+            .map_or_else(|| path.display().to_string(), |p| p.display().to_string())
     }
 }
 
-fn locations_json(locations: &[Location], project_root: &Path) -> Value {
+fn locations_json(locations: &[Location], project_root: &Shown<'_>) -> Value {
     Value::Array(
         locations
             .iter()
             .map(|l| {
                 let mut item = range_json(&l.range);
-                item["path"] = json!(shown_path(&l.uri, project_root));
+                item["path"] = json!(project_root.path(&l.uri));
                 item
             })
             .collect(),
@@ -336,11 +355,11 @@ fn nested_json(symbol: &DocumentSymbol) -> Value {
 }
 
 #[allow(deprecated)] // `SymbolInformation::deprecated` is part of the type; it is not read.
-fn flat_json(symbol: &SymbolInformation, project_root: &Path) -> Value {
+fn flat_json(symbol: &SymbolInformation, project_root: &Shown<'_>) -> Value {
     let mut item = range_json(&symbol.location.range);
     item["name"] = json!(symbol.name);
     item["kind"] = json!(format!("{:?}", symbol.kind).to_lowercase());
-    item["path"] = json!(shown_path(&symbol.location.uri, project_root));
+    item["path"] = json!(project_root.path(&symbol.location.uri));
     if let Some(container) = &symbol.container_name {
         item["container"] = json!(container);
     }
