@@ -4,6 +4,7 @@
 //! `bash scripts/setup.sh`) and small scripted ones written by the tests.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use mcp_reconcile::lsp::connection::{LspConnection, LspEvent, LspStart};
 use mcp_reconcile::lsp::tools::{self, LspRoute, LspTool};
@@ -46,7 +47,6 @@ impl Drop for GroupGuard {
 struct Running {
     connection: LspConnection,
     route: LspRoute,
-    #[allow(dead_code)] // read by the tests of hostile servers
     events: mpsc::UnboundedReceiver<LspEvent>,
     _guard: GroupGuard,
 }
@@ -172,4 +172,136 @@ async fn language_tools_never_follow_a_link_out_of_the_project() {
         "opened by its resolved path, and nothing else"
     );
     json.stop().await;
+}
+
+/// A scripted language server (standard library Python) whose answers are hostile on demand:
+/// argv[1] `huge` announces a message of 99999999999 bytes right after `initialized`; hover at
+/// line 1 (0-based 0) answers plainly, at line 2 with an answer nested 300 levels deep, at
+/// line 3 with 3 MiB of text; symbols, references and diagnostics come 20000 at a time.
+const SCRIPTED_SERVER: &str = r#"
+import json, sys
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+MODE = sys.argv[1]
+
+def raw(body):
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.flush()
+
+def send(message):
+    message["jsonrpc"] = "2.0"
+    raw(json.dumps(message).encode())
+
+def receive():
+    length = None
+    while True:
+        line = inp.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+    return json.loads(inp.read(length))
+
+def span(line):
+    return {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 1}}
+
+MANY = 20000
+while True:
+    message = receive()
+    if message is None:
+        break
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "initialize":
+        send({"id": message["id"], "result": {"capabilities": {
+            "textDocumentSync": 1, "hoverProvider": True, "documentSymbolProvider": True,
+            "referencesProvider": True, "definitionProvider": True}}})
+    elif method == "initialized" and MODE == "huge":
+        out.write(b"Content-Length: 99999999999\r\n\r\n")
+        out.flush()
+    elif method == "textDocument/didOpen":
+        document = params["textDocument"]
+        send({"method": "textDocument/publishDiagnostics", "params": {
+            "uri": document["uri"], "version": document["version"],
+            "diagnostics": [{"range": span(i), "message": "problem %d" % i} for i in range(MANY)]}})
+    elif method == "textDocument/hover":
+        line = params["position"]["line"]
+        if line == 1:
+            raw(b'{"jsonrpc":"2.0","id":%d,"result":{"contents":%s"x"%s}}'
+                % (message["id"], b"[" * 300, b"]" * 300))
+        else:
+            text = "x" * (3 * 1024 * 1024) if line == 2 else "hover from " + MODE
+            send({"id": message["id"], "result": {"contents": text}})
+    elif method == "textDocument/documentSymbol":
+        uri = params["textDocument"]["uri"]
+        send({"id": message["id"], "result": [
+            {"name": "symbol%d" % i, "kind": 12, "location": {"uri": uri, "range": span(i)}}
+            for i in range(MANY)]})
+    elif method in ("textDocument/references", "textDocument/definition"):
+        uri = params["textDocument"]["uri"]
+        send({"id": message["id"], "result": [{"uri": uri, "range": span(i)} for i in range(MANY)]})
+    elif method == "shutdown":
+        send({"id": message["id"], "result": None})
+    elif method == "exit":
+        break
+    elif "id" in message:
+        send({"id": message["id"], "result": None})
+"#;
+
+/// The scripted server in `mode`, its script written into `dir`.
+fn scripted_server(dir: &Path, mode: &str) -> serde_json::Value {
+    let script = dir.join("scripted_server.py");
+    std::fs::write(&script, SCRIPTED_SERVER).expect("write the script");
+    json!({"command": "python3", "args": [script, mode]})
+}
+
+/// Bound on waiting for a connection's end (a failure guard, not a timing assertion).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A server that announces a 100 GB message fails its own connection — with a last error that
+/// names the server and the limit — instead of making the host allocate it and abort. The
+/// host (this test process) lives on, and another language server keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_message_fails_only_its_own_connection() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(project.join("doc.txt"), "text\n").expect("write");
+    let calm = start(
+        "calm",
+        scripted_server(dir.path(), "normal"),
+        &project,
+        "plaintext",
+    )
+    .await;
+    let mut huge = start(
+        "huge",
+        scripted_server(dir.path(), "huge"),
+        &project,
+        "plaintext",
+    )
+    .await;
+
+    let ended = tokio::time::timeout(PATIENCE, huge.events.recv())
+        .await
+        .expect("the connection fails")
+        .expect("an event");
+    let LspEvent::Closed { error, .. } = ended;
+    assert!(
+        error.contains("`huge`") && error.contains("99999999999") && error.contains("64 MiB"),
+        "{error}"
+    );
+    let at = json!({"path": "doc.txt", "line": 1, "character": 1});
+    assert!(huge.call(LspTool::Hover, at.clone()).await.is_err());
+
+    let answer = calm
+        .call(LspTool::Hover, at)
+        .await
+        .expect("the other server answers");
+    assert!(answer.contains("hover from normal"), "{answer}");
+    calm.stop().await;
+    huge.stop().await;
 }
