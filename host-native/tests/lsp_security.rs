@@ -305,3 +305,105 @@ async fn a_huge_message_fails_only_its_own_connection() {
     calm.stop().await;
     huge.stop().await;
 }
+
+/// An answer nested deeper than serde_json's recursion limit fails that one request with an
+/// error that says so; the connection stays up and answers the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_nested_too_deep_fails_only_that_request() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(project.join("doc.txt"), "text\n").expect("write");
+    let mut server = start(
+        "deep",
+        scripted_server(dir.path(), "normal"),
+        &project,
+        "plaintext",
+    )
+    .await;
+
+    let deep = server
+        .call(
+            LspTool::Hover,
+            json!({"path": "doc.txt", "line": 2, "character": 1}),
+        )
+        .await
+        .expect_err("a too deep answer is an error");
+    assert!(
+        deep.contains("`deep`") && deep.contains("more than 100 levels"),
+        "{deep}"
+    );
+    let next = server
+        .call(
+            LspTool::Hover,
+            json!({"path": "doc.txt", "line": 1, "character": 1}),
+        )
+        .await
+        .expect("the connection still answers");
+    assert!(next.contains("hover from normal"), "{next}");
+    assert!(
+        server.events.try_recv().is_err(),
+        "the connection did not end"
+    );
+    server.stop().await;
+}
+
+/// What a language server answers reaches the MCP client bounded: 3 MiB of hover text and
+/// 20000 diagnostics, symbols or references come back as at most 1 MiB of text and 2000 items,
+/// with a note of how much was left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_answers_reach_the_client_bounded_with_a_note() {
+    use mcp_reconcile::lsp::bounded::{MAX_ITEMS, MAX_OUTPUT_BYTES};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(project.join("doc.txt"), "text\n").expect("write");
+    let server = start(
+        "large",
+        scripted_server(dir.path(), "normal"),
+        &project,
+        "plaintext",
+    )
+    .await;
+
+    let hover = server
+        .call(
+            LspTool::Hover,
+            json!({"path": "doc.txt", "line": 3, "character": 1}),
+        )
+        .await
+        .expect("hover");
+    assert!(hover.len() <= MAX_OUTPUT_BYTES, "{} bytes", hover.len());
+    let hover: serde_json::Value = serde_json::from_str(&hover).expect("JSON");
+    let contents = hover["contents"].as_str().unwrap_or_default();
+    assert!(contents.starts_with("xxxx") && contents.contains("… truncated: "));
+
+    let at = json!({"path": "doc.txt", "line": 1, "character": 1});
+    for (tool, what) in [
+        (LspTool::Diagnostics, "diagnostics"),
+        (LspTool::DocumentSymbols, "symbols"),
+        (LspTool::References, "locations"),
+        (LspTool::Definition, "locations"),
+    ] {
+        let text = server
+            .call(tool, at.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", tool.name()));
+        assert!(
+            text.len() <= MAX_OUTPUT_BYTES,
+            "{}: {} bytes",
+            tool.name(),
+            text.len()
+        );
+        let items: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON list");
+        assert_eq!(items.len(), MAX_ITEMS + 1, "{}", tool.name());
+        let note = items[MAX_ITEMS]["truncated"].as_str().unwrap_or_default();
+        assert!(
+            note.contains(&format!("18000 more {what}")),
+            "{}: {note}",
+            tool.name()
+        );
+        assert_eq!(items[0]["line"], 1, "{}: {}", tool.name(), items[0]);
+    }
+    server.stop().await;
+}

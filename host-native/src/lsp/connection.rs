@@ -19,8 +19,8 @@
 //! Parts: `start` reads a `.lsp.json` entry into an [`LspStart`]; `client` is what the main
 //! loop answers and keeps (shared with the connection) and the `initialize` request;
 //! `framing` checks every message the server sends before the main loop reads it (at most
-//! [`MAX_MESSAGE_BYTES`], well-formed headers), so a hostile server fails its own connection,
-//! never the process.
+//! [`MAX_MESSAGE_BYTES`], nested at most [`MAX_DEPTH`] deep), so a hostile server fails its own
+//! connection, never the process.
 //!
 //! Diagnostics are push-only: the client does not declare `textDocument.diagnostic`, because
 //! servers that see it stop pushing (vscode-json-language-server switches to pull mode).
@@ -44,7 +44,7 @@ use tokio_util::compat::TokioAsyncWriteCompatExt;
 use crate::redact::{redact_all, secrets};
 use crate::transport::stdio::ChildProcess;
 use client::{client_router, initialize_params, lock, InitializeRaw, Published, Shared, StopLoop};
-pub use framing::MAX_MESSAGE_BYTES;
+pub use framing::{MAX_DEPTH, MAX_MESSAGE_BYTES};
 pub use queries::LspHandle;
 use start::{folder_name, process_config};
 pub use start::{LspStart, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
@@ -146,7 +146,7 @@ impl LspConnection {
         });
         let (main_loop, server) = MainLoop::new_client(|socket| client_router(&shared, socket));
         // Every message is checked before async-lsp reads it (size, headers, nesting).
-        let input = framing::checked(pipes.stdout);
+        let input = framing::checked(pipes.stdout, name);
         let main_loop = tokio::spawn(main_loop.run(input, pipes.stdin.compat_write()));
 
         let initialize = server.request::<InitializeRaw>(initialize_params(&start, folder_uri));

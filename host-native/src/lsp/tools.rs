@@ -4,7 +4,8 @@
 //!
 //! Lines and characters are 1-based, as editors show them; paths are relative to the project
 //! root or absolute inside it (anything else is refused). Results are JSON text with 1-based
-//! positions and project-relative paths.
+//! positions and project-relative paths, bounded ([`super::bounded`]: at most 2000 items and
+//! 1 MiB, with a note of what was left out).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use lsp_types::{
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 
+use super::bounded::{self, Listed};
 use super::connection::LspHandle;
 
 /// How long `lsp_diagnostics` waits for the server to publish.
@@ -201,30 +203,23 @@ pub async fn call(
     let path = path.as_path();
     let handle = &route.handle;
     let language = route.language_id.as_str();
-    let result = match tool {
+    Ok(match tool {
         LspTool::Diagnostics => {
             let diagnostics = handle.diagnostics(path, language, DIAGNOSTICS_WAIT).await?;
-            Value::Array(
-                diagnostics
-                    .iter()
-                    .map(|d| {
-                        let mut item = range_json(&d.range);
-                        item["severity"] = json!(severity(d.severity));
-                        item["message"] = json!(d.message);
-                        if let Some(source) = &d.source {
-                            item["source"] = json!(source);
-                        }
-                        item
-                    })
-                    .collect(),
-            )
+            Listed::of(&diagnostics, "diagnostics", |d| {
+                let mut item = range_json(&d.range);
+                item["severity"] = json!(severity(d.severity));
+                item["message"] = bounded::field(&d.message);
+                if let Some(source) = &d.source {
+                    item["source"] = bounded::field(source);
+                }
+                item
+            })
+            .render()
         }
         LspTool::Hover => {
             let hover = handle.hover(path, language, position(arguments)?).await?;
-            match hover {
-                Some(hover) => json!({"contents": hover_text(&hover.contents)}),
-                None => json!({"contents": null}),
-            }
+            bounded::hover(hover.map(|h| hover_text(&h.contents)).as_deref())
         }
         LspTool::Definition => {
             let found = handle
@@ -239,25 +234,22 @@ pub async fn call(
                     .map(|l| Location::new(l.target_uri, l.target_selection_range))
                     .collect(),
             };
-            locations_json(&locations, project_root)
+            locations_json(&locations, project_root).render()
         }
         LspTool::References => {
             let found = handle
                 .references(path, language, position(arguments)?)
                 .await?;
-            locations_json(&found.unwrap_or_default(), project_root)
+            locations_json(&found.unwrap_or_default(), project_root).render()
         }
         LspTool::DocumentSymbols => match handle.document_symbols(path, language).await? {
-            None => json!([]),
-            Some(DocumentSymbolResponse::Nested(symbols)) => {
-                Value::Array(symbols.iter().map(nested_json).collect())
-            }
+            None => Listed::of::<Value>(&[], "symbols", Value::clone).render(),
+            Some(DocumentSymbolResponse::Nested(symbols)) => nested_listed(&symbols).render(),
             Some(DocumentSymbolResponse::Flat(symbols)) => {
-                Value::Array(symbols.iter().map(|s| flat_json(s, project_root)).collect())
+                Listed::of(&symbols, "symbols", |s| flat_json(s, project_root)).render()
             }
         },
-    };
-    Ok(serde_json::to_string_pretty(&result).unwrap_or_default())
+    })
 }
 
 /// The 0-based LSP position of 1-based `line` and `character` arguments.
@@ -331,37 +323,68 @@ impl<'a> Shown<'a> {
     }
 }
 
-fn locations_json(locations: &[Location], project_root: &Shown<'_>) -> Value {
-    Value::Array(
-        locations
-            .iter()
-            .map(|l| {
-                let mut item = range_json(&l.range);
-                item["path"] = json!(project_root.path(&l.uri));
-                item
-            })
-            .collect(),
-    )
+fn locations_json(locations: &[Location], project_root: &Shown<'_>) -> Listed {
+    Listed::of(locations, "locations", |l| {
+        let mut item = range_json(&l.range);
+        item["path"] = bounded::field(&project_root.path(&l.uri));
+        item
+    })
 }
 
-fn nested_json(symbol: &DocumentSymbol) -> Value {
-    let mut item = range_json(&symbol.selection_range);
-    item["name"] = json!(symbol.name);
-    item["kind"] = json!(format!("{:?}", symbol.kind).to_lowercase());
-    if let Some(children) = symbol.children.as_deref().filter(|c| !c.is_empty()) {
-        item["children"] = Value::Array(children.iter().map(nested_json).collect());
+/// Nested symbols, at most [`bounded::MAX_ITEMS`] of them counting every child (the first
+/// ones, depth first).
+fn nested_listed(symbols: &[DocumentSymbol]) -> Listed {
+    fn count(symbols: &[DocumentSymbol]) -> usize {
+        symbols
+            .iter()
+            .map(|s| 1 + count(s.children.as_deref().unwrap_or_default()))
+            .sum()
     }
-    item
+    let mut left = bounded::MAX_ITEMS;
+    let mut items = Vec::new();
+    for symbol in symbols {
+        if left == 0 {
+            break;
+        }
+        items.push(nested_json(symbol, &mut left));
+    }
+    Listed {
+        items,
+        total: count(symbols),
+        what: "symbols",
+    }
+}
+
+/// One symbol and as many of its children as `left` allows; how many it holds in all.
+fn nested_json(symbol: &DocumentSymbol, left: &mut usize) -> (Value, usize) {
+    *left = left.saturating_sub(1);
+    let mut item = range_json(&symbol.selection_range);
+    item["name"] = bounded::field(&symbol.name);
+    item["kind"] = json!(format!("{:?}", symbol.kind).to_lowercase());
+    let mut held = 1;
+    let mut children = Vec::new();
+    for child in symbol.children.as_deref().unwrap_or_default() {
+        if *left == 0 {
+            break;
+        }
+        let (child, n) = nested_json(child, left);
+        held += n;
+        children.push(child);
+    }
+    if !children.is_empty() {
+        item["children"] = Value::Array(children);
+    }
+    (item, held)
 }
 
 #[allow(deprecated)] // `SymbolInformation::deprecated` is part of the type; it is not read.
 fn flat_json(symbol: &SymbolInformation, project_root: &Shown<'_>) -> Value {
     let mut item = range_json(&symbol.location.range);
-    item["name"] = json!(symbol.name);
+    item["name"] = bounded::field(&symbol.name);
     item["kind"] = json!(format!("{:?}", symbol.kind).to_lowercase());
-    item["path"] = json!(project_root.path(&symbol.location.uri));
+    item["path"] = bounded::field(&project_root.path(&symbol.location.uri));
     if let Some(container) = &symbol.container_name {
-        item["container"] = json!(container);
+        item["container"] = bounded::field(container);
     }
     item
 }
