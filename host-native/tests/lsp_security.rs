@@ -407,3 +407,26 @@ async fn large_answers_reach_the_client_bounded_with_a_note() {
     }
     server.stop().await;
 }
+
+/// A workspace folder inside the project as written but linked out of it (`src -> ..`) would
+/// run the server on, and have it read, files outside the project: it is not started, and the
+/// error says where the folder leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_folder_linked_out_of_the_project_is_not_started() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(dir.path().join("outside")).expect("mkdir");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::os::unix::fs::symlink("../outside", project.join("linked")).expect("symlink");
+    let mut entry_json = scripted_server(dir.path(), "normal");
+    entry_json["workspaceFolder"] = json!("linked");
+    let start = LspStart::from_entry(&entry(entry_json), &project).expect("valid as written");
+    let (tx, _events) = mpsc::unbounded_channel();
+    let error = LspConnection::start("linked", start, 1, tx)
+        .await
+        .expect_err("not started");
+    assert!(
+        error.contains("`linked`") && error.contains("outside the project"),
+        "{error}"
+    );
+}

@@ -65,6 +65,29 @@ pub(crate) fn read_in_project(
     Ok((opened, text))
 }
 
+/// Whether the workspace folder, every link resolved, still lies inside the project: the
+/// server runs there and reads what it finds, so a committed `src -> ~` must not move it out.
+///
+/// # Errors
+/// A clause saying where the folder leads, or why that cannot be told.
+pub(crate) fn folder_in_project(project_root: &Path, folder: &Path) -> Result<(), String> {
+    let resolve = |path: &Path| {
+        std::fs::canonicalize(path)
+            .map_err(|e| format!("{} cannot be resolved ({e})", path.display()))
+    };
+    let root = resolve(project_root)?;
+    let real = resolve(folder)?;
+    if SYSTEM_TREES.iter().any(|tree| real.starts_with(tree)) || !real.starts_with(&root) {
+        return Err(format!(
+            "its workspace folder {} leads to {}, outside the project {} (through a symbolic              link); use a folder inside the project",
+            crate::display::safe(&folder.to_string_lossy()),
+            crate::display::safe(&real.to_string_lossy()),
+            root.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Opens `path` for reading without waiting (`O_NONBLOCK`: a FIFO with no writer opens at
 /// once and is then refused as not a regular file) and without taking a terminal.
 fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
@@ -128,6 +151,10 @@ mod tests {
         }
         let missing = read_in_project(&project, &project.join("none.json")).expect_err("missing");
         assert!(missing.contains("does not exist"), "{missing}");
+
+        assert_eq!(folder_in_project(&project, &project.join("src")), Ok(()));
+        let error = folder_in_project(&project, &project.join("linked")).expect_err("out");
+        assert!(error.contains("outside the project"), "{error}");
     }
 
     #[test]

@@ -108,6 +108,8 @@ impl LspConnection {
             process_config(&start).map_err(|e| format!("language server `{name}`: {e}"))?;
         let secrets = secrets(&config);
         let fail = |what: String| redact_all(&format!("language server `{name}` {what}"), &secrets);
+        crate::lsp::confined::folder_in_project(&start.project_root, &start.workspace_folder)
+            .map_err(|e| fail(format!("was not started: {e}")))?;
         let folder_uri = Url::from_file_path(&start.workspace_folder).map_err(|()| {
             fail(format!(
                 "has a workspace folder that is not a file URL: {}",
