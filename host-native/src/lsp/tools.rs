@@ -243,7 +243,7 @@ pub async fn call(
             locations_json(&found.unwrap_or_default(), project_root).render()
         }
         LspTool::DocumentSymbols => match handle.document_symbols(path, language).await? {
-            None => Listed::of::<Value>(&[], "symbols", Value::clone).render(),
+            None => "[]".to_owned(),
             Some(DocumentSymbolResponse::Nested(symbols)) => nested_listed(&symbols).render(),
             Some(DocumentSymbolResponse::Flat(symbols)) => {
                 Listed::of(&symbols, "symbols", |s| flat_json(s, project_root)).render()
