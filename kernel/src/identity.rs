@@ -285,33 +285,47 @@ fn iterable(value: &Value, field: &'static str) -> Result<(), IdentityError> {
 /// never reaches the hashed text here either.
 pub fn approval_hash(config: &ServerConfig) -> ApprovalHash {
     let mut text = String::with_capacity(256);
-    write_sorted_object(&mut text, config.object(), |key| {
+    write_sorted_object(&mut text, config.object(), Proto::Drop, |key| {
         !matches!(key, "scope" | "extensionName" | "description")
     });
     ApprovalHash(sha256_hex(text.as_bytes()))
 }
 
 /// `JSON.stringify` text of `value` with every object at any depth re-emitted
-/// with its keys sorted by UTF-16 code units (the canonical form of §2.3, also
-/// used by the language-server identities of §14.2). A `__proto__` key is
-/// dropped, as the TypeScript host's rebuild by assignment drops it.
+/// with its keys sorted by UTF-16 code units: the canonical JSON of the
+/// language-server identities (SPEC §14.2).
+///
+/// A `__proto__` key is an ordinary key here (SPEC §2.4), kept as
+/// `JSON.stringify(JSON.parse(text))` keeps it: the entry's `settings` and
+/// `initializationOptions` are sent to the server whole, so whatever is sent
+/// must be in the approval hash. (The MCP [`approval_hash`] drops it instead,
+/// as the TypeScript host it is byte-compatible with does.)
 pub fn sorted_json(value: &Value) -> String {
     let mut out = String::with_capacity(128);
-    write_sorted(&mut out, value);
+    write_sorted(&mut out, value, Proto::Keep);
     out
 }
 
-/// Writes [`sorted_json`] of `value` straight into `out` (no re-built copy).
-fn write_sorted(out: &mut String, value: &Value) {
+/// What the canonical text does with a key named `__proto__`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Proto {
+    /// Left out, as a JavaScript rebuild by assignment loses it (§2.3).
+    Drop,
+    /// Kept as any other key, as `JSON.parse` + `JSON.stringify` keep it.
+    Keep,
+}
+
+/// Writes the sorted text of `value` straight into `out` (no re-built copy).
+fn write_sorted(out: &mut String, value: &Value, proto: Proto) {
     match value {
-        Value::Object(object) => write_sorted_object(out, object, |_| true),
+        Value::Object(object) => write_sorted_object(out, object, proto, |_| true),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_sorted(out, item);
+                write_sorted(out, item, proto);
             }
             out.push(']');
         }
@@ -323,10 +337,15 @@ fn write_sorted(out: &mut String, value: &Value) {
 /// object. The TypeScript host assigns the sorted keys to a fresh object, so
 /// they come out in ECMAScript property order: integer-like keys first in
 /// numeric order, then the rest in UTF-16 code unit order.
-fn write_sorted_object(out: &mut String, object: &Object, keep: impl Fn(&str) -> bool) {
+fn write_sorted_object(
+    out: &mut String,
+    object: &Object,
+    proto: Proto,
+    keep: impl Fn(&str) -> bool,
+) {
     let mut members: Vec<(&String, &Value)> = object
         .iter()
-        .filter(|(key, _)| *key != "__proto__" && keep(key))
+        .filter(|(key, _)| (proto == Proto::Keep || *key != "__proto__") && keep(key))
         .collect();
     members.sort_by(|(a, _), (b, _)| match (array_index(a), array_index(b)) {
         (Some(x), Some(y)) => x.cmp(&y),
@@ -341,7 +360,7 @@ fn write_sorted_object(out: &mut String, object: &Object, keep: impl Fn(&str) ->
         }
         write_json_string(out, key);
         out.push(':');
-        write_sorted(out, value);
+        write_sorted(out, value, proto);
     }
     out.push('}');
 }

@@ -1022,6 +1022,51 @@ mod tests {
     }
 
     #[test]
+    fn a_proto_subtree_is_hashed_and_compared_like_any_other_key() {
+        // `settings` and `initializationOptions` reach the server whole, a
+        // `__proto__` member included (JSON.parse makes it an own property
+        // and JSON.stringify prints it): the hash must see it too.
+        let plain = r#"{"command":"node","settings":{"a":1},"initializationOptions":{"x":1}}"#;
+        let with = |settings: &str, options: &str| {
+            obj(&format!(
+                r#"{{"command":"node","settings":{settings},"initializationOptions":{options}}}"#
+            ))
+        };
+        let in_settings = with(r#"{"a":1,"__proto__":{"cmd":"evil"}}"#, r#"{"x":1}"#);
+        let in_options = with(r#"{"a":1}"#, r#"{"x":1,"__proto__":{"cmd":"evil"}}"#);
+        let other_value = with(r#"{"a":1,"__proto__":{"cmd":"other"}}"#, r#"{"x":1}"#);
+        let base = lsp_approval_hash(&obj(plain));
+        for changed in [&in_settings, &in_options, &other_value] {
+            assert_ne!(lsp_approval_hash(changed), base);
+        }
+        assert_ne!(
+            lsp_approval_hash(&in_settings),
+            lsp_approval_hash(&other_value)
+        );
+        // A top-level `__proto__` member is hashed as well.
+        assert_ne!(
+            lsp_approval_hash(&obj(
+                r#"{"command":"node","settings":{"a":1},"initializationOptions":{"x":1},"__proto__":{"a":1}}"#
+            )),
+            base
+        );
+        // Sorted inside like any object, so key order still does not count.
+        assert_eq!(
+            sorted_json(&Value::Object(with(
+                r#"{"__proto__":{"b":1,"a":2}}"#,
+                "null"
+            ))),
+            r#"{"command":"node","initializationOptions":null,"settings":{"__proto__":{"a":2,"b":1}}}"#
+        );
+        // And a change there is a change: pushed live, or a restart for the seed.
+        assert_eq!(live_changes(&obj(plain), &in_settings), ["settings"]);
+        assert_eq!(
+            seed_changes(&obj(plain), &in_options),
+            ["initializationOptions"]
+        );
+    }
+
+    #[test]
     fn approval_hash_covers_settings_but_not_routing_or_policy() {
         let base = lsp_approval_hash(&obj(BASE));
         let same = lsp_approval_hash(&obj(

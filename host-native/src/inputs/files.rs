@@ -91,7 +91,6 @@ pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
 /// (a FIFO, socket, device such as `/dev/zero`, or directory is refused), and
 /// at most [`MAX_INPUT_BYTES`] are read (a larger file is an error).
 pub fn read_text(path: &Path) -> Result<Option<String>, String> {
-    use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let opened = std::fs::OpenOptions::new()
         .read(true)
@@ -107,6 +106,17 @@ pub fn read_text(path: &Path) -> Result<Option<String>, String> {
         }
         Err(e) => return Err(format!("cannot read it: {e}")),
     };
+    read_opened(file).map(Some)
+}
+
+/// Reads an open file as [`read_text`] does: a regular file of at most
+/// [`MAX_INPUT_BYTES`] of UTF-8 text (for callers that check what was opened
+/// before reading it).
+///
+/// # Errors
+/// Not a regular file, too large, unreadable, or not UTF-8, as a clause.
+pub fn read_opened(file: std::fs::File) -> Result<String, String> {
+    use std::io::Read as _;
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot read it: {e}"))?;
@@ -132,9 +142,7 @@ pub fn read_text(path: &Path) -> Result<Option<String>, String> {
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(too_large());
     }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| "it is not UTF-8 text".to_owned())
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
 }
 
 pub(super) fn file_kind(kind: &std::fs::FileType) -> &'static str {

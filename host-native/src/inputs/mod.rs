@@ -39,7 +39,7 @@ use mcp_reconcile_kernel::{
 };
 
 use crate::approvals_store::ApprovalsStore;
-pub use files::{read_text, MAX_INPUT_BYTES, MISSING_GRACE};
+pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
 pub(crate) use paths::clean;

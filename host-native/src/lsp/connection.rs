@@ -17,7 +17,10 @@
 //!    at once in the background. Nothing waits without a bound.
 //!
 //! Parts: `start` reads a `.lsp.json` entry into an [`LspStart`]; `client` is what the main
-//! loop answers and keeps (shared with the connection) and the `initialize` request.
+//! loop answers and keeps (shared with the connection) and the `initialize` request;
+//! `framing` checks every message the server sends before the main loop reads it (at most
+//! [`MAX_MESSAGE_BYTES`], nested at most [`MAX_DEPTH`] deep), so a hostile server fails its own
+//! connection, never the process.
 //!
 //! Diagnostics are push-only: the client does not declare `textDocument.diagnostic`, because
 //! servers that see it stop pushing (vscode-json-language-server switches to pull mode).
@@ -36,16 +39,18 @@ use lsp_types::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tokio_util::compat::TokioAsyncWriteCompatExt;
 
 use crate::redact::{redact_all, secrets};
 use crate::transport::stdio::ChildProcess;
 use client::{client_router, initialize_params, lock, InitializeRaw, Published, Shared, StopLoop};
+pub use framing::{MAX_DEPTH, MAX_MESSAGE_BYTES};
 pub use queries::LspHandle;
 use start::{folder_name, process_config};
 pub use start::{LspStart, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
 
 mod client;
+mod framing;
 mod queries;
 mod start;
 
@@ -103,6 +108,8 @@ impl LspConnection {
             process_config(&start).map_err(|e| format!("language server `{name}`: {e}"))?;
         let secrets = secrets(&config);
         let fail = |what: String| redact_all(&format!("language server `{name}` {what}"), &secrets);
+        crate::lsp::confined::folder_in_project(&start.project_root, &start.workspace_folder)
+            .map_err(|e| fail(format!("was not started: {e}")))?;
         let folder_uri = Url::from_file_path(&start.workspace_folder).map_err(|()| {
             fail(format!(
                 "has a workspace folder that is not a file URL: {}",
@@ -126,6 +133,7 @@ impl LspConnection {
             name: name.to_owned(),
             secrets: secrets.clone(),
             folder_path: start.workspace_folder.clone(),
+            project_root: start.project_root.clone(),
             folder: WorkspaceFolder {
                 uri: folder_uri.clone(),
                 name: folder_name(&start.workspace_folder),
@@ -139,8 +147,9 @@ impl LspConnection {
             stopping: AtomicBool::new(false),
         });
         let (main_loop, server) = MainLoop::new_client(|socket| client_router(&shared, socket));
-        let main_loop =
-            tokio::spawn(main_loop.run_buffered(pipes.stdout.compat(), pipes.stdin.compat_write()));
+        // Every message is checked before async-lsp reads it (size, headers, nesting).
+        let input = framing::checked(pipes.stdout, name);
+        let main_loop = tokio::spawn(main_loop.run(input, pipes.stdin.compat_write()));
 
         let initialize = server.request::<InitializeRaw>(initialize_params(&start, folder_uri));
         let failure = match tokio::time::timeout(start.startup_timeout, initialize).await {

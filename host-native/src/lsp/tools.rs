@@ -4,7 +4,8 @@
 //!
 //! Lines and characters are 1-based, as editors show them; paths are relative to the project
 //! root or absolute inside it (anything else is refused). Results are JSON text with 1-based
-//! positions and project-relative paths.
+//! positions and project-relative paths, bounded ([`super::bounded`]: at most 2000 items and
+//! 1 MiB, with a note of what was left out).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use lsp_types::{
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 
+use super::bounded::{self, Listed};
 use super::connection::LspHandle;
 
 /// How long `lsp_diagnostics` waits for the server to publish.
@@ -196,33 +198,28 @@ pub async fn call(
 ) -> Result<String, String> {
     let project_root = route.project_root.as_path();
     let path = target(project_root, arguments)?;
+    let shown = Shown::of(project_root);
+    let project_root = &shown;
     let path = path.as_path();
     let handle = &route.handle;
     let language = route.language_id.as_str();
-    let result = match tool {
+    Ok(match tool {
         LspTool::Diagnostics => {
             let diagnostics = handle.diagnostics(path, language, DIAGNOSTICS_WAIT).await?;
-            Value::Array(
-                diagnostics
-                    .iter()
-                    .map(|d| {
-                        let mut item = range_json(&d.range);
-                        item["severity"] = json!(severity(d.severity));
-                        item["message"] = json!(d.message);
-                        if let Some(source) = &d.source {
-                            item["source"] = json!(source);
-                        }
-                        item
-                    })
-                    .collect(),
-            )
+            Listed::of(&diagnostics, "diagnostics", |d| {
+                let mut item = range_json(&d.range);
+                item["severity"] = json!(severity(d.severity));
+                item["message"] = bounded::field(&d.message);
+                if let Some(source) = &d.source {
+                    item["source"] = bounded::field(source);
+                }
+                item
+            })
+            .render()
         }
         LspTool::Hover => {
             let hover = handle.hover(path, language, position(arguments)?).await?;
-            match hover {
-                Some(hover) => json!({"contents": hover_text(&hover.contents)}),
-                None => json!({"contents": null}),
-            }
+            bounded::hover(hover.map(|h| hover_text(&h.contents)).as_deref())
         }
         LspTool::Definition => {
             let found = handle
@@ -237,25 +234,22 @@ pub async fn call(
                     .map(|l| Location::new(l.target_uri, l.target_selection_range))
                     .collect(),
             };
-            locations_json(&locations, project_root)
+            locations_json(&locations, project_root).render()
         }
         LspTool::References => {
             let found = handle
                 .references(path, language, position(arguments)?)
                 .await?;
-            locations_json(&found.unwrap_or_default(), project_root)
+            locations_json(&found.unwrap_or_default(), project_root).render()
         }
         LspTool::DocumentSymbols => match handle.document_symbols(path, language).await? {
-            None => json!([]),
-            Some(DocumentSymbolResponse::Nested(symbols)) => {
-                Value::Array(symbols.iter().map(nested_json).collect())
-            }
+            None => "[]".to_owned(),
+            Some(DocumentSymbolResponse::Nested(symbols)) => nested_listed(&symbols).render(),
             Some(DocumentSymbolResponse::Flat(symbols)) => {
-                Value::Array(symbols.iter().map(|s| flat_json(s, project_root)).collect())
+                Listed::of(&symbols, "symbols", |s| flat_json(s, project_root)).render()
             }
         },
-    };
-    Ok(serde_json::to_string_pretty(&result).unwrap_or_default())
+    })
 }
 
 /// The 0-based LSP position of 1-based `line` and `character` arguments.
@@ -302,47 +296,95 @@ fn hover_text(contents: &HoverContents) -> String {
     }
 }
 
-/// A file URI as a path relative to the project root (or as the URI when outside it).
-fn shown_path(uri: &Url, project_root: &Path) -> String {
-    match uri.to_file_path() {
-        Ok(path) => path
-            .strip_prefix(project_root)
-            .map_or_else(|_| path.display().to_string(), |p| p.display().to_string()),
-        Err(()) => uri.to_string(),
+/// How paths in answers are shown: relative to the project root as given or as resolved (the
+/// documents are opened by their resolved paths), else absolute.
+struct Shown<'a> {
+    root: &'a Path,
+    real: Option<PathBuf>,
+}
+
+impl<'a> Shown<'a> {
+    fn of(root: &'a Path) -> Self {
+        Shown {
+            root,
+            real: std::fs::canonicalize(root).ok(),
+        }
+    }
+
+    /// A file URI as a path relative to the project root (or as the URI when outside it).
+    fn path(&self, uri: &Url) -> String {
+        let Ok(path) = uri.to_file_path() else {
+            return uri.to_string();
+        };
+        std::iter::once(self.root)
+            .chain(self.real.as_deref())
+            .find_map(|root| path.strip_prefix(root).ok())
+            .map_or_else(|| path.display().to_string(), |p| p.display().to_string())
     }
 }
 
-fn locations_json(locations: &[Location], project_root: &Path) -> Value {
-    Value::Array(
-        locations
+fn locations_json(locations: &[Location], project_root: &Shown<'_>) -> Listed {
+    Listed::of(locations, "locations", |l| {
+        let mut item = range_json(&l.range);
+        item["path"] = bounded::field(&project_root.path(&l.uri));
+        item
+    })
+}
+
+/// Nested symbols, at most [`bounded::MAX_ITEMS`] of them counting every child (the first
+/// ones, depth first).
+fn nested_listed(symbols: &[DocumentSymbol]) -> Listed {
+    fn count(symbols: &[DocumentSymbol]) -> usize {
+        symbols
             .iter()
-            .map(|l| {
-                let mut item = range_json(&l.range);
-                item["path"] = json!(shown_path(&l.uri, project_root));
-                item
-            })
-            .collect(),
-    )
+            .map(|s| 1 + count(s.children.as_deref().unwrap_or_default()))
+            .sum()
+    }
+    let mut left = bounded::MAX_ITEMS;
+    let mut items = Vec::new();
+    for symbol in symbols {
+        if left == 0 {
+            break;
+        }
+        items.push(nested_json(symbol, &mut left));
+    }
+    Listed {
+        items,
+        total: count(symbols),
+        what: "symbols",
+    }
 }
 
-fn nested_json(symbol: &DocumentSymbol) -> Value {
+/// One symbol and as many of its children as `left` allows; how many it holds in all.
+fn nested_json(symbol: &DocumentSymbol, left: &mut usize) -> (Value, usize) {
+    *left = left.saturating_sub(1);
     let mut item = range_json(&symbol.selection_range);
-    item["name"] = json!(symbol.name);
+    item["name"] = bounded::field(&symbol.name);
     item["kind"] = json!(format!("{:?}", symbol.kind).to_lowercase());
-    if let Some(children) = symbol.children.as_deref().filter(|c| !c.is_empty()) {
-        item["children"] = Value::Array(children.iter().map(nested_json).collect());
+    let mut held = 1;
+    let mut children = Vec::new();
+    for child in symbol.children.as_deref().unwrap_or_default() {
+        if *left == 0 {
+            break;
+        }
+        let (child, n) = nested_json(child, left);
+        held += n;
+        children.push(child);
     }
-    item
+    if !children.is_empty() {
+        item["children"] = Value::Array(children);
+    }
+    (item, held)
 }
 
 #[allow(deprecated)] // `SymbolInformation::deprecated` is part of the type; it is not read.
-fn flat_json(symbol: &SymbolInformation, project_root: &Path) -> Value {
+fn flat_json(symbol: &SymbolInformation, project_root: &Shown<'_>) -> Value {
     let mut item = range_json(&symbol.location.range);
-    item["name"] = json!(symbol.name);
+    item["name"] = bounded::field(&symbol.name);
     item["kind"] = json!(format!("{:?}", symbol.kind).to_lowercase());
-    item["path"] = json!(shown_path(&symbol.location.uri, project_root));
+    item["path"] = bounded::field(&project_root.path(&symbol.location.uri));
     if let Some(container) = &symbol.container_name {
-        item["container"] = json!(container);
+        item["container"] = bounded::field(container);
     }
     item
 }

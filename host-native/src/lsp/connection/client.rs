@@ -33,6 +33,8 @@ pub(super) struct Shared {
     pub(super) name: String,
     pub(super) secrets: Vec<String>,
     pub(super) folder_path: PathBuf,
+    /// The project root: documents are read only from inside it (after symlinks).
+    pub(super) project_root: PathBuf,
     pub(super) folder: WorkspaceFolder,
     /// The settings last pushed: `workspace/configuration` pulls are answered from these.
     pub(super) settings: Mutex<serde_json::Value>,

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::client::{document_key, lock, Document, Shared, Target};
 use crate::inputs::clean;
+use crate::lsp::confined::read_in_project;
 
 /// How long a query (hover, definition, …) may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -156,12 +157,11 @@ impl LspHandle {
     /// Reads `path` (relative to the workspace folder) and opens it, or sends its new text when
     /// it changed on disk (or settings were pushed) since it was last sent. The read is bounded
     /// and never waits, like every read of a repository's file (a FIFO or a huge file is
-    /// refused).
+    /// refused), and confined to the project: a file that leads outside it through a symbolic
+    /// link is refused ([`crate::lsp::confined`]). The server is told the resolved path.
     fn open(&self, path: &Path, language_id: &str) -> Result<(Url, Target), String> {
         let path = clean(&self.shared.folder_path.join(path));
-        let text = crate::inputs::read_text(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
-            .ok_or_else(|| format!("{} does not exist", path.display()))?;
+        let (path, text) = read_in_project(&self.shared.project_root, &path)?;
         let uri = Url::from_file_path(&path)
             .map_err(|()| format!("{} is not a file path", path.display()))?;
         let target = self.sync(&uri, language_id, text)?;

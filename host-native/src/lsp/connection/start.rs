@@ -23,6 +23,9 @@ pub struct LspStart {
     pub env: Vec<(String, String)>,
     /// Absolute, inside the project root; the server's cwd, `rootUri` and only workspace folder.
     pub workspace_folder: PathBuf,
+    /// The project root, absolute: the only files the language tools read lie inside it, after
+    /// every symbolic link (see [`super::super::confined`]).
+    pub project_root: PathBuf,
     pub initialization_options: Option<serde_json::Value>,
     /// Pushed whole with `workspace/didChangeConfiguration`; answers `workspace/configuration`.
     pub settings: serde_json::Value,
@@ -83,7 +86,8 @@ impl LspStart {
             Some(Value::String(f)) => Some(f.as_str()),
             Some(other) => return Err(wrong("workspaceFolder", "a path string", other)),
         };
-        let workspace_folder = resolve_folder(folder, project_root)?;
+        let project_root = absolute_root(project_root)?;
+        let workspace_folder = resolve_folder(folder, &project_root)?;
         let initialization_options = field("initializationOptions").map(to_serde);
         let settings = match field("settings") {
             None => serde_json::Value::Object(serde_json::Map::new()),
@@ -95,6 +99,7 @@ impl LspStart {
             args,
             env,
             workspace_folder,
+            project_root,
             initialization_options,
             settings,
             startup_timeout: millis(
@@ -135,17 +140,22 @@ fn millis(value: Option<&Value>, field: &str, default_ms: u64) -> Result<Duratio
     }
 }
 
-/// The workspace folder: `folder` resolved against the (absolute) project root, lexically
-/// normalized, and required to stay inside it; the root itself when there is none.
-fn resolve_folder(folder: Option<&str>, project_root: &Path) -> Result<PathBuf, String> {
-    let root = std::path::absolute(project_root)
+/// The project root made absolute and lexically normalized.
+fn absolute_root(project_root: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(project_root)
         .map(|root| clean(&root))
         .map_err(|e| {
             format!(
                 "the project root {} cannot be made absolute: {e}",
                 project_root.display()
             )
-        })?;
+        })
+}
+
+/// The workspace folder: `folder` resolved against the absolute project `root`, lexically
+/// normalized, and required to stay inside it; the root itself when there is none.
+fn resolve_folder(folder: Option<&str>, root: &Path) -> Result<PathBuf, String> {
+    let root = root.to_path_buf();
     let Some(folder) = folder else {
         return Ok(root);
     };
