@@ -8,13 +8,20 @@
 //!    allowed with `--allow-origin` (exact match) or is the server's own loopback origin;
 //!    requests without one pass;
 //! 3. `Authorization: Bearer <token>` must carry the run's token, compared in constant time;
-//!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off);
+//!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off). A
+//!    request that carries it marks its TCP connection [`Authorized`]: when the connection
+//!    cap is reached, such a connection is never closed to make room for a new one;
 //! 4. a request that would open a new MCP session (a POST without `Mcp-Session-Id`) gets 503
 //!    while `--max-sessions` sessions are open.
 //!
 //! A `DELETE` with an `Mcp-Session-Id` ends that session; [`session_ended`] answers it
 //! `200 OK` as MCP clients expect (rmcp says `202 Accepted`, which the Python SDK logs as
 //! "Session termination failed: 202" on every close).
+//!
+//! Before any of this, the connections themselves are bounded ([`ConnectionLimits`]): a
+//! request's headers must arrive within `--header-timeout-secs`, an idle keep-alive
+//! connection is closed after as long, and at most `--max-connections` are open
+//! ([`crate::gateway`]'s `connections` module).
 //!
 //! Idle sessions are closed by rmcp's own session keep-alive
 //! ([`SessionConfig::keep_alive`](rmcp::transport::streamable_http_server::session::local::SessionConfig)),
@@ -29,7 +36,7 @@ use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +52,48 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 pub const DEFAULT_MAX_SESSIONS: u32 = 64;
 /// The default of `--session-idle-secs`.
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 600;
+/// The default of `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+/// The default of `--header-timeout-secs`.
+pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
+
+/// How many TCP connections `serve --http` keeps open and how long one may take to send a
+/// request's headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// At most this many connections at once (`--max-connections`); past it, the oldest
+    /// connection that has not carried the token is closed (or the new one, when all have).
+    pub max_connections: usize,
+    /// A request's headers must be complete this long after the server starts reading them;
+    /// an idle keep-alive connection is closed after as long (`--header-timeout-secs`).
+    pub header_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS as usize,
+            header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
+        }
+    }
+}
+
+/// Whether a request carrying the bearer token came over a TCP connection: the connection
+/// puts it in each request's extensions, [`check`] sets it.
+#[derive(Clone, Debug, Default)]
+pub struct Authorized(Arc<AtomicBool>);
+
+impl Authorized {
+    /// Marks the connection.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a request on the connection carried the token.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// A bearer token. Its `Debug` output is redacted; it is never logged.
 #[derive(Clone)]
@@ -206,6 +255,8 @@ pub struct GuardOptions {
     pub max_sessions: usize,
     /// A session without a request for this long is closed (`--session-idle-secs`).
     pub session_idle: Duration,
+    /// The cap on TCP connections and the header-read timeout.
+    pub connections: ConnectionLimits,
 }
 
 impl GuardOptions {
@@ -216,6 +267,7 @@ impl GuardOptions {
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS as usize,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -338,6 +390,9 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             HeaderValue::from_static("Bearer realm=\"mcp-reconcile\""),
         );
         return response;
+    }
+    if let Some(connection) = request.extensions().get::<Authorized>() {
+        connection.set();
     }
     let opens_session =
         request.method() == axum::http::Method::POST && !headers.contains_key("mcp-session-id");

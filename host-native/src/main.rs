@@ -378,6 +378,10 @@ fn http_guard(args: &ServeArgs, inputs: &Inputs) -> anyhow::Result<HttpGuard> {
             allowed_origins: args.allow_origin.clone(),
             max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
             session_idle: std::time::Duration::from_secs(args.session_idle_secs),
+            connections: mcp_reconcile::http_guard::ConnectionLimits {
+                max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+                header_timeout: std::time::Duration::from_secs(args.header_timeout_secs),
+            },
         },
         token_path,
         _written: written,
