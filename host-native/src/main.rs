@@ -250,6 +250,9 @@ async fn daemon(args: DaemonArgs) -> anyhow::Result<()> {
     if args.status {
         return cli::commands::daemon_status(&daemon::socket_dir(&env), args.json).await;
     }
+    // The daemon's environment is that of the session that started it: its SSL_CERT_FILE /
+    // SSL_CERT_DIR must not be trusted for every other session's connections.
+    mcp_reconcile::tls::distrust_process_environment();
     let options = DaemonOptions {
         drain: std::time::Duration::from_millis(args.drain_ms),
         idle_exit: std::time::Duration::from_millis(args.idle_exit_ms),
