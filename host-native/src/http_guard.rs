@@ -28,14 +28,15 @@
 //! which removes them from the session manager, so their memory is released.
 //!
 //! The token is 32 bytes from the OS RNG, hex-encoded, written to a `0600` file in the state
-//! directory ([`TokenFile`], removed when dropped), or read from a file the user made
+//! directory ([`TokenFile`]: locked while the run lives, removed when dropped, and removed by
+//! the next run when a killed run left it), or read from a file the user made
 //! ([`Token::from_file`]). It never appears in a log or a `Debug` output.
 
 use std::fmt;
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +48,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+mod token_file;
+pub use token_file::TokenFile;
 
 /// The default of `--max-sessions`.
 pub const DEFAULT_MAX_SESSIONS: u32 = 64;
@@ -185,63 +189,6 @@ fn constant_time_eq(expected: &[u8], presented: &[u8]) -> bool {
         diff |= usize::from(byte ^ other);
     }
     std::hint::black_box(diff) == 0
-}
-
-/// A token file written for this run; removed when dropped.
-#[derive(Debug)]
-pub struct TokenFile {
-    path: PathBuf,
-}
-
-impl TokenFile {
-    /// Writes `token` to `<state_dir>/serve-<session_id>.token`, mode 0600 (the directory is
-    /// created with mode 0700 if missing). A file left by a killed run is replaced.
-    ///
-    /// # Errors
-    /// The directory or the file cannot be created or written.
-    pub fn write(state_dir: &Path, session_id: &str, token: &Token) -> anyhow::Result<TokenFile> {
-        if !state_dir.is_dir() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(state_dir)
-                .with_context(|| format!("creating the state directory {}", state_dir.display()))?;
-        }
-        let path = state_dir.join(format!("serve-{session_id}.token"));
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("removing the stale token file {}", path.display()))
-            }
-        }
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("creating the token file {}", path.display()))?;
-        // The guard exists before the write, so a failed write leaves no file behind.
-        let guard = TokenFile { path };
-        // The mode given to open() is filtered by the umask; make sure it is exactly 0600.
-        file.set_permissions(fs::Permissions::from_mode(0o600))
-            .and_then(|()| writeln!(file, "{}", token.expose()))
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("writing the token file {}", guard.path.display()))?;
-        Ok(guard)
-    }
-
-    /// Where the token is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TokenFile {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
 }
 
 /// What `serve --http` lets through.

@@ -86,7 +86,7 @@ enum Front {
     /// stderr; runs until the client leaves or Ctrl-C / SIGTERM.
     Serve {
         /// `--http`: the address and what every request must carry.
-        http: Option<(std::net::SocketAddr, HttpGuard)>,
+        http: Option<(std::net::SocketAddr, Box<HttpGuard>)>,
         /// `--passthrough NAME`: only that server, under its own names.
         passthrough: Option<String>,
     },
@@ -133,7 +133,7 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {
                 None => serve_stdio(gateway).await,
-                Some((addr, guard)) => serve_http(addr, guard, gateway).await,
+                Some((addr, guard)) => serve_http(addr, *guard, gateway).await,
             };
             (result, host_task, Some(announcer))
         }
@@ -201,7 +201,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let inputs = Inputs::new(&args.layers.options())?;
     // The HTTP guard before any server starts: a bad --token-file stops here.
     let http = match args.http {
-        Some(addr) => Some((addr, http_guard(&args, &inputs)?)),
+        Some(addr) => Some((addr, Box::new(http_guard(&args, &inputs)?))),
         None => None,
     };
     let passthrough = args.passthrough.clone();

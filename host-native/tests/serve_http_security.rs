@@ -35,12 +35,26 @@ impl Served {
     /// Starts `serve --http 127.0.0.1:0` with `extra` flags; reads the URL and the token
     /// file's path from stdout.
     async fn start(p: &Project, extra: &[&str]) -> Served {
-        let log = p.path("serve.log");
+        Served::start_with(p.flags(), p.path("serve.log"), extra).await
+    }
+
+    /// [`Served::start`] for the project directory `project` (another session over the same
+    /// state dir), logging to `<project>.log`.
+    async fn start_in(p: &Project, project: &str, extra: &[&str]) -> Served {
+        Served::start_with(
+            flags_in(p, project),
+            p.path(&format!("{project}.log")),
+            extra,
+        )
+        .await
+    }
+
+    async fn start_with(flags: Vec<String>, log: PathBuf, extra: &[&str]) -> Served {
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
         command
             .args(["serve", "--http", "127.0.0.1:0"])
-            .args(p.flags())
+            .args(flags)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -96,6 +110,22 @@ impl Served {
 
     fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL, then waits for the exit: nothing of serve's own clean-up runs.
+    async fn kill(self) {
+        let Served {
+            mut child, _group, ..
+        } = self;
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(_group.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        tokio::time::timeout(PATIENCE, child.wait())
+            .await
+            .expect("serve dies on SIGKILL")
+            .expect("wait");
+        std::mem::forget(_group);
     }
 
     /// SIGTERM, then waits for the exit.
@@ -551,10 +581,14 @@ async fn an_idle_session_is_closed_and_makes_room() {
 
 /// Runs `serve --http` expecting it to refuse to start; its stderr.
 async fn refused_start(p: &Project, extra: &[&str]) -> String {
+    refused_start_with(p.flags(), extra).await
+}
+
+async fn refused_start_with(flags: Vec<String>, extra: &[&str]) -> String {
     let mut command = std::process::Command::new(cli());
     command
         .args(["serve", "--http", "127.0.0.1:0"])
-        .args(p.flags())
+        .args(flags)
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -862,4 +896,71 @@ async fn unfinished_requests_and_idle_keep_alive_connections_are_closed_after_th
     .await;
     let status = served.stop().await;
     assert!(status.success(), "{status}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// token files of runs that are gone
+
+/// `p`'s flags with another project directory: another session over the same state dir.
+fn flags_in(p: &Project, project: &str) -> Vec<String> {
+    let mut flags = p.flags();
+    let at = flags
+        .iter()
+        .position(|f| f == "--project")
+        .expect("--project");
+    let dir = p.path(project);
+    fs::create_dir_all(&dir).expect("project dir");
+    flags[at + 1] = dir.to_string_lossy().into_owned();
+    flags
+}
+
+/// A `serve --http` killed with SIGKILL cannot remove its token file; the next
+/// `serve --http` over the same state dir does, whatever its session, while the token file of
+/// a running one is kept. A second `serve --http` for the same files as a running one is
+/// refused and leaves the running one's token file (and token) alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_serves_token_file_is_removed_by_the_next_start_and_a_running_ones_is_kept() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let killed = Served::start_in(&p, "one", &[]).await;
+    let stale = killed.token_file.clone();
+    killed.kill().await;
+    assert!(stale.exists(), "SIGKILL leaves the token file behind");
+
+    let running = Served::start_in(&p, "two", &[]).await;
+    assert_ne!(running.token_file, stale, "another session, another file");
+    assert!(
+        !stale.exists(),
+        "the killed run's token file is still there: {}",
+        stale.display()
+    );
+
+    let third = Served::start_in(&p, "three", &[]).await;
+    assert!(
+        running.token_file.exists(),
+        "a running serve's token file was removed"
+    );
+    let token = running.token();
+
+    let refused = refused_start_with(flags_in(&p, "two"), &[]).await;
+    assert!(
+        refused.contains("another `mcp-reconcile serve --http` for these files is running"),
+        "{refused}"
+    );
+    assert_eq!(
+        running.token(),
+        token,
+        "the running serve's token file was replaced"
+    );
+    let ok = running
+        .initialize(&[("authorization", &running.bearer())])
+        .await;
+    assert_eq!(ok.status, 200, "{ok:?}");
+
+    for served in [running, third] {
+        let file = served.token_file.clone();
+        let status = served.stop().await;
+        assert!(status.success(), "{status}");
+        assert!(!file.exists(), "{}", file.display());
+    }
 }
