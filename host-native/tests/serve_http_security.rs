@@ -851,6 +851,32 @@ async fn a_flood_of_unfinished_requests_is_capped_and_the_users_client_is_still_
     assert!(status.success(), "{status}");
 }
 
+/// Without flags the cap is 256 connections: 300 unfinished requests leave 256 open, and a
+/// client with the token is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_at_most_256_connections_are_open() {
+    const FLOOD: usize = 300;
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let served = Served::start(&p, &[]).await;
+    let pid = served._group.0;
+    let before = sockets_of(pid);
+    let mut flood: Vec<_> = (0..FLOOD)
+        .map(|_| unfinished_request(served.port))
+        .collect();
+    eventually("all but the newest 256 closed", || {
+        count_closed(&mut flood) >= FLOOD - 256
+    })
+    .await;
+    let open = sockets_of(pid);
+    assert!(open <= before + 256, "{open} sockets, {before} before");
+    let client = client_with_token(&served).await;
+    assert_eq!(tool_names(&client).await, ["mcp__a__echo"]);
+    let _ = client.cancel().await;
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
 /// A connection that does not finish its request's headers within `--header-timeout-secs` is
 /// closed, whether it sent part of them or nothing; so is a keep-alive connection that
 /// finished a request and then sent nothing more. Afterwards serve holds no more sockets than
