@@ -41,6 +41,7 @@ use crate::lsp::tools::LspTool;
 use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
 
+mod connections;
 mod forward;
 mod http;
 pub use http::serve_http;

@@ -1,27 +1,42 @@
 //! The HTTP client every outbound request uses (remote MCP servers, OAuth discovery and
 //! token requests): no proxy, redirects only within the origin, HTTPS verified against the
-//! platform's roots plus `SSL_CERT_FILE` / `SSL_CERT_DIR` ([`crate::tls`]).
+//! platform's roots plus the `SSL_CERT_FILE` / `SSL_CERT_DIR` of the session that makes the
+//! request ([`crate::tls::Trust`]).
+
+use crate::tls::Trust;
 
 /// How many redirects (all within the origin) one request may follow.
 pub const MAX_REDIRECTS: usize = 10;
 
+/// [`http_client_trusting`] this process's roots ([`Trust::of_process`]).
+pub fn http_client() -> Result<reqwest::Client, String> {
+    http_client_trusting(&Trust::of_process())
+}
+
 /// An HTTP client that never goes through a proxy (servers are reached as configured),
 /// follows redirects only within the origin ([`redirect_policy`]) and verifies HTTPS against
-/// the platform's roots plus `SSL_CERT_FILE` / `SSL_CERT_DIR` ([`crate::tls`]).
-pub fn http_client() -> Result<reqwest::Client, String> {
-    crate::tls::install_crypto_provider();
+/// the platform's roots plus the custom ones of `trust`.
+pub fn http_client_trusting(trust: &Trust) -> Result<reqwest::Client, String> {
+    let tls = trust
+        .client_config()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     reqwest::Client::builder()
         .no_proxy()
         .redirect(redirect_policy())
-        .tls_certs_merge(crate::tls::extra_roots())
+        .tls_backend_preconfigured(tls)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
-/// [`http_client`] off the async loop: building one reads the trusted roots from disk
-/// (tens of milliseconds).
+/// [`http_client`] off the async loop.
 pub async fn build_http_client() -> Result<reqwest::Client, String> {
-    tokio::task::spawn_blocking(http_client)
+    build_http_client_trusting(Trust::of_process()).await
+}
+
+/// [`http_client_trusting`] off the async loop: building one reads the trusted roots from
+/// disk (tens of milliseconds).
+pub async fn build_http_client_trusting(trust: Trust) -> Result<reqwest::Client, String> {
+    tokio::task::spawn_blocking(move || http_client_trusting(&trust))
         .await
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?
 }

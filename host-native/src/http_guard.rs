@@ -8,7 +8,9 @@
 //!    allowed with `--allow-origin` (exact match) or is the server's own loopback origin;
 //!    requests without one pass;
 //! 3. `Authorization: Bearer <token>` must carry the run's token, compared in constant time;
-//!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off);
+//!    otherwise 401 with `WWW-Authenticate: Bearer` (unless `--no-auth` turned this off). A
+//!    request that carries it marks its TCP connection [`Authorized`]: when the connection
+//!    cap is reached, such a connection is never closed to make room for a new one;
 //! 4. a request that would open a new MCP session (a POST without `Mcp-Session-Id`) gets 503
 //!    while `--max-sessions` sessions are open.
 //!
@@ -16,20 +18,26 @@
 //! `200 OK` as MCP clients expect (rmcp says `202 Accepted`, which the Python SDK logs as
 //! "Session termination failed: 202" on every close).
 //!
+//! Before any of this, the connections themselves are bounded ([`ConnectionLimits`]): a
+//! request's headers must arrive within `--header-timeout-secs`, an idle keep-alive
+//! connection is closed after as long, and at most `--max-connections` are open
+//! ([`crate::gateway`]'s `connections` module).
+//!
 //! Idle sessions are closed by rmcp's own session keep-alive
 //! ([`SessionConfig::keep_alive`](rmcp::transport::streamable_http_server::session::local::SessionConfig)),
 //! which removes them from the session manager, so their memory is released.
 //!
 //! The token is 32 bytes from the OS RNG, hex-encoded, written to a `0600` file in the state
-//! directory ([`TokenFile`], removed when dropped), or read from a file the user made
+//! directory ([`TokenFile`]: locked while the run lives, removed when dropped, and removed by
+//! the next run when a killed run left it), or read from a file the user made
 //! ([`Token::from_file`]). It never appears in a log or a `Debug` output.
 
 use std::fmt;
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,10 +49,55 @@ use axum::middleware::Next;
 use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
+mod token_file;
+pub use token_file::TokenFile;
+
 /// The default of `--max-sessions`.
 pub const DEFAULT_MAX_SESSIONS: u32 = 64;
 /// The default of `--session-idle-secs`.
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 600;
+/// The default of `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+/// The default of `--header-timeout-secs`.
+pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
+
+/// How many TCP connections `serve --http` keeps open and how long one may take to send a
+/// request's headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// At most this many connections at once (`--max-connections`); past it, the oldest
+    /// connection that has not carried the token is closed (or the new one, when all have).
+    pub max_connections: usize,
+    /// A request's headers must be complete this long after the server starts reading them;
+    /// an idle keep-alive connection is closed after as long (`--header-timeout-secs`).
+    pub header_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS as usize,
+            header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
+        }
+    }
+}
+
+/// Whether a request carrying the bearer token came over a TCP connection: the connection
+/// puts it in each request's extensions, [`check`] sets it.
+#[derive(Clone, Debug, Default)]
+pub struct Authorized(Arc<AtomicBool>);
+
+impl Authorized {
+    /// Marks the connection.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a request on the connection carried the token.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// A bearer token. Its `Debug` output is redacted; it is never logged.
 #[derive(Clone)]
@@ -138,63 +191,6 @@ fn constant_time_eq(expected: &[u8], presented: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-/// A token file written for this run; removed when dropped.
-#[derive(Debug)]
-pub struct TokenFile {
-    path: PathBuf,
-}
-
-impl TokenFile {
-    /// Writes `token` to `<state_dir>/serve-<session_id>.token`, mode 0600 (the directory is
-    /// created with mode 0700 if missing). A file left by a killed run is replaced.
-    ///
-    /// # Errors
-    /// The directory or the file cannot be created or written.
-    pub fn write(state_dir: &Path, session_id: &str, token: &Token) -> anyhow::Result<TokenFile> {
-        if !state_dir.is_dir() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(state_dir)
-                .with_context(|| format!("creating the state directory {}", state_dir.display()))?;
-        }
-        let path = state_dir.join(format!("serve-{session_id}.token"));
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("removing the stale token file {}", path.display()))
-            }
-        }
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("creating the token file {}", path.display()))?;
-        // The guard exists before the write, so a failed write leaves no file behind.
-        let guard = TokenFile { path };
-        // The mode given to open() is filtered by the umask; make sure it is exactly 0600.
-        file.set_permissions(fs::Permissions::from_mode(0o600))
-            .and_then(|()| writeln!(file, "{}", token.expose()))
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("writing the token file {}", guard.path.display()))?;
-        Ok(guard)
-    }
-
-    /// Where the token is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TokenFile {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
 /// What `serve --http` lets through.
 #[derive(Clone, Debug)]
 pub struct GuardOptions {
@@ -206,6 +202,8 @@ pub struct GuardOptions {
     pub max_sessions: usize,
     /// A session without a request for this long is closed (`--session-idle-secs`).
     pub session_idle: Duration,
+    /// The cap on TCP connections and the header-read timeout.
+    pub connections: ConnectionLimits,
 }
 
 impl GuardOptions {
@@ -216,6 +214,7 @@ impl GuardOptions {
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS as usize,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -338,6 +337,9 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             HeaderValue::from_static("Bearer realm=\"mcp-reconcile\""),
         );
         return response;
+    }
+    if let Some(connection) = request.extensions().get::<Authorized>() {
+        connection.set();
     }
     let opens_session =
         request.method() == axum::http::Method::POST && !headers.contains_key("mcp-session-id");

@@ -13,6 +13,10 @@
 //! shell a command was typed in rather than anything a server reads, and mcp-reconcile's own
 //! (`MCP_RECONCILE_*`, e.g. its log filter); a shared process gets the values of the session
 //! that started it for those.
+//!
+//! `SSL_CERT_FILE` and `SSL_CERT_DIR` count like any other variable, and must: a remote
+//! connection trusts the roots its session names there ([`crate::tls::Trust::of_launch`]), so
+//! two sessions with different trust never share one (when remote connections are pooled).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -129,6 +133,29 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             tokens: None,
+        }
+    }
+
+    #[test]
+    fn a_remote_servers_key_covers_the_sessions_trust_anchors() {
+        for var in crate::tls::TRUST_VARIABLES {
+            assert!(
+                !NOT_COUNTED.contains(&var) && !var.starts_with(OWN_PREFIX),
+                "{var}"
+            );
+        }
+        let id = ConnectionId("r::0123456789abcdef".into());
+        let remote = config(r#"{"httpUrl":"https://mcp.example/mcp"}"#);
+        let plain = launch("/p", &[("PATH", "/bin")]).shared_id(&id, &remote);
+        for var in crate::tls::TRUST_VARIABLES {
+            let one = launch("/p", &[("PATH", "/bin"), (var, "/ca/one.pem")]);
+            let two = launch("/p", &[("PATH", "/bin"), (var, "/ca/two.pem")]);
+            assert_ne!(one.shared_id(&id, &remote), plain, "{var}");
+            assert_ne!(
+                one.shared_id(&id, &remote),
+                two.shared_id(&id, &remote),
+                "{var}"
+            );
         }
     }
 

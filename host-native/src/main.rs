@@ -94,7 +94,7 @@ enum Front {
     /// stderr; runs until the client leaves or Ctrl-C / SIGTERM.
     Serve {
         /// `--http`: the address and what every request must carry.
-        http: Option<(std::net::SocketAddr, HttpGuard)>,
+        http: Option<(std::net::SocketAddr, Box<HttpGuard>)>,
         /// `--passthrough NAME`: only that server, under its own names.
         passthrough: Option<String>,
     },
@@ -141,7 +141,7 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {
                 None => serve_stdio(gateway).await,
-                Some((addr, guard)) => serve_http(addr, guard, gateway).await,
+                Some((addr, guard)) => serve_http(addr, *guard, gateway).await,
             };
             (result, host_task, Some(announcer))
         }
@@ -209,7 +209,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let inputs = Inputs::new(&args.layers.options())?;
     // The HTTP guard before any server starts: a bad --token-file stops here.
     let http = match args.http {
-        Some(addr) => Some((addr, http_guard(&args, &inputs)?)),
+        Some(addr) => Some((addr, Box::new(http_guard(&args, &inputs)?))),
         None => None,
     };
     let passthrough = args.passthrough.clone();
@@ -258,6 +258,9 @@ async fn daemon(args: DaemonArgs) -> anyhow::Result<()> {
     if args.status {
         return cli::commands::daemon_status(&daemon::socket_dir(&env), args.json).await;
     }
+    // The daemon's environment is that of the session that started it: its SSL_CERT_FILE /
+    // SSL_CERT_DIR must not be trusted for every other session's connections.
+    mcp_reconcile::tls::distrust_process_environment();
     let options = DaemonOptions {
         drain: std::time::Duration::from_millis(args.drain_ms),
         idle_exit: std::time::Duration::from_millis(args.idle_exit_ms),
@@ -386,6 +389,10 @@ fn http_guard(args: &ServeArgs, inputs: &Inputs) -> anyhow::Result<HttpGuard> {
             allowed_origins: args.allow_origin.clone(),
             max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
             session_idle: std::time::Duration::from_secs(args.session_idle_secs),
+            connections: mcp_reconcile::http_guard::ConnectionLimits {
+                max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+                header_timeout: std::time::Duration::from_secs(args.header_timeout_secs),
+            },
         },
         token_path,
         _written: written,

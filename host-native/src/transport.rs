@@ -359,7 +359,8 @@ async fn connect_http(
     check_http_url(&url).map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let headers = remote::configured_headers(config, &ctx.name)
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
-    let client = crate::http_client::build_http_client()
+    let trust = crate::tls::Trust::of_launch(opts.launch.as_deref());
+    let client = crate::http_client::build_http_client_trusting(trust)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let (bearer, custom) = remote::split_bearer(headers);
@@ -368,7 +369,7 @@ async fn connect_http(
     let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone(), &ctx);
-    let oauth = oauth_manager(&mut ctx, config, &url, &opts)
+    let oauth = oauth_manager(&mut ctx, config, &url, &opts, &client)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let outcome = match oauth {
@@ -423,7 +424,8 @@ async fn connect_sse(
     let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
     check_http_url(&url).map_err(spawn_error)?;
     let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
-    let client = crate::http_client::build_http_client()
+    let trust = crate::tls::Trust::of_launch(opts.launch.as_deref());
+    let client = crate::http_client::build_http_client_trusting(trust)
         .await
         .map_err(spawn_error)?;
     let failure = Failure::default();

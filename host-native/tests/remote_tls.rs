@@ -4,7 +4,8 @@
 //! machine's environment may set both). Trusted, the server connects, lists its tools and
 //! survives a reconnect, a restart and a changed header while a stdio server beside it is never
 //! touched; with another CA, `status` says the certificate is not trusted and what to do, and
-//! the failure backs off like any other.
+//! the failure backs off like any other. Daemon sessions each trust their own
+//! `SSL_CERT_FILE`, never the daemon's or another session's.
 
 mod common;
 
@@ -254,4 +255,212 @@ fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
     let log = watch.stop();
     assert!(log.contains("certificate not trusted"), "{log}");
     assert!(!log.contains(HEADER_SECRET), "{log}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// daemon sessions: each trusts its own SSL_CERT_FILE, never the daemon's or another session's
+
+/// A process in its own group, killed with its group on drop.
+struct Group(std::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// `p`'s flags with another project directory (same user settings, so the same servers).
+fn flags_in(p: &Project, project: &str) -> Vec<String> {
+    let mut flags = p.flags();
+    let at = flags
+        .iter()
+        .position(|f| f == "--project")
+        .expect("--project");
+    let dir = p.path(project);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    flags[at + 1] = dir.to_string_lossy().into_owned();
+    flags
+}
+
+/// `command` with `SSL_CERT_FILE` = `ca` (or unset) and no `SSL_CERT_DIR`, whatever this
+/// machine's environment says, in the test's runtime dir (where its daemon listens).
+fn trusting(command: &mut Command, run: &Path, ca: Option<&Path>) {
+    command
+        .env("XDG_RUNTIME_DIR", run)
+        .env("MCP_RECONCILE_LOG", "info")
+        .env_remove("SSL_CERT_DIR");
+    match ca {
+        Some(ca) => command.env("SSL_CERT_FILE", ca),
+        None => command.env_remove("SSL_CERT_FILE"),
+    };
+}
+
+/// The daemon, its own environment trusting `ca`.
+fn start_daemon(p: &Project, run: &Path, ca: &Path) -> Group {
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::File::create(p.path("daemon.log")).expect("log");
+    let mut command = Command::new(cli());
+    command
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "60000"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0);
+    trusting(&mut command, run, Some(ca));
+    let daemon = Group(command.spawn().expect("daemon starts"));
+    let socket = run.join("mcp-reconcile/daemon.sock");
+    let start = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    daemon
+}
+
+/// A stdio `serve` (a daemon session) for project dir `project` with `ca` as its
+/// SSL_CERT_FILE, and an rmcp client on its stdio.
+async fn attach(
+    p: &Project,
+    run: &Path,
+    project: &str,
+    ca: Option<&Path>,
+) -> (Group, rmcp::service::RunningService<rmcp::RoleClient, ()>) {
+    use rmcp::ServiceExt;
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p.path("serve.log"))
+        .expect("log");
+    let mut command = Command::new(cli());
+    command
+        .arg("serve")
+        .args(flags_in(p, project))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .process_group(0);
+    trusting(&mut command, run, ca);
+    let mut child = command.spawn().expect("serve starts");
+    let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().expect("stdin"))
+        .expect("async stdin");
+    let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().expect("stdout"))
+        .expect("async stdout");
+    let group = Group(child);
+    let client = tokio::time::timeout(PATIENCE, ().serve((stdout, stdin)))
+        .await
+        .expect("handshake in time")
+        .expect("the daemon's session completes the MCP handshake");
+    (group, client)
+}
+
+/// `status --json` of the daemon session for project dir `project`.
+fn session_status(p: &Project, run: &Path, project: &str) -> Vec<Value> {
+    let mut command = Command::new(cli());
+    command
+        .args(["status", "--json"])
+        .args(flags_in(p, project))
+        .stdin(Stdio::null());
+    trusting(&mut command, run, None);
+    let out = command.output().expect("status runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().next().unwrap_or("[]")).unwrap_or_default()
+}
+
+async fn wait_session(
+    p: &Project,
+    run: &Path,
+    project: &str,
+    what: &str,
+    pred: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let start = Instant::now();
+    loop {
+        let status = session_status(p, run, project);
+        if pred(&status) {
+            return status;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "timed out waiting for {what}; last status: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn tool_names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
+    let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
+        .await
+        .expect("tools/list in time")
+        .expect("tools/list");
+    tools.into_iter().map(|t| t.name.into_owned()).collect()
+}
+
+/// Three sessions of one daemon reach the same https URL. The daemon itself was started with
+/// the test CA as its SSL_CERT_FILE (as when the first session to start it had one): that
+/// must not make anyone else trust it. The session whose own SSL_CERT_FILE is the CA
+/// connects; the one without any fails with the certificate error and says its
+/// SSL_CERT_FILE is not set; the one with another CA fails naming that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_daemon_session_trusts_its_own_ca_not_the_daemons_or_another_sessions() {
+    let certs = Certs::new();
+    let server = Https::start(&certs, "127.0.0.1:0");
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"secure": {"httpUrl": server.url}}}));
+    let run = p.path("run");
+    std::fs::create_dir_all(&run).expect("runtime dir");
+    let ca = certs.path("ca.pem");
+    let other_ca = certs.path("other-ca.pem");
+    let _daemon = start_daemon(&p, &run, &ca);
+
+    let (_trusting, with_ca) = attach(&p, &run, "with-ca", Some(&ca)).await;
+    let (_plain, without) = attach(&p, &run, "without", None).await;
+    let (_other, with_other) = attach(&p, &run, "with-other", Some(&other_ca)).await;
+
+    let status = wait_session(&p, &run, "with-ca", "secure connected", |s| {
+        all_connected(s, &["secure"])
+    })
+    .await;
+    assert_eq!(field(&status, "secure", "tools"), 2, "{status:#?}");
+    let names = tool_names(&with_ca).await;
+    assert!(names.iter().any(|n| n == "mcp__secure__echo"), "{names:?}");
+
+    let failed = |s: &[Value]| state_of(s, "secure") == "failed";
+    let status = wait_session(&p, &run, "without", "secure to fail", failed).await;
+    let error = field(&status, "secure", "lastError")
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains("certificate not trusted: ")
+            && error.contains("SSL_CERT_FILE is not set")
+            && !error.contains(&ca.display().to_string()),
+        "{error}"
+    );
+    let names = tool_names(&without).await;
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__secure__")),
+        "{names:?}"
+    );
+
+    let status = wait_session(&p, &run, "with-other", "secure to fail", failed).await;
+    let error = field(&status, "secure", "lastError")
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains("certificate not trusted: ")
+            && error.contains(&format!("SSL_CERT_FILE={}", other_ca.display())),
+        "{error}"
+    );
+    let names = tool_names(&with_other).await;
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__secure__")),
+        "{names:?}"
+    );
+    for client in [with_ca, without, with_other] {
+        let _ = client.cancel().await;
+    }
 }

@@ -1,7 +1,8 @@
 //! End-to-end: `mcp-reconcile serve --http` is not an open door. A real `serve` (child
 //! process, own process group, killed on drop) on 127.0.0.1, driven with raw HTTP requests
 //! (reqwest) and with rmcp's client: bearer token, Origin / Host checks, session cap, idle
-//! expiry, the token file's mode and lifetime, `--token-file`.
+//! expiry, the token file's mode and lifetime, `--token-file`, and the TCP connections
+//! themselves (header-read timeout, idle keep-alive, connection cap: slowloris).
 
 mod common;
 
@@ -34,12 +35,26 @@ impl Served {
     /// Starts `serve --http 127.0.0.1:0` with `extra` flags; reads the URL and the token
     /// file's path from stdout.
     async fn start(p: &Project, extra: &[&str]) -> Served {
-        let log = p.path("serve.log");
+        Served::start_with(p.flags(), p.path("serve.log"), extra).await
+    }
+
+    /// [`Served::start`] for the project directory `project` (another session over the same
+    /// state dir), logging to `<project>.log`.
+    async fn start_in(p: &Project, project: &str, extra: &[&str]) -> Served {
+        Served::start_with(
+            flags_in(p, project),
+            p.path(&format!("{project}.log")),
+            extra,
+        )
+        .await
+    }
+
+    async fn start_with(flags: Vec<String>, log: PathBuf, extra: &[&str]) -> Served {
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
         command
             .args(["serve", "--http", "127.0.0.1:0"])
-            .args(p.flags())
+            .args(flags)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -95,6 +110,22 @@ impl Served {
 
     fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL, then waits for the exit: nothing of serve's own clean-up runs.
+    async fn kill(self) {
+        let Served {
+            mut child, _group, ..
+        } = self;
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(_group.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        tokio::time::timeout(PATIENCE, child.wait())
+            .await
+            .expect("serve dies on SIGKILL")
+            .expect("wait");
+        std::mem::forget(_group);
     }
 
     /// SIGTERM, then waits for the exit.
@@ -550,10 +581,14 @@ async fn an_idle_session_is_closed_and_makes_room() {
 
 /// Runs `serve --http` expecting it to refuse to start; its stderr.
 async fn refused_start(p: &Project, extra: &[&str]) -> String {
+    refused_start_with(p.flags(), extra).await
+}
+
+async fn refused_start_with(flags: Vec<String>, extra: &[&str]) -> String {
     let mut command = std::process::Command::new(cli());
     command
         .args(["serve", "--http", "127.0.0.1:0"])
-        .args(p.flags())
+        .args(flags)
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -667,4 +702,291 @@ async fn a_delete_ends_the_session_with_200() {
     assert_eq!(listed.status, 200, "{listed:?}");
     let status = served.stop().await;
     assert!(status.success(), "{status}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// connections: the header-read timeout and the connection cap (slowloris)
+
+/// A TCP connection that sent the start of a request and never finishes its headers.
+fn unfinished_request(port: u16) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            )
+            .as_bytes(),
+        )
+        .expect("send the first headers");
+    stream.set_nonblocking(true).expect("non-blocking");
+    stream
+}
+
+/// Whether the server closed `stream` (end of file or reset); reads and drops whatever it
+/// sent before.
+fn closed_by_server(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut buffer = [0_u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+}
+
+fn count_closed(streams: &mut [std::net::TcpStream]) -> usize {
+    streams
+        .iter_mut()
+        .map(closed_by_server)
+        .filter(|closed| *closed)
+        .count()
+}
+
+/// The sockets process `pid` has open (listener, connections, ...), from /proc.
+fn sockets_of(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("/proc/PID/fd")
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            fs::read_link(entry.path())
+                .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+        })
+        .count()
+}
+
+/// Polls `pred` until it holds; fails after [`PATIENCE`].
+async fn eventually(what: &str, mut pred: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !pred() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An rmcp client with the token: initialize, then tools/list.
+async fn client_with_token(served: &Served) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let transport = StreamableHttpClientTransport::with_client(
+        http(),
+        StreamableHttpClientTransportConfig::with_uri(served.url.clone())
+            .auth_header(served.token()),
+    );
+    tokio::time::timeout(PATIENCE, ().serve(transport))
+        .await
+        .expect("handshake in time")
+        .expect("handshake with the token")
+}
+
+async fn tool_names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
+    let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
+        .await
+        .expect("tools/list in time")
+        .expect("tools/list");
+    tools.into_iter().map(|t| t.name.into_owned()).collect()
+}
+
+/// Slowloris: connections that never finish their headers cannot crowd out the user's own
+/// client. Past `--max-connections` the oldest connection without the token is closed, so the
+/// server never holds more than the cap, and a client with the token is served at once while
+/// the flood is still open (the header timeout here is far longer than the test: only the cap
+/// closes connections). A connection that has carried the token is never closed for a newer
+/// one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_unfinished_requests_is_capped_and_the_users_client_is_still_served() {
+    const CAP: usize = 8;
+    const FLOOD: usize = 40;
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let served = Served::start(
+        &p,
+        &["--max-connections", "8", "--header-timeout-secs", "3600"],
+    )
+    .await;
+    let pid = served._group.0;
+    let before = sockets_of(pid);
+
+    let mut flood: Vec<_> = (0..FLOOD)
+        .map(|_| unfinished_request(served.port))
+        .collect();
+    eventually("all but the newest 8 unfinished connections closed", || {
+        count_closed(&mut flood) >= FLOOD - CAP
+    })
+    .await;
+    assert_eq!(count_closed(&mut flood), FLOOD - CAP, "only the cap closes");
+    let open = sockets_of(pid);
+    assert!(
+        open <= before + CAP,
+        "serve holds {open} sockets, {before} before the flood, cap {CAP}"
+    );
+
+    // The user's client is served while the flood's connections are open.
+    let client = client_with_token(&served).await;
+    assert_eq!(tool_names(&client).await, ["mcp__a__echo"]);
+    let still_open = FLOOD - count_closed(&mut flood);
+    assert!(
+        still_open >= 1,
+        "the flood was gone before the client was served"
+    );
+
+    // A second flood closes none of the client's connections: it keeps working.
+    let mut second: Vec<_> = (0..FLOOD)
+        .map(|_| unfinished_request(served.port))
+        .collect();
+    eventually("the second flood capped", || {
+        count_closed(&mut second) >= FLOOD - CAP
+    })
+    .await;
+    assert_eq!(tool_names(&client).await, ["mcp__a__echo"]);
+    let open = sockets_of(pid);
+    assert!(
+        open <= before + CAP + 1,
+        "serve holds {open} sockets, {before} before the floods, cap {CAP}"
+    );
+    let _ = client.cancel().await;
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
+/// Without flags the cap is 256 connections: 300 unfinished requests leave 256 open, and a
+/// client with the token is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_at_most_256_connections_are_open() {
+    const FLOOD: usize = 300;
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let served = Served::start(&p, &[]).await;
+    let pid = served._group.0;
+    let before = sockets_of(pid);
+    let mut flood: Vec<_> = (0..FLOOD)
+        .map(|_| unfinished_request(served.port))
+        .collect();
+    eventually("all but the newest 256 closed", || {
+        count_closed(&mut flood) >= FLOOD - 256
+    })
+    .await;
+    let open = sockets_of(pid);
+    assert!(open <= before + 256, "{open} sockets, {before} before");
+    let client = client_with_token(&served).await;
+    assert_eq!(tool_names(&client).await, ["mcp__a__echo"]);
+    let _ = client.cancel().await;
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
+/// A connection that does not finish its request's headers within `--header-timeout-secs` is
+/// closed, whether it sent part of them or nothing; so is a keep-alive connection that
+/// finished a request and then sent nothing more. Afterwards serve holds no more sockets than
+/// before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_requests_and_idle_keep_alive_connections_are_closed_after_the_header_timeout() {
+    use std::io::{Read, Write};
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let served = Served::start(&p, &["--header-timeout-secs", "2"]).await;
+    let pid = served._group.0;
+    let before = sockets_of(pid);
+
+    let mut connections: Vec<_> = (0..20).map(|_| unfinished_request(served.port)).collect();
+    let silent = std::net::TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    silent.set_nonblocking(true).expect("non-blocking");
+    connections.push(silent);
+    // A complete request (refused: no token), answered, then nothing: kept alive, idle.
+    let mut idle = std::net::TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    idle.write_all(
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
+            served.port
+        )
+        .as_bytes(),
+    )
+    .expect("send a request");
+    idle.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let mut head = [0_u8; 12];
+    idle.read_exact(&mut head).expect("an answer");
+    assert_eq!(&head, b"HTTP/1.1 401", "{}", String::from_utf8_lossy(&head));
+    idle.set_nonblocking(true).expect("non-blocking");
+    connections.push(idle);
+
+    let total = connections.len();
+    eventually("every connection closed by the header timeout", || {
+        count_closed(&mut connections) == total
+    })
+    .await;
+    eventually("serve's sockets back to where they were", || {
+        sockets_of(pid) <= before
+    })
+    .await;
+    let status = served.stop().await;
+    assert!(status.success(), "{status}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// token files of runs that are gone
+
+/// `p`'s flags with another project directory: another session over the same state dir.
+fn flags_in(p: &Project, project: &str) -> Vec<String> {
+    let mut flags = p.flags();
+    let at = flags
+        .iter()
+        .position(|f| f == "--project")
+        .expect("--project");
+    let dir = p.path(project);
+    fs::create_dir_all(&dir).expect("project dir");
+    flags[at + 1] = dir.to_string_lossy().into_owned();
+    flags
+}
+
+/// A `serve --http` killed with SIGKILL cannot remove its token file; the next
+/// `serve --http` over the same state dir does, whatever its session, while the token file of
+/// a running one is kept. A second `serve --http` for the same files as a running one is
+/// refused and leaves the running one's token file (and token) alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_serves_token_file_is_removed_by_the_next_start_and_a_running_ones_is_kept() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {}}));
+    let killed = Served::start_in(&p, "one", &[]).await;
+    let stale = killed.token_file.clone();
+    killed.kill().await;
+    assert!(stale.exists(), "SIGKILL leaves the token file behind");
+
+    let running = Served::start_in(&p, "two", &[]).await;
+    assert_ne!(running.token_file, stale, "another session, another file");
+    assert!(
+        !stale.exists(),
+        "the killed run's token file is still there: {}",
+        stale.display()
+    );
+
+    let third = Served::start_in(&p, "three", &[]).await;
+    assert!(
+        running.token_file.exists(),
+        "a running serve's token file was removed"
+    );
+    let token = running.token();
+
+    let refused = refused_start_with(flags_in(&p, "two"), &[]).await;
+    assert!(
+        refused.contains("another `mcp-reconcile serve --http` for these files is running"),
+        "{refused}"
+    );
+    assert_eq!(
+        running.token(),
+        token,
+        "the running serve's token file was replaced"
+    );
+    let ok = running
+        .initialize(&[("authorization", &running.bearer())])
+        .await;
+    assert_eq!(ok.status, 200, "{ok:?}");
+
+    for served in [running, third] {
+        let file = served.token_file.clone();
+        let status = served.stop().await;
+        assert!(status.success(), "{status}");
+        assert!(!file.exists(), "{}", file.display());
+    }
 }

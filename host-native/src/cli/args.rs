@@ -164,6 +164,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = http_guard::DEFAULT_SESSION_IDLE_SECS,
           value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
     pub session_idle_secs: u64,
+    /// With --http: at most N TCP connections at once. Past it, the
+    /// oldest connection that has not sent the bearer token is closed to
+    /// make room (or the new one, when every open connection has sent it).
+    #[arg(long, value_name = "N", default_value_t = http_guard::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..), requires = "http")]
+    pub max_connections: u32,
+    /// With --http: close a connection whose request headers are not
+    /// complete SECS after the server starts reading them; an idle
+    /// keep-alive connection is closed after as long.
+    #[arg(long, value_name = "SECS", default_value_t = http_guard::DEFAULT_HEADER_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub header_timeout_secs: u64,
     /// Attach to the per-user daemon (started if none runs): the default on
     /// stdio without --passthrough. Servers are shared with every other
     /// session that would start them identically, and several `serve`s for

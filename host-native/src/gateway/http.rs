@@ -12,8 +12,10 @@ use crate::session::Session;
 /// Serves `gateway` over streamable HTTP at `http://ADDR/mcp`; every client session shares
 /// the one host. Only loopback addresses are accepted (port 0 picks a free port). Every
 /// request passes [`http_guard::check`](crate::http_guard::check) first (Host, Origin, bearer
-/// token, session cap); sessions idle for `guard.session_idle` are closed. Returns the bound
-/// address; the server stops when `stop` is cancelled.
+/// token, session cap); sessions idle for `guard.session_idle` are closed. Connections are
+/// bounded by `guard.connections` (a header-read timeout, a cap on open connections: see
+/// [`connections`](super::connections)). Returns the bound address; the server stops when
+/// `stop` is cancelled.
 ///
 /// # Errors
 /// A non-loopback address, or the address cannot be bound.
@@ -53,19 +55,12 @@ pub async fn serve_http<S: Session>(
     sessions.session_config = session_config;
     let sessions = Arc::new(sessions);
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
+    let limits = guard.connections;
     let guard = Arc::new(Guard::new(guard, bound.port(), sessions));
     let router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(crate::http_guard::session_ended))
         .layer(axum::middleware::from_fn_with_state(guard, check));
-    let task = tokio::spawn(async move {
-        let shutdown = async move { stop.cancelled().await };
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::warn!("the HTTP gateway stopped: {e}");
-        }
-    });
+    let task = tokio::spawn(super::connections::serve(listener, router, limits, stop));
     Ok((bound, task))
 }

@@ -8,12 +8,15 @@ use super::{ConnectOptions, Ctx};
 
 /// The OAuth manager a streamable-HTTP connection authorizes with, and its token store: when
 /// the entry has `oauth.enabled` or the token file holds credentials for its URL. Stored token
-/// values join the connection's secrets, so no message can show them.
+/// values join the connection's secrets, so no message can show them. The manager's
+/// requests (discovery, tokens) go through `client`, the connection's own, so they trust
+/// the same roots as the connection (its session's).
 pub(super) async fn oauth_manager(
     ctx: &mut Ctx,
     config: &ServerConfig,
     url: &str,
     opts: &ConnectOptions,
+    client: &reqwest::Client,
 ) -> Result<
     Option<(
         rmcp::transport::auth::AuthorizationManager,
@@ -29,8 +32,11 @@ pub(super) async fn oauth_manager(
     };
     if entry.client_credentials {
         // A machine client: fetch a token now (there is no refresh token to keep).
-        let manager = crate::auth::manager(url, &entry, store.clone())
+        let mut manager = crate::auth::manager(url, &entry, store.clone())
             .await
+            .map_err(|e| format!("cannot set up OAuth: {e}"))?;
+        manager
+            .with_client(client.clone())
             .map_err(|e| format!("cannot set up OAuth: {e}"))?;
         let manager = crate::auth::client_credentials(manager, url, &entry, base_dir)
             .await
@@ -62,6 +68,9 @@ pub(super) async fn oauth_manager(
     }
     let mut manager = crate::auth::manager(url, &entry, store.clone())
         .await
+        .map_err(|e| format!("cannot set up OAuth: {e}"))?;
+    manager
+        .with_client(client.clone())
         .map_err(|e| format!("cannot set up OAuth: {e}"))?;
     if stored.is_some() {
         // Discovers the authorization server and configures the stored client; without
