@@ -59,6 +59,8 @@ pub struct Launch {
     pub dir: PathBuf,
     /// The environment a server is spawned with (before its own `env`).
     pub vars: BTreeMap<String, String>,
+    /// The rest of it: variables whose name or value is not UTF-8, as bytes.
+    pub raw: Vec<(Vec<u8>, Vec<u8>)>,
     /// The session's OAuth token file (its layout's), for the remote servers it starts.
     pub tokens: Option<crate::auth::TokenFile>,
 }
@@ -68,6 +70,7 @@ impl std::fmt::Debug for Launch {
         f.debug_struct("Launch")
             .field("dir", &self.dir)
             .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .field("raw", &self.raw.len())
             .field("tokens", &self.tokens)
             .finish()
     }
@@ -86,7 +89,7 @@ impl Launch {
 
     /// The key under which the pool shares `config`'s connection `id` for this session:
     /// `<name>::<16 hex>` of a hash over `id`, the effective working directory, every
-    /// counted variable (name and value) and the token file. Equal exactly when the process would be started
+    /// counted variable (name and value), every non-UTF-8 one and the token file. Equal exactly when the process would be started
     /// identically. The hash is one-way: no value can be read back from it.
     pub fn shared_id(&self, id: &ConnectionId, config: &ServerConfig) -> ConnectionId {
         let mut hash = Sha256::new();
@@ -99,6 +102,10 @@ impl Launch {
         for (key, value) in self.counted() {
             part(key.as_bytes());
             part(value.as_bytes());
+        }
+        for (key, value) in &self.raw {
+            part(key);
+            part(value);
         }
         // A remote connection (shared only with `pool_remote`) authorizes from this file.
         if let Some(tokens) = &self.tokens {
@@ -132,6 +139,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            raw: Vec::new(),
             tokens: None,
         }
     }

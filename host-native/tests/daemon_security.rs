@@ -416,3 +416,51 @@ async fn a_servers_grandchild_dies_when_the_daemon_is_killed() {
     );
     drop(session);
 }
+
+#[test]
+fn a_daemon_session_passes_on_environment_values_that_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let rt = runtime_dir();
+    let (daemon, _log) = start_daemon(rt.path());
+    let p = Project::new();
+    let seen = p.path("seen");
+    p.write_settings(json!({"mcpServers": {"e": {
+        "command": "sh",
+        "args": [
+            "-c",
+            "echo $PPID > \"$0.parent\"; printf %s \"$LATIN1_VALUE\" > \"$0.tmp\" && mv \"$0.tmp\" \"$0\"; exec \"$1\" --name e --tools echo",
+            seen.to_string_lossy(),
+            fixture().to_string_lossy(),
+        ],
+    }}}));
+    let value = b"caf\xe9 cr\xe8me";
+    let mut serve = Command::new(cli())
+        .arg("serve")
+        .args(p.flags())
+        .env("XDG_RUNTIME_DIR", rt.path())
+        .env("LATIN1_VALUE", std::ffi::OsStr::from_bytes(value))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("serve starts");
+    let start = Instant::now();
+    while !seen.exists() && start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let pgid = nix::unistd::Pid::from_raw(serve.id() as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    let _ = serve.wait();
+    assert_eq!(
+        fs::read(&seen).expect("the server ran"),
+        value,
+        "the value reached the server changed or not at all"
+    );
+    let parent = fs::read_to_string(p.path("seen.parent")).expect("parent pid");
+    assert_eq!(
+        parent.trim(),
+        daemon.child.id().to_string(),
+        "the daemon, not serve itself, started the server"
+    );
+}

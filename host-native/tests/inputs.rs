@@ -53,6 +53,7 @@ impl World {
             ]),
             cwd: self.project(),
             home: Some(self.home()),
+            raw: Vec::new(),
         }
     }
 

@@ -96,6 +96,7 @@ pub(crate) async fn run(
 ) {
     let attaching = registry.attaching();
     let launch_vars = attach.env.vars.clone();
+    let launch_raw = attach.env.raw.clone();
     let inputs = match Inputs::with_env(&attach.options, attach.env) {
         Ok(inputs) => inputs,
         Err(e) => {
@@ -108,6 +109,7 @@ pub(crate) async fn run(
     let launch = Arc::new(Launch {
         dir: inputs.project_dir().to_path_buf(),
         vars: launch_vars,
+        raw: launch_raw,
         tokens: Some(inputs.paths().oauth_tokens.clone()),
     });
     session.set_launch((*launch).clone());

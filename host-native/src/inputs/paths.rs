@@ -113,6 +113,10 @@ pub struct HostEnv {
     pub cwd: PathBuf,
     /// The user's home directory, if known.
     pub home: Option<PathBuf>,
+    /// The variables whose name or value is not UTF-8, as bytes: never expanded into a config
+    /// (`$VAR` needs text), but passed on as they are to the servers a daemon session starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for HostEnv {
@@ -121,6 +125,7 @@ impl std::fmt::Debug for HostEnv {
             .field("vars", &self.vars.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
             .field("home", &self.home)
+            .field("raw", &self.raw.len())
             .finish()
     }
 }
@@ -131,9 +136,22 @@ impl HostEnv {
     /// # Errors
     /// When the current directory cannot be read.
     pub fn from_process() -> anyhow::Result<Self> {
-        let vars: BTreeMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let mut vars = BTreeMap::new();
+        let mut raw = Vec::new();
+        for (key, value) in std::env::vars_os() {
+            match (key.into_string(), value.into_string()) {
+                (Ok(key), Ok(value)) => {
+                    vars.insert(key, value);
+                }
+                (key, value) => {
+                    let bytes = |s: Result<String, std::ffi::OsString>| match s {
+                        Ok(text) => text.into_bytes(),
+                        Err(os) => os.into_encoded_bytes(),
+                    };
+                    raw.push((bytes(key), bytes(value)));
+                }
+            }
+        }
         let cwd = std::env::current_dir()
             .context("cannot read the current directory; pass --project DIR")?;
         let home = vars
@@ -146,7 +164,12 @@ impl HostEnv {
                     .flatten()
                     .map(|u| u.dir)
             });
-        Ok(HostEnv { vars, cwd, home })
+        Ok(HostEnv {
+            vars,
+            cwd,
+            home,
+            raw,
+        })
     }
 
     /// A non-empty variable.

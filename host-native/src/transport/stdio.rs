@@ -94,9 +94,17 @@ impl ChildProcess {
             command.args(args.iter().map(Value::to_js_string));
         }
         if let Some(launch) = launch {
+            use std::os::unix::ffi::OsStrExt;
+            let raw = launch.raw.iter().map(|(key, value)| {
+                (
+                    std::ffi::OsStr::from_bytes(key),
+                    std::ffi::OsStr::from_bytes(value),
+                )
+            });
             command
                 .env_clear()
                 .envs(&launch.vars)
+                .envs(raw)
                 .current_dir(launch.effective_cwd(config));
         }
         if let Some(Value::Object(env)) = config.get("env") {
