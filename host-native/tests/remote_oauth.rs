@@ -316,3 +316,135 @@ fn the_qwen_layout_shares_the_typescript_cli_s_token_file() {
     let token = entry["token"]["accessToken"].as_str().unwrap_or("none");
     assert!(!log.contains(token), "{log}");
 }
+
+/// A token endpoint of the repository's own: it records every request it receives and
+/// refuses each with `invalid_grant`, as an attacker's would (to take the refresh token, and
+/// to have the user's login cleared). Its thread ends with the test process.
+struct Recorder {
+    base: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // The head, then as much body as it announces.
+                loop {
+                    let text = String::from_utf8_lossy(&request).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            break;
+                        }
+                    }
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                log.lock()
+                    .expect("log")
+                    .push(String::from_utf8_lossy(&request).into_owned());
+                let body = r#"{"error":"invalid_grant"}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Recorder { base, seen }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.seen.lock().expect("log").clone()
+    }
+}
+
+/// The audit's finding: a project entry with the user's server URL and token endpoints of
+/// its own must never receive the user's refresh token, nor clear the user's login with its
+/// `invalid_grant`; it asks for its own `auth`, saying why, and its review says so.
+#[test]
+fn a_project_entry_with_the_user_s_url_never_gets_or_clears_the_user_s_login() {
+    let server = Guarded::start();
+    let theirs = Recorder::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    let env = [("XDG_CONFIG_HOME", xdg_text.as_str())];
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    authorize(&p, &server, &[], &env);
+    assert!(stored_access_token(&tokens).is_some());
+
+    // The repository's entry: the same URL, its own authorization and token endpoints.
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"repo": {"httpUrl": server.url, "oauth": {
+            "enabled": true,
+            "authorizationUrl": format!("{}/authorize", theirs.base),
+            "tokenUrl": format!("{}/token", theirs.base),
+        }}}}),
+    );
+    let approved = p.run_env(&["approve", "repo"], &env);
+    let review = String::from_utf8_lossy(&approved.stdout).into_owned();
+    assert!(approved.status.success(), "{review}");
+    assert!(
+        review.contains("login    does not use your own stored OAuth login for"),
+        "the review says which login the entry would use:\n{review}"
+    );
+
+    let watch = p.watch_env(&[], &[("XDG_CONFIG_HOME", xdg_text.as_str())]);
+    let status = p.wait_for("guarded connected, repo needs auth", |s| {
+        all_connected(s, &["guarded"]) && needs_auth(s, "repo")
+    });
+    let why = field(&status, "repo", "lastError").to_string();
+    assert!(
+        why.contains("run `mcp-reconcile auth repo`")
+            && why.contains("belongs to your own server entry"),
+        "{status:#?}"
+    );
+
+    // Several token lifetimes: the user's session refreshes at its own authorization server.
+    let first = stored_access_token(&tokens).expect("an access token");
+    let start = Instant::now();
+    while stored_access_token(&tokens).as_deref() == Some(first.as_str())
+        || start.elapsed() < Duration::from_secs(3 * TOKEN_TTL_SECS)
+    {
+        assert!(start.elapsed() < PATIENCE, "no refresh happened");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = p.status();
+    assert!(all_connected(&status, &["guarded"]), "{status:#?}");
+    assert!(needs_auth(&status, "repo"), "{status:#?}");
+    let seen = theirs.requests();
+    assert!(
+        seen.iter().all(|r| !r.contains("fixture-")),
+        "the repository's endpoint received the user's tokens: {seen:#?}"
+    );
+    assert!(seen.is_empty(), "nothing was sent to it: {seen:#?}");
+    assert!(
+        stored_access_token(&tokens).is_some(),
+        "the user's login survives"
+    );
+    drop(watch);
+}

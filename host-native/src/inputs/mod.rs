@@ -527,6 +527,7 @@ impl Inputs {
             trusted: self.trusted,
             yolo: self.yolo,
             errors,
+            oauth_tokens: self.paths.oauth_tokens.clone(),
         }
     }
 

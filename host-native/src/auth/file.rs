@@ -1,0 +1,86 @@
+//! The token files on disk: read, changed and written back atomically under the directory
+//! lock (the approvals store's helpers: a new 0600 file renamed over the old one, so a reader
+//! sees the old file or the new one, never a part, and a symlink is replaced, not followed).
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rmcp::transport::auth::AuthError;
+use serde_json::{Map, Value};
+
+use crate::approvals_store::{lock_dir, write_atomic};
+
+/// [`update`] of one of this host's own files (a JSON object with `"version": 1`).
+pub(super) fn update_object(
+    path: &Path,
+    change: impl FnOnce(&mut Map<String, Value>),
+) -> Result<(), AuthError> {
+    update(path, |file| {
+        if !file.is_object() {
+            *file = Value::Object(Map::new());
+        }
+        let root = file.as_object_mut().expect("an object");
+        root.insert("version".into(), 1.into());
+        change(root);
+    })
+}
+
+/// Read the file at `path` (`null` when missing), change it, write it back atomically (a
+/// new 0600 file renamed over it, so a reader sees the old file or the new one, never a
+/// part), all under the directory lock so two processes never lose each other's writes.
+pub(super) fn update(path: &Path, change: impl FnOnce(&mut Value)) -> Result<(), AuthError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| store_error(path, &format!("cannot create its directory: {e}")))?;
+    let _lock = lock_dir(dir).map_err(|e| store_error(path, &format!("{e:#}")))?;
+    let mut file = read_file(path)?;
+    change(&mut file);
+    let text =
+        serde_json::to_string_pretty(&file).map_err(|e| store_error(path, &e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+        .map_err(|e| store_error(path, &format!("cannot write it: {e}")))
+}
+
+pub(super) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The object under `key` in `parent`, made one if it is missing or something else.
+pub(super) fn object_at<'a>(
+    parent: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
+    let slot = parent
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut().expect("an object")
+}
+
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AuthError> + Send + 'static,
+) -> Result<T, AuthError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+}
+
+pub(super) fn read_file(path: &Path) -> Result<Value, AuthError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| store_error(path, &format!("it is not valid JSON ({e})"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Null),
+        Err(e) => Err(store_error(path, &format!("cannot read it: {e}"))),
+    }
+}
+
+pub(super) fn store_error(path: &Path, what: &str) -> AuthError {
+    AuthError::CredentialStoreError(format!("token file {}: {what}", path.display()))
+}
