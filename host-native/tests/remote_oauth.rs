@@ -448,3 +448,87 @@ fn a_project_entry_with_the_user_s_url_never_gets_or_clears_the_user_s_login() {
     );
     drop(watch);
 }
+
+/// The audit's finding: sessions refreshing one rotating refresh token at once. Each refresh
+/// is one real authorization manager on the real token file (as a connection sets one up),
+/// all at the same moment on several threads against the fixture, whose every refresh
+/// rotates the refresh token. The file lock serializes them: each one after the first reads
+/// the token the one before stored, so every refresh succeeds and the login still works.
+#[test]
+fn concurrent_refreshes_of_a_rotating_refresh_token_keep_the_login() {
+    use mcp_reconcile::auth::{self, OAuthEntry, TokenFile};
+    const SESSIONS: usize = 4;
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    authorize(&p, &server, &[], &[("XDG_CONFIG_HOME", &xdg_text)]);
+
+    let config = mcp_reconcile_kernel::ServerConfig::from_json(
+        &json!({"httpUrl": server.url, "oauth": {"enabled": true}}).to_string(),
+    )
+    .expect("config");
+    let entry = OAuthEntry::of(&config);
+    let url = server.url.clone();
+    let file = TokenFile::native(tokens.clone());
+    mcp_reconcile::tls::install_crypto_provider();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SESSIONS)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let session = |file: TokenFile, url: String, entry: OAuthEntry| async move {
+        let store = auth::token_store(Some(&file), "guarded", &url, &entry).expect("store");
+        let mut manager = auth::manager(&url, &entry, store.clone())
+            .await
+            .expect("manager");
+        let server = auth::authorization_server(&mut manager, &url, &entry, None)
+            .await
+            .expect("discovery");
+        store.bind(server);
+        assert!(manager.initialize_from_store().await.expect("stored login"));
+        manager
+    };
+    let outcomes = rt.block_on(async {
+        let mut managers = Vec::new();
+        for _ in 0..SESSIONS {
+            managers.push(session(file.clone(), url.clone(), entry.clone()).await);
+        }
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(SESSIONS));
+        let refreshes: Vec<_> = managers
+            .into_iter()
+            .map(|manager| {
+                let start = start.clone();
+                tokio::spawn(async move {
+                    start.wait().await;
+                    manager.refresh_token().await.map(|_| ())
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for refresh in refreshes {
+            outcomes.push(refresh.await.expect("task").map_err(|e| e.to_string()));
+        }
+        outcomes
+    });
+    assert!(
+        outcomes.iter().all(Result::is_ok),
+        "every refresh succeeds: {outcomes:?}"
+    );
+    let text = std::fs::read_to_string(&tokens).expect("token file");
+    assert!(
+        stored_access_token(&tokens).is_some(),
+        "the login is still stored: {}",
+        text.len()
+    );
+    // And it still works: one more session refreshes with what is stored.
+    let again = rt.block_on(async {
+        let manager = session(file.clone(), url.clone(), entry.clone()).await;
+        manager.refresh_token().await.map(|_| ())
+    });
+    assert!(again.is_ok(), "{again:?}");
+}

@@ -3,9 +3,9 @@
 //! sees the old file or the new one, never a part, and a symlink is replaced, not followed).
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rmcp::transport::auth::AuthError;
+use rmcp::transport::auth::{AuthError, CredentialRefreshGuard};
 use serde_json::{Map, Value};
 
 use crate::approvals_store::{lock_dir, write_atomic};
@@ -42,6 +42,41 @@ pub(super) fn update(path: &Path, change: impl FnOnce(&mut Value)) -> Result<(),
         serde_json::to_string_pretty(&file).map_err(|e| store_error(path, &e.to_string()))?;
     write_atomic(path, text.as_bytes())
         .map_err(|e| store_error(path, &format!("cannot write it: {e}")))
+}
+
+/// Takes the exclusive lock on `path` (created 0600, never through a symlink), waiting at
+/// most `wait` for another holder.
+pub(super) fn lock_file(path: &Path, wait: Duration) -> Result<CredentialRefreshGuard, AuthError> {
+    use nix::fcntl::{Flock, FlockArg, OFlag};
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| store_error(path, &format!("cannot create its directory: {e}")))?;
+    }
+    let start = std::time::Instant::now();
+    let mut handle = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits())
+        .open(path)
+        .map_err(|e| store_error(path, &format!("cannot open it to lock a refresh: {e}")))?;
+    loop {
+        match Flock::lock(handle, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(CredentialRefreshGuard::new(lock)),
+            Err((back, nix::errno::Errno::EWOULDBLOCK)) if start.elapsed() < wait => {
+                handle = back;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err((_, errno)) => {
+                return Err(store_error(
+                    path,
+                    &format!("cannot take the refresh lock (another refresh holds it?): {errno}"),
+                ))
+            }
+        }
+    }
 }
 
 pub(super) fn now_secs() -> u64 {

@@ -21,20 +21,32 @@
 //! server registered on the fly (its id is inside the credentials). Token values never leave
 //! this file: [`StoredCredentials`]' `Debug` hides them, and the host shows at most when the
 //! access token expires ([`TokenStore::expiry`]).
+//!
+//! Refreshes are serialized across processes by an exclusive lock on `<file>.lock` beside the
+//! file the login lives in, held from reading the stored refresh token to saving the new one
+//! (rmcp's refresh guard): a session that waited reads the token the other one stored and
+//! refreshes with that, never with the one a rotating authorization server already replaced.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oauth2::TokenResponse;
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde_json::Value;
 
 use super::binding::{Binding, LoginLayer, TokenIssuer};
-use super::file::{blocking, now_secs, object_at, read_file, store_error, update, update_object};
+use super::file::{
+    blocking, lock_file, now_secs, object_at, read_file, store_error, update, update_object,
+};
 
 /// The client key of a server whose client the authorization server registered.
 pub const DYNAMIC_CLIENT: &str = "dynamic";
+
+/// How long a refresh waits for another session's refresh of the same token file to finish.
+pub const REFRESH_LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// The default token file: `$XDG_CONFIG_HOME/mcp-reconcile/oauth-tokens.json` (or
 /// `~/.config/...`); `None` without either variable.
@@ -97,6 +109,7 @@ pub struct TokenStore {
     client: String,
     layer: LoginLayer,
     server: Arc<Mutex<Option<TokenIssuer>>>,
+    lock_wait: Duration,
 }
 
 /// Where a layer's logins live.
@@ -118,6 +131,7 @@ impl TokenStore {
             client: client.to_owned(),
             layer,
             server: Arc::default(),
+            lock_wait: REFRESH_LOCK_WAIT,
         }
     }
 
@@ -146,6 +160,12 @@ impl TokenStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// How long a refresh waits for another session's refresh of the same file (default
+    /// [`REFRESH_LOCK_WAIT`]).
+    pub fn set_lock_wait(&mut self, wait: Duration) {
+        self.lock_wait = wait;
     }
 
     /// When the stored access token expires, if the server said.
@@ -318,6 +338,25 @@ impl TokenStore {
         }
         Ok(())
     }
+
+    /// The refresh lock of the file this entry's login lives in.
+    fn lock_path(&self) -> PathBuf {
+        let file = match self.slot(self.layer) {
+            Slot::Native(path, _) | Slot::Qwen(path) => path,
+        };
+        let mut name = file.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        file.with_file_name(name)
+    }
+}
+
+/// The refresh token of `credentials`, if any.
+fn refresh_token(credentials: &StoredCredentials) -> Option<&str> {
+    credentials
+        .token_response
+        .as_ref()?
+        .refresh_token()
+        .map(|t| t.secret().as_str())
 }
 
 #[async_trait::async_trait]
@@ -339,12 +378,14 @@ impl CredentialStore for TokenStore {
 
     /// A refresh token the server rejected is useless: forget it, so the server shows
     /// `needs_auth` until `mcp-reconcile auth NAME` stores new ones — but only when the
-    /// stored login was issued by the authorization server that rejected it.
+    /// stored login is still the one rejected (not since replaced by another session's
+    /// refresh) and was issued by the authorization server that rejected it.
     async fn on_refresh_token_rejected(
         &self,
-        _rejected: &StoredCredentials,
+        rejected: &StoredCredentials,
     ) -> Result<(), AuthError> {
         let store = self.clone();
+        let rejected = refresh_token(rejected).map(str::to_owned);
         blocking(move || {
             let Some(server) = store.bound() else {
                 return Ok(());
@@ -352,17 +393,26 @@ impl CredentialStore for TokenStore {
             let Some(current) = store.login()? else {
                 return Ok(());
             };
-            if current.binding.refusal(store.layer, &server).is_none() {
+            let issued_here = current.binding.refusal(store.layer, &server).is_none();
+            let still_stored =
+                rejected.is_some() && refresh_token(&current.credentials) == rejected.as_deref();
+            if issued_here && still_stored {
                 store.put(None)
             } else {
                 tracing::info!(
                     server = %store.name,
-                    "a refresh was rejected; the stored login was left (not this authorization server's)"
+                    "a refresh was rejected; the stored login was left (replaced since, or not this authorization server's)"
                 );
                 Ok(())
             }
         })
         .await
+    }
+
+    /// Held by rmcp from loading the refresh token to saving the new one.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let (path, wait) = (self.lock_path(), self.lock_wait);
+        blocking(move || lock_file(&path, wait).map(Some)).await
     }
 }
 
@@ -381,6 +431,7 @@ mod tests {
             VendorExtraTokenFields::default(),
         );
         response.set_expires_in(Some(&Duration::from_secs(60)));
+        response.set_refresh_token(Some(oauth2::RefreshToken::new(format!("refresh-{token}"))));
         StoredCredentials::new("client-1".into(), Some(response), vec![], Some(1_000))
     }
 
@@ -512,5 +563,62 @@ mod tests {
 
     async fn kept_credentials(store: &TokenStore) -> StoredCredentials {
         store.load().await.expect("load").expect("stored")
+    }
+
+    #[tokio::test]
+    async fn a_rejected_refresh_token_clears_only_while_it_is_the_stored_one() {
+        use oauth2::RefreshToken;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = TokenFile::native(dir.path().join("oauth-tokens.json"));
+        let store = user_store(&file, "api", "http://127.0.0.1:1/mcp");
+        let with_refresh = |access: &str, refresh: &str| {
+            let mut stored = credentials(access);
+            if let Some(tokens) = stored.token_response.as_mut() {
+                tokens.set_refresh_token(Some(RefreshToken::new(refresh.to_owned())));
+            }
+            stored
+        };
+        // Another session refreshed first: the stale token's rejection leaves its login.
+        store.save(with_refresh("a2", "r2")).await.expect("save");
+        store
+            .on_refresh_token_rejected(&with_refresh("a1", "r1"))
+            .await
+            .expect("rejected");
+        assert!(store.load().await.expect("load").is_some(), "kept");
+        store
+            .on_refresh_token_rejected(&with_refresh("a2", "r2"))
+            .await
+            .expect("rejected");
+        assert!(
+            store.load().await.expect("load").is_none(),
+            "the stored one goes"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_refresh_lock_is_private_exclusive_and_never_a_symlink() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("oauth-tokens.json");
+        let mut store = user_store(&TokenFile::native(path.clone()), "api", "http://x/mcp");
+        store.set_lock_wait(Duration::from_millis(50));
+        let held = store.acquire_refresh_guard().await.expect("lock");
+        let lock = dir.path().join("oauth-tokens.json.lock");
+        let mode = std::fs::metadata(&lock)
+            .expect("lock file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(
+            store.acquire_refresh_guard().await.is_err(),
+            "a second refresh waits, bounded"
+        );
+        drop(held);
+        assert!(store.acquire_refresh_guard().await.is_ok());
+
+        std::fs::remove_file(&lock).expect("remove");
+        symlink(dir.path().join("elsewhere"), &lock).expect("symlink");
+        assert!(store.acquire_refresh_guard().await.is_err());
+        assert!(!dir.path().join("elsewhere").exists(), "not followed");
     }
 }
