@@ -1,14 +1,57 @@
-//! The token files on disk: read, changed and written back atomically under the directory
-//! lock (the approvals store's helpers: a new 0600 file renamed over the old one, so a reader
-//! sees the old file or the new one, never a part, and a symlink is replaced, not followed).
+//! The token files on disk: where they are ([`TokenFile`]); read, changed and written back
+//! atomically under the directory lock (the approvals store's helpers: a new 0600 file renamed
+//! over the old one, so a reader sees the old file or the new one, never a part, and a symlink
+//! is replaced, not followed); the refresh lock ([`lock_file`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::transport::auth::{AuthError, CredentialRefreshGuard};
 use serde_json::{Map, Value};
 
 use crate::approvals_store::{lock_dir, write_atomic};
+
+/// The default token file: `$XDG_CONFIG_HOME/mcp-reconcile/oauth-tokens.json` (or
+/// `~/.config/...`); `None` without either variable.
+pub fn default_path() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".config"),
+    };
+    Some(base.join("mcp-reconcile/oauth-tokens.json"))
+}
+
+/// Which token file a session uses, and in which format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenFile {
+    /// The credentials.
+    pub path: PathBuf,
+    pub format: TokenFormat,
+    /// This host's own file: where the servers' last challenges and the logins of project
+    /// entries are kept (the TypeScript CLI's file has no place for them).
+    pub challenges: PathBuf,
+}
+
+/// The layout of a [`TokenFile`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenFormat {
+    /// This host's: credentials per server URL and client (the module docs).
+    Native,
+    /// The TypeScript (qwen-code) CLI's `mcp-oauth-tokens.json`: an array of credentials per
+    /// server name ([`super::qwen`]).
+    Qwen,
+}
+
+impl TokenFile {
+    /// This host's own file at `path`.
+    pub fn native(path: PathBuf) -> Self {
+        TokenFile {
+            challenges: path.clone(),
+            path,
+            format: TokenFormat::Native,
+        }
+    }
+}
 
 /// [`update`] of one of this host's own files (a JSON object with `"version": 1`).
 pub(super) fn update_object(

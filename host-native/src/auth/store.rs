@@ -41,54 +41,13 @@ use super::binding::{Binding, LoginLayer, TokenIssuer};
 use super::file::{
     blocking, lock_file, now_secs, object_at, read_file, store_error, update, update_object,
 };
+pub use super::file::{default_path, TokenFile, TokenFormat};
 
 /// The client key of a server whose client the authorization server registered.
 pub const DYNAMIC_CLIENT: &str = "dynamic";
 
 /// How long a refresh waits for another session's refresh of the same token file to finish.
 pub const REFRESH_LOCK_WAIT: Duration = Duration::from_secs(60);
-
-/// The default token file: `$XDG_CONFIG_HOME/mcp-reconcile/oauth-tokens.json` (or
-/// `~/.config/...`); `None` without either variable.
-pub fn default_path() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".config"),
-    };
-    Some(base.join("mcp-reconcile/oauth-tokens.json"))
-}
-
-/// Which token file a session uses, and in which format.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenFile {
-    /// The credentials.
-    pub path: PathBuf,
-    pub format: TokenFormat,
-    /// This host's own file: where the servers' last challenges and the logins of project
-    /// entries are kept (the TypeScript CLI's file has no place for them).
-    pub challenges: PathBuf,
-}
-
-/// The layout of a [`TokenFile`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TokenFormat {
-    /// This host's: credentials per server URL and client (the module docs).
-    Native,
-    /// The TypeScript (qwen-code) CLI's `mcp-oauth-tokens.json`: an array of credentials per
-    /// server name ([`super::qwen`]).
-    Qwen,
-}
-
-impl TokenFile {
-    /// This host's own file at `path`.
-    pub fn native(path: PathBuf) -> Self {
-        TokenFile {
-            challenges: path.clone(),
-            path,
-            format: TokenFormat::Native,
-        }
-    }
-}
 
 /// A login in the token file, with what it is bound to.
 #[derive(Clone, Debug)]
