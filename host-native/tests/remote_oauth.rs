@@ -88,6 +88,17 @@ fn authorize(
     flags: &[&str],
     envs: &[(&str, &str)],
 ) -> (String, String) {
+    authorize_after(p, server, flags, envs, |_| {})
+}
+
+/// [`authorize`], calling `before` with the authorization URL before following it.
+fn authorize_after(
+    p: &Project,
+    server: &Guarded,
+    flags: &[&str],
+    envs: &[(&str, &str)],
+    before: impl FnOnce(&str),
+) -> (String, String) {
     let mut auth = Command::new(cli())
         .arg("auth")
         .arg("guarded")
@@ -113,6 +124,7 @@ fn authorize(
         }
     };
     assert!(authorize_url.contains("/authorize?"), "{printed}");
+    before(&authorize_url);
     let landed = runtime().block_on(async {
         reqwest::get(&authorize_url)
             .await
@@ -531,4 +543,64 @@ fn concurrent_refreshes_of_a_rotating_refresh_token_keep_the_login() {
         manager.refresh_token().await.map(|_| ())
     });
     assert!(again.is_ok(), "{again:?}");
+}
+
+/// The audit's finding: the login's loopback listener took the first request to its path,
+/// so another local user could inject a code of theirs (login CSRF) or abort the login. It
+/// now answers every request that is not the redirect with the `state` it sent with a 400,
+/// and keeps waiting for the real one.
+#[test]
+fn the_login_callback_ignores_requests_without_the_state_it_sent() {
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    let mut answers = Vec::new();
+    let (printed, _) = authorize_after(
+        &p,
+        &server,
+        &[],
+        &[("XDG_CONFIG_HOME", &xdg_text)],
+        |authorize_url| {
+            let url = reqwest::Url::parse(authorize_url).expect("authorization URL");
+            let callback = url
+                .query_pairs()
+                .find(|(k, _)| k == "redirect_uri")
+                .map(|(_, v)| v.into_owned())
+                .expect("a redirect_uri");
+            let origin = callback.trim_end_matches("/callback");
+            runtime().block_on(async {
+                let http = reqwest::Client::builder()
+                    .no_proxy()
+                    .build()
+                    .expect("client");
+                for injected in [
+                    format!("{callback}?code=fixture-code-evil&state=wrong"),
+                    format!("{callback}?code=fixture-code-evil"),
+                    format!("{callback}?error=access_denied&state=wrong"),
+                    format!("{origin}/elsewhere?code=fixture-code-evil&state=wrong"),
+                ] {
+                    let answer = http
+                        .get(&injected)
+                        .send()
+                        .await
+                        .expect("the listener answers");
+                    answers.push((injected, answer.status().as_u16()));
+                }
+            });
+        },
+    );
+    assert!(
+        answers.iter().all(|(_, status)| *status == 400),
+        "{answers:?}"
+    );
+    assert!(
+        printed.contains("authorized server \"guarded\" until "),
+        "the real redirect still logs in: {printed}"
+    );
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    assert!(stored_access_token(&tokens).is_some());
 }

@@ -9,6 +9,7 @@
 //! line the host writes contains one.
 
 pub mod binding;
+mod callback;
 mod file;
 mod grant;
 mod qwen;
@@ -22,7 +23,6 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
     AuthorizationSession,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 pub use binding::{LoginLayer, Refusal, TokenIssuer};
@@ -318,7 +318,15 @@ pub async fn login(
         .map_err(|(_, e)| e)?;
     show(session.get_authorization_url());
 
-    let callback = accept_redirect(&listener, &redirect_uri, &redirect_path).await?;
+    let state = callback::state_of(session.get_authorization_url())?;
+    let callback = callback::accept_redirect(
+        &listener,
+        &redirect_uri,
+        &redirect_path,
+        &state,
+        callback::LOGIN_WAIT,
+    )
+    .await?;
     session.handle_callback_url(&callback).await?;
     Ok(LoggedIn {
         path,
@@ -409,55 +417,6 @@ async fn probe_challenge(url: &str) -> Option<String> {
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-}
-
-/// Waits for the browser's redirect to `path` and answers it; returns the full redirect URL
-/// (with `code` and `state`). Other requests (a favicon) get a 404 and are not counted.
-async fn accept_redirect(
-    listener: &TcpListener,
-    redirect_uri: &str,
-    path: &str,
-) -> Result<String, AuthError> {
-    loop {
-        let (mut socket, _) = listener
-            .accept()
-            .await
-            .map_err(|e| AuthError::InternalError(format!("redirect listener: {e}")))?;
-        let mut head = Vec::new();
-        let mut chunk = [0u8; 2048];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-            match socket.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let head = String::from_utf8_lossy(&head);
-        let target = head
-            .lines()
-            .next()
-            .and_then(|line| line.strip_prefix("GET "))
-            .and_then(|rest| rest.split(' ').next())
-            .unwrap_or("");
-        let found = target
-            .strip_prefix(path)
-            .is_some_and(|rest| rest.starts_with('?'));
-        let body = if found {
-            "mcp-reconcile: authorized; you can close this page.\n"
-        } else {
-            "not found\n"
-        };
-        let status = if found { "200 OK" } else { "404 Not Found" };
-        let response = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = socket.write_all(response.as_bytes()).await;
-        let _ = socket.shutdown().await;
-        if found {
-            let query = target.split_once('?').map_or("", |(_, q)| q);
-            return Ok(format!("{redirect_uri}?{query}"));
-        }
-    }
 }
 
 /// Whether `error` (or a cause of it) says the server wants an authorization the host does
