@@ -88,20 +88,22 @@ fn authorize(
     flags: &[&str],
     envs: &[(&str, &str)],
 ) -> (String, String) {
-    authorize_after(p, server, flags, envs, |_| {})
+    authorize_after(p, server, "guarded", flags, envs, |_| {})
 }
 
-/// [`authorize`], calling `before` with the authorization URL before following it.
+/// [`authorize`] of the server `name`, calling `before` with the authorization URL before
+/// following it.
 fn authorize_after(
     p: &Project,
     server: &Guarded,
+    name: &str,
     flags: &[&str],
     envs: &[(&str, &str)],
     before: impl FnOnce(&str),
 ) -> (String, String) {
     let mut auth = Command::new(cli())
         .arg("auth")
-        .arg("guarded")
+        .arg(name)
         .args(p.flags())
         .args(flags)
         .envs(envs.iter().copied())
@@ -562,6 +564,7 @@ fn the_login_callback_ignores_requests_without_the_state_it_sent() {
     let (printed, _) = authorize_after(
         &p,
         &server,
+        "guarded",
         &[],
         &[("XDG_CONFIG_HOME", &xdg_text)],
         |authorize_url| {
@@ -603,4 +606,60 @@ fn the_login_callback_ignores_requests_without_the_state_it_sent() {
     );
     let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
     assert!(stored_access_token(&tokens).is_some());
+}
+
+/// A project entry still logs in for itself: `auth NAME` of an approved project entry stores
+/// its own login apart from the user's (which it neither replaces nor uses), the review then
+/// says it uses that login, and it connects with it.
+#[test]
+fn a_project_entry_logs_in_apart_from_the_user_s_login() {
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    let env = [("XDG_CONFIG_HOME", xdg_text.as_str())];
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"repo": {"httpUrl": server.url, "oauth": {"enabled": true}}}}),
+    );
+    authorize(&p, &server, &[], &env);
+    let mine = stored_access_token(&tokens).expect("the user's login");
+    assert!(p.run_env(&["approve", "repo"], &env).status.success());
+
+    let (printed, _) = authorize_after(&p, &server, "repo", &[], &env, |_| {});
+    assert!(printed.contains("authorized server \"repo\""), "{printed}");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&tokens).expect("token file")).expect("JSON");
+    assert_eq!(
+        stored_access_token(&tokens).as_deref(),
+        Some(mine.as_str()),
+        "the user's login is not replaced: {}",
+        file["servers"].as_object().map_or(0, |s| s.len())
+    );
+    let theirs = file["projectServers"][server.url.as_str()]["dynamic"].clone();
+    assert_eq!(theirs["login"]["layer"], "project", "{}", theirs["login"]);
+    assert_eq!(
+        theirs["login"]["tokenEndpoint"],
+        format!("{}/token", server.base()).as_str()
+    );
+    let review = p.run_env(&["approve", "repo"], &env);
+    let review = String::from_utf8_lossy(&review.stdout).into_owned();
+    assert!(
+        review.contains(&format!(
+            "login    uses your stored OAuth login for {} (issued by {}/token)",
+            server.url,
+            server.base()
+        )),
+        "{review}"
+    );
+
+    let watch = p.watch_env(&[], &env);
+    p.wait_for("both connected, each with its own login", |s| {
+        all_connected(s, &["guarded", "repo"])
+    });
+    drop(watch);
 }
