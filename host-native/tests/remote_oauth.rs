@@ -561,6 +561,7 @@ fn the_login_callback_ignores_requests_without_the_state_it_sent() {
         "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
     }}));
     let mut answers = Vec::new();
+    let mut idle = None;
     let (printed, _) = authorize_after(
         &p,
         &server,
@@ -575,6 +576,9 @@ fn the_login_callback_ignores_requests_without_the_state_it_sent() {
                 .map(|(_, v)| v.into_owned())
                 .expect("a redirect_uri");
             let origin = callback.trim_end_matches("/callback");
+            // A connection that sends nothing, held open through the rest of the login.
+            let address = origin.trim_start_matches("http://");
+            idle = Some(std::net::TcpStream::connect(address).expect("connect"));
             runtime().block_on(async {
                 let http = reqwest::Client::builder()
                     .no_proxy()
@@ -596,6 +600,7 @@ fn the_login_callback_ignores_requests_without_the_state_it_sent() {
             });
         },
     );
+    drop(idle);
     assert!(
         answers.iter().all(|(_, status)| *status == 400),
         "{answers:?}"

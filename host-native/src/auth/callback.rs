@@ -3,7 +3,8 @@
 //! (compared in constant time). Anything else — another path, another method, a missing or
 //! wrong `state`, as another local user could send to inject a code of their own (login
 //! CSRF) or to abort the login — is answered `400` and ignored, and the login keeps waiting,
-//! at most [`LOGIN_WAIT`] in all.
+//! at most [`LOGIN_WAIT`] in all. Connections are served side by side, so one that sends
+//! nothing cannot hold the real redirect back.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub const LOGIN_WAIT: Duration = Duration::from_secs(300);
 const REQUEST_WAIT: Duration = Duration::from_secs(5);
 /// The largest request head read.
 const HEAD_LIMIT: usize = 16 * 1024;
+/// How many connections are served at once; more are closed unanswered.
+const IN_FLIGHT: usize = 32;
 
 /// The `state` parameter of the authorization URL a login sends the browser to.
 ///
@@ -39,7 +42,8 @@ pub(super) fn state_of(authorization_url: &str) -> Result<String, AuthError> {
 
 /// Waits (at most `wait`) for the browser's redirect to `path` with `state` and answers it;
 /// returns the full redirect URL (with `code` and `state`). Every other request is answered
-/// `400` and ignored.
+/// `400` and ignored. Connections are served side by side (at most [`IN_FLIGHT`] at once,
+/// each for at most [`REQUEST_WAIT`]), so one that sends nothing delays no other.
 ///
 /// # Errors
 /// No such redirect came within `wait`, or the listener failed.
@@ -51,42 +55,71 @@ pub(super) async fn accept_redirect(
     wait: Duration,
 ) -> Result<String, AuthError> {
     let deadline = tokio::time::Instant::now() + wait;
-    let expected = CsrfToken::new(state.to_owned());
+    let expected = std::sync::Arc::new(CsrfToken::new(state.to_owned()));
+    let (found, mut redirect) = tokio::sync::mpsc::channel::<String>(1);
+    let mut serving = tokio::task::JoinSet::new();
+    let timed_out = || {
+        AuthError::InternalError(format!(
+            "no authorization redirect arrived within {} s; run the command again",
+            wait.as_secs()
+        ))
+    };
     loop {
-        let accepted = tokio::time::timeout_at(deadline, listener.accept())
-            .await
-            .map_err(|_| {
-                AuthError::InternalError(format!(
-                    "no authorization redirect arrived within {} s; run the command again",
-                    wait.as_secs()
-                ))
-            })?;
-        let (mut socket, _) =
-            accepted.map_err(|e| AuthError::InternalError(format!("redirect listener: {e}")))?;
-        let head = tokio::time::timeout(REQUEST_WAIT, read_head(&mut socket))
-            .await
-            .unwrap_or_default();
-        let query = redirect_query(&head, path, &expected);
-        let (status, body) = match query {
-            Some(_) => (
-                "200 OK",
-                "mcp-reconcile: authorized; you can close this page.\n",
-            ),
-            None => (
-                "400 Bad Request",
-                "mcp-reconcile: not the authorization redirect this login waits for\n",
-            ),
-        };
-        let response = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = socket.write_all(response.as_bytes()).await;
-        let _ = socket.shutdown().await;
-        if let Some(query) = query {
-            return Ok(format!("{redirect_uri}?{query}"));
+        tokio::select! {
+            query = redirect.recv() => {
+                if let Some(query) = query {
+                    return Ok(format!("{redirect_uri}?{query}"));
+                }
+            }
+            accepted = listener.accept() => {
+                let (socket, _) = accepted
+                    .map_err(|e| AuthError::InternalError(format!("redirect listener: {e}")))?;
+                while serving.try_join_next().is_some() {}
+                if serving.len() >= IN_FLIGHT {
+                    continue;
+                }
+                let (found, expected, path) = (found.clone(), expected.clone(), path.to_owned());
+                serving.spawn(async move {
+                    if let Some(query) = serve(socket, &path, &expected).await {
+                        let _ = found.try_send(query);
+                    }
+                });
+            }
+            () = tokio::time::sleep_until(deadline) => return Err(timed_out()),
         }
     }
+}
+
+/// Answers one connection; the redirect's query if it is the one awaited.
+async fn serve(
+    mut socket: tokio::net::TcpStream,
+    path: &str,
+    expected: &CsrfToken,
+) -> Option<String> {
+    let head = tokio::time::timeout(REQUEST_WAIT, read_head(&mut socket))
+        .await
+        .unwrap_or_default();
+    let query = redirect_query(&head, path, expected);
+    let (status, body) = match query {
+        Some(_) => (
+            "200 OK",
+            "mcp-reconcile: authorized; you can close this page.\n",
+        ),
+        None => (
+            "400 Bad Request",
+            "mcp-reconcile: not the authorization redirect this login waits for\n",
+        ),
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REQUEST_WAIT, async {
+        let _ = socket.write_all(response.as_bytes()).await;
+        let _ = socket.shutdown().await;
+    })
+    .await;
+    query
 }
 
 /// The request head a connection sends, up to [`HEAD_LIMIT`] bytes.
