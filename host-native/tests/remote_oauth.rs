@@ -460,6 +460,31 @@ fn a_project_entry_with_the_user_s_url_never_gets_or_clears_the_user_s_login() {
         stored_access_token(&tokens).is_some(),
         "the user's login survives"
     );
+
+    // The user's own entry pointed at other endpoints: the login stays with the server
+    // that issued it, and the entry asks for a login of its own.
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {
+            "enabled": true,
+            "authorizationUrl": format!("{}/authorize", theirs.base),
+            "tokenUrl": format!("{}/token", theirs.base),
+        }},
+    }}));
+    let status = p.wait_for("guarded needs auth at other endpoints", |s| {
+        needs_auth(s, "guarded")
+    });
+    let why = field(&status, "guarded", "lastError").to_string();
+    assert!(
+        why.contains(&format!("issued by token endpoint {}/token", server.base()))
+            && why.contains(&format!(
+                "this entry's token endpoint is {}/token",
+                theirs.base
+            )),
+        "{status:#?}"
+    );
+    let seen = theirs.requests();
+    assert!(seen.is_empty(), "nothing was sent to it: {seen:#?}");
+    assert!(stored_access_token(&tokens).is_some());
     drop(watch);
 }
 
