@@ -38,6 +38,9 @@ pub struct ApprovalRequest {
     pub replaces: Option<(LayerSource, ServerConfig)>,
     /// A language server from `.lsp.json` (SPEC §14.3): its own approvals file and hash.
     pub lsp: bool,
+    /// What the entry would do with a stored OAuth login for its URL
+    /// ([`crate::auth::binding::review_line`]).
+    pub oauth_login: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -78,6 +81,7 @@ impl ApprovalRequest {
             file,
             replaces,
             lsp: false,
+            oauth_login: crate::auth::binding::review_line(&snapshot.oauth_tokens, name, config),
         }
     }
 
@@ -100,6 +104,7 @@ impl ApprovalRequest {
             file: snapshot.lsp_json.clone(),
             replaces: None,
             lsp: true,
+            oauth_login: None,
         })
     }
 
@@ -163,6 +168,9 @@ impl ApprovalRequest {
                 source_label(*source),
                 brief(replaced)
             );
+        }
+        if let Some(login) = &self.oauth_login {
+            let _ = writeln!(out, "    login    {login}");
         }
         let _ = writeln!(out, "    approval hash {}", self.hash);
         out
@@ -311,6 +319,7 @@ mod tests {
                 cfg(r#"{"command":"gh-mcp","env":{"T":"mine"}}"#),
             )),
             lsp: false,
+            oauth_login: None,
         };
         let text = request.review();
         assert!(!text.contains("s3cr3t"), "{text}");

@@ -372,7 +372,8 @@ async fn connect_http(
     let oauth = oauth_manager(&mut ctx, config, &url, &opts, &client)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
-    let outcome = match oauth {
+    let refusal = oauth.refusal;
+    let outcome = match oauth.manager {
         Some((manager, store)) => {
             // The authorization manager adds the bearer token (and refreshes it) itself. A
             // challenge the server answers with (a `401`, or a `403` asking for more scope,
@@ -409,7 +410,7 @@ async fn connect_http(
         let what = failure
             .get()
             .filter(|reason| reason.contains("mcp-reconcile auth"))
-            .unwrap_or_else(|| crate::auth::needs_auth_message(&ctx.name));
+            .unwrap_or_else(|| crate::auth::needs_auth_because(&ctx.name, refusal.as_ref()));
         return Err(ctx.error(ConnectErrorKind::NeedsAuth, &format!("at {url} {what}")));
     }
     finish_remote(ctx, opts, outcome, relist, failure, &url)

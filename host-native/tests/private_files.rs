@@ -8,6 +8,7 @@ use std::path::Path;
 
 use mcp_reconcile::approvals_store::ApprovalsStore;
 use mcp_reconcile::auth::store::{TokenFile, TokenStore};
+use mcp_reconcile::auth::LoginLayer;
 use mcp_reconcile_kernel::{ApprovalState, Decision, ServerConfig};
 
 fn mode(path: &Path) -> u32 {
@@ -48,6 +49,7 @@ async fn what_auth_and_approve_create_is_private_even_under_umask_000() {
         "remote",
         "http://127.0.0.1:9/mcp",
         "client",
+        LoginLayer::User,
     );
     let recorded = store.record_challenge("Bearer".into()).await;
 

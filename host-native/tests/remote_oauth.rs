@@ -88,9 +88,22 @@ fn authorize(
     flags: &[&str],
     envs: &[(&str, &str)],
 ) -> (String, String) {
+    authorize_after(p, server, "guarded", flags, envs, |_| {})
+}
+
+/// [`authorize`] of the server `name`, calling `before` with the authorization URL before
+/// following it.
+fn authorize_after(
+    p: &Project,
+    server: &Guarded,
+    name: &str,
+    flags: &[&str],
+    envs: &[(&str, &str)],
+    before: impl FnOnce(&str),
+) -> (String, String) {
     let mut auth = Command::new(cli())
         .arg("auth")
-        .arg("guarded")
+        .arg(name)
         .args(p.flags())
         .args(flags)
         .envs(envs.iter().copied())
@@ -113,6 +126,7 @@ fn authorize(
         }
     };
     assert!(authorize_url.contains("/authorize?"), "{printed}");
+    before(&authorize_url);
     let landed = runtime().block_on(async {
         reqwest::get(&authorize_url)
             .await
@@ -315,4 +329,367 @@ fn the_qwen_layout_shares_the_typescript_cli_s_token_file() {
     let log = watch.stop();
     let token = entry["token"]["accessToken"].as_str().unwrap_or("none");
     assert!(!log.contains(token), "{log}");
+}
+
+/// A token endpoint of the repository's own: it records every request it receives and
+/// refuses each with `invalid_grant`, as an attacker's would (to take the refresh token, and
+/// to have the user's login cleared). Its thread ends with the test process.
+struct Recorder {
+    base: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // The head, then as much body as it announces.
+                loop {
+                    let text = String::from_utf8_lossy(&request).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            break;
+                        }
+                    }
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                log.lock()
+                    .expect("log")
+                    .push(String::from_utf8_lossy(&request).into_owned());
+                let body = r#"{"error":"invalid_grant"}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Recorder { base, seen }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.seen.lock().expect("log").clone()
+    }
+}
+
+/// The audit's finding: a project entry with the user's server URL and token endpoints of
+/// its own must never receive the user's refresh token, nor clear the user's login with its
+/// `invalid_grant`; it asks for its own `auth`, saying why, and its review says so.
+#[test]
+fn a_project_entry_with_the_user_s_url_never_gets_or_clears_the_user_s_login() {
+    let server = Guarded::start();
+    let theirs = Recorder::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    let env = [("XDG_CONFIG_HOME", xdg_text.as_str())];
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    authorize(&p, &server, &[], &env);
+    assert!(stored_access_token(&tokens).is_some());
+
+    // The repository's entry: the same URL, its own authorization and token endpoints.
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"repo": {"httpUrl": server.url, "oauth": {
+            "enabled": true,
+            "authorizationUrl": format!("{}/authorize", theirs.base),
+            "tokenUrl": format!("{}/token", theirs.base),
+        }}}}),
+    );
+    let approved = p.run_env(&["approve", "repo"], &env);
+    let review = String::from_utf8_lossy(&approved.stdout).into_owned();
+    assert!(approved.status.success(), "{review}");
+    assert!(
+        review.contains("login    does not use your own stored OAuth login for"),
+        "the review says which login the entry would use:\n{review}"
+    );
+
+    let watch = p.watch_env(&[], &[("XDG_CONFIG_HOME", xdg_text.as_str())]);
+    let status = p.wait_for("guarded connected, repo needs auth", |s| {
+        all_connected(s, &["guarded"]) && needs_auth(s, "repo")
+    });
+    let why = field(&status, "repo", "lastError").to_string();
+    assert!(
+        why.contains("run `mcp-reconcile auth repo`")
+            && why.contains("belongs to your own server entry"),
+        "{status:#?}"
+    );
+
+    // Several token lifetimes: the user's session refreshes at its own authorization server.
+    let first = stored_access_token(&tokens).expect("an access token");
+    let start = Instant::now();
+    while stored_access_token(&tokens).as_deref() == Some(first.as_str())
+        || start.elapsed() < Duration::from_secs(3 * TOKEN_TTL_SECS)
+    {
+        assert!(start.elapsed() < PATIENCE, "no refresh happened");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = p.status();
+    assert!(all_connected(&status, &["guarded"]), "{status:#?}");
+    assert!(needs_auth(&status, "repo"), "{status:#?}");
+    let seen = theirs.requests();
+    assert!(
+        seen.iter().all(|r| !r.contains("fixture-")),
+        "the repository's endpoint received the user's tokens: {seen:#?}"
+    );
+    assert!(seen.is_empty(), "nothing was sent to it: {seen:#?}");
+    assert!(
+        stored_access_token(&tokens).is_some(),
+        "the user's login survives"
+    );
+
+    // The user's own entry pointed at other endpoints: the login stays with the server
+    // that issued it, and the entry asks for a login of its own.
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {
+            "enabled": true,
+            "authorizationUrl": format!("{}/authorize", theirs.base),
+            "tokenUrl": format!("{}/token", theirs.base),
+        }},
+    }}));
+    let status = p.wait_for("guarded needs auth at other endpoints", |s| {
+        needs_auth(s, "guarded")
+    });
+    let why = field(&status, "guarded", "lastError").to_string();
+    assert!(
+        why.contains(&format!("issued by token endpoint {}/token", server.base()))
+            && why.contains(&format!(
+                "this entry's token endpoint is {}/token",
+                theirs.base
+            )),
+        "{status:#?}"
+    );
+    let seen = theirs.requests();
+    assert!(seen.is_empty(), "nothing was sent to it: {seen:#?}");
+    assert!(stored_access_token(&tokens).is_some());
+    drop(watch);
+}
+
+/// The audit's finding: sessions refreshing one rotating refresh token at once. Each refresh
+/// is one real authorization manager on the real token file (as a connection sets one up),
+/// all at the same moment on several threads against the fixture, whose every refresh
+/// rotates the refresh token. The file lock serializes them: each one after the first reads
+/// the token the one before stored, so every refresh succeeds and the login still works.
+#[test]
+fn concurrent_refreshes_of_a_rotating_refresh_token_keep_the_login() {
+    use mcp_reconcile::auth::{self, OAuthEntry, TokenFile};
+    const SESSIONS: usize = 4;
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    authorize(&p, &server, &[], &[("XDG_CONFIG_HOME", &xdg_text)]);
+
+    let config = mcp_reconcile_kernel::ServerConfig::from_json(
+        &json!({"httpUrl": server.url, "oauth": {"enabled": true}}).to_string(),
+    )
+    .expect("config");
+    let entry = OAuthEntry::of(&config);
+    let url = server.url.clone();
+    let file = TokenFile::native(tokens.clone());
+    mcp_reconcile::tls::install_crypto_provider();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SESSIONS)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let session = |file: TokenFile, url: String, entry: OAuthEntry| async move {
+        let store = auth::token_store(Some(&file), "guarded", &url, &entry).expect("store");
+        let mut manager = auth::manager(&url, &entry, store.clone())
+            .await
+            .expect("manager");
+        let server = auth::authorization_server(&mut manager, &url, &entry, None)
+            .await
+            .expect("discovery");
+        store.bind(server);
+        assert!(manager.initialize_from_store().await.expect("stored login"));
+        manager
+    };
+    let outcomes = rt.block_on(async {
+        let mut managers = Vec::new();
+        for _ in 0..SESSIONS {
+            managers.push(session(file.clone(), url.clone(), entry.clone()).await);
+        }
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(SESSIONS));
+        let refreshes: Vec<_> = managers
+            .into_iter()
+            .map(|manager| {
+                let start = start.clone();
+                tokio::spawn(async move {
+                    start.wait().await;
+                    manager.refresh_token().await.map(|_| ())
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for refresh in refreshes {
+            outcomes.push(refresh.await.expect("task").map_err(|e| e.to_string()));
+        }
+        outcomes
+    });
+    assert!(
+        outcomes.iter().all(Result::is_ok),
+        "every refresh succeeds: {outcomes:?}"
+    );
+    let text = std::fs::read_to_string(&tokens).expect("token file");
+    assert!(
+        stored_access_token(&tokens).is_some(),
+        "the login is still stored: {}",
+        text.len()
+    );
+    // And it still works: one more session refreshes with what is stored.
+    let again = rt.block_on(async {
+        let manager = session(file.clone(), url.clone(), entry.clone()).await;
+        manager.refresh_token().await.map(|_| ())
+    });
+    assert!(again.is_ok(), "{again:?}");
+}
+
+/// The audit's finding: the login's loopback listener took the first request to its path,
+/// so another local user could inject a code of theirs (login CSRF) or abort the login. It
+/// now answers every request that is not the redirect with the `state` it sent with a 400,
+/// and keeps waiting for the real one.
+#[test]
+fn the_login_callback_ignores_requests_without_the_state_it_sent() {
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    let mut answers = Vec::new();
+    let mut idle = None;
+    let (printed, _) = authorize_after(
+        &p,
+        &server,
+        "guarded",
+        &[],
+        &[("XDG_CONFIG_HOME", &xdg_text)],
+        |authorize_url| {
+            let url = reqwest::Url::parse(authorize_url).expect("authorization URL");
+            let callback = url
+                .query_pairs()
+                .find(|(k, _)| k == "redirect_uri")
+                .map(|(_, v)| v.into_owned())
+                .expect("a redirect_uri");
+            let origin = callback.trim_end_matches("/callback");
+            // A connection that sends nothing, held open through the rest of the login.
+            let address = origin.trim_start_matches("http://");
+            idle = Some(std::net::TcpStream::connect(address).expect("connect"));
+            runtime().block_on(async {
+                let http = reqwest::Client::builder()
+                    .no_proxy()
+                    .build()
+                    .expect("client");
+                for injected in [
+                    format!("{callback}?code=fixture-code-evil&state=wrong"),
+                    format!("{callback}?code=fixture-code-evil"),
+                    format!("{callback}?error=access_denied&state=wrong"),
+                    format!("{origin}/elsewhere?code=fixture-code-evil&state=wrong"),
+                ] {
+                    let answer = http
+                        .get(&injected)
+                        .send()
+                        .await
+                        .expect("the listener answers");
+                    answers.push((injected, answer.status().as_u16()));
+                }
+            });
+        },
+    );
+    drop(idle);
+    assert!(
+        answers.iter().all(|(_, status)| *status == 400),
+        "{answers:?}"
+    );
+    assert!(
+        printed.contains("authorized server \"guarded\" until "),
+        "the real redirect still logs in: {printed}"
+    );
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    assert!(stored_access_token(&tokens).is_some());
+}
+
+/// A project entry still logs in for itself: `auth NAME` of an approved project entry stores
+/// its own login apart from the user's (which it neither replaces nor uses), the review then
+/// says it uses that login, and it connects with it.
+#[test]
+fn a_project_entry_logs_in_apart_from_the_user_s_login() {
+    let server = Guarded::start();
+    let p = Project::new();
+    let xdg = p.path("xdg");
+    let tokens = xdg.join("mcp-reconcile/oauth-tokens.json");
+    let xdg_text = xdg.to_string_lossy().into_owned();
+    let env = [("XDG_CONFIG_HOME", xdg_text.as_str())];
+    p.write_settings(json!({"mcpServers": {
+        "guarded": {"httpUrl": server.url, "oauth": {"enabled": true}},
+    }}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"repo": {"httpUrl": server.url, "oauth": {"enabled": true}}}}),
+    );
+    authorize(&p, &server, &[], &env);
+    let mine = stored_access_token(&tokens).expect("the user's login");
+    assert!(p.run_env(&["approve", "repo"], &env).status.success());
+
+    let (printed, _) = authorize_after(&p, &server, "repo", &[], &env, |_| {});
+    assert!(printed.contains("authorized server \"repo\""), "{printed}");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&tokens).expect("token file")).expect("JSON");
+    assert_eq!(
+        stored_access_token(&tokens).as_deref(),
+        Some(mine.as_str()),
+        "the user's login is not replaced: {}",
+        file["servers"].as_object().map_or(0, |s| s.len())
+    );
+    let theirs = file["projectServers"][server.url.as_str()]["dynamic"].clone();
+    assert_eq!(theirs["login"]["layer"], "project", "{}", theirs["login"]);
+    assert_eq!(
+        theirs["login"]["tokenEndpoint"],
+        format!("{}/token", server.base()).as_str()
+    );
+    let review = p.run_env(&["approve", "repo"], &env);
+    let review = String::from_utf8_lossy(&review.stdout).into_owned();
+    assert!(
+        review.contains(&format!(
+            "login    uses your stored OAuth login for {} (issued by {}/token)",
+            server.url,
+            server.base()
+        )),
+        "{review}"
+    );
+
+    let watch = p.watch_env(&[], &env);
+    p.wait_for("both connected, each with its own login", |s| {
+        all_connected(s, &["guarded", "repo"])
+    });
+    drop(watch);
 }

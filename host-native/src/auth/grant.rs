@@ -11,26 +11,27 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, ClientCredentialsConfig, JwtSigningAlgorithm,
 };
 
-use super::OAuthEntry;
+use super::{OAuthEntry, TokenStore};
 
 /// The largest key file read (a PEM key is a few KiB).
 const KEY_FILE_LIMIT: u64 = 64 * 1024;
 
 /// Fetches tokens for the server at `url` with the client-credentials grant of `entry` into
-/// `manager`'s token store, discovering its authorization server first; gives the manager
-/// back. `base_dir` resolves a relative `privateKeyFile`.
+/// `manager`'s token store (`store`, bound to the authorization server discovery finds
+/// first); gives the manager back. `base_dir` resolves a relative `privateKeyFile`.
 ///
 /// # Errors
 /// The entry is incomplete, the key file cannot be read, discovery failed, or the
 /// authorization server refused (its message, never a secret).
 pub async fn client_credentials(
     mut manager: AuthorizationManager,
+    store: &TokenStore,
     url: &str,
     entry: &OAuthEntry,
     base_dir: Option<&Path>,
 ) -> Result<AuthorizationManager, AuthError> {
     let config = config(url, entry, base_dir).await?;
-    super::discover(&mut manager, url, entry, None).await?;
+    store.bind(super::discover(&mut manager, url, entry, None).await?);
     manager.configure_client_credentials(&config)?;
     // rmcp's `private_key_jwt` exchange future is not `Send` (it holds a form serializer
     // across an await), so it runs to completion on a blocking thread of this runtime.

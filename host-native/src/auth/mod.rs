@@ -8,6 +8,9 @@
 //! the origin. Tokens live only in the token file and in memory; no message, status or log
 //! line the host writes contains one.
 
+pub mod binding;
+mod callback;
+mod file;
 mod grant;
 mod qwen;
 pub mod store;
@@ -20,17 +23,19 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
     AuthorizationSession,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+pub use binding::{LoginLayer, Refusal, TokenIssuer};
 pub use grant::client_credentials;
-pub use store::{TokenFile, TokenFormat, TokenStore, DYNAMIC_CLIENT};
+pub use store::{StoredLogin, TokenFile, TokenFormat, TokenStore, DYNAMIC_CLIENT};
 
 /// The `oauth` fields of an entry that the host uses (SPEC §2 names them all; the whole
 /// `oauth` object takes part in the server's identity, so an edit to any field reconnects
 /// only that server).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct OAuthEntry {
+    /// The layer the entry comes from: which stored logins it may use ([`binding`]).
+    pub layer: LoginLayer,
     /// `oauth.enabled`: authorize even before the server asks.
     pub enabled: bool,
     /// `oauth.clientId`: a pre-registered client (else a metadata document, else dynamic
@@ -65,10 +70,12 @@ pub struct OAuthEntry {
 }
 
 impl OAuthEntry {
-    /// Reads `config.oauth` (absent or not an object: all defaults).
+    /// Reads `config.oauth` (absent or not an object: all defaults) and the layer its
+    /// assembly stamped.
     pub fn of(config: &ServerConfig) -> Self {
+        let layer = LoginLayer::of(config);
         let Some(Value::Object(oauth)) = config.get("oauth") else {
-            return OAuthEntry::default();
+            return OAuthEntry::none(layer);
         };
         let text = |key: &str| match oauth.get(key) {
             Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
@@ -85,6 +92,7 @@ impl OAuthEntry {
             _ => Vec::new(),
         };
         OAuthEntry {
+            layer,
             enabled: matches!(oauth.get("enabled"), Some(Value::Bool(true))),
             client_id: text("clientId"),
             client_secret: text("clientSecret"),
@@ -100,6 +108,25 @@ impl OAuthEntry {
         }
     }
 
+    /// An entry of `layer` without `oauth` fields.
+    fn none(layer: LoginLayer) -> Self {
+        OAuthEntry {
+            layer,
+            enabled: false,
+            client_id: None,
+            client_secret: None,
+            scopes: Vec::new(),
+            redirect_uri: None,
+            authorization_url: None,
+            token_url: None,
+            registration_url: None,
+            client_metadata_url: None,
+            client_credentials: false,
+            private_key_file: None,
+            signing_algorithm: None,
+        }
+    }
+
     /// The token file's client key for this entry.
     pub fn client_key(&self) -> &str {
         self.client_id.as_deref().unwrap_or(DYNAMIC_CLIENT)
@@ -107,7 +134,7 @@ impl OAuthEntry {
 
     /// The authorization server metadata the entry configures (`authorizationUrl` and
     /// `tokenUrl`), if it does.
-    fn configured_metadata(&self) -> Option<AuthorizationMetadata> {
+    pub(crate) fn configured_metadata(&self) -> Option<AuthorizationMetadata> {
         let mut metadata = AuthorizationMetadata::default();
         metadata.authorization_endpoint = self.authorization_url.clone()?;
         metadata.token_endpoint = self.token_url.clone()?;
@@ -165,7 +192,13 @@ pub fn token_store(
             )
         })?),
     };
-    Ok(TokenStore::new(file, name, url, entry.client_key()))
+    Ok(TokenStore::new(
+        file,
+        name,
+        url,
+        entry.client_key(),
+        entry.layer,
+    ))
 }
 
 /// An authorization manager for the server at `url` on the host's HTTP client, with `store`
@@ -215,11 +248,10 @@ pub async fn login(
     base_dir: Option<&std::path::Path>,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, AuthError> {
-    use rmcp::transport::auth::CredentialStore;
     let path = store.path().to_path_buf();
     if entry.client_credentials {
         let manager = manager(url, entry, store.clone()).await?;
-        client_credentials(manager, url, entry, base_dir).await?;
+        client_credentials(manager, &store, url, entry, base_dir).await?;
         return Ok(LoggedIn {
             path,
             expires: store.expiry()?,
@@ -227,14 +259,14 @@ pub async fn login(
     }
     let kept = store.challenge()?;
     let granted = store
-        .load()
-        .await
+        .login()
         .ok()
         .flatten()
-        .map(|stored| stored.granted_scopes)
+        .map(|stored| stored.credentials.granted_scopes)
         .unwrap_or_default();
     let mut manager = manager(url, entry, store.clone()).await?;
-    discover(&mut manager, url, entry, kept.clone()).await?;
+    // The login is bound to the authorization server that issues it.
+    store.bind(discover(&mut manager, url, entry, kept.clone()).await?);
 
     let (address, redirect_path) = match &entry.redirect_uri {
         Some(redirect) => loopback_redirect(redirect)?,
@@ -286,7 +318,15 @@ pub async fn login(
         .map_err(|(_, e)| e)?;
     show(session.get_authorization_url());
 
-    let callback = accept_redirect(&listener, &redirect_uri, &redirect_path).await?;
+    let state = callback::state_of(session.get_authorization_url())?;
+    let callback = callback::accept_redirect(
+        &listener,
+        &redirect_uri,
+        &redirect_path,
+        &state,
+        callback::LOGIN_WAIT,
+    )
+    .await?;
     session.handle_callback_url(&callback).await?;
     Ok(LoggedIn {
         path,
@@ -295,17 +335,17 @@ pub async fn login(
 }
 
 /// Finds the authorization server of the server at `url` (unless `entry` configures its
-/// endpoints). Reactive discovery: from `kept`, the challenge a connection met, else from the
-/// one the server answers an unauthorized `initialize` with, else from the well-known
-/// locations.
+/// endpoints) for a login. Reactive discovery: from `kept`, the challenge a connection met,
+/// else from the one the server answers an unauthorized `initialize` with, else from the
+/// well-known locations.
 async fn discover(
     manager: &mut AuthorizationManager,
     url: &str,
     entry: &OAuthEntry,
     kept: Option<String>,
-) -> Result<(), AuthError> {
-    if entry.configured_metadata().is_some() {
-        return Ok(());
+) -> Result<TokenIssuer, AuthError> {
+    if let Some(metadata) = entry.configured_metadata() {
+        return Ok(TokenIssuer::of(&metadata));
     }
     let challenge = match kept {
         Some(challenge) => Some(challenge),
@@ -313,9 +353,28 @@ async fn discover(
     };
     let metadata = manager
         .resolve_metadata_from_challenge(challenge.as_deref())
-        .await?;
-    manager.set_metadata(metadata.metadata);
-    Ok(())
+        .await?
+        .metadata;
+    let server = TokenIssuer::of(&metadata);
+    manager.set_metadata(metadata);
+    Ok(server)
+}
+
+/// The authorization server a connection of `entry` to the server at `url` uses (set on
+/// `manager`): the one its `oauth` fields configure, else the one discovery finds the way a
+/// login finds it (from the challenge the server last answered with, else from the one it
+/// answers an unauthorized `initialize` with, else from the well-known locations) — so a
+/// login's binding and its use compare like with like.
+///
+/// # Errors
+/// Discovery failed.
+pub async fn authorization_server(
+    manager: &mut AuthorizationManager,
+    url: &str,
+    entry: &OAuthEntry,
+    kept: Option<String>,
+) -> Result<TokenIssuer, AuthError> {
+    discover(manager, url, entry, kept).await
 }
 
 /// The scopes a `WWW-Authenticate` challenge asks for (`scope="a b"`).
@@ -358,55 +417,6 @@ async fn probe_challenge(url: &str) -> Option<String> {
         .get(reqwest::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-}
-
-/// Waits for the browser's redirect to `path` and answers it; returns the full redirect URL
-/// (with `code` and `state`). Other requests (a favicon) get a 404 and are not counted.
-async fn accept_redirect(
-    listener: &TcpListener,
-    redirect_uri: &str,
-    path: &str,
-) -> Result<String, AuthError> {
-    loop {
-        let (mut socket, _) = listener
-            .accept()
-            .await
-            .map_err(|e| AuthError::InternalError(format!("redirect listener: {e}")))?;
-        let mut head = Vec::new();
-        let mut chunk = [0u8; 2048];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-            match socket.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let head = String::from_utf8_lossy(&head);
-        let target = head
-            .lines()
-            .next()
-            .and_then(|line| line.strip_prefix("GET "))
-            .and_then(|rest| rest.split(' ').next())
-            .unwrap_or("");
-        let found = target
-            .strip_prefix(path)
-            .is_some_and(|rest| rest.starts_with('?'));
-        let body = if found {
-            "mcp-reconcile: authorized; you can close this page.\n"
-        } else {
-            "not found\n"
-        };
-        let status = if found { "200 OK" } else { "404 Not Found" };
-        let response = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = socket.write_all(response.as_bytes()).await;
-        let _ = socket.shutdown().await;
-        if found {
-            let query = target.split_once('?').map_or("", |(_, q)| q);
-            return Ok(format!("{redirect_uri}?{query}"));
-        }
-    }
 }
 
 /// Whether `error` (or a cause of it) says the server wants an authorization the host does
@@ -485,6 +495,14 @@ pub fn needs_auth_message(name: &str) -> String {
         "needs authorization: run `mcp-reconcile auth {}`",
         crate::display::shell_arg(name)
     )
+}
+
+/// [`needs_auth_message`] with why a stored login was not used, if one was not.
+pub fn needs_auth_because(name: &str, refusal: Option<&Refusal>) -> String {
+    match refusal {
+        Some(refusal) => format!("{} ({})", needs_auth_message(name), refusal.sentence()),
+        None => needs_auth_message(name),
+    }
 }
 
 #[cfg(test)]

@@ -12,8 +12,11 @@
 //! encrypted-file and keychain modes are not read.)
 //!
 //! An entry is used only when its `mcpServerUrl` is the server's URL: a token the user got
-//! for one URL never goes to another server that took the same name. Writing keeps every
-//! other entry, and the fields of this one that the host does not know (`tokenUrl`).
+//! for one URL never goes to another server that took the same name. Its `tokenUrl` is the
+//! token endpoint that issued it, which binds it ([`super::binding`]); an entry without one is
+//! not used. Writing keeps every other entry, and the fields of this one that the host does
+//! not know. Every entry of this file counts as a login of the user's own configuration: the
+//! logins of project entries are kept in this host's own file.
 
 use std::time::Duration;
 
@@ -61,12 +64,23 @@ pub(super) fn find(file: &Value, name: &str, url: &str, now: u64) -> Option<Stor
     ))
 }
 
-/// Replaces (or with `None` removes) the entry of `name` in the parsed file.
+/// The `tokenUrl` of the entry of `name` at `url` in the parsed file.
+pub(super) fn token_url(file: &Value, name: &str, url: &str) -> Option<String> {
+    entries(file)
+        .find(|e| is_for(e, name, url))?
+        .get("tokenUrl")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Replaces (or with `None` removes) the entry of `name` in the parsed file; `token_url` is
+/// the token endpoint that issued the credentials.
 pub(super) fn put(
     file: &mut Value,
     name: &str,
     url: &str,
     credentials: Option<&StoredCredentials>,
+    token_url: Option<&str>,
 ) {
     if !file.is_array() {
         *file = Value::Array(Vec::new());
@@ -107,6 +121,10 @@ pub(super) fn put(
     entry.insert("token".into(), Value::Object(token));
     entry.insert("clientId".into(), stored.client_id.clone().into());
     entry.insert("mcpServerUrl".into(), url.into());
+    match token_url {
+        Some(token_url) => entry.insert("tokenUrl".into(), token_url.into()),
+        None => entry.remove("tokenUrl"),
+    };
     entry.insert("updatedAt".into(), json!(now_ms));
     list.push(Value::Object(entry));
 }
@@ -158,7 +176,15 @@ mod tests {
     fn writing_keeps_other_entries_and_unknown_fields_in_the_cli_s_shape() {
         let mut file = written_by_the_cli();
         let read = find(&file, "api", "https://api.example/mcp", 1_000_000).expect("found");
-        put(&mut file, "api", "https://api.example/mcp", Some(&read));
+        let issued_by = token_url(&file, "api", "https://api.example/mcp");
+        assert_eq!(issued_by.as_deref(), Some("https://auth.example/token"));
+        put(
+            &mut file,
+            "api",
+            "https://api.example/mcp",
+            Some(&read),
+            issued_by.as_deref(),
+        );
         let list = file.as_array().expect("array");
         assert_eq!(list.len(), 2);
         let api = list.iter().find(|e| e["serverName"] == "api").expect("api");
@@ -166,7 +192,7 @@ mod tests {
         assert_eq!(api["token"]["expiresAt"], 1_000_600_000u64);
         assert_eq!(api["token"]["scope"], "a b");
         assert_eq!(api["mcpServerUrl"], "https://api.example/mcp");
-        put(&mut file, "api", "https://api.example/mcp", None);
+        put(&mut file, "api", "https://api.example/mcp", None, None);
         assert_eq!(file.as_array().expect("array").len(), 1, "removed");
     }
 }

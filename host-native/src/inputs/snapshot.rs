@@ -48,6 +48,8 @@ pub struct Snapshot {
     pub lsp_approvals: Approvals,
     /// What is broken right now; empty when every input loaded cleanly.
     pub errors: Vec<InputError>,
+    /// The OAuth token file this session uses (what a review says about stored logins).
+    pub oauth_tokens: crate::auth::TokenFile,
 }
 
 impl Snapshot {
