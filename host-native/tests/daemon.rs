@@ -782,3 +782,241 @@ async fn watch_daemon_asks_and_the_answer_starts_the_server() {
     });
     one.close().await;
 }
+
+// Relays of a shared server's own requests (issue 22): a server's elicitation, sampling, roots
+// and log messages go only to the session whose call they belong to, and a server cannot make
+// the daemon hold without bound what it sends its clients.
+
+/// A client of one daemon session that answers elicitation with its own name and roots with its
+/// own root, and keeps everything the gateway relayed to it.
+#[derive(Clone)]
+struct Answering {
+    who: &'static str,
+    heard: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Answering {
+    fn note(&self, what: String) {
+        self.heard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(what);
+    }
+
+    fn heard(&self) -> Vec<String> {
+        self.heard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[allow(deprecated)] // roots and logging: deprecated by protocol 2026-07-28, relayed all the same
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let message = match &request {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => {
+                message.clone()
+            }
+            other => format!("{other:?}"),
+        };
+        self.note(format!("elicitation: {message}"));
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"name": self.who})),
+        )
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.note("roots/list".to_owned());
+        Ok(rmcp::model::ListRootsResult::new(vec![
+            rmcp::model::Root::new(format!("file:///{}", self.who)),
+        ]))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.note(format!("log: {}", params.data));
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        capabilities.roots = Some(Default::default());
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new(self.who, "0"),
+        )
+    }
+}
+
+/// A `serve` attached to the test's daemon with its stdio piped (not yet read).
+fn spawn_serve(
+    p: &Project,
+    rt: &Runtime,
+) -> (Group, std::process::ChildStdout, std::process::ChildStdin) {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p.path("serve.log"))
+        .expect("log");
+    let mut child = std::process::Command::new(cli())
+        .arg("serve")
+        .args(p.flags())
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .env("MCP_RECONCILE_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let stdin = child.stdin.take().expect("stdin");
+    (Group(child), stdout, stdin)
+}
+
+/// A daemon session whose client is an [`Answering`] named `who`.
+struct Asker {
+    _group: Group,
+    client: RunningService<RoleClient, Answering>,
+}
+
+impl Asker {
+    async fn start(p: &Project, rt: &Runtime, who: &'static str) -> Asker {
+        let (group, stdout, stdin) = spawn_serve(p, rt);
+        let handler = Answering {
+            who,
+            heard: Default::default(),
+        };
+        let transport = (
+            tokio::process::ChildStdout::from_std(stdout).expect("async stdout"),
+            tokio::process::ChildStdin::from_std(stdin).expect("async stdin"),
+        );
+        let client = tokio::time::timeout(PATIENCE, handler.serve(transport))
+            .await
+            .expect("handshake in time")
+            .expect("the daemon's session completes the MCP handshake");
+        Asker {
+            _group: group,
+            client,
+        }
+    }
+
+    fn heard(&self) -> Vec<String> {
+        self.client.service().heard()
+    }
+
+    /// Calls `name` in a task of its own; its text when it ends.
+    fn call(&self, name: &str, args: Value) -> tokio::task::JoinHandle<String> {
+        let peer = self.client.peer().clone();
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        tokio::spawn(async move {
+            let result = tokio::time::timeout(PATIENCE, peer.call_tool(params))
+                .await
+                .expect("tools/call in time")
+                .expect("tools/call");
+            result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+}
+
+async fn joined(call: tokio::task::JoinHandle<String>) -> String {
+    tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the call ends in time")
+        .expect("joined")
+}
+
+/// Two sessions (two `serve`s, same files and environment) share one fixture process. A
+/// server's question, roots request and log message during B's call never reach A's client —
+/// not while A's own call runs on the same process too (the daemon cannot tell whose it is:
+/// declined, no roots, dropped), and not when the process asks later with nothing running
+/// (both sessions have used it: declined). B's question while only B's call runs is B's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_servers_questions_never_reach_another_session() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,ask,ask_later,roots")}}));
+    let _daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let beta = Asker::start(&p, &rt, "beta").await;
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+    let go = |name: &str| p.path(name).to_string_lossy().into_owned();
+
+    // Only B's call runs: its question is B's, answered by B.
+    let alone = joined(beta.call("mcp__a__ask", json!({"text": "B alone"}))).await;
+    assert_eq!(alone, "action=accept name=beta");
+
+    // B's call waits to ask; then A's call starts and waits too ...
+    let marker = || fs::read_to_string(p.marker("a")).unwrap_or_default();
+    let b_call = beta.call(
+        "mcp__a__ask",
+        json!({"text": "B during A", "wait_for": go("go-b")}),
+    );
+    wait("B's call runs", || marker().contains("waiting B during A"));
+    let a_call = alpha.call(
+        "mcp__a__ask",
+        json!({"text": "A's own", "wait_for": go("go-a")}),
+    );
+    wait("A's call runs", || marker().contains("waiting A's own"));
+    // ... and B's asks while both run: the daemon cannot tell whose it is, so it is nobody's
+    // (it used to go to the newest call's client: A).
+    fs::write(go("go-b"), "").expect("go");
+    assert_eq!(joined(b_call).await, "action=decline name=");
+    let roots = joined(beta.call("mcp__a__roots", json!({"wait_for": go("go-b")}))).await;
+    assert_eq!(roots, "no roots");
+    // A's own question, once B's calls are over, is A's.
+    fs::write(go("go-a"), "").expect("go");
+    assert_eq!(joined(a_call).await, "action=accept name=alpha");
+
+    // Asked with nothing running, after both used the process: nobody's.
+    let scheduled = beta.call(
+        "mcp__a__ask_later",
+        json!({"text": "B later", "wait_for": go("go-later")}),
+    );
+    assert_eq!(joined(scheduled).await, "scheduled");
+    let echoed = joined(alpha.call("mcp__a__echo", json!({"text": "A last"}))).await;
+    assert_eq!(echoed, "A last");
+    fs::write(go("go-later"), "").expect("go");
+    wait("the late question is answered", || {
+        marker().contains("asked B later:")
+    });
+    assert!(
+        marker().contains("asked B later: action=decline name="),
+        "{}",
+        marker()
+    );
+
+    let heard = alpha.heard();
+    assert!(
+        !heard.iter().any(|h| h.contains('B') || h == "roots/list"),
+        "nothing of B's calls reached A's client: {heard:?}"
+    );
+    assert!(
+        heard.contains(&"elicitation: A's own".to_owned()),
+        "{heard:?}"
+    );
+    let heard = beta.heard();
+    assert!(
+        heard.contains(&"elicitation: B alone".to_owned()),
+        "{heard:?}"
+    );
+    assert!(!heard.iter().any(|h| h.contains("A's own")), "{heard:?}");
+}

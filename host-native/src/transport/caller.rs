@@ -291,7 +291,7 @@ impl Caller {
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
         let _busy = self.ctx.in_flight.enter();
-        let _asking = self
+        let asking = self
             .asker
             .clone()
             .map(|client| self.ctx.askers.enter(client));
@@ -321,6 +321,9 @@ impl Caller {
             Err(ServiceError::TransportClosed) => return Err(closed().await),
             Err(e) => return Err(self.failed(what, &e)),
         };
+        if let Some(asking) = &asking {
+            asking.sent_as(handle.id.clone());
+        }
         let mut updates = progress.map(|forward| {
             let (guard, rx) = self.progress.subscribe(handle.progress_token.clone());
             (guard, rx, forward)

@@ -21,7 +21,7 @@ use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::Notify;
 
 use super::progress::ProgressRouter;
-use super::relay::Askers;
+use super::relay::{offers, Askers, Unowned};
 use super::session::describe_service_error;
 use super::{Ctx, ElicitationResponder};
 
@@ -95,19 +95,25 @@ impl ClientHandler for Handler {
         self.relist.notify_one();
     }
 
-    /// Relayed to the client (see [`Askers`]) with the server named in `logger`.
+    /// Relayed to the client it belongs to (see [`Askers`]) with the server named in
+    /// `logger`; dropped when it belongs to no single client.
     async fn on_logging_message(
         &self,
         mut params: LoggingMessageNotificationParam,
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
+        let client = match self.askers.owner(None) {
+            Ok(client) => client,
+            Err(why) => {
+                tracing::debug!(server = %self.server, "log message dropped: {why}");
+                return;
+            }
+        };
         params.logger = Some(match params.logger.take() {
             Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
             _ => self.server.clone(),
         });
-        for peer in self.askers.listeners() {
-            let _ = peer.notify_logging_message(params.clone()).await;
-        }
+        let _ = client.notify_logging_message(params).await;
     }
 
     /// Relayed to the clients subscribed to the resource.
@@ -121,59 +127,95 @@ impl ClientHandler for Handler {
         }
     }
 
-    /// Asks the real client (see [`Askers`]); without one that can, the responder this
-    /// connection was made with, else declined.
+    /// Asks the client it belongs to (see [`Askers`]); with no client at all, the responder
+    /// this connection was made with; else declined.
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        if let Some(peer) = self.askers.pick(|c| c.elicitation.is_some()) {
-            let relayed =
-                rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
-            return match peer.send_request(relayed).await {
-                Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
-                Ok(_) => Err(relay_failed(
-                    "elicitation/create",
-                    ServiceError::UnexpectedResponse,
-                )),
-                Err(e) => Err(relay_failed("elicitation/create", e)),
-            };
+        const WHAT: &str = "elicitation/create";
+        let decline = || Ok(ElicitResult::new(ElicitationAction::Decline));
+        let peer = match self.askers.owner(origin(&context)) {
+            Ok(peer) => peer,
+            Err(Unowned::NoClient) => {
+                return Ok(match &self.elicitation {
+                    Some(responder) => responder(request).await,
+                    None => ElicitResult::new(ElicitationAction::Decline),
+                })
+            }
+            Err(why) => {
+                tracing::info!(server = %self.server, "{WHAT} declined: {why}");
+                return decline();
+            }
+        };
+        if !offers(&peer, |c| c.elicitation.is_some()) {
+            tracing::info!(server = %self.server, "{WHAT} declined: the client of the call does not support it");
+            return decline();
         }
-        Ok(match &self.elicitation {
-            Some(responder) => responder(request).await,
-            None => ElicitResult::new(ElicitationAction::Decline),
-        })
+        let relayed =
+            rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
+        match peer.send_request(relayed).await {
+            Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
+            Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
+            Err(e) => Err(relay_failed(WHAT, e)),
+        }
     }
 
-    /// Relayed to the real client that can sample (see [`Askers`]).
+    /// Relayed to the client it belongs to (see [`Askers`]) if it can sample.
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        let Some(peer) = self.askers.pick(|c| c.sampling.is_some()) else {
-            return Err(rmcp::ErrorData::invalid_request(
-                "no client of mcp-reconcile that supports sampling is connected",
+        const WHAT: &str = "sampling/createMessage";
+        let refuse = |why: String| {
+            tracing::info!(server = %self.server, "{WHAT} refused: {why}");
+            Err(rmcp::ErrorData::invalid_request(
+                format!("mcp-reconcile relays no {WHAT} here: {why}"),
                 None,
-            ));
+            ))
         };
-        peer.create_message(params)
-            .await
-            .map_err(|e| relay_failed("sampling/createMessage", e))
+        let peer = match self.askers.owner(origin(&context)) {
+            Ok(peer) => peer,
+            Err(why) => return refuse(why.to_string()),
+        };
+        if !offers(&peer, |c| c.sampling.is_some()) {
+            return refuse("the client of the call does not support sampling".to_owned());
+        }
+        let relayed = rmcp::model::ServerRequest::CreateMessageRequest(
+            rmcp::model::CreateMessageRequest::new(params),
+        );
+        match peer.send_request(relayed).await {
+            Ok(rmcp::model::ClientResult::CreateMessageResult(result)) => Ok(*result),
+            Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
+            Err(e) => Err(relay_failed(WHAT, e)),
+        }
     }
 
-    /// The real client's roots (see [`Askers`]); none without a client that has them.
+    /// The roots of the client it belongs to (see [`Askers`]); none without one that has
+    /// them.
     async fn list_roots(
         &self,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, rmcp::ErrorData> {
-        match self.askers.pick(|c| c.roots.is_some()) {
-            Some(peer) => peer
-                .list_roots()
-                .await
-                .map_err(|e| relay_failed("roots/list", e)),
-            None => Ok(ListRootsResult::default()),
+        const WHAT: &str = "roots/list";
+        let none = |why: String| {
+            tracing::info!(server = %self.server, "{WHAT} answered with no roots: {why}");
+            Ok(ListRootsResult::default())
+        };
+        let peer = match self.askers.owner(origin(&context)) {
+            Ok(peer) => peer,
+            Err(why) => return none(why.to_string()),
+        };
+        if !offers(&peer, |c| c.roots.is_some()) {
+            return Ok(ListRootsResult::default());
+        }
+        let relayed = rmcp::model::ServerRequest::ListRootsRequest(Default::default());
+        match peer.send_request(relayed).await {
+            Ok(rmcp::model::ClientResult::ListRootsResult(result)) => Ok(result),
+            Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
+            Err(e) => Err(relay_failed(WHAT, e)),
         }
     }
 
@@ -194,4 +236,13 @@ impl ClientHandler for Handler {
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
+}
+
+/// Where a server's request arrived, when the transport tells (streamable HTTP).
+fn origin(
+    context: &rmcp::service::RequestContext<RoleClient>,
+) -> Option<&rmcp::service::InboundStreamOrigin> {
+    context
+        .extensions
+        .get::<rmcp::service::InboundStreamOrigin>()
 }

@@ -2,17 +2,63 @@
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list`) and its log messages go to.
 //!
 //! A connection may serve several clients (the HTTP sessions of one `serve --http`, the sessions
-//! of the daemon that share it), and MCP does not say which of them a server's request is about.
-//! The answer here: the client whose forwarded request is running on the connection (the newest
-//! one when several are), else the client that used the connection last, as long as it is
-//! connected. Only a client that declared the capability is asked; without one, elicitation is
-//! declined, sampling fails with a sentence that says why, and roots are an empty list.
-//! `notifications/resources/updated` goes to the clients that subscribed to the URI.
+//! of the daemon that share it), and over stdio MCP does not say which of them a server's
+//! request is about. A question relayed to the wrong client is a phishing channel between
+//! sessions (one project's server asks in another project's client, and gets that client's
+//! answer, roots or model output), so a server's request goes to its **owner** only:
+//! 1. over streamable HTTP, the client whose forwarded request the server answered it on (the
+//!    response stream it arrived on, rmcp's [`InboundStreamOrigin`]);
+//! 2. else the one client whose forwarded requests are running on the connection, when exactly
+//!    one client's are;
+//! 3. else, with nothing running, the one client that has ever used the connection, when
+//!    exactly one has (it alone can have caused the request).
+//!
+//! Without an owner ([`Unowned`]) — several clients' calls in flight, or several clients have
+//! used an idle connection — elicitation is declined, sampling fails and roots are an empty
+//! list, with a log line that names the server (never the contents). The owner must offer the
+//! capability itself; no other client is asked instead. A log message goes to its owner (at or
+//! above the level that client set) or nowhere: it can carry data of one session's call, so
+//! neither "every client" nor "some client" is safe. `notifications/resources/updated` goes to
+//! the clients that subscribed to the URI.
+//!
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::ClientCapabilities;
+use rmcp::model::{ClientCapabilities, RequestId};
+use rmcp::service::InboundStreamOrigin;
 use rmcp::{Peer, RoleServer};
+
+/// Why a server's request or log message has no single client to go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unowned {
+    /// No client has used the connection yet.
+    NoClient,
+    /// The client it belongs to has gone.
+    Gone,
+    /// Calls of this many clients are in flight on the connection.
+    Several(usize),
+    /// Nothing is in flight and this many clients have used the connection.
+    Idle(usize),
+}
+
+impl std::fmt::Display for Unowned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unowned::NoClient => write!(f, "no client has used this server yet"),
+            Unowned::Gone => write!(f, "the client it belongs to has disconnected"),
+            Unowned::Several(n) => write!(
+                f,
+                "calls of {n} sessions are running on this shared server, so which one it \
+                 belongs to is unknown"
+            ),
+            Unowned::Idle(n) => write!(
+                f,
+                "no call is running and {n} sessions use this shared server, so which one it \
+                 belongs to is unknown"
+            ),
+        }
+    }
+}
 
 /// The clients a connection may relay to; clones share them.
 #[derive(Clone, Default)]
@@ -21,12 +67,31 @@ pub struct Askers(Arc<Mutex<Inner>>);
 #[derive(Default)]
 struct Inner {
     next: u64,
-    /// Clients with a forwarded request running, oldest first.
-    active: Vec<(u64, Peer<RoleServer>)>,
-    /// The client that used the connection last.
-    recent: Option<Peer<RoleServer>>,
+    /// Forwarded requests running, oldest first.
+    active: Vec<Active>,
+    /// The open clients that have used the connection.
+    members: Vec<Peer<RoleServer>>,
+    /// Clients that used the connection and have gone since.
+    departed: usize,
     /// Resource subscriptions: the URI and the client that asked.
     subscribed: Vec<(String, Peer<RoleServer>)>,
+}
+
+struct Active {
+    id: u64,
+    client: Peer<RoleServer>,
+    /// The upstream request, once sent.
+    request: Option<RequestId>,
+}
+
+impl Inner {
+    /// Forgets clients whose connection closed.
+    fn prune(&mut self) {
+        let before = self.members.len();
+        self.members.retain(|p| !p.is_transport_closed());
+        self.departed += before - self.members.len();
+        self.subscribed.retain(|(_, p)| !p.is_transport_closed());
+    }
 }
 
 /// Keeps a client among the active ones until dropped.
@@ -35,10 +100,21 @@ pub struct Asking {
     id: u64,
 }
 
+impl Asking {
+    /// The upstream request this forwarded request was sent as: a server's request that
+    /// arrives on its response stream belongs to this client.
+    pub fn sent_as(&self, request: RequestId) {
+        let mut inner = self.askers.lock();
+        if let Some(active) = inner.active.iter_mut().find(|a| a.id == self.id) {
+            active.request = Some(request);
+        }
+    }
+}
+
 impl Drop for Asking {
     fn drop(&mut self) {
         let mut inner = self.askers.lock();
-        inner.active.retain(|(id, _)| *id != self.id);
+        inner.active.retain(|a| a.id != self.id);
     }
 }
 
@@ -47,56 +123,54 @@ impl Askers {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `peer` has a request running on the connection until the guard drops.
+    /// `peer` has a request running on the connection until the guard drops; it is a member
+    /// of the connection from now on.
     pub fn enter(&self, peer: Peer<RoleServer>) -> Asking {
         let mut inner = self.lock();
+        inner.prune();
         inner.next += 1;
         let id = inner.next;
-        inner.recent = Some(peer.clone());
-        inner.active.push((id, peer));
+        if !inner.members.iter().any(|m| same(m, &peer)) {
+            inner.members.push(peer.clone());
+        }
+        inner.active.push(Active {
+            id,
+            client: peer,
+            request: None,
+        });
         Asking {
             askers: self.clone(),
             id,
         }
     }
 
-    /// The client to relay to: the newest active one that offers what `offers` asks, else the
-    /// most recent one if it does; never one whose connection closed.
-    pub fn pick(&self, offers: impl Fn(&ClientCapabilities) -> bool) -> Option<Peer<RoleServer>> {
-        let inner = self.lock();
-        let fits = |peer: &Peer<RoleServer>| {
-            !peer.is_transport_closed() && peer.peer_info().is_some_and(|i| offers(&i.capabilities))
-        };
-        inner
-            .active
-            .iter()
-            .rev()
-            .map(|(_, peer)| peer)
-            .chain(inner.recent.iter())
-            .find(|peer| fits(peer))
-            .cloned()
-    }
-
-    /// Every distinct open client that is active, or else the most recent one: where a
-    /// server's log message goes.
-    pub fn listeners(&self) -> Vec<Peer<RoleServer>> {
-        let inner = self.lock();
-        let mut peers: Vec<Peer<RoleServer>> = Vec::new();
-        for (_, peer) in &inner.active {
-            if !peer.is_transport_closed() && !peers.iter().any(|p| same(p, peer)) {
-                peers.push(peer.clone());
+    /// The client a server's request or log message belongs to (see the module docs);
+    /// `origin` is where a request arrived, when the transport tells.
+    pub fn owner(&self, origin: Option<&InboundStreamOrigin>) -> Result<Peer<RoleServer>, Unowned> {
+        let mut inner = self.lock();
+        inner.prune();
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
+            if let Some(active) = inner.active.iter().find(|a| a.request.as_ref() == Some(id)) {
+                return open(&active.client);
             }
         }
-        if peers.is_empty() {
-            peers.extend(
-                inner
-                    .recent
-                    .iter()
-                    .filter(|p| !p.is_transport_closed())
-                    .cloned(),
-            );
+        let mut calling: Vec<&Peer<RoleServer>> = Vec::new();
+        for active in &inner.active {
+            if !calling.iter().any(|p| same(p, &active.client)) {
+                calling.push(&active.client);
+            }
         }
-        peers
+        match calling.as_slice() {
+            [one] => return open(one),
+            [] => {}
+            several => return Err(Unowned::Several(several.len())),
+        }
+        match (inner.members.as_slice(), inner.departed) {
+            ([], 0) => Err(Unowned::NoClient),
+            ([one], 0) => open(one),
+            ([], _) => Err(Unowned::Gone),
+            (members, departed) => Err(Unowned::Idle(members.len() + departed)),
+        }
     }
 }
 
@@ -104,9 +178,10 @@ impl Askers {
     /// Notes that `client` subscribed to `uri` (or unsubscribed).
     pub fn subscription(&self, uri: &str, client: &Peer<RoleServer>, subscribe: bool) {
         let mut inner = self.lock();
+        inner.prune();
         inner
             .subscribed
-            .retain(|(u, p)| !(p.is_transport_closed() || (u == uri && same(p, client))));
+            .retain(|(u, p)| !(u == uri && same(p, client)));
         if subscribe {
             inner.subscribed.push((uri.to_owned(), client.clone()));
         }
@@ -120,6 +195,19 @@ impl Askers {
             .filter(|(u, p)| u == uri && !p.is_transport_closed())
             .map(|(_, p)| p.clone())
             .collect()
+    }
+}
+
+/// Whether `peer` declared what `offers` asks for.
+pub fn offers(peer: &Peer<RoleServer>, offers: impl Fn(&ClientCapabilities) -> bool) -> bool {
+    peer.peer_info().is_some_and(|i| offers(&i.capabilities))
+}
+
+fn open(peer: &Peer<RoleServer>) -> Result<Peer<RoleServer>, Unowned> {
+    if peer.is_transport_closed() {
+        Err(Unowned::Gone)
+    } else {
+        Ok(peer.clone())
     }
 }
 

@@ -30,6 +30,8 @@ pub struct Catalog {
     pub tool_prefix: String,
     pub change_tools_after: Option<Duration>,
     pub fault: Option<Fault>,
+    /// Where `ask_later` and `flood` note what they learn after their call.
+    pub marker: Option<std::path::PathBuf>,
 }
 
 impl Catalog {
@@ -42,6 +44,7 @@ impl Catalog {
             tool_prefix: args.tool_prefix.clone(),
             change_tools_after: args.change_tools_after.map(Duration::from_millis),
             fault: args.fault,
+            marker: args.marker.clone(),
         }
     }
 }
@@ -106,6 +109,25 @@ impl Fixture {
                 "Added by --change-tools-after; returns \"late\".",
                 object_schema(json!({}), &[]),
             ),
+            ToolKind::Ask | ToolKind::AskLater => (
+                "Asks the client `text` (elicitation), once the file `wait_for` exists.",
+                object_schema(
+                    json!({"text": {"type": "string"}, "wait_for": {"type": "string"}}),
+                    &["text"],
+                ),
+            ),
+            ToolKind::Roots => (
+                "Returns the client's roots, asked once the file `wait_for` exists.",
+                object_schema(json!({"wait_for": {"type": "string"}}), &[]),
+            ),
+            ToolKind::Flood => (
+                "Sends `logs` log messages of `size` bytes, then `elicitations` at once.",
+                object_schema(
+                    json!({"logs": {"type": "integer"}, "size": {"type": "integer"},
+                           "elicitations": {"type": "integer"}}),
+                    &[],
+                ),
+            ),
         };
         Tool::new(name, description, schema)
     }
@@ -139,6 +161,13 @@ impl Fixture {
             }
             ToolKind::Pid => std::process::id().to_string(),
             ToolKind::Late => "late".to_owned(),
+            ToolKind::Ask => crate::asks::ask(args, context, self.catalog.marker.clone()).await,
+            ToolKind::AskLater => {
+                crate::asks::ask_later(args, context, self.catalog.marker.clone());
+                "scheduled".to_owned()
+            }
+            ToolKind::Roots => crate::asks::roots(args, context).await,
+            ToolKind::Flood => crate::asks::flood(args, context, self.catalog.marker.clone()).await,
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
