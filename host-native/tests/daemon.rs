@@ -1020,3 +1020,78 @@ async fn a_shared_servers_questions_never_reach_another_session() {
     );
     assert!(!heard.iter().any(|h| h.contains("A's own")), "{heard:?}");
 }
+
+/// A process's resident memory in kB (`VmRSS` of `/proc/PID/status`).
+fn rss_kb(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the process is alive")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// A server that floods its caller — 100 000 log messages of 200 bytes, then 2 000
+/// elicitations at once — to a client that reads nothing cannot grow the daemon without bound
+/// (it used to hold every message and every question): log messages past the client's queue
+/// are dropped, and past 16 questions waiting for an answer the rest are declined at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_server_cannot_grow_the_daemon_without_bound() {
+    const LOGS: usize = 100_000;
+    const ASKS: usize = 2_000;
+    const PENDING_CAP: usize = 16;
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "flood")}}));
+    let daemon = start_daemon(&p, &rt);
+    // A client that sends and never reads: serve's stdout fills, and so does the daemon's way
+    // to it.
+    let (_serve, _stdout, mut stdin) = spawn_serve(&p, &rt);
+    let mut send = |message: Value| {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("serve reads its stdin");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "never-reads", "version": "0"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    wait("a starts", || pids(&p, "a").len() == 1);
+    let before = rss_kb(daemon.0.id());
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp__a__flood",
+        "arguments": {"logs": LOGS, "size": 200, "elicitations": ASKS}}}),
+    );
+
+    let marker = || fs::read_to_string(p.marker("a")).unwrap_or_default();
+    let declined = || marker().matches("elicitation action=decline").count();
+    let start = Instant::now();
+    while declined() < ASKS - PENDING_CAP {
+        assert!(
+            start.elapsed() < PATIENCE * 4,
+            "the questions past the cap are declined at once: {} of {ASKS} declined, {}",
+            declined(),
+            if marker().contains("flooded") {
+                "every log message sent"
+            } else {
+                "log messages still going"
+            }
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let grown_mb = rss_kb(daemon.0.id()).saturating_sub(before) / 1024;
+    assert!(
+        grown_mb < 200,
+        "the daemon grew by {grown_mb} MB while relaying the flood"
+    );
+    assert_eq!(
+        declined(),
+        ASKS - PENDING_CAP,
+        "16 wait for the client, the rest are declined"
+    );
+}

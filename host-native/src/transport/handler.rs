@@ -3,6 +3,7 @@
 //! roots) by relaying them to the real client ([`Askers`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 // Sampling, roots and logging are deprecated by SEP-2577 (gone from protocol 2026-07-28); the
 // versions this client speaks have them, and servers behind the gateway use them.
@@ -16,14 +17,14 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ListRootsResult,
     LoggingMessageNotificationParam,
 };
-use rmcp::service::ServiceError;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
 use tokio::sync::Notify;
 
 use super::progress::ProgressRouter;
 use super::relay::{offers, Askers, Unowned};
 use super::session::describe_service_error;
-use super::{Ctx, ElicitationResponder};
+use super::{Ctx, ElicitationResponder, SERVICE_CLOSE};
 
 /// The client side of the session: answers the server's notifications.
 #[derive(Clone)]
@@ -113,7 +114,7 @@ impl ClientHandler for Handler {
             Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
             _ => self.server.clone(),
         });
-        let _ = client.notify_logging_message(params).await;
+        self.askers.log(&self.server, client, params);
     }
 
     /// Relayed to the clients subscribed to the resource.
@@ -153,12 +154,20 @@ impl ClientHandler for Handler {
             tracing::info!(server = %self.server, "{WHAT} declined: the client of the call does not support it");
             return decline();
         }
+        let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
+            return decline();
+        };
         let relayed =
             rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
-        match peer.send_request(relayed).await {
+        let wait = self.askers.limits().elicitation;
+        match relay(&peer, relayed, wait, &context).await {
             Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
-            Err(e) => Err(relay_failed(WHAT, e)),
+            Err(Relay::TimedOut) => {
+                tracing::info!(server = %self.server, "{WHAT} got no answer within {} s; cancelled", wait.as_secs());
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+            Err(Relay::Failed(e)) => Err(relay_failed(WHAT, e)),
         }
     }
 
@@ -183,13 +192,18 @@ impl ClientHandler for Handler {
         if !offers(&peer, |c| c.sampling.is_some()) {
             return refuse("the client of the call does not support sampling".to_owned());
         }
+        let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
+            return refuse("too many requests of this server wait for an answer".to_owned());
+        };
         let relayed = rmcp::model::ServerRequest::CreateMessageRequest(
             rmcp::model::CreateMessageRequest::new(params),
         );
-        match peer.send_request(relayed).await {
+        let wait = self.askers.limits().sampling;
+        match relay(&peer, relayed, wait, &context).await {
             Ok(rmcp::model::ClientResult::CreateMessageResult(result)) => Ok(*result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
-            Err(e) => Err(relay_failed(WHAT, e)),
+            Err(Relay::TimedOut) => refuse(format!("no answer within {} s", wait.as_secs())),
+            Err(Relay::Failed(e)) => Err(relay_failed(WHAT, e)),
         }
     }
 
@@ -211,11 +225,19 @@ impl ClientHandler for Handler {
         if !offers(&peer, |c| c.roots.is_some()) {
             return Ok(ListRootsResult::default());
         }
+        let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
+            return none("too many requests of this server wait for an answer".to_owned());
+        };
         let relayed = rmcp::model::ServerRequest::ListRootsRequest(Default::default());
-        match peer.send_request(relayed).await {
+        let wait = self.askers.limits().roots;
+        match relay(&peer, relayed, wait, &context).await {
             Ok(rmcp::model::ClientResult::ListRootsResult(result)) => Ok(result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
-            Err(e) => Err(relay_failed(WHAT, e)),
+            Err(Relay::TimedOut) => none(format!(
+                "the client did not answer within {} s",
+                wait.as_secs()
+            )),
+            Err(Relay::Failed(e)) => Err(relay_failed(WHAT, e)),
         }
     }
 
@@ -245,4 +267,47 @@ fn origin(
     context
         .extensions
         .get::<rmcp::service::InboundStreamOrigin>()
+}
+
+/// How a relayed request ended without an answer.
+enum Relay {
+    TimedOut,
+    Failed(ServiceError),
+}
+
+/// Sends `request` to `client` and waits for its answer, at most `wait` in all (a client that
+/// reads nothing holds the send too); the server cancelling its request cancels it at the
+/// client too.
+async fn relay(
+    client: &Peer<RoleServer>,
+    request: rmcp::model::ServerRequest,
+    wait: Duration,
+    context: &rmcp::service::RequestContext<RoleClient>,
+) -> Result<rmcp::model::ClientResult, Relay> {
+    let deadline = tokio::time::sleep(wait);
+    tokio::pin!(deadline);
+    let cancelled = || Relay::Failed(ServiceError::Cancelled { reason: None });
+    let mut handle = tokio::select! {
+        sent = client.send_request_with_option(request, PeerRequestOptions::no_options()) => {
+            sent.map_err(Relay::Failed)?
+        }
+        () = &mut deadline => return Err(Relay::TimedOut),
+        () = context.ct.cancelled() => return Err(cancelled()),
+    };
+    tokio::select! {
+        answer = &mut handle.rx => match answer {
+            Ok(answer) => answer.map_err(Relay::Failed),
+            Err(_) => Err(Relay::Failed(ServiceError::TransportClosed)),
+        },
+        () = &mut deadline => {
+            let reason = Some("timeout".to_owned());
+            let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+            Err(Relay::TimedOut)
+        }
+        () = context.ct.cancelled() => {
+            let reason = Some("cancelled by the server".to_owned());
+            let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+            Err(cancelled())
+        }
+    }
 }

@@ -21,12 +21,47 @@
 //! neither "every client" nor "some client" is safe. `notifications/resources/updated` goes to
 //! the clients that subscribed to the URI.
 //!
+//! What a server can make a gateway hold is bounded ([`Limits`], [`queue`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, RequestId};
 use rmcp::service::InboundStreamOrigin;
 use rmcp::{Peer, RoleServer};
+
+mod queue;
+pub(super) use queue::Relaying;
+use queue::{LogQueue, Refusals};
+
+/// How much a server may make a connection hold for its clients.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Relayed requests (elicitation, sampling, roots) waiting for a client's answer on one
+    /// connection; past it a new one is declined (failed, empty) at once.
+    pub pending: usize,
+    /// How long a relayed `elicitation/create` waits for the person (then `cancel`).
+    pub elicitation: Duration,
+    /// How long a relayed `sampling/createMessage` waits for the client's model.
+    pub sampling: Duration,
+    /// How long a relayed `roots/list` waits for the client.
+    pub roots: Duration,
+    /// Log messages queued per client of a connection; past it they are dropped (one warning
+    /// per burst, then the count).
+    pub log_queue: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            pending: 16,
+            elicitation: Duration::from_secs(600),
+            sampling: Duration::from_secs(600),
+            roots: Duration::from_secs(30),
+            log_queue: 256,
+        }
+    }
+}
 
 /// Why a server's request or log message has no single client to go to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +97,13 @@ impl std::fmt::Display for Unowned {
 
 /// The clients a connection may relay to; clones share them.
 #[derive(Clone, Default)]
-pub struct Askers(Arc<Mutex<Inner>>);
+pub struct Askers(Arc<Shared>);
+
+#[derive(Default)]
+struct Shared {
+    limits: Limits,
+    inner: Mutex<Inner>,
+}
 
 #[derive(Default)]
 struct Inner {
@@ -75,6 +116,11 @@ struct Inner {
     departed: usize,
     /// Resource subscriptions: the URI and the client that asked.
     subscribed: Vec<(String, Peer<RoleServer>)>,
+    /// Each client's log messages on their way to it.
+    logs: Vec<(Peer<RoleServer>, LogQueue)>,
+    /// Relayed requests waiting for an answer, and the refusals past the cap.
+    pending: usize,
+    refusals: Refusals,
 }
 
 struct Active {
@@ -91,6 +137,7 @@ impl Inner {
         self.members.retain(|p| !p.is_transport_closed());
         self.departed += before - self.members.len();
         self.subscribed.retain(|(_, p)| !p.is_transport_closed());
+        self.logs.retain(|(p, _)| !p.is_transport_closed());
     }
 }
 
@@ -120,7 +167,12 @@ impl Drop for Asking {
 
 impl Askers {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The limits this connection relays within.
+    pub fn limits(&self) -> Limits {
+        self.0.limits
     }
 
     /// `peer` has a request running on the connection until the guard drops; it is a member
@@ -171,6 +223,47 @@ impl Askers {
             ([], _) => Err(Unowned::Gone),
             (members, departed) => Err(Unowned::Idle(members.len() + departed)),
         }
+    }
+
+    /// A place among the relayed requests waiting for an answer, held until the guard drops;
+    /// `None` past [`Limits::pending`] (logged once per burst, naming `server`).
+    pub fn relaying(&self, server: &str, what: &str) -> Option<Relaying> {
+        let mut inner = self.lock();
+        if inner.pending >= self.0.limits.pending {
+            inner.refusals.refused(server, what, self.0.limits.pending);
+            return None;
+        }
+        inner.pending += 1;
+        Some(Relaying::new(self.clone()))
+    }
+
+    fn relayed(&self) {
+        let mut inner = self.lock();
+        inner.pending = inner.pending.saturating_sub(1);
+        inner.refusals.settled();
+    }
+
+    /// Queues a log message for `client`; dropped (one warning per burst) while its queue is
+    /// full.
+    #[allow(deprecated)]
+    pub fn log(
+        &self,
+        server: &str,
+        client: Peer<RoleServer>,
+        message: rmcp::model::LoggingMessageNotificationParam,
+    ) {
+        let mut inner = self.lock();
+        inner.prune();
+        let capacity = self.0.limits.log_queue;
+        let at = match inner.logs.iter().position(|(p, _)| same(p, &client)) {
+            Some(at) => at,
+            None => {
+                let queue = LogQueue::start(server, client.clone(), capacity);
+                inner.logs.push((client, queue));
+                inner.logs.len() - 1
+            }
+        };
+        inner.logs[at].1.push(message);
     }
 }
 
