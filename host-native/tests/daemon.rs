@@ -1095,3 +1095,95 @@ async fn a_flooding_server_cannot_grow_the_daemon_without_bound() {
         "16 wait for the client, the rest are declined"
     );
 }
+
+/// Two sessions share a server with a resource and one with logging: one session's
+/// `resources/unsubscribe` does not end the other's subscription at the server (it reaches the
+/// server with the last holder's), and each session's `logging/setLevel` is its own — the
+/// server logs at the most verbose level asked for, and a session that asked for errors only
+/// hears none of the info messages the other asked for (before, the last setLevel won for
+/// both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // subscriptions and logging: deprecated by protocol 2026-07-28
+async fn subscriptions_and_log_levels_are_each_sessions_own() {
+    use rmcp::model::{
+        LoggingLevel, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    };
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let mut a = p.server("a", "echo");
+    if let Some(args) = a["args"].as_array_mut() {
+        args.extend([json!("--resources"), json!("1")]);
+    }
+    let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
+    p.write_settings(json!({"mcpServers": {"a": a, "ref": reference}}));
+    let _daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let beta = Asker::start(&p, &rt, "beta").await;
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+    let uri = "fixture://resources/1";
+    let unsubscribed = || {
+        fs::read_to_string(p.marker("a"))
+            .unwrap_or_default()
+            .contains(&format!("unsubscribe {uri}"))
+    };
+    for session in [&alpha, &beta] {
+        session
+            .client
+            .subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .expect("subscribe");
+    }
+    alpha
+        .client
+        .unsubscribe(UnsubscribeRequestParams::new(uri))
+        .await
+        .expect("unsubscribe");
+    assert!(!unsubscribed(), "B still holds the subscription");
+    beta.client
+        .unsubscribe(UnsubscribeRequestParams::new(uri))
+        .await
+        .expect("unsubscribe");
+    assert!(
+        unsubscribed(),
+        "the last holder's unsubscribe reaches the server"
+    );
+
+    beta.client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .expect("setLevel");
+    alpha
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+        .await
+        .expect("setLevel");
+    let logs = |session: &Asker| {
+        session
+            .heard()
+            .iter()
+            .filter(|h| h.starts_with("log:"))
+            .count()
+    };
+    for (session, expected) in [(&beta, 3), (&alpha, 0), (&beta, 6)] {
+        let said = joined(session.call("mcp__ref__test_tool_with_logging", json!({}))).await;
+        assert_eq!(said, "Logging test completed");
+        if expected > 0 {
+            let start = Instant::now();
+            while logs(&beta) < expected {
+                assert!(
+                    start.elapsed() < PATIENCE,
+                    "B asked for debug and hears the info messages: {:?}",
+                    beta.heard()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert_eq!(
+        logs(&alpha),
+        0,
+        "A asked for errors only: {:?}",
+        alpha.heard()
+    );
+    assert_eq!(logs(&beta), 6, "{:?}", beta.heard());
+}

@@ -191,13 +191,18 @@ impl Caller {
         }
     }
 
-    /// Forwards `logging/setLevel`; the client this caller asks for gets the messages.
+    /// Forwards `logging/setLevel` for the client this caller asks for: it gets the messages
+    /// at or above `params.level`; the server is set to the most verbose level any of its
+    /// clients asked for.
     ///
     /// # Errors
     /// See [`CallError`].
     #[allow(deprecated)]
-    pub async fn set_level(&self, params: SetLevelRequestParams) -> Result<(), CallError> {
+    pub async fn set_level(&self, mut params: SetLevelRequestParams) -> Result<(), CallError> {
         let what = "logging/setLevel";
+        if let Some(client) = &self.asker {
+            params.level = self.ctx.askers.set_level(client, params.level);
+        }
         let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(params));
         match self
             .request(what, request, None, CancellationToken::new())
@@ -210,11 +215,18 @@ impl Caller {
 
     /// Forwards `resources/subscribe` (`subscribe`) or `resources/unsubscribe`; the client this
     /// caller asks for gets `notifications/resources/updated` for `uri` until it unsubscribes.
+    /// An unsubscribe reaches the server only once no other client holds the subscription.
     ///
     /// # Errors
     /// See [`CallError`].
     #[allow(deprecated)]
     pub async fn subscription(&self, uri: String, subscribe: bool) -> Result<(), CallError> {
+        if let Some(client) = self.asker.as_ref().filter(|_| !subscribe) {
+            if self.ctx.askers.others_subscribed(&uri, client) {
+                self.ctx.askers.subscription(&uri, client, false);
+                return Ok(());
+            }
+        }
         let (what, request) = if subscribe {
             let params = SubscribeRequestParams::new(uri.clone());
             (

@@ -110,6 +110,9 @@ impl ClientHandler for Handler {
                 return;
             }
         };
+        if !self.askers.wants(&client, params.level) {
+            return;
+        }
         params.logger = Some(match params.logger.take() {
             Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
             _ => self.server.clone(),

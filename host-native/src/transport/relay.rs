@@ -21,11 +21,21 @@
 //! neither "every client" nor "some client" is safe. `notifications/resources/updated` goes to
 //! the clients that subscribed to the URI.
 //!
+//! Subscriptions and log levels are per client over one shared server: a
+//! `resources/unsubscribe` reaches the server only when no other client still holds that
+//! subscription ([`Askers::others_subscribed`]); `logging/setLevel` sends the server the most
+//! verbose level any client asked for ([`Askers::set_level`]), and each client gets only the
+//! messages at or above its own.
+//!
 //! What a server can make a gateway hold is bounded ([`Limits`], [`queue`]).
+
+// Logging is deprecated by protocol 2026-07-28; clients of the versions the gateway speaks use it.
+#![allow(deprecated)]
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rmcp::model::LoggingLevel;
 use rmcp::model::{ClientCapabilities, RequestId};
 use rmcp::service::InboundStreamOrigin;
 use rmcp::{Peer, RoleServer};
@@ -116,6 +126,8 @@ struct Inner {
     departed: usize,
     /// Resource subscriptions: the URI and the client that asked.
     subscribed: Vec<(String, Peer<RoleServer>)>,
+    /// The log level each client asked for.
+    levels: Vec<(Peer<RoleServer>, LoggingLevel)>,
     /// Each client's log messages on their way to it.
     logs: Vec<(Peer<RoleServer>, LogQueue)>,
     /// Relayed requests waiting for an answer, and the refusals past the cap.
@@ -137,6 +149,7 @@ impl Inner {
         self.members.retain(|p| !p.is_transport_closed());
         self.departed += before - self.members.len();
         self.subscribed.retain(|(_, p)| !p.is_transport_closed());
+        self.levels.retain(|(p, _)| !p.is_transport_closed());
         self.logs.retain(|(p, _)| !p.is_transport_closed());
     }
 }
@@ -245,7 +258,6 @@ impl Askers {
 
     /// Queues a log message for `client`; dropped (one warning per burst) while its queue is
     /// full.
-    #[allow(deprecated)]
     pub fn log(
         &self,
         server: &str,
@@ -280,6 +292,42 @@ impl Askers {
         }
     }
 
+    /// Whether an open client other than `client` is subscribed to `uri`: then the server
+    /// keeps the subscription.
+    pub fn others_subscribed(&self, uri: &str, client: &Peer<RoleServer>) -> bool {
+        let mut inner = self.lock();
+        inner.prune();
+        inner
+            .subscribed
+            .iter()
+            .any(|(u, p)| u == uri && !same(p, client))
+    }
+
+    /// Notes the log level `client` asked for; the level to send the server: the most
+    /// verbose any open client asked for.
+    pub fn set_level(&self, client: &Peer<RoleServer>, level: LoggingLevel) -> LoggingLevel {
+        let mut inner = self.lock();
+        inner.prune();
+        inner.levels.retain(|(p, _)| !same(p, client));
+        inner.levels.push((client.clone(), level));
+        inner
+            .levels
+            .iter()
+            .map(|(_, l)| *l)
+            .min_by_key(|l| severity(*l))
+            .unwrap_or(level)
+    }
+
+    /// Whether `client` wants a message at `level`: at or above the level it asked for (all,
+    /// if it asked for none).
+    pub fn wants(&self, client: &Peer<RoleServer>, level: LoggingLevel) -> bool {
+        self.lock()
+            .levels
+            .iter()
+            .find(|(p, _)| same(p, client))
+            .is_none_or(|(_, asked)| severity(level) >= severity(*asked))
+    }
+
     /// The open clients subscribed to `uri`.
     pub fn subscribers(&self, uri: &str) -> Vec<Peer<RoleServer>> {
         self.lock()
@@ -289,6 +337,11 @@ impl Askers {
             .map(|(_, p)| p.clone())
             .collect()
     }
+}
+
+/// The place of `level` in the spec's order, debug lowest.
+fn severity(level: LoggingLevel) -> u8 {
+    level as u8
 }
 
 /// Whether `peer` declared what `offers` asks for.

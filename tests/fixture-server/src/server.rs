@@ -74,6 +74,13 @@ impl Fixture {
         self.catalog.tools.iter().copied().chain(late)
     }
 
+    /// Appends `line` to the marker file, if there is one.
+    fn note(&self, line: &str) {
+        if let Some(marker) = &self.catalog.marker {
+            let _ = crate::faults::append_marker(marker, line);
+        }
+    }
+
     fn tool_named(&self, name: &str) -> Option<ToolKind> {
         let base = name.strip_prefix(self.catalog.tool_prefix.as_str())?;
         self.offered_tools().find(|t| t.base_name() == base)
@@ -183,7 +190,9 @@ impl ServerHandler for Fixture {
             capabilities.prompts = Some(PromptsCapability::default());
         }
         if self.catalog.resources > 0 {
-            capabilities.resources = Some(ResourcesCapability::default());
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -310,6 +319,28 @@ impl ServerHandler for Fixture {
             Resource::new(resource_uri(i), format!("resource-{i}")).with_mime_type("text/plain")
         });
         Ok(ListResourcesResult::with_all_items(resources.collect()))
+    }
+
+    /// Accepted (nothing ever changes); noted in the marker file as `subscribe URI`.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.note(&format!("subscribe {}", request.uri));
+        Ok(())
+    }
+
+    /// Noted in the marker file as `unsubscribe URI`.
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.note(&format!("unsubscribe {}", request.uri));
+        Ok(())
     }
 
     async fn read_resource(
