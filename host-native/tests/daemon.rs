@@ -1187,3 +1187,47 @@ async fn subscriptions_and_log_levels_are_each_sessions_own() {
     );
     assert_eq!(logs(&beta), 6, "{:?}", beta.heard());
 }
+
+/// Two projects' sessions share one process (an absolute `cwd`): `reconnect` from one project
+/// does not restart it under the other project's session — it is refused with a message that
+/// says how many other sessions hold it (it used to restart it) — and once the other session
+/// has gone, the same `reconnect` restarts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_leaves_a_process_another_project_shares_running() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let other = p.path("other");
+    fs::create_dir_all(&other).expect("other project");
+    let mut shared = p.server("a", "echo");
+    shared["cwd"] = json!(p.dir.path().to_string_lossy());
+    p.write_settings(json!({"mcpServers": {"a": shared}}));
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[]).await;
+    let two = Attached::start_in(&p, &rt, &[], &other).await;
+    let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__echo");
+    one.wait_tools("a in the first project", has_a).await;
+    two.wait_tools("a in the other project", has_a).await;
+    assert_eq!(pids(&p, "a").len(), 1, "one process for both projects");
+
+    let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("\"a\" is shared with 1 other session"),
+        "{out}"
+    );
+    assert_eq!(
+        pids(&p, "a").len(),
+        1,
+        "not restarted under the other project"
+    );
+    let echoed = two
+        .call_text("mcp__a__echo", json!({"text": "still"}))
+        .await;
+    assert_eq!(echoed, "still");
+
+    two.close().await;
+    let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
+    assert!(ok, "{out}");
+    wait("a restarted", || pids(&p, "a").len() == 2);
+    one.wait_tools("a back", has_a).await;
+}

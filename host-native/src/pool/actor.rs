@@ -29,9 +29,10 @@ pub(super) enum Request {
         reply: oneshot::Sender<Vec<HeldConn>>,
     },
     Reconnect {
-        session: String,
+        /// The sessions asking together (the daemon's sessions of one file set).
+        sessions: Vec<String>,
         server: Option<String>,
-        reply: oneshot::Sender<Vec<String>>,
+        reply: oneshot::Sender<super::Reconnected>,
     },
     Close {
         session: String,
@@ -179,12 +180,12 @@ impl Actor {
                 let _ = reply.send(held);
             }
             Request::Reconnect {
-                session,
+                sessions,
                 server,
                 reply,
             } => {
-                let names = self.reconnect(&session, server.as_deref());
-                let _ = reply.send(names);
+                let done = self.reconnect(&sessions, server.as_deref());
+                let _ = reply.send(done);
             }
             Request::Close { session, reply } => {
                 self.close_session(&session);
@@ -465,35 +466,41 @@ impl Actor {
         }
     }
 
-    fn reconnect(&mut self, session: &str, server: Option<&str>) -> Vec<String> {
-        let Some(state) = self.sessions.get(session) else {
-            return Vec::new();
-        };
-        let gating = state.gating.clone();
-        let mut seen = HashSet::new();
-        let keys: Vec<Key> = state
-            .held
-            .iter()
-            .filter(|key| seen.insert((*key).clone()))
-            .cloned()
-            .collect();
-        let mut names = Vec::new();
-        for key in keys {
+    /// Restarts what `sessions` hold for `server` (all: `None`) once each, if admitted; a
+    /// connected one another session holds too is refused (see `Reconnected`).
+    fn reconnect(&mut self, sessions: &[String], server: Option<&str>) -> super::Reconnected {
+        let (mut seen, mut keys) = (HashSet::new(), Vec::new());
+        for state in sessions.iter().filter_map(|s| self.sessions.get(s)) {
+            for key in state.held.iter().filter(|key| seen.insert((*key).clone())) {
+                keys.push((state.gating.clone(), key.clone()));
+            }
+        }
+        let mut done = super::Reconnected::default();
+        for (gating, key) in keys {
             let Some(pooled) = self.conns.get(&key) else {
                 continue;
             };
             if server.is_some_and(|s| s != pooled.name) {
                 continue;
             }
-            // The gate: this session must still admit it.
+            // The gate: the session must still admit it.
             if gating.denial(&pooled.name, &pooled.config.0).is_some() {
                 continue;
             }
-            names.push(pooled.name.clone());
+            let others: HashSet<String> = self
+                .holders(&key)
+                .into_iter()
+                .filter(|holder| !sessions.contains(holder))
+                .collect();
+            if !others.is_empty() && pooled.health().status == Status::Connected {
+                done.refused.push((pooled.name.clone(), others.len()));
+                continue;
+            }
+            done.restarted.push(pooled.name.clone());
             self.conns.forgive(&key);
             self.conns.restart(&key);
         }
-        names
+        done
     }
 
     fn view(&self, session: &str) -> Vec<HeldConn> {

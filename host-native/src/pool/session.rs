@@ -321,16 +321,32 @@ impl PoolSession {
 
     /// Clears failure and crash-loop state of the connections this session holds for
     /// `server` (all when `None`) and restarts them now — only while this session's gating
-    /// admits them. Returns the servers restarted.
+    /// admits them, and a running one only when no other session holds it too. Returns the
+    /// servers restarted.
     ///
     /// # Errors
     /// [`PoolGone`].
     pub async fn reconnect(&self, server: Option<&str>) -> Result<Vec<String>, PoolGone> {
-        let session = self.name.clone();
+        Ok(self.reconnect_together(&[], server).await?.restarted)
+    }
+
+    /// [`PoolSession::reconnect`] asked by this session together with the sessions `also`
+    /// (the daemon's sessions of one file set): each connection any of them holds restarts
+    /// once, a running one only when no session outside them holds it (else it is refused).
+    ///
+    /// # Errors
+    /// [`PoolGone`].
+    pub async fn reconnect_together(
+        &self,
+        also: &[String],
+        server: Option<&str>,
+    ) -> Result<super::Reconnected, PoolGone> {
+        let mut sessions = vec![self.name.clone()];
+        sessions.extend(also.iter().filter(|s| **s != self.name).cloned());
         let server = server.map(str::to_owned);
         self.pool
             .ask(|reply| Request::Reconnect {
-                session,
+                sessions,
                 server,
                 reply,
             })
@@ -447,9 +463,13 @@ impl Session for PoolSession {
         &self,
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        PoolSession::reconnect(self, server.as_deref())
+        let done = self
+            .reconnect_together(&[], server.as_deref())
             .await
-            .map(Ok)
-            .map_err(|PoolGone| SessionGone)
+            .map_err(|PoolGone| SessionGone)?;
+        Ok(match done.refusal() {
+            Some(refusal) if done.restarted.is_empty() => Err(refusal),
+            _ => Ok(done.restarted),
+        })
     }
 }
