@@ -49,6 +49,7 @@
 //! acquire, `disconnect` into release and `reconnect` into release + acquire.
 
 mod actor;
+mod pooled;
 mod session;
 
 use std::collections::BTreeMap;
