@@ -783,3 +783,60 @@ async fn a_standby_serves_only_the_session_it_stands_in_for() {
     c.close().await;
     pool.shutdown().await;
 }
+
+/// An approved project server that lists a resource's exact URI does not capture a read that a
+/// user server's template matches: the read goes to the user server (before, the project
+/// server's listing won).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_servers_listing_never_captures_a_user_servers_template() {
+    let d = Dir::new();
+    d.settings(
+        "a",
+        json!({"user": with_args(d.server("user", "echo"), &["--resource-template", "fixture://resources/{n}"])}),
+    );
+    d.write(
+        &d.path("project/.mcp.json"),
+        &json!({"mcpServers": {"proj": with_args(d.server("proj", "echo"), &["--resources", "1"])}}),
+    );
+    let pool = SharedPool::start(PoolOptions::default());
+    let mut files = d.inputs("a");
+    let mut a = pool.session("a");
+    let snapshot = files.load(None);
+    let config = snapshot
+        .assembled()
+        .servers
+        .get("proj")
+        .cloned()
+        .expect("proj");
+    let root = files.project_root().to_owned();
+    files
+        .approvals_store()
+        .decide(&root, "proj", &config, Decision::Approved)
+        .expect("decide");
+    a.apply(&files.load(None)).await.expect("applies");
+    wait_status(&pool, "both connected", |s| {
+        connected(s, "user") && connected(s, "proj")
+    })
+    .await;
+
+    let route = a
+        .route(Target::Resource("fixture://resources/1".into()))
+        .await
+        .expect("pool runs")
+        .expect("routed");
+    assert_eq!(route.server, "user", "the user server's template wins");
+    let read = route
+        .caller
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1",
+        ))
+        .await
+        .expect("read");
+    let text = serde_json::to_string(&read).expect("json");
+    assert!(
+        text.contains("fixture template: fixture://resources/1"),
+        "{text}"
+    );
+    a.close().await;
+    pool.shutdown().await;
+}

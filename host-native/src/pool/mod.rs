@@ -232,6 +232,7 @@ impl SharedPool {
             errors: Vec::new(),
             acquired: BTreeMap::new(),
             launch: None,
+            gated: Default::default(),
             closed: false,
         }
     }

@@ -34,6 +34,12 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_RESOURCES", value_name = "N", default_value_t = 0)]
     pub resources: u32,
 
+    /// Offer one resource template with this RFC 6570 URI template (e.g. `fixture://t/{id}`);
+    /// a read of a URI that starts like it (before the first `{`) answers
+    /// `fixture template: URI`.
+    #[arg(long, env = "FIXTURE_RESOURCE_TEMPLATE", value_name = "URI_TEMPLATE")]
+    pub resource_template: Option<String>,
+
     /// Server name reported in the `initialize` result.
     #[arg(long, env = "FIXTURE_NAME", default_value = "mcp-fixture-server")]
     pub name: String,

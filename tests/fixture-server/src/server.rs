@@ -30,6 +30,8 @@ pub struct Catalog {
     pub tool_prefix: String,
     pub change_tools_after: Option<Duration>,
     pub fault: Option<Fault>,
+    /// `--resource-template`.
+    pub resource_template: Option<String>,
     /// Where `ask_later` and `flood` note what they learn after their call.
     pub marker: Option<std::path::PathBuf>,
 }
@@ -45,6 +47,7 @@ impl Catalog {
             change_tools_after: args.change_tools_after.map(Duration::from_millis),
             fault: args.fault,
             marker: args.marker.clone(),
+            resource_template: args.resource_template.clone(),
         }
     }
 }
@@ -189,7 +192,7 @@ impl ServerHandler for Fixture {
         if !self.catalog.prompts.is_empty() || self.catalog.fault == Some(Fault::BadNames) {
             capabilities.prompts = Some(PromptsCapability::default());
         }
-        if self.catalog.resources > 0 {
+        if self.catalog.resources > 0 || self.catalog.resource_template.is_some() {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
             capabilities.resources = Some(resources);
@@ -343,11 +346,40 @@ impl ServerHandler for Fixture {
         Ok(())
     }
 
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let templates = self
+            .catalog
+            .resource_template
+            .iter()
+            .map(|t| rmcp::model::ResourceTemplate::new(t.clone(), "fixture-template"));
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            templates.collect(),
+        ))
+    }
+
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let by_template = self.catalog.resource_template.as_deref().is_some_and(|t| {
+            let prefix = t.split('{').next().unwrap_or_default();
+            request.uri.starts_with(prefix) && request.uri.len() > prefix.len()
+        });
+        if by_template {
+            let text = format!("fixture template: {}", request.uri);
+            let contents = ResourceContents::TextResourceContents {
+                uri: request.uri,
+                mime_type: Some("text/plain".to_owned()),
+                text,
+                meta: None,
+            };
+            return Ok(ReadResourceResult::new(vec![contents]).into());
+        }
         let index = (1..=self.catalog.resources)
             .find(|&i| resource_uri(i) == request.uri)
             .ok_or_else(|| {
