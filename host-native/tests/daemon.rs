@@ -1231,3 +1231,84 @@ async fn a_reconnect_leaves_a_process_another_project_shares_running() {
     wait("a restarted", || pids(&p, "a").len() == 2);
     one.wait_tools("a back", has_a).await;
 }
+
+/// A `serve` whose daemon died puts its new session where the client left the old one: the
+/// client's resource subscription reaches the new server process and its log level holds
+/// (before, both were silently lost with the daemon).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // subscriptions and logging: deprecated by protocol 2026-07-28
+async fn a_restarted_daemon_gets_the_clients_subscriptions_and_log_level_again() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams, SubscribeRequestParams};
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let mut a = p.server("a", "echo");
+    if let Some(args) = a["args"].as_array_mut() {
+        args.extend([json!("--resources"), json!("1")]);
+    }
+    let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
+    p.write_settings(json!({"mcpServers": {"a": a, "ref": reference}}));
+    let mut restarted = KillPid(None);
+    let daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let uri = "fixture://resources/1";
+    alpha
+        .client
+        .subscribe(SubscribeRequestParams::new(uri))
+        .await
+        .expect("subscribe");
+    alpha
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+        .await
+        .expect("setLevel");
+    let subscribes = || {
+        fs::read_to_string(p.marker("a"))
+            .unwrap_or_default()
+            .matches(&format!("subscribe {uri}"))
+            .count()
+    };
+    assert_eq!(subscribes(), 1);
+
+    drop(daemon);
+    let start = Instant::now();
+    while restarted.0.is_none() {
+        if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(rt.socket()) {
+            let _ = stream.write_all(b"{\"cmd\":\"status\"}\n");
+            let mut line = String::new();
+            let _ = BufReader::new(stream).read_line(&mut line);
+            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
+                restarted.0 = answer["ok"]["pid"].as_i64().map(|pid| pid as i32);
+            }
+        }
+        assert!(start.elapsed() < PATIENCE, "no daemon came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait("the new a process gets the subscription again", || {
+        subscribes() == 2
+    });
+    assert_eq!(pids(&p, "a").len(), 2, "a new process of a");
+
+    let start = Instant::now();
+    loop {
+        let tools = alpha.client.list_all_tools().await.unwrap_or_default();
+        if tools
+            .iter()
+            .any(|t| t.name == "mcp__ref__test_tool_with_logging")
+        {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "ref never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let said = joined(alpha.call("mcp__ref__test_tool_with_logging", json!({}))).await;
+    assert_eq!(said, "Logging test completed");
+    let logs: Vec<String> = alpha
+        .heard()
+        .into_iter()
+        .filter(|h| h.starts_with("log:"))
+        .collect();
+    assert!(
+        logs.is_empty(),
+        "the client asked for errors only: {logs:?}"
+    );
+}
