@@ -1312,3 +1312,43 @@ async fn a_restarted_daemon_gets_the_clients_subscriptions_and_log_level_again()
         "the client asked for errors only: {logs:?}"
     );
 }
+
+/// On a process two sessions use, the `roots/list` a server sends in answer to one client's
+/// `notifications/roots/list_changed` (nothing running) gets that client's roots — not none
+/// (nobody's, as any other idle request of a shared process), and never the other client's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_asked_after_a_clients_list_changed_are_that_clients() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,roots")}}));
+    let _daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let beta = Asker::start(&p, &rt, "beta").await;
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+    for session in [&alpha, &beta] {
+        let echoed = joined(session.call("mcp__a__echo", json!({"text": "used"}))).await;
+        assert_eq!(echoed, "used");
+    }
+    let answers = || {
+        fs::read_to_string(p.marker("a"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("roots after list_changed: "))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    for (n, (session, root)) in [(&alpha, "file:///alpha"), (&beta, "file:///beta")]
+        .into_iter()
+        .enumerate()
+    {
+        session
+            .client
+            .notify_roots_list_changed()
+            .await
+            .expect("roots/list_changed");
+        wait("the server asks for the roots again", || {
+            answers().len() > n
+        });
+        assert_eq!(answers()[n], root, "{:?}", answers());
+    }
+}

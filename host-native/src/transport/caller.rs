@@ -254,8 +254,12 @@ impl Caller {
         }
     }
 
-    /// Tells the server the client's roots changed (`notifications/roots/list_changed`).
+    /// Tells the server the client's roots changed (`notifications/roots/list_changed`); the
+    /// `roots/list` it asks next, with nothing running, is that client's.
     pub async fn roots_changed(&self) {
+        if let Some(client) = &self.asker {
+            self.ctx.askers.roots_changed_by(client);
+        }
         if let Err(e) = self.peer.notify_roots_list_changed().await {
             tracing::debug!(server = %self.ctx.name, "roots/list_changed not sent: {e}");
         }

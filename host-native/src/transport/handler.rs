@@ -221,7 +221,7 @@ impl ClientHandler for Handler {
             tracing::info!(server = %self.server, "{WHAT} answered with no roots: {why}");
             Ok(ListRootsResult::default())
         };
-        let peer = match self.askers.owner(origin(&context)) {
+        let peer = match self.askers.roots_owner(origin(&context)) {
             Ok(peer) => peer,
             Err(why) => return none(why.to_string()),
         };

@@ -11,7 +11,10 @@
 //! 2. else the one client whose forwarded requests are running on the connection, when exactly
 //!    one client's are;
 //! 3. else, with nothing running, the one client that has ever used the connection, when
-//!    exactly one has (it alone can have caused the request).
+//!    exactly one has (it alone can have caused the request);
+//! 4. for `roots/list` on an idle connection several clients used: the client whose
+//!    `notifications/roots/list_changed` the gateway forwarded last, once, within
+//!    [`ROOTS_CHANGED_WINDOW`] (the server is asking because that client said so).
 //!
 //! Without an owner ([`Unowned`]) — several clients' calls in flight, or several clients have
 //! used an idle connection — elicitation is declined, sampling fails and roots are an empty
@@ -105,6 +108,10 @@ impl std::fmt::Display for Unowned {
     }
 }
 
+/// How long after a client's `notifications/roots/list_changed` the server's `roots/list` on
+/// an idle shared connection is taken to answer it.
+pub const ROOTS_CHANGED_WINDOW: Duration = Duration::from_secs(10);
+
 /// The clients a connection may relay to; clones share them.
 #[derive(Clone, Default)]
 pub struct Askers(Arc<Shared>);
@@ -130,6 +137,9 @@ struct Inner {
     levels: Vec<(Peer<RoleServer>, LoggingLevel)>,
     /// Each client's log messages on their way to it.
     logs: Vec<(Peer<RoleServer>, LogQueue)>,
+    /// The client that last said its roots changed, and when: the next `roots/list` on an
+    /// idle connection within [`ROOTS_CHANGED_WINDOW`] is that client's.
+    roots_changed: Option<(Peer<RoleServer>, tokio::time::Instant)>,
     /// Relayed requests waiting for an answer, and the refusals past the cap.
     pending: usize,
     refusals: Refusals,
@@ -235,6 +245,27 @@ impl Askers {
             ([one], 0) => open(one),
             ([], _) => Err(Unowned::Gone),
             (members, departed) => Err(Unowned::Idle(members.len() + departed)),
+        }
+    }
+
+    /// `client` told the server its roots changed ([`ROOTS_CHANGED_WINDOW`]).
+    pub fn roots_changed_by(&self, client: &Peer<RoleServer>) {
+        self.lock().roots_changed = Some((client.clone(), tokio::time::Instant::now()));
+    }
+
+    /// The owner of a `roots/list` ([`Askers::owner`]); on an idle connection several clients
+    /// used, the client whose `roots/list_changed` the server is answering (once, within
+    /// [`ROOTS_CHANGED_WINDOW`]).
+    pub fn roots_owner(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Result<Peer<RoleServer>, Unowned> {
+        match self.owner(origin) {
+            Err(Unowned::Idle(n)) => match self.lock().roots_changed.take() {
+                Some((client, at)) if at.elapsed() <= ROOTS_CHANGED_WINDOW => open(&client),
+                _ => Err(Unowned::Idle(n)),
+            },
+            other => other,
         }
     }
 

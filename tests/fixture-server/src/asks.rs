@@ -109,7 +109,12 @@ pub fn ask_later(args: &JsonObject, context: &RequestContext<RoleServer>, marker
 /// line (`no roots` for none).
 pub async fn roots(args: &JsonObject, context: &RequestContext<RoleServer>) -> String {
     wait_for(str_arg(args, "wait_for")).await;
-    match request(&context.peer, "roots/list", json!({})).await {
+    roots_of(&context.peer).await
+}
+
+/// What the client answers to `roots/list`: the URIs, one a line, `no roots`, or the failure.
+pub async fn roots_of(peer: &Peer<RoleServer>) -> String {
+    match request(peer, "roots/list", json!({})).await {
         Ok(answer) => {
             let uris: Vec<&str> = answer["roots"]
                 .as_array()

@@ -213,6 +213,16 @@ impl ServerHandler for Fixture {
         ))
     }
 
+    /// With the `roots` tool: asks for the roots again and appends `roots after list_changed:
+    /// URIS` to the marker file.
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if !self.catalog.tools.contains(&ToolKind::Roots) {
+            return;
+        }
+        let roots = crate::asks::roots_of(&context.peer).await;
+        self.note(&format!("roots after list_changed: {roots}"));
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Some(delay) = self.catalog.change_tools_after else {
             return;
