@@ -312,13 +312,14 @@ impl<S: Session> ServerHandler for Gateway<S> {
         clients.push(context.peer);
     }
 
-    /// Forwarded to every server this gateway offers: each may ask for the roots again.
-    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+    /// Forwarded to every server this gateway offers: each may ask this client for the roots
+    /// again.
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         let Ok(callers) = self.callers(|_| true).await else {
             return;
         };
         for caller in callers {
-            caller.roots_changed().await;
+            caller.asking(context.peer.clone()).roots_changed().await;
         }
     }
 

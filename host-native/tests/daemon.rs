@@ -782,3 +782,573 @@ async fn watch_daemon_asks_and_the_answer_starts_the_server() {
     });
     one.close().await;
 }
+
+// Relays of a shared server's own requests (issue 22): a server's elicitation, sampling, roots
+// and log messages go only to the session whose call they belong to, and a server cannot make
+// the daemon hold without bound what it sends its clients.
+
+/// A client of one daemon session that answers elicitation with its own name and roots with its
+/// own root, and keeps everything the gateway relayed to it.
+#[derive(Clone)]
+struct Answering {
+    who: &'static str,
+    heard: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Answering {
+    fn note(&self, what: String) {
+        self.heard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(what);
+    }
+
+    fn heard(&self) -> Vec<String> {
+        self.heard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[allow(deprecated)] // roots and logging: deprecated by protocol 2026-07-28, relayed all the same
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let message = match &request {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => {
+                message.clone()
+            }
+            other => format!("{other:?}"),
+        };
+        self.note(format!("elicitation: {message}"));
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"name": self.who})),
+        )
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.note("roots/list".to_owned());
+        Ok(rmcp::model::ListRootsResult::new(vec![
+            rmcp::model::Root::new(format!("file:///{}", self.who)),
+        ]))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.note(format!("log: {}", params.data));
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        capabilities.roots = Some(Default::default());
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new(self.who, "0"),
+        )
+    }
+}
+
+/// A `serve` attached to the test's daemon with its stdio piped (not yet read).
+fn spawn_serve(
+    p: &Project,
+    rt: &Runtime,
+) -> (Group, std::process::ChildStdout, std::process::ChildStdin) {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p.path("serve.log"))
+        .expect("log");
+    let mut child = std::process::Command::new(cli())
+        .arg("serve")
+        .args(p.flags())
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .env("MCP_RECONCILE_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let stdin = child.stdin.take().expect("stdin");
+    (Group(child), stdout, stdin)
+}
+
+/// A daemon session whose client is an [`Answering`] named `who`.
+struct Asker {
+    _group: Group,
+    client: RunningService<RoleClient, Answering>,
+}
+
+impl Asker {
+    async fn start(p: &Project, rt: &Runtime, who: &'static str) -> Asker {
+        let (group, stdout, stdin) = spawn_serve(p, rt);
+        let handler = Answering {
+            who,
+            heard: Default::default(),
+        };
+        let transport = (
+            tokio::process::ChildStdout::from_std(stdout).expect("async stdout"),
+            tokio::process::ChildStdin::from_std(stdin).expect("async stdin"),
+        );
+        let client = tokio::time::timeout(PATIENCE, handler.serve(transport))
+            .await
+            .expect("handshake in time")
+            .expect("the daemon's session completes the MCP handshake");
+        Asker {
+            _group: group,
+            client,
+        }
+    }
+
+    fn heard(&self) -> Vec<String> {
+        self.client.service().heard()
+    }
+
+    /// Calls `name` in a task of its own; its text when it ends.
+    fn call(&self, name: &str, args: Value) -> tokio::task::JoinHandle<String> {
+        let peer = self.client.peer().clone();
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        tokio::spawn(async move {
+            let result = tokio::time::timeout(PATIENCE, peer.call_tool(params))
+                .await
+                .expect("tools/call in time")
+                .expect("tools/call");
+            result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+}
+
+async fn joined(call: tokio::task::JoinHandle<String>) -> String {
+    tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the call ends in time")
+        .expect("joined")
+}
+
+/// Two sessions (two `serve`s, same files and environment) share one fixture process. A
+/// server's question, roots request and log message during B's call never reach A's client —
+/// not while A's own call runs on the same process too (the daemon cannot tell whose it is:
+/// declined, no roots, dropped), and not when the process asks later with nothing running
+/// (both sessions have used it: declined). B's question while only B's call runs is B's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_servers_questions_never_reach_another_session() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,ask,ask_later,roots")}}));
+    let _daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let beta = Asker::start(&p, &rt, "beta").await;
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+    let go = |name: &str| p.path(name).to_string_lossy().into_owned();
+
+    // Only B's call runs: its question is B's, answered by B.
+    let alone = joined(beta.call("mcp__a__ask", json!({"text": "B alone"}))).await;
+    assert_eq!(alone, "action=accept name=beta");
+
+    // B's call waits to ask; then A's call starts and waits too ...
+    let marker = || fs::read_to_string(p.marker("a")).unwrap_or_default();
+    let b_call = beta.call(
+        "mcp__a__ask",
+        json!({"text": "B during A", "wait_for": go("go-b")}),
+    );
+    wait("B's call runs", || marker().contains("waiting B during A"));
+    let a_call = alpha.call(
+        "mcp__a__ask",
+        json!({"text": "A's own", "wait_for": go("go-a")}),
+    );
+    wait("A's call runs", || marker().contains("waiting A's own"));
+    // ... and B's asks while both run: the daemon cannot tell whose it is, so it is nobody's
+    // (it used to go to the newest call's client: A).
+    fs::write(go("go-b"), "").expect("go");
+    assert_eq!(joined(b_call).await, "action=decline name=");
+    let roots = joined(beta.call("mcp__a__roots", json!({"wait_for": go("go-b")}))).await;
+    assert_eq!(roots, "no roots");
+    // A's own question, once B's calls are over, is A's.
+    fs::write(go("go-a"), "").expect("go");
+    assert_eq!(joined(a_call).await, "action=accept name=alpha");
+
+    // Asked with nothing running, after both used the process: nobody's.
+    let scheduled = beta.call(
+        "mcp__a__ask_later",
+        json!({"text": "B later", "wait_for": go("go-later")}),
+    );
+    assert_eq!(joined(scheduled).await, "scheduled");
+    let echoed = joined(alpha.call("mcp__a__echo", json!({"text": "A last"}))).await;
+    assert_eq!(echoed, "A last");
+    fs::write(go("go-later"), "").expect("go");
+    wait("the late question is answered", || {
+        marker().contains("asked B later:")
+    });
+    assert!(
+        marker().contains("asked B later: action=decline name="),
+        "{}",
+        marker()
+    );
+
+    let heard = alpha.heard();
+    assert!(
+        !heard.iter().any(|h| h.contains('B') || h == "roots/list"),
+        "nothing of B's calls reached A's client: {heard:?}"
+    );
+    assert!(
+        heard.contains(&"elicitation: A's own".to_owned()),
+        "{heard:?}"
+    );
+    let heard = beta.heard();
+    assert!(
+        heard.contains(&"elicitation: B alone".to_owned()),
+        "{heard:?}"
+    );
+    assert!(!heard.iter().any(|h| h.contains("A's own")), "{heard:?}");
+}
+
+/// A process's resident memory in kB (`VmRSS` of `/proc/PID/status`).
+fn rss_kb(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the process is alive")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// A server that floods its caller — 100 000 log messages of 200 bytes, then 2 000
+/// elicitations at once — to a client that reads nothing cannot grow the daemon without bound
+/// (it used to hold every message and every question): log messages past the client's queue
+/// are dropped, and past 16 questions waiting for an answer the rest are declined at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_server_cannot_grow_the_daemon_without_bound() {
+    const LOGS: usize = 100_000;
+    const ASKS: usize = 2_000;
+    const PENDING_CAP: usize = 16;
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "flood")}}));
+    let daemon = start_daemon(&p, &rt);
+    // A client that sends and never reads: serve's stdout fills, and so does the daemon's way
+    // to it.
+    let (_serve, _stdout, mut stdin) = spawn_serve(&p, &rt);
+    let mut send = |message: Value| {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("serve reads its stdin");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "never-reads", "version": "0"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    wait("a starts", || pids(&p, "a").len() == 1);
+    let before = rss_kb(daemon.0.id());
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp__a__flood",
+        "arguments": {"logs": LOGS, "size": 200, "elicitations": ASKS}}}),
+    );
+
+    let marker = || fs::read_to_string(p.marker("a")).unwrap_or_default();
+    let declined = || marker().matches("elicitation action=decline").count();
+    let start = Instant::now();
+    while declined() < ASKS - PENDING_CAP {
+        assert!(
+            start.elapsed() < PATIENCE * 4,
+            "the questions past the cap are declined at once: {} of {ASKS} declined, {}",
+            declined(),
+            if marker().contains("flooded") {
+                "every log message sent"
+            } else {
+                "log messages still going"
+            }
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let grown_mb = rss_kb(daemon.0.id()).saturating_sub(before) / 1024;
+    assert!(
+        grown_mb < 200,
+        "the daemon grew by {grown_mb} MB while relaying the flood"
+    );
+    assert_eq!(
+        declined(),
+        ASKS - PENDING_CAP,
+        "16 wait for the client, the rest are declined"
+    );
+}
+
+/// Two sessions share a server with a resource and one with logging: one session's
+/// `resources/unsubscribe` does not end the other's subscription at the server (it reaches the
+/// server with the last holder's), and each session's `logging/setLevel` is its own — the
+/// server logs at the most verbose level asked for, and a session that asked for errors only
+/// hears none of the info messages the other asked for (before, the last setLevel won for
+/// both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // subscriptions and logging: deprecated by protocol 2026-07-28
+async fn subscriptions_and_log_levels_are_each_sessions_own() {
+    use rmcp::model::{
+        LoggingLevel, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    };
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let mut a = p.server("a", "echo");
+    if let Some(args) = a["args"].as_array_mut() {
+        args.extend([json!("--resources"), json!("1")]);
+    }
+    let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
+    p.write_settings(json!({"mcpServers": {"a": a, "ref": reference}}));
+    let _daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let beta = Asker::start(&p, &rt, "beta").await;
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+    let uri = "fixture://resources/1";
+    let unsubscribed = || {
+        fs::read_to_string(p.marker("a"))
+            .unwrap_or_default()
+            .contains(&format!("unsubscribe {uri}"))
+    };
+    for session in [&alpha, &beta] {
+        session
+            .client
+            .subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .expect("subscribe");
+    }
+    alpha
+        .client
+        .unsubscribe(UnsubscribeRequestParams::new(uri))
+        .await
+        .expect("unsubscribe");
+    assert!(!unsubscribed(), "B still holds the subscription");
+    beta.client
+        .unsubscribe(UnsubscribeRequestParams::new(uri))
+        .await
+        .expect("unsubscribe");
+    assert!(
+        unsubscribed(),
+        "the last holder's unsubscribe reaches the server"
+    );
+
+    beta.client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .expect("setLevel");
+    alpha
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+        .await
+        .expect("setLevel");
+    let logs = |session: &Asker| {
+        session
+            .heard()
+            .iter()
+            .filter(|h| h.starts_with("log:"))
+            .count()
+    };
+    for (session, expected) in [(&beta, 3), (&alpha, 0), (&beta, 6)] {
+        let said = joined(session.call("mcp__ref__test_tool_with_logging", json!({}))).await;
+        assert_eq!(said, "Logging test completed");
+        if expected > 0 {
+            let start = Instant::now();
+            while logs(&beta) < expected {
+                assert!(
+                    start.elapsed() < PATIENCE,
+                    "B asked for debug and hears the info messages: {:?}",
+                    beta.heard()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert_eq!(
+        logs(&alpha),
+        0,
+        "A asked for errors only: {:?}",
+        alpha.heard()
+    );
+    assert_eq!(logs(&beta), 6, "{:?}", beta.heard());
+}
+
+/// Two projects' sessions share one process (an absolute `cwd`): `reconnect` from one project
+/// does not restart it under the other project's session — it is refused with a message that
+/// says how many other sessions hold it (it used to restart it) — and once the other session
+/// has gone, the same `reconnect` restarts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_leaves_a_process_another_project_shares_running() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let other = p.path("other");
+    fs::create_dir_all(&other).expect("other project");
+    let mut shared = p.server("a", "echo");
+    shared["cwd"] = json!(p.dir.path().to_string_lossy());
+    p.write_settings(json!({"mcpServers": {"a": shared}}));
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[]).await;
+    let two = Attached::start_in(&p, &rt, &[], &other).await;
+    let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__echo");
+    one.wait_tools("a in the first project", has_a).await;
+    two.wait_tools("a in the other project", has_a).await;
+    assert_eq!(pids(&p, "a").len(), 1, "one process for both projects");
+
+    let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("\"a\" is shared with 1 other session"),
+        "{out}"
+    );
+    assert_eq!(
+        pids(&p, "a").len(),
+        1,
+        "not restarted under the other project"
+    );
+    let echoed = two
+        .call_text("mcp__a__echo", json!({"text": "still"}))
+        .await;
+    assert_eq!(echoed, "still");
+
+    two.close().await;
+    let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
+    assert!(ok, "{out}");
+    wait("a restarted", || pids(&p, "a").len() == 2);
+    one.wait_tools("a back", has_a).await;
+}
+
+/// A `serve` whose daemon died puts its new session where the client left the old one: the
+/// client's resource subscription reaches the new server process and its log level holds
+/// (before, both were silently lost with the daemon).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // subscriptions and logging: deprecated by protocol 2026-07-28
+async fn a_restarted_daemon_gets_the_clients_subscriptions_and_log_level_again() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams, SubscribeRequestParams};
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let mut a = p.server("a", "echo");
+    if let Some(args) = a["args"].as_array_mut() {
+        args.extend([json!("--resources"), json!("1")]);
+    }
+    let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
+    p.write_settings(json!({"mcpServers": {"a": a, "ref": reference}}));
+    let mut restarted = KillPid(None);
+    let daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let uri = "fixture://resources/1";
+    alpha
+        .client
+        .subscribe(SubscribeRequestParams::new(uri))
+        .await
+        .expect("subscribe");
+    alpha
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+        .await
+        .expect("setLevel");
+    let subscribes = || {
+        fs::read_to_string(p.marker("a"))
+            .unwrap_or_default()
+            .matches(&format!("subscribe {uri}"))
+            .count()
+    };
+    assert_eq!(subscribes(), 1);
+
+    drop(daemon);
+    let start = Instant::now();
+    while restarted.0.is_none() {
+        if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(rt.socket()) {
+            let _ = stream.write_all(b"{\"cmd\":\"status\"}\n");
+            let mut line = String::new();
+            let _ = BufReader::new(stream).read_line(&mut line);
+            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
+                restarted.0 = answer["ok"]["pid"].as_i64().map(|pid| pid as i32);
+            }
+        }
+        assert!(start.elapsed() < PATIENCE, "no daemon came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait("the new a process gets the subscription again", || {
+        subscribes() == 2
+    });
+    assert_eq!(pids(&p, "a").len(), 2, "a new process of a");
+
+    let start = Instant::now();
+    loop {
+        let tools = alpha.client.list_all_tools().await.unwrap_or_default();
+        if tools
+            .iter()
+            .any(|t| t.name == "mcp__ref__test_tool_with_logging")
+        {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "ref never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let said = joined(alpha.call("mcp__ref__test_tool_with_logging", json!({}))).await;
+    assert_eq!(said, "Logging test completed");
+    let logs: Vec<String> = alpha
+        .heard()
+        .into_iter()
+        .filter(|h| h.starts_with("log:"))
+        .collect();
+    assert!(
+        logs.is_empty(),
+        "the client asked for errors only: {logs:?}"
+    );
+}
+
+/// On a process two sessions use, the `roots/list` a server sends in answer to one client's
+/// `notifications/roots/list_changed` (nothing running) gets that client's roots — not none
+/// (nobody's, as any other idle request of a shared process), and never the other client's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_asked_after_a_clients_list_changed_are_that_clients() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,roots")}}));
+    let _daemon = start_daemon(&p, &rt);
+    let alpha = Asker::start(&p, &rt, "alpha").await;
+    let beta = Asker::start(&p, &rt, "beta").await;
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+    for session in [&alpha, &beta] {
+        let echoed = joined(session.call("mcp__a__echo", json!({"text": "used"}))).await;
+        assert_eq!(echoed, "used");
+    }
+    let answers = || {
+        fs::read_to_string(p.marker("a"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("roots after list_changed: "))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    for (n, (session, root)) in [(&alpha, "file:///alpha"), (&beta, "file:///beta")]
+        .into_iter()
+        .enumerate()
+    {
+        session
+            .client
+            .notify_roots_list_changed()
+            .await
+            .expect("roots/list_changed");
+        wait("the server asks for the roots again", || {
+            answers().len() > n
+        });
+        assert_eq!(answers()[n], root, "{:?}", answers());
+    }
+}

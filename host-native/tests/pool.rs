@@ -736,3 +736,107 @@ async fn a_shared_changed_server_switches_without_a_gap_and_stop_before_restart_
     a.close().await;
     pool.shutdown().await;
 }
+
+/// A standby serves only the session it stands in for: while a's changed server starts (its
+/// old process serving a under the new config's key, make before break), session c, which
+/// asked for the new config, is not served by a's old process — it sees the server starting
+/// (no tools, no route) — while a keeps its tools. Before, c got a's old process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_serves_only_the_session_it_stands_in_for() {
+    let d = Dir::new();
+    let old = with_args(d.server("x", "echo"), &[]);
+    // The new config never finishes its handshake: the standby stands in for as long as the
+    // test looks.
+    let mut new = with_args(d.server("x", "echo"), &["--hang-handshake"]);
+    new["discoveryTimeoutMs"] = json!(120_000);
+    d.settings("a", json!({"x": old}));
+    d.settings("c", json!({"x": new.clone()}));
+    let pool = SharedPool::start(PoolOptions::default());
+    let (mut files_a, mut files_c) = (d.inputs("a"), d.inputs("c"));
+    let (mut a, mut c) = (pool.session("a"), pool.session("c"));
+    a.apply(&files_a.load(None)).await.expect("applies");
+    wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+
+    d.settings("a", json!({"x": new}));
+    a.apply(&files_a.load(None)).await.expect("applies");
+    c.apply(&files_c.load(None)).await.expect("applies");
+    let s = pool.status().await.expect("pool runs");
+    assert_eq!(s.len(), 1, "c attached to a's new key: {s:#?}");
+    assert_eq!(s[0].holders, ["a", "c"], "{s:#?}");
+
+    assert_eq!(
+        tool_names(&a).await,
+        ["mcp__x__echo"],
+        "a's standby serves a"
+    );
+    assert!(
+        tool_names(&c).await.is_empty(),
+        "c asked for the new config and is not served by a's old process"
+    );
+    let refused = c
+        .route(Target::Tool("mcp__x__echo".into()))
+        .await
+        .expect("pool runs")
+        .expect_err("not routed to the standby");
+    assert!(!refused.is_empty());
+    a.close().await;
+    c.close().await;
+    pool.shutdown().await;
+}
+
+/// An approved project server that lists a resource's exact URI does not capture a read that a
+/// user server's template matches: the read goes to the user server (before, the project
+/// server's listing won).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_servers_listing_never_captures_a_user_servers_template() {
+    let d = Dir::new();
+    d.settings(
+        "a",
+        json!({"user": with_args(d.server("user", "echo"), &["--resource-template", "fixture://resources/{n}"])}),
+    );
+    d.write(
+        &d.path("project/.mcp.json"),
+        &json!({"mcpServers": {"proj": with_args(d.server("proj", "echo"), &["--resources", "1"])}}),
+    );
+    let pool = SharedPool::start(PoolOptions::default());
+    let mut files = d.inputs("a");
+    let mut a = pool.session("a");
+    let snapshot = files.load(None);
+    let config = snapshot
+        .assembled()
+        .servers
+        .get("proj")
+        .cloned()
+        .expect("proj");
+    let root = files.project_root().to_owned();
+    files
+        .approvals_store()
+        .decide(&root, "proj", &config, Decision::Approved)
+        .expect("decide");
+    a.apply(&files.load(None)).await.expect("applies");
+    wait_status(&pool, "both connected", |s| {
+        connected(s, "user") && connected(s, "proj")
+    })
+    .await;
+
+    let route = a
+        .route(Target::Resource("fixture://resources/1".into()))
+        .await
+        .expect("pool runs")
+        .expect("routed");
+    assert_eq!(route.server, "user", "the user server's template wins");
+    let read = route
+        .caller
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1",
+        ))
+        .await
+        .expect("read");
+    let text = serde_json::to_string(&read).expect("json");
+    assert!(
+        text.contains("fixture template: fixture://resources/1"),
+        "{text}"
+    );
+    a.close().await;
+    pool.shutdown().await;
+}

@@ -149,16 +149,22 @@ impl Registry {
                 }
                 json!({ "ok": true })
             }
+            // Asked together: a process these sessions share restarts once; one another
+            // file set's session holds too while it runs is refused with the reason.
             SessionRequest::Reconnect { name } => {
-                let mut names = Vec::new();
+                let mut sessions = Vec::new();
                 for session in &targets {
-                    if let Ok(Ok(restarted)) = session.reconnect(name.clone()).await {
-                        names.extend(restarted);
-                    }
+                    sessions.push(session.name().await);
                 }
-                names.sort();
-                names.dedup();
-                json!({ "ok": names })
+                match first.reconnect_together(&sessions, name).await {
+                    Ok(Ok(mut names)) => {
+                        names.sort();
+                        names.dedup();
+                        json!({ "ok": names })
+                    }
+                    Ok(Err(refusal)) => json!({ "error": refusal }),
+                    Err(gone) => json!({ "error": gone.to_string() }),
+                }
             }
         }
     }

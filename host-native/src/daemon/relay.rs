@@ -5,7 +5,10 @@
 //! keeps just enough to re-attach:
 //! * the client's `initialize` request and `notifications/initialized`, replayed to a new
 //!   session (the new session's `initialize` answer is swallowed: the client has its own);
-//! * the ids of the client's requests not answered yet.
+//! * the ids of the client's requests not answered yet;
+//! * the resources it subscribed to and the log level it last set, sent again to a new
+//!   session (ids of the relay's own, [`REPLAYED`]; their answers are swallowed) — else a
+//!   restarted daemon's servers would forget them without the client knowing.
 //!
 //! When the daemon connection ends while the client is still there (the daemon died or was
 //! stopped), every pending request is answered with an error, the daemon is started again
@@ -30,6 +33,10 @@ pub const REATTACH_TRIES: u32 = 5;
 /// How long the relay waits for a replayed `initialize` to be answered.
 const REPLAY_WAIT: Duration = Duration::from_secs(10);
 
+/// The prefix of the ids of the requests the relay replays itself (their answers are not
+/// the client's).
+const REPLAYED: &str = "mcp-reconcile-replay-";
+
 /// What a new session is attached with.
 pub struct Reattach {
     /// The daemon's directory.
@@ -49,6 +56,10 @@ struct Replay {
     initialized: Option<String>,
     /// Ids (as JSON text) of the client's requests not answered yet.
     pending: BTreeSet<String>,
+    /// The URIs the client subscribed to (and has not unsubscribed from).
+    subscribed: BTreeSet<String>,
+    /// The level of the client's last `logging/setLevel`.
+    level: Option<Value>,
 }
 
 impl Replay {
@@ -64,11 +75,55 @@ impl Replay {
                 self.pending.insert(id.to_string());
             }
             (Some("notifications/initialized"), None) => self.initialized = Some(line.to_owned()),
-            (Some(_), Some(id)) => {
+            (Some(method), Some(id)) => {
                 self.pending.insert(id.to_string());
+                let param = |key: &str| message.pointer(&format!("/params/{key}")).cloned();
+                match (method, param("uri"), param("level")) {
+                    ("resources/subscribe", Some(Value::String(uri)), _) => {
+                        self.subscribed.insert(uri);
+                    }
+                    ("resources/unsubscribe", Some(Value::String(uri)), _) => {
+                        self.subscribed.remove(&uri);
+                    }
+                    ("logging/setLevel", _, Some(level)) => self.level = Some(level),
+                    _ => {}
+                }
             }
             _ => {}
         }
+    }
+
+    /// The requests that put a new session where the client left the old one: its log level
+    /// and its subscriptions, with ids of the relay's own.
+    fn restore_lines(&self) -> Vec<String> {
+        let level = self
+            .level
+            .iter()
+            .map(|level| ("logging/setLevel", json!({"level": level})));
+        let subscriptions = self
+            .subscribed
+            .iter()
+            .map(|uri| ("resources/subscribe", json!({"uri": uri})));
+        level
+            .chain(subscriptions)
+            .enumerate()
+            .map(|(n, (method, params))| {
+                json!({"jsonrpc": "2.0", "id": format!("{REPLAYED}{n}"), "method": method,
+                       "params": params})
+                .to_string()
+            })
+            .collect()
+    }
+
+    /// Whether `line` answers one of the relay's own replayed requests.
+    fn is_replayed_answer(line: &str) -> bool {
+        line.contains(REPLAYED)
+            && serde_json::from_str::<Value>(line).is_ok_and(|m| {
+                m.get("method").is_none()
+                    && m.get("id")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| id.starts_with(REPLAYED))
+            })
     }
 
     /// Notes a line from the session.
@@ -124,6 +179,12 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
                     }
                     if is_method(&line, super::attached::PLAN) {
                         // For `watch --daemon`; nothing an MCP client knows.
+                        continue;
+                    }
+                    if Replay::is_replayed_answer(&line) {
+                        if line.contains("\"error\"") {
+                            tracing::warn!("restoring a subscription or log level failed: {line}");
+                        }
                         continue;
                     }
                     replay.handle_session_line(&line);
@@ -248,6 +309,9 @@ async fn attach_and_replay(
             write
                 .write_all(format!("{initialized}\n").as_bytes())
                 .await?;
+            for line in replay.restore_lines() {
+                write.write_all(format!("{line}\n").as_bytes()).await?;
+            }
         }
     }
     tracing::info!(session = %name, "attached to the daemon");
@@ -280,6 +344,39 @@ mod tests {
         );
         replay.handle_client_line("not json");
         assert_eq!(replay.pending.len(), 1);
+    }
+
+    #[test]
+    fn the_replay_restores_subscriptions_and_the_last_log_level() {
+        let mut replay = Replay::default();
+        let client = |id: u32, method: &str, params: Value| {
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+        };
+        replay.handle_client_line(&client(1, "resources/subscribe", json!({"uri": "a://1"})));
+        replay.handle_client_line(&client(2, "resources/subscribe", json!({"uri": "a://2"})));
+        replay.handle_client_line(&client(3, "resources/unsubscribe", json!({"uri": "a://1"})));
+        replay.handle_client_line(&client(4, "logging/setLevel", json!({"level": "debug"})));
+        replay.handle_client_line(&client(5, "logging/setLevel", json!({"level": "error"})));
+        let lines: Vec<Value> = replay
+            .restore_lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                json!({"jsonrpc": "2.0", "id": "mcp-reconcile-replay-0",
+                       "method": "logging/setLevel", "params": {"level": "error"}}),
+                json!({"jsonrpc": "2.0", "id": "mcp-reconcile-replay-1",
+                       "method": "resources/subscribe", "params": {"uri": "a://2"}}),
+            ]
+        );
+        assert!(Replay::is_replayed_answer(
+            r#"{"jsonrpc":"2.0","id":"mcp-reconcile-replay-1","result":{}}"#
+        ));
+        assert!(!Replay::is_replayed_answer(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"text":"mcp-reconcile-replay-1"}}"#
+        ));
     }
 
     #[test]

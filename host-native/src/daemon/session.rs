@@ -36,6 +36,32 @@ pub struct DaemonSession {
 }
 
 impl DaemonSession {
+    /// This session's name in the pool.
+    pub(super) async fn name(&self) -> String {
+        self.pool.read().await.name().to_owned()
+    }
+
+    /// `reconnect` asked by this session and the sessions named `also` together (one file
+    /// set): a process only they hold restarts once; one another session holds too while it
+    /// runs is refused, with the reason.
+    pub(super) async fn reconnect_together(
+        &self,
+        also: &[String],
+        server: Option<String>,
+    ) -> Result<Result<Vec<String>, String>, SessionGone> {
+        let done = self
+            .pool
+            .read()
+            .await
+            .reconnect_together(also, server.as_deref())
+            .await
+            .map_err(|_| SessionGone)?;
+        Ok(match done.refusal() {
+            Some(refusal) if done.restarted.is_empty() => Err(refusal),
+            _ => Ok(done.restarted),
+        })
+    }
+
     /// Asks the session's loop; `None` once it is gone.
     pub(super) async fn control<T>(
         &self,
@@ -85,13 +111,7 @@ impl Session for DaemonSession {
         &self,
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        self.pool
-            .read()
-            .await
-            .reconnect(server.as_deref())
-            .await
-            .map(Ok)
-            .map_err(|_| SessionGone)
+        Session::reconnect(&*self.pool.read().await, server).await
     }
 
     async fn language(

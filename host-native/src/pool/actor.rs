@@ -4,18 +4,17 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::pooled::Pooled;
 use super::{PoolOptions, PooledStatus};
 use crate::launch::Launch;
-use crate::supervisor::{ConnectionKind, Event, Mcp, StartError, Supervisor};
-use crate::transport::{self, Catalog, ConnEvent, Connection};
+use crate::supervisor::{Mcp, Supervisor};
+use crate::transport::{self, Catalog, Connection};
 
 pub(super) enum Request {
     Apply {
@@ -29,9 +28,10 @@ pub(super) enum Request {
         reply: oneshot::Sender<Vec<HeldConn>>,
     },
     Reconnect {
-        session: String,
+        /// The sessions asking together (the daemon's sessions of one file set).
+        sessions: Vec<String>,
         server: Option<String>,
-        reply: oneshot::Sender<Vec<String>>,
+        reply: oneshot::Sender<super::Reconnected>,
     },
     Close {
         session: String,
@@ -94,6 +94,10 @@ pub(super) struct Actor {
     /// The connections, by key.
     conns: Supervisor<Key, Pooled>,
     sessions: HashMap<String, SessionState>,
+    /// Keys whose live connection is, while the replacement starts, the old process of the
+    /// session named (make before break): it serves only that session, not one that acquired
+    /// the new config meanwhile.
+    standbys: HashMap<Key, String>,
     /// Bumped whenever something a session's view is made from may have changed.
     changes: watch::Sender<u64>,
 }
@@ -113,6 +117,7 @@ impl Actor {
             pool,
             conns: Supervisor::new(kind, options.parallelism, options.clock.clone()),
             sessions: HashMap::new(),
+            standbys: HashMap::new(),
             changes,
         }
     }
@@ -179,12 +184,12 @@ impl Actor {
                 let _ = reply.send(held);
             }
             Request::Reconnect {
-                session,
+                sessions,
                 server,
                 reply,
             } => {
-                let names = self.reconnect(&session, server.as_deref());
-                let _ = reply.send(names);
+                let done = self.reconnect(&sessions, server.as_deref());
+                let _ = reply.send(done);
             }
             Request::Close { session, reply } => {
                 self.close_session(&session);
@@ -308,6 +313,7 @@ impl Actor {
             // Another session already runs the new one.
             self.switch(session, old, key);
         } else if self.exclusive(session, &old) {
+            self.standbys.insert(key.clone(), session.to_owned());
             self.conns
                 .replace_from(&old, key, server.to_owned(), config);
             // Its connection serves under the new key now: only the holds are let go.
@@ -364,6 +370,12 @@ impl Actor {
     /// the old one.
     fn settle_switches(&mut self) {
         let now = self.now();
+        let conns = &self.conns;
+        self.standbys.retain(|key, _| {
+            conns
+                .get(key)
+                .is_some_and(|e| e.health().status == Status::Connecting)
+        });
         let mut done = Vec::new();
         for (session, state) in &mut self.sessions {
             state.switching.retain(|(old, new)| {
@@ -465,35 +477,41 @@ impl Actor {
         }
     }
 
-    fn reconnect(&mut self, session: &str, server: Option<&str>) -> Vec<String> {
-        let Some(state) = self.sessions.get(session) else {
-            return Vec::new();
-        };
-        let gating = state.gating.clone();
-        let mut seen = HashSet::new();
-        let keys: Vec<Key> = state
-            .held
-            .iter()
-            .filter(|key| seen.insert((*key).clone()))
-            .cloned()
-            .collect();
-        let mut names = Vec::new();
-        for key in keys {
+    /// Restarts what `sessions` hold for `server` (all: `None`) once each, if admitted; a
+    /// connected one another session holds too is refused (see `Reconnected`).
+    fn reconnect(&mut self, sessions: &[String], server: Option<&str>) -> super::Reconnected {
+        let (mut seen, mut keys) = (HashSet::new(), Vec::new());
+        for state in sessions.iter().filter_map(|s| self.sessions.get(s)) {
+            for key in state.held.iter().filter(|key| seen.insert((*key).clone())) {
+                keys.push((state.gating.clone(), key.clone()));
+            }
+        }
+        let mut done = super::Reconnected::default();
+        for (gating, key) in keys {
             let Some(pooled) = self.conns.get(&key) else {
                 continue;
             };
             if server.is_some_and(|s| s != pooled.name) {
                 continue;
             }
-            // The gate: this session must still admit it.
+            // The gate: the session must still admit it.
             if gating.denial(&pooled.name, &pooled.config.0).is_some() {
                 continue;
             }
-            names.push(pooled.name.clone());
+            let others: HashSet<String> = self
+                .holders(&key)
+                .into_iter()
+                .filter(|holder| !sessions.contains(holder))
+                .collect();
+            if !others.is_empty() && pooled.health().status == Status::Connected {
+                done.refused.push((pooled.name.clone(), others.len()));
+                continue;
+            }
+            done.restarted.push(pooled.name.clone());
             self.conns.forgive(&key);
             self.conns.restart(&key);
         }
-        names
+        done
     }
 
     fn view(&self, session: &str) -> Vec<HeldConn> {
@@ -507,11 +525,21 @@ impl Actor {
             .filter(|key| seen.insert((*key).clone()))
             // While switching, the session sees the old connection, not the starting one.
             .filter(|key| !state.switching.iter().any(|(_, new)| new == *key))
-            .filter_map(|key| self.conns.get(key))
-            .map(|pooled| HeldConn {
-                server: pooled.name.clone(),
-                catalog: pooled.catalog.clone(),
-                caller: pooled.live().map(Connection::caller),
+            .filter_map(|key| Some((key, self.conns.get(key)?)))
+            .map(|(key, pooled)| {
+                // Another session's old process standing in: this one sees it starting.
+                if self.standbys.get(key).is_some_and(|owner| owner != session) {
+                    return HeldConn {
+                        server: pooled.name.clone(),
+                        catalog: Catalog::default(),
+                        caller: None,
+                    };
+                }
+                HeldConn {
+                    server: pooled.name.clone(),
+                    catalog: pooled.catalog.clone(),
+                    caller: pooled.live().map(Connection::caller),
+                }
             })
             .collect()
     }
@@ -541,51 +569,5 @@ impl Actor {
                 }
             })
             .collect()
-    }
-}
-
-/// The pool's connections: MCP connections, each started in the launch context of the session
-/// that acquired it first.
-pub(super) struct Pooled(Mcp);
-
-impl ConnectionKind for Pooled {
-    type Config = (ServerConfig, Option<Arc<Launch>>);
-    type Connection = Connection;
-    type Catalog = Catalog;
-    type Event = ConnEvent;
-
-    fn start(
-        &self,
-        name: &str,
-        (config, launch): &Self::Config,
-        generation: u64,
-        events: mpsc::UnboundedSender<ConnEvent>,
-    ) -> BoxFuture<'static, Result<Connection, StartError>> {
-        self.0
-            .start_in(name, config, launch.clone(), generation, events)
-    }
-
-    fn stop(connection: Connection) -> BoxFuture<'static, ()> {
-        Mcp::stop(connection)
-    }
-
-    fn retire(connection: Connection) -> BoxFuture<'static, ()> {
-        Mcp::retire(connection)
-    }
-
-    fn catalog(connection: &Connection) -> Catalog {
-        Mcp::catalog(connection)
-    }
-
-    fn pid(connection: &Connection) -> Option<u32> {
-        Mcp::pid(connection)
-    }
-
-    fn spawns_process((config, _): &Self::Config) -> bool {
-        Mcp::spawns_process(config)
-    }
-
-    fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
-        Mcp::event(event)
     }
 }

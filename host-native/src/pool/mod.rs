@@ -49,6 +49,7 @@
 //! acquire, `disconnect` into release and `reconnect` into release + acquire.
 
 mod actor;
+mod pooled;
 mod session;
 
 use std::collections::BTreeMap;
@@ -155,6 +156,40 @@ pub struct Applied {
     pub approval_needed: Vec<String>,
 }
 
+/// What a reconnect did ([`PoolSession::reconnect_together`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reconnected {
+    /// Servers restarted.
+    pub restarted: Vec<String>,
+    /// Connected servers left alone because other sessions hold them too, with how many.
+    pub refused: Vec<(String, usize)>,
+}
+
+impl Reconnected {
+    /// The sentence for the refused ones: which, and how many other sessions hold each.
+    pub fn refusal(&self) -> Option<String> {
+        if self.refused.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = self
+            .refused
+            .iter()
+            .map(|(name, others)| {
+                format!(
+                    "\"{}\" is shared with {others} other session{}",
+                    crate::display::safe(name),
+                    if *others == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        Some(format!(
+            "not reconnected: {}; a running process shared with another project's session is \
+             restarted only by a reconnect every session holding it asks for (or when it fails)",
+            each.join(", ")
+        ))
+    }
+}
+
 /// A handle on the pool; clones share it. Dropping every handle does not stop it: call
 /// [`SharedPool::shutdown`].
 #[derive(Clone, Debug)]
@@ -197,6 +232,7 @@ impl SharedPool {
             errors: Vec::new(),
             acquired: BTreeMap::new(),
             launch: None,
+            gated: Default::default(),
             closed: false,
         }
     }

@@ -1,7 +1,7 @@
 //! [`PoolSession`]: one session's use of the [`SharedPool`] — its files, gating and view — and
 //! the [`Session`] a gateway fronts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use mcp_reconcile_kernel::approvals::Approvals;
@@ -10,7 +10,7 @@ use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry};
 use mcp_reconcile_kernel::pool::Acquire;
-use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers, Value};
+use mcp_reconcile_kernel::{Gating, LayerSource, Millis, ServerConfig, Servers, Value};
 
 use super::actor::{HeldConn, Op, Request};
 use super::{Applied, PoolError, PoolGone, SharedPool};
@@ -42,6 +42,9 @@ pub struct PoolSession {
     pub(super) acquired: BTreeMap<String, (ConnectionId, ServerConfig)>,
     /// The session's directory and environment, when they are not this process's.
     pub(super) launch: Option<Arc<Launch>>,
+    /// Servers whose entry comes from a project-controlled layer (`.mcp.json`, workspace
+    /// settings): they never capture a read a user server's template matches.
+    pub(super) gated: HashSet<String>,
     pub(super) closed: bool,
 }
 
@@ -179,6 +182,12 @@ impl PoolSession {
                 }
             }
         }
+        self.gated = mcp_reconcile_kernel::assemble(&snapshot.layers)
+            .sources
+            .iter()
+            .filter(|(_, source)| matches!(source, LayerSource::Project | LayerSource::Workspace))
+            .map(|(name, _)| name.clone())
+            .collect();
         self.previous = adopt(&decision, &self.desired, &self.gating);
         self.desired = decision.servers;
         self.gating = decision.gating;
@@ -263,8 +272,11 @@ impl PoolSession {
     /// [`PoolGone`].
     pub async fn route(&self, target: Target) -> Result<Result<Route, String>, PoolGone> {
         let owners = PrefixOwners::admitted(&self.desired, &self.gating);
-        // A resource URI no server lists goes to the first whose template matches it.
-        let mut by_template = None;
+        // A resource URI goes to the first server that lists it, else to the first whose
+        // template matches it — but a project server's listed URI never captures a read a
+        // user server's template matches (the template owner wins).
+        let mut exact: Option<Route> = None;
+        let mut by_template: Option<Route> = None;
         for (server, config, held) in self.held().await? {
             let Some(caller) = held.caller.filter(|_| owners.owns(&server)) else {
                 continue;
@@ -272,20 +284,21 @@ impl PoolSession {
             let name = match &target {
                 Target::Tool(name) => own_tool_name(&server, &config, &held.catalog, name),
                 Target::Prompt(name) => own_prompt_name(&server, &held.catalog, name),
-                Target::Resource(uri) => match resource_match(&held.catalog, uri) {
-                    ResourceMatch::Exact => Some(uri.clone()),
-                    ResourceMatch::Template => {
-                        if by_template.is_none() {
-                            by_template = Some(Route {
-                                server: server.clone(),
-                                name: uri.clone(),
-                                caller: caller.clone(),
-                            });
-                        }
-                        None
+                Target::Resource(uri) => {
+                    let found = match resource_match(&held.catalog, uri) {
+                        ResourceMatch::Exact => &mut exact,
+                        ResourceMatch::Template => &mut by_template,
+                        ResourceMatch::None => continue,
+                    };
+                    if found.is_none() {
+                        *found = Some(Route {
+                            server: server.clone(),
+                            name: uri.clone(),
+                            caller: caller.clone(),
+                        });
                     }
-                    ResourceMatch::None => None,
-                },
+                    None
+                }
                 Target::Template(template) => {
                     lists_template(&held.catalog, template).then(|| template.clone())
                 }
@@ -298,7 +311,22 @@ impl PoolSession {
                 }));
             }
         }
-        if let Some(route) = by_template {
+        let route = match (exact, by_template) {
+            (Some(listed), Some(template))
+                if self.gated.contains(&listed.server)
+                    && !self.gated.contains(&template.server) =>
+            {
+                tracing::info!(
+                    listed = %listed.server,
+                    template = %template.server,
+                    "a resource a project server lists goes to the user server whose template \
+                     matches it"
+                );
+                Some(template)
+            }
+            (listed, template) => listed.or(template),
+        };
+        if let Some(route) = route {
             return Ok(Ok(route));
         }
         Ok(Err(match target {
@@ -321,16 +349,32 @@ impl PoolSession {
 
     /// Clears failure and crash-loop state of the connections this session holds for
     /// `server` (all when `None`) and restarts them now — only while this session's gating
-    /// admits them. Returns the servers restarted.
+    /// admits them, and a running one only when no other session holds it too. Returns the
+    /// servers restarted.
     ///
     /// # Errors
     /// [`PoolGone`].
     pub async fn reconnect(&self, server: Option<&str>) -> Result<Vec<String>, PoolGone> {
-        let session = self.name.clone();
+        Ok(self.reconnect_together(&[], server).await?.restarted)
+    }
+
+    /// [`PoolSession::reconnect`] asked by this session together with the sessions `also`
+    /// (the daemon's sessions of one file set): each connection any of them holds restarts
+    /// once, a running one only when no session outside them holds it (else it is refused).
+    ///
+    /// # Errors
+    /// [`PoolGone`].
+    pub async fn reconnect_together(
+        &self,
+        also: &[String],
+        server: Option<&str>,
+    ) -> Result<super::Reconnected, PoolGone> {
+        let mut sessions = vec![self.name.clone()];
+        sessions.extend(also.iter().filter(|s| **s != self.name).cloned());
         let server = server.map(str::to_owned);
         self.pool
             .ask(|reply| Request::Reconnect {
-                session,
+                sessions,
                 server,
                 reply,
             })
@@ -447,9 +491,13 @@ impl Session for PoolSession {
         &self,
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        PoolSession::reconnect(self, server.as_deref())
+        let done = self
+            .reconnect_together(&[], server.as_deref())
             .await
-            .map(Ok)
-            .map_err(|PoolGone| SessionGone)
+            .map_err(|PoolGone| SessionGone)?;
+        Ok(match done.refusal() {
+            Some(refusal) if done.restarted.is_empty() => Err(refusal),
+            _ => Ok(done.restarted),
+        })
     }
 }

@@ -191,13 +191,18 @@ impl Caller {
         }
     }
 
-    /// Forwards `logging/setLevel`; the client this caller asks for gets the messages.
+    /// Forwards `logging/setLevel` for the client this caller asks for: it gets the messages
+    /// at or above `params.level`; the server is set to the most verbose level any of its
+    /// clients asked for.
     ///
     /// # Errors
     /// See [`CallError`].
     #[allow(deprecated)]
-    pub async fn set_level(&self, params: SetLevelRequestParams) -> Result<(), CallError> {
+    pub async fn set_level(&self, mut params: SetLevelRequestParams) -> Result<(), CallError> {
         let what = "logging/setLevel";
+        if let Some(client) = &self.asker {
+            params.level = self.ctx.askers.set_level(client, params.level);
+        }
         let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(params));
         match self
             .request(what, request, None, CancellationToken::new())
@@ -210,11 +215,18 @@ impl Caller {
 
     /// Forwards `resources/subscribe` (`subscribe`) or `resources/unsubscribe`; the client this
     /// caller asks for gets `notifications/resources/updated` for `uri` until it unsubscribes.
+    /// An unsubscribe reaches the server only once no other client holds the subscription.
     ///
     /// # Errors
     /// See [`CallError`].
     #[allow(deprecated)]
     pub async fn subscription(&self, uri: String, subscribe: bool) -> Result<(), CallError> {
+        if let Some(client) = self.asker.as_ref().filter(|_| !subscribe) {
+            if self.ctx.askers.others_subscribed(&uri, client) {
+                self.ctx.askers.subscription(&uri, client, false);
+                return Ok(());
+            }
+        }
         let (what, request) = if subscribe {
             let params = SubscribeRequestParams::new(uri.clone());
             (
@@ -242,8 +254,12 @@ impl Caller {
         }
     }
 
-    /// Tells the server the client's roots changed (`notifications/roots/list_changed`).
+    /// Tells the server the client's roots changed (`notifications/roots/list_changed`); the
+    /// `roots/list` it asks next, with nothing running, is that client's.
     pub async fn roots_changed(&self) {
+        if let Some(client) = &self.asker {
+            self.ctx.askers.roots_changed_by(client);
+        }
         if let Err(e) = self.peer.notify_roots_list_changed().await {
             tracing::debug!(server = %self.ctx.name, "roots/list_changed not sent: {e}");
         }
@@ -291,7 +307,7 @@ impl Caller {
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
         let _busy = self.ctx.in_flight.enter();
-        let _asking = self
+        let asking = self
             .asker
             .clone()
             .map(|client| self.ctx.askers.enter(client));
@@ -321,6 +337,9 @@ impl Caller {
             Err(ServiceError::TransportClosed) => return Err(closed().await),
             Err(e) => return Err(self.failed(what, &e)),
         };
+        if let Some(asking) = &asking {
+            asking.sent_as(handle.id.clone());
+        }
         let mut updates = progress.map(|forward| {
             let (guard, rx) = self.progress.subscribe(handle.progress_token.clone());
             (guard, rx, forward)

@@ -3,6 +3,7 @@
 //! roots) by relaying them to the real client ([`Askers`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 // Sampling, roots and logging are deprecated by SEP-2577 (gone from protocol 2026-07-28); the
 // versions this client speaks have them, and servers behind the gateway use them.
@@ -16,14 +17,14 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ListRootsResult,
     LoggingMessageNotificationParam,
 };
-use rmcp::service::ServiceError;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
 use tokio::sync::Notify;
 
 use super::progress::ProgressRouter;
-use super::relay::Askers;
+use super::relay::{offers, Askers, Unowned};
 use super::session::describe_service_error;
-use super::{Ctx, ElicitationResponder};
+use super::{Ctx, ElicitationResponder, SERVICE_CLOSE};
 
 /// The client side of the session: answers the server's notifications.
 #[derive(Clone)]
@@ -95,19 +96,28 @@ impl ClientHandler for Handler {
         self.relist.notify_one();
     }
 
-    /// Relayed to the client (see [`Askers`]) with the server named in `logger`.
+    /// Relayed to the client it belongs to (see [`Askers`]) with the server named in
+    /// `logger`; dropped when it belongs to no single client.
     async fn on_logging_message(
         &self,
         mut params: LoggingMessageNotificationParam,
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
+        let client = match self.askers.owner(None) {
+            Ok(client) => client,
+            Err(why) => {
+                tracing::debug!(server = %self.server, "log message dropped: {why}");
+                return;
+            }
+        };
+        if !self.askers.wants(&client, params.level) {
+            return;
+        }
         params.logger = Some(match params.logger.take() {
             Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
             _ => self.server.clone(),
         });
-        for peer in self.askers.listeners() {
-            let _ = peer.notify_logging_message(params.clone()).await;
-        }
+        self.askers.log(&self.server, client, params);
     }
 
     /// Relayed to the clients subscribed to the resource.
@@ -121,59 +131,116 @@ impl ClientHandler for Handler {
         }
     }
 
-    /// Asks the real client (see [`Askers`]); without one that can, the responder this
-    /// connection was made with, else declined.
+    /// Asks the client it belongs to (see [`Askers`]); with no client at all, the responder
+    /// this connection was made with; else declined.
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        if let Some(peer) = self.askers.pick(|c| c.elicitation.is_some()) {
-            let relayed =
-                rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
-            return match peer.send_request(relayed).await {
-                Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
-                Ok(_) => Err(relay_failed(
-                    "elicitation/create",
-                    ServiceError::UnexpectedResponse,
-                )),
-                Err(e) => Err(relay_failed("elicitation/create", e)),
-            };
+        const WHAT: &str = "elicitation/create";
+        let decline = || Ok(ElicitResult::new(ElicitationAction::Decline));
+        let peer = match self.askers.owner(origin(&context)) {
+            Ok(peer) => peer,
+            Err(Unowned::NoClient) => {
+                return Ok(match &self.elicitation {
+                    Some(responder) => responder(request).await,
+                    None => ElicitResult::new(ElicitationAction::Decline),
+                })
+            }
+            Err(why) => {
+                tracing::info!(server = %self.server, "{WHAT} declined: {why}");
+                return decline();
+            }
+        };
+        if !offers(&peer, |c| c.elicitation.is_some()) {
+            tracing::info!(server = %self.server, "{WHAT} declined: the client of the call does not support it");
+            return decline();
         }
-        Ok(match &self.elicitation {
-            Some(responder) => responder(request).await,
-            None => ElicitResult::new(ElicitationAction::Decline),
-        })
+        let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
+            return decline();
+        };
+        let relayed =
+            rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
+        let wait = self.askers.limits().elicitation;
+        match relay(&peer, relayed, wait, &context).await {
+            Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
+            Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
+            Err(Relay::TimedOut) => {
+                tracing::info!(server = %self.server, "{WHAT} got no answer within {} s; cancelled", wait.as_secs());
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+            Err(Relay::Failed(e)) => Err(relay_failed(WHAT, e)),
+        }
     }
 
-    /// Relayed to the real client that can sample (see [`Askers`]).
+    /// Relayed to the client it belongs to (see [`Askers`]) if it can sample.
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        let Some(peer) = self.askers.pick(|c| c.sampling.is_some()) else {
-            return Err(rmcp::ErrorData::invalid_request(
-                "no client of mcp-reconcile that supports sampling is connected",
+        const WHAT: &str = "sampling/createMessage";
+        let refuse = |why: String| {
+            tracing::info!(server = %self.server, "{WHAT} refused: {why}");
+            Err(rmcp::ErrorData::invalid_request(
+                format!("mcp-reconcile relays no {WHAT} here: {why}"),
                 None,
-            ));
+            ))
         };
-        peer.create_message(params)
-            .await
-            .map_err(|e| relay_failed("sampling/createMessage", e))
+        let peer = match self.askers.owner(origin(&context)) {
+            Ok(peer) => peer,
+            Err(why) => return refuse(why.to_string()),
+        };
+        if !offers(&peer, |c| c.sampling.is_some()) {
+            return refuse("the client of the call does not support sampling".to_owned());
+        }
+        let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
+            return refuse("too many requests of this server wait for an answer".to_owned());
+        };
+        let relayed = rmcp::model::ServerRequest::CreateMessageRequest(
+            rmcp::model::CreateMessageRequest::new(params),
+        );
+        let wait = self.askers.limits().sampling;
+        match relay(&peer, relayed, wait, &context).await {
+            Ok(rmcp::model::ClientResult::CreateMessageResult(result)) => Ok(*result),
+            Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
+            Err(Relay::TimedOut) => refuse(format!("no answer within {} s", wait.as_secs())),
+            Err(Relay::Failed(e)) => Err(relay_failed(WHAT, e)),
+        }
     }
 
-    /// The real client's roots (see [`Askers`]); none without a client that has them.
+    /// The roots of the client it belongs to (see [`Askers`]); none without one that has
+    /// them.
     async fn list_roots(
         &self,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, rmcp::ErrorData> {
-        match self.askers.pick(|c| c.roots.is_some()) {
-            Some(peer) => peer
-                .list_roots()
-                .await
-                .map_err(|e| relay_failed("roots/list", e)),
-            None => Ok(ListRootsResult::default()),
+        const WHAT: &str = "roots/list";
+        let none = |why: String| {
+            tracing::info!(server = %self.server, "{WHAT} answered with no roots: {why}");
+            Ok(ListRootsResult::default())
+        };
+        let peer = match self.askers.roots_owner(origin(&context)) {
+            Ok(peer) => peer,
+            Err(why) => return none(why.to_string()),
+        };
+        if !offers(&peer, |c| c.roots.is_some()) {
+            return Ok(ListRootsResult::default());
+        }
+        let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
+            return none("too many requests of this server wait for an answer".to_owned());
+        };
+        let relayed = rmcp::model::ServerRequest::ListRootsRequest(Default::default());
+        let wait = self.askers.limits().roots;
+        match relay(&peer, relayed, wait, &context).await {
+            Ok(rmcp::model::ClientResult::ListRootsResult(result)) => Ok(result),
+            Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
+            Err(Relay::TimedOut) => none(format!(
+                "the client did not answer within {} s",
+                wait.as_secs()
+            )),
+            Err(Relay::Failed(e)) => Err(relay_failed(WHAT, e)),
         }
     }
 
@@ -193,5 +260,57 @@ impl ClientHandler for Handler {
             Implementation::new("mcp-reconcile", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+/// Where a server's request arrived, when the transport tells (streamable HTTP).
+fn origin(
+    context: &rmcp::service::RequestContext<RoleClient>,
+) -> Option<&rmcp::service::InboundStreamOrigin> {
+    context
+        .extensions
+        .get::<rmcp::service::InboundStreamOrigin>()
+}
+
+/// How a relayed request ended without an answer.
+enum Relay {
+    TimedOut,
+    Failed(ServiceError),
+}
+
+/// Sends `request` to `client` and waits for its answer, at most `wait` in all (a client that
+/// reads nothing holds the send too); the server cancelling its request cancels it at the
+/// client too.
+async fn relay(
+    client: &Peer<RoleServer>,
+    request: rmcp::model::ServerRequest,
+    wait: Duration,
+    context: &rmcp::service::RequestContext<RoleClient>,
+) -> Result<rmcp::model::ClientResult, Relay> {
+    let deadline = tokio::time::sleep(wait);
+    tokio::pin!(deadline);
+    let cancelled = || Relay::Failed(ServiceError::Cancelled { reason: None });
+    let mut handle = tokio::select! {
+        sent = client.send_request_with_option(request, PeerRequestOptions::no_options()) => {
+            sent.map_err(Relay::Failed)?
+        }
+        () = &mut deadline => return Err(Relay::TimedOut),
+        () = context.ct.cancelled() => return Err(cancelled()),
+    };
+    tokio::select! {
+        answer = &mut handle.rx => match answer {
+            Ok(answer) => answer.map_err(Relay::Failed),
+            Err(_) => Err(Relay::Failed(ServiceError::TransportClosed)),
+        },
+        () = &mut deadline => {
+            let reason = Some("timeout".to_owned());
+            let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+            Err(Relay::TimedOut)
+        }
+        () = context.ct.cancelled() => {
+            let reason = Some("cancelled by the server".to_owned());
+            let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
+            Err(cancelled())
+        }
     }
 }

@@ -2,31 +2,166 @@
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list`) and its log messages go to.
 //!
 //! A connection may serve several clients (the HTTP sessions of one `serve --http`, the sessions
-//! of the daemon that share it), and MCP does not say which of them a server's request is about.
-//! The answer here: the client whose forwarded request is running on the connection (the newest
-//! one when several are), else the client that used the connection last, as long as it is
-//! connected. Only a client that declared the capability is asked; without one, elicitation is
-//! declined, sampling fails with a sentence that says why, and roots are an empty list.
-//! `notifications/resources/updated` goes to the clients that subscribed to the URI.
+//! of the daemon that share it), and over stdio MCP does not say which of them a server's
+//! request is about. A question relayed to the wrong client is a phishing channel between
+//! sessions (one project's server asks in another project's client, and gets that client's
+//! answer, roots or model output), so a server's request goes to its **owner** only:
+//! 1. over streamable HTTP, the client whose forwarded request the server answered it on (the
+//!    response stream it arrived on, rmcp's [`InboundStreamOrigin`]);
+//! 2. else the one client whose forwarded requests are running on the connection, when exactly
+//!    one client's are;
+//! 3. else, with nothing running, the one client that has ever used the connection, when
+//!    exactly one has (it alone can have caused the request);
+//! 4. for `roots/list` on an idle connection several clients used: the client whose
+//!    `notifications/roots/list_changed` the gateway forwarded last, once, within
+//!    [`ROOTS_CHANGED_WINDOW`] (the server is asking because that client said so).
+//!
+//! Without an owner ([`Unowned`]) — several clients' calls in flight, or several clients have
+//! used an idle connection — elicitation is declined, sampling fails and roots are an empty
+//! list, with a log line that names the server (never the contents). The owner must offer the
+//! capability itself; no other client is asked instead. A log message goes to its owner (at or
+//! above the level that client set) or nowhere: it can carry data of one session's call, so
+//! neither "every client" nor "some client" is safe. `notifications/resources/updated` goes to
+//! the clients that subscribed to the URI.
+//!
+//! Subscriptions and log levels are per client over one shared server: a
+//! `resources/unsubscribe` reaches the server only when no other client still holds that
+//! subscription ([`Askers::others_subscribed`]); `logging/setLevel` sends the server the most
+//! verbose level any client asked for ([`Askers::set_level`]), and each client gets only the
+//! messages at or above its own.
+//!
+//! What a server can make a gateway hold is bounded ([`Limits`], [`queue`]).
+
+// Logging is deprecated by protocol 2026-07-28; clients of the versions the gateway speaks use it.
+#![allow(deprecated)]
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use rmcp::model::ClientCapabilities;
+use rmcp::model::LoggingLevel;
+use rmcp::model::{ClientCapabilities, RequestId};
+use rmcp::service::InboundStreamOrigin;
 use rmcp::{Peer, RoleServer};
+
+mod queue;
+pub(super) use queue::Relaying;
+use queue::{LogQueue, Refusals};
+
+/// How much a server may make a connection hold for its clients.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Relayed requests (elicitation, sampling, roots) waiting for a client's answer on one
+    /// connection; past it a new one is declined (failed, empty) at once.
+    pub pending: usize,
+    /// How long a relayed `elicitation/create` waits for the person (then `cancel`).
+    pub elicitation: Duration,
+    /// How long a relayed `sampling/createMessage` waits for the client's model.
+    pub sampling: Duration,
+    /// How long a relayed `roots/list` waits for the client.
+    pub roots: Duration,
+    /// Log messages queued per client of a connection; past it they are dropped (one warning
+    /// per burst, then the count).
+    pub log_queue: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            pending: 16,
+            elicitation: Duration::from_secs(600),
+            sampling: Duration::from_secs(600),
+            roots: Duration::from_secs(30),
+            log_queue: 256,
+        }
+    }
+}
+
+/// Why a server's request or log message has no single client to go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unowned {
+    /// No client has used the connection yet.
+    NoClient,
+    /// The client it belongs to has gone.
+    Gone,
+    /// Calls of this many clients are in flight on the connection.
+    Several(usize),
+    /// Nothing is in flight and this many clients have used the connection.
+    Idle(usize),
+}
+
+impl std::fmt::Display for Unowned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unowned::NoClient => write!(f, "no client has used this server yet"),
+            Unowned::Gone => write!(f, "the client it belongs to has disconnected"),
+            Unowned::Several(n) => write!(
+                f,
+                "calls of {n} sessions are running on this shared server, so which one it \
+                 belongs to is unknown"
+            ),
+            Unowned::Idle(n) => write!(
+                f,
+                "no call is running and {n} sessions use this shared server, so which one it \
+                 belongs to is unknown"
+            ),
+        }
+    }
+}
+
+/// How long after a client's `notifications/roots/list_changed` the server's `roots/list` on
+/// an idle shared connection is taken to answer it.
+pub const ROOTS_CHANGED_WINDOW: Duration = Duration::from_secs(10);
 
 /// The clients a connection may relay to; clones share them.
 #[derive(Clone, Default)]
-pub struct Askers(Arc<Mutex<Inner>>);
+pub struct Askers(Arc<Shared>);
+
+#[derive(Default)]
+struct Shared {
+    limits: Limits,
+    inner: Mutex<Inner>,
+}
 
 #[derive(Default)]
 struct Inner {
     next: u64,
-    /// Clients with a forwarded request running, oldest first.
-    active: Vec<(u64, Peer<RoleServer>)>,
-    /// The client that used the connection last.
-    recent: Option<Peer<RoleServer>>,
+    /// Forwarded requests running, oldest first.
+    active: Vec<Active>,
+    /// The open clients that have used the connection.
+    members: Vec<Peer<RoleServer>>,
+    /// Clients that used the connection and have gone since.
+    departed: usize,
     /// Resource subscriptions: the URI and the client that asked.
     subscribed: Vec<(String, Peer<RoleServer>)>,
+    /// The log level each client asked for.
+    levels: Vec<(Peer<RoleServer>, LoggingLevel)>,
+    /// Each client's log messages on their way to it.
+    logs: Vec<(Peer<RoleServer>, LogQueue)>,
+    /// The client that last said its roots changed, and when: the next `roots/list` on an
+    /// idle connection within [`ROOTS_CHANGED_WINDOW`] is that client's.
+    roots_changed: Option<(Peer<RoleServer>, tokio::time::Instant)>,
+    /// Relayed requests waiting for an answer, and the refusals past the cap.
+    pending: usize,
+    refusals: Refusals,
+}
+
+struct Active {
+    id: u64,
+    client: Peer<RoleServer>,
+    /// The upstream request, once sent.
+    request: Option<RequestId>,
+}
+
+impl Inner {
+    /// Forgets clients whose connection closed.
+    fn prune(&mut self) {
+        let before = self.members.len();
+        self.members.retain(|p| !p.is_transport_closed());
+        self.departed += before - self.members.len();
+        self.subscribed.retain(|(_, p)| !p.is_transport_closed());
+        self.levels.retain(|(p, _)| !p.is_transport_closed());
+        self.logs.retain(|(p, _)| !p.is_transport_closed());
+    }
 }
 
 /// Keeps a client among the active ones until dropped.
@@ -35,68 +170,143 @@ pub struct Asking {
     id: u64,
 }
 
+impl Asking {
+    /// The upstream request this forwarded request was sent as: a server's request that
+    /// arrives on its response stream belongs to this client.
+    pub fn sent_as(&self, request: RequestId) {
+        let mut inner = self.askers.lock();
+        if let Some(active) = inner.active.iter_mut().find(|a| a.id == self.id) {
+            active.request = Some(request);
+        }
+    }
+}
+
 impl Drop for Asking {
     fn drop(&mut self) {
         let mut inner = self.askers.lock();
-        inner.active.retain(|(id, _)| *id != self.id);
+        inner.active.retain(|a| a.id != self.id);
     }
 }
 
 impl Askers {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `peer` has a request running on the connection until the guard drops.
+    /// The limits this connection relays within.
+    pub fn limits(&self) -> Limits {
+        self.0.limits
+    }
+
+    /// `peer` has a request running on the connection until the guard drops; it is a member
+    /// of the connection from now on.
     pub fn enter(&self, peer: Peer<RoleServer>) -> Asking {
         let mut inner = self.lock();
+        inner.prune();
         inner.next += 1;
         let id = inner.next;
-        inner.recent = Some(peer.clone());
-        inner.active.push((id, peer));
+        if !inner.members.iter().any(|m| same(m, &peer)) {
+            inner.members.push(peer.clone());
+        }
+        inner.active.push(Active {
+            id,
+            client: peer,
+            request: None,
+        });
         Asking {
             askers: self.clone(),
             id,
         }
     }
 
-    /// The client to relay to: the newest active one that offers what `offers` asks, else the
-    /// most recent one if it does; never one whose connection closed.
-    pub fn pick(&self, offers: impl Fn(&ClientCapabilities) -> bool) -> Option<Peer<RoleServer>> {
-        let inner = self.lock();
-        let fits = |peer: &Peer<RoleServer>| {
-            !peer.is_transport_closed() && peer.peer_info().is_some_and(|i| offers(&i.capabilities))
-        };
-        inner
-            .active
-            .iter()
-            .rev()
-            .map(|(_, peer)| peer)
-            .chain(inner.recent.iter())
-            .find(|peer| fits(peer))
-            .cloned()
-    }
-
-    /// Every distinct open client that is active, or else the most recent one: where a
-    /// server's log message goes.
-    pub fn listeners(&self) -> Vec<Peer<RoleServer>> {
-        let inner = self.lock();
-        let mut peers: Vec<Peer<RoleServer>> = Vec::new();
-        for (_, peer) in &inner.active {
-            if !peer.is_transport_closed() && !peers.iter().any(|p| same(p, peer)) {
-                peers.push(peer.clone());
+    /// The client a server's request or log message belongs to (see the module docs);
+    /// `origin` is where a request arrived, when the transport tells.
+    pub fn owner(&self, origin: Option<&InboundStreamOrigin>) -> Result<Peer<RoleServer>, Unowned> {
+        let mut inner = self.lock();
+        inner.prune();
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
+            if let Some(active) = inner.active.iter().find(|a| a.request.as_ref() == Some(id)) {
+                return open(&active.client);
             }
         }
-        if peers.is_empty() {
-            peers.extend(
-                inner
-                    .recent
-                    .iter()
-                    .filter(|p| !p.is_transport_closed())
-                    .cloned(),
-            );
+        let mut calling: Vec<&Peer<RoleServer>> = Vec::new();
+        for active in &inner.active {
+            if !calling.iter().any(|p| same(p, &active.client)) {
+                calling.push(&active.client);
+            }
         }
-        peers
+        match calling.as_slice() {
+            [one] => return open(one),
+            [] => {}
+            several => return Err(Unowned::Several(several.len())),
+        }
+        match (inner.members.as_slice(), inner.departed) {
+            ([], 0) => Err(Unowned::NoClient),
+            ([one], 0) => open(one),
+            ([], _) => Err(Unowned::Gone),
+            (members, departed) => Err(Unowned::Idle(members.len() + departed)),
+        }
+    }
+
+    /// `client` told the server its roots changed ([`ROOTS_CHANGED_WINDOW`]).
+    pub fn roots_changed_by(&self, client: &Peer<RoleServer>) {
+        self.lock().roots_changed = Some((client.clone(), tokio::time::Instant::now()));
+    }
+
+    /// The owner of a `roots/list` ([`Askers::owner`]); on an idle connection several clients
+    /// used, the client whose `roots/list_changed` the server is answering (once, within
+    /// [`ROOTS_CHANGED_WINDOW`]).
+    pub fn roots_owner(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Result<Peer<RoleServer>, Unowned> {
+        match self.owner(origin) {
+            Err(Unowned::Idle(n)) => match self.lock().roots_changed.take() {
+                Some((client, at)) if at.elapsed() <= ROOTS_CHANGED_WINDOW => open(&client),
+                _ => Err(Unowned::Idle(n)),
+            },
+            other => other,
+        }
+    }
+
+    /// A place among the relayed requests waiting for an answer, held until the guard drops;
+    /// `None` past [`Limits::pending`] (logged once per burst, naming `server`).
+    pub fn relaying(&self, server: &str, what: &str) -> Option<Relaying> {
+        let mut inner = self.lock();
+        if inner.pending >= self.0.limits.pending {
+            inner.refusals.refused(server, what, self.0.limits.pending);
+            return None;
+        }
+        inner.pending += 1;
+        Some(Relaying::new(self.clone()))
+    }
+
+    fn relayed(&self) {
+        let mut inner = self.lock();
+        inner.pending = inner.pending.saturating_sub(1);
+        inner.refusals.settled();
+    }
+
+    /// Queues a log message for `client`; dropped (one warning per burst) while its queue is
+    /// full.
+    pub fn log(
+        &self,
+        server: &str,
+        client: Peer<RoleServer>,
+        message: rmcp::model::LoggingMessageNotificationParam,
+    ) {
+        let mut inner = self.lock();
+        inner.prune();
+        let capacity = self.0.limits.log_queue;
+        let at = match inner.logs.iter().position(|(p, _)| same(p, &client)) {
+            Some(at) => at,
+            None => {
+                let queue = LogQueue::start(server, client.clone(), capacity);
+                inner.logs.push((client, queue));
+                inner.logs.len() - 1
+            }
+        };
+        inner.logs[at].1.push(message);
     }
 }
 
@@ -104,12 +314,49 @@ impl Askers {
     /// Notes that `client` subscribed to `uri` (or unsubscribed).
     pub fn subscription(&self, uri: &str, client: &Peer<RoleServer>, subscribe: bool) {
         let mut inner = self.lock();
+        inner.prune();
         inner
             .subscribed
-            .retain(|(u, p)| !(p.is_transport_closed() || (u == uri && same(p, client))));
+            .retain(|(u, p)| !(u == uri && same(p, client)));
         if subscribe {
             inner.subscribed.push((uri.to_owned(), client.clone()));
         }
+    }
+
+    /// Whether an open client other than `client` is subscribed to `uri`: then the server
+    /// keeps the subscription.
+    pub fn others_subscribed(&self, uri: &str, client: &Peer<RoleServer>) -> bool {
+        let mut inner = self.lock();
+        inner.prune();
+        inner
+            .subscribed
+            .iter()
+            .any(|(u, p)| u == uri && !same(p, client))
+    }
+
+    /// Notes the log level `client` asked for; the level to send the server: the most
+    /// verbose any open client asked for.
+    pub fn set_level(&self, client: &Peer<RoleServer>, level: LoggingLevel) -> LoggingLevel {
+        let mut inner = self.lock();
+        inner.prune();
+        inner.levels.retain(|(p, _)| !same(p, client));
+        inner.levels.push((client.clone(), level));
+        inner
+            .levels
+            .iter()
+            .map(|(_, l)| *l)
+            .min_by_key(|l| severity(*l))
+            .unwrap_or(level)
+    }
+
+    /// Whether `client` wants a message at `level`: at or above the level it asked for (all,
+    /// if it asked for none).
+    pub fn wants(&self, client: &Peer<RoleServer>, level: LoggingLevel) -> bool {
+        self.lock()
+            .levels
+            .iter()
+            .find(|(p, _)| same(p, client))
+            .is_none_or(|(_, asked)| severity(level) >= severity(*asked))
     }
 
     /// The open clients subscribed to `uri`.
@@ -120,6 +367,24 @@ impl Askers {
             .filter(|(u, p)| u == uri && !p.is_transport_closed())
             .map(|(_, p)| p.clone())
             .collect()
+    }
+}
+
+/// The place of `level` in the spec's order, debug lowest.
+fn severity(level: LoggingLevel) -> u8 {
+    level as u8
+}
+
+/// Whether `peer` declared what `offers` asks for.
+pub fn offers(peer: &Peer<RoleServer>, offers: impl Fn(&ClientCapabilities) -> bool) -> bool {
+    peer.peer_info().is_some_and(|i| offers(&i.capabilities))
+}
+
+fn open(peer: &Peer<RoleServer>) -> Result<Peer<RoleServer>, Unowned> {
+    if peer.is_transport_closed() {
+        Err(Unowned::Gone)
+    } else {
+        Ok(peer.clone())
     }
 }
 

@@ -19,7 +19,8 @@ pub struct Args {
     /// Tools to offer, comma-separated, from: echo (returns `text`), add (sums `a` and `b`),
     /// sleep (waits `ms` milliseconds, reports progress every tenth of the wait but at least every
     /// 250 ms when asked, honours cancellation), env (returns
-    /// the variable `name`), pid (returns the process id). An empty list offers no tools.
+    /// the variable `name`), pid (returns the process id), and the tools that ask the client
+    /// (ask, ask_later, roots, flood: see `asks.rs`). An empty list offers no tools.
     #[arg(long, env = "FIXTURE_TOOLS", value_name = "LIST", default_value = "echo",
           value_parser = parse_tools)]
     pub tools: ToolSet,
@@ -32,6 +33,12 @@ pub struct Args {
     /// Number of static text resources to offer (`fixture://resources/1` ... `/N`).
     #[arg(long, env = "FIXTURE_RESOURCES", value_name = "N", default_value_t = 0)]
     pub resources: u32,
+
+    /// Offer one resource template with this RFC 6570 URI template (e.g. `fixture://t/{id}`);
+    /// a read of a URI that starts like it (before the first `{`) answers
+    /// `fixture template: URI`.
+    #[arg(long, env = "FIXTURE_RESOURCE_TEMPLATE", value_name = "URI_TEMPLATE")]
+    pub resource_template: Option<String>,
 
     /// Server name reported in the `initialize` result.
     #[arg(long, env = "FIXTURE_NAME", default_value = "mcp-fixture-server")]
@@ -173,18 +180,26 @@ pub enum ToolKind {
     Sleep,
     Env,
     Pid,
+    Ask,
+    AskLater,
+    Roots,
+    Flood,
     /// Only ever added by `--change-tools-after`.
     Late,
 }
 
 impl ToolKind {
     /// The tools `--tools` accepts.
-    pub const SELECTABLE: [ToolKind; 5] = [
+    pub const SELECTABLE: [ToolKind; 9] = [
         ToolKind::Echo,
         ToolKind::Add,
         ToolKind::Sleep,
         ToolKind::Env,
         ToolKind::Pid,
+        ToolKind::Ask,
+        ToolKind::AskLater,
+        ToolKind::Roots,
+        ToolKind::Flood,
     ];
 
     pub fn base_name(self) -> &'static str {
@@ -194,6 +209,10 @@ impl ToolKind {
             ToolKind::Sleep => "sleep",
             ToolKind::Env => "env",
             ToolKind::Pid => "pid",
+            ToolKind::Ask => "ask",
+            ToolKind::AskLater => "ask_later",
+            ToolKind::Roots => "roots",
+            ToolKind::Flood => "flood",
             ToolKind::Late => "late",
         }
     }

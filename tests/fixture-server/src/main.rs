@@ -10,6 +10,7 @@
 //! 6. arm the `--crash-after` timer;
 //! 7. serve (stdio or HTTP; normally, hung, or garbage) until stdin closes or a signal arrives.
 
+mod asks;
 mod cli;
 mod faults;
 mod http;

@@ -30,6 +30,10 @@ pub struct Catalog {
     pub tool_prefix: String,
     pub change_tools_after: Option<Duration>,
     pub fault: Option<Fault>,
+    /// `--resource-template`.
+    pub resource_template: Option<String>,
+    /// Where `ask_later` and `flood` note what they learn after their call.
+    pub marker: Option<std::path::PathBuf>,
 }
 
 impl Catalog {
@@ -42,6 +46,8 @@ impl Catalog {
             tool_prefix: args.tool_prefix.clone(),
             change_tools_after: args.change_tools_after.map(Duration::from_millis),
             fault: args.fault,
+            marker: args.marker.clone(),
+            resource_template: args.resource_template.clone(),
         }
     }
 }
@@ -69,6 +75,13 @@ impl Fixture {
             .then_some(ToolKind::Late)
             .filter(|late| !self.catalog.tools.contains(late));
         self.catalog.tools.iter().copied().chain(late)
+    }
+
+    /// Appends `line` to the marker file, if there is one.
+    fn note(&self, line: &str) {
+        if let Some(marker) = &self.catalog.marker {
+            let _ = crate::faults::append_marker(marker, line);
+        }
     }
 
     fn tool_named(&self, name: &str) -> Option<ToolKind> {
@@ -106,6 +119,25 @@ impl Fixture {
                 "Added by --change-tools-after; returns \"late\".",
                 object_schema(json!({}), &[]),
             ),
+            ToolKind::Ask | ToolKind::AskLater => (
+                "Asks the client `text` (elicitation), once the file `wait_for` exists.",
+                object_schema(
+                    json!({"text": {"type": "string"}, "wait_for": {"type": "string"}}),
+                    &["text"],
+                ),
+            ),
+            ToolKind::Roots => (
+                "Returns the client's roots, asked once the file `wait_for` exists.",
+                object_schema(json!({"wait_for": {"type": "string"}}), &[]),
+            ),
+            ToolKind::Flood => (
+                "Sends `logs` log messages of `size` bytes, then `elicitations` at once.",
+                object_schema(
+                    json!({"logs": {"type": "integer"}, "size": {"type": "integer"},
+                           "elicitations": {"type": "integer"}}),
+                    &[],
+                ),
+            ),
         };
         Tool::new(name, description, schema)
     }
@@ -139,6 +171,13 @@ impl Fixture {
             }
             ToolKind::Pid => std::process::id().to_string(),
             ToolKind::Late => "late".to_owned(),
+            ToolKind::Ask => crate::asks::ask(args, context, self.catalog.marker.clone()).await,
+            ToolKind::AskLater => {
+                crate::asks::ask_later(args, context, self.catalog.marker.clone());
+                "scheduled".to_owned()
+            }
+            ToolKind::Roots => crate::asks::roots(args, context).await,
+            ToolKind::Flood => crate::asks::flood(args, context, self.catalog.marker.clone()).await,
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
@@ -153,8 +192,10 @@ impl ServerHandler for Fixture {
         if !self.catalog.prompts.is_empty() || self.catalog.fault == Some(Fault::BadNames) {
             capabilities.prompts = Some(PromptsCapability::default());
         }
-        if self.catalog.resources > 0 {
-            capabilities.resources = Some(ResourcesCapability::default());
+        if self.catalog.resources > 0 || self.catalog.resource_template.is_some() {
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -170,6 +211,16 @@ impl ServerHandler for Fixture {
         Cow::Borrowed(ProtocolVersion::known_up_to(
             &ProtocolVersion::LATEST_WITH_INITIALIZE,
         ))
+    }
+
+    /// With the `roots` tool: asks for the roots again and appends `roots after list_changed:
+    /// URIS` to the marker file.
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if !self.catalog.tools.contains(&ToolKind::Roots) {
+            return;
+        }
+        let roots = crate::asks::roots_of(&context.peer).await;
+        self.note(&format!("roots after list_changed: {roots}"));
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -283,11 +334,62 @@ impl ServerHandler for Fixture {
         Ok(ListResourcesResult::with_all_items(resources.collect()))
     }
 
+    /// Accepted (nothing ever changes); noted in the marker file as `subscribe URI`.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.note(&format!("subscribe {}", request.uri));
+        Ok(())
+    }
+
+    /// Noted in the marker file as `unsubscribe URI`.
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.note(&format!("unsubscribe {}", request.uri));
+        Ok(())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let templates = self
+            .catalog
+            .resource_template
+            .iter()
+            .map(|t| rmcp::model::ResourceTemplate::new(t.clone(), "fixture-template"));
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            templates.collect(),
+        ))
+    }
+
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let by_template = self.catalog.resource_template.as_deref().is_some_and(|t| {
+            let prefix = t.split('{').next().unwrap_or_default();
+            request.uri.starts_with(prefix) && request.uri.len() > prefix.len()
+        });
+        if by_template {
+            let text = format!("fixture template: {}", request.uri);
+            let contents = ResourceContents::TextResourceContents {
+                uri: request.uri,
+                mime_type: Some("text/plain".to_owned()),
+                text,
+                meta: None,
+            };
+            return Ok(ReadResourceResult::new(vec![contents]).into());
+        }
         let index = (1..=self.catalog.resources)
             .find(|&i| resource_uri(i) == request.uri)
             .ok_or_else(|| {

@@ -1,0 +1,58 @@
+//! [`Pooled`]: the pool's kind of connection for the one supervisor — MCP connections, each
+//! started in the launch context of the session that acquired it first.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mcp_reconcile_kernel::ServerConfig;
+use tokio::sync::mpsc;
+
+use crate::launch::Launch;
+use crate::supervisor::{ConnectionKind, Event, Mcp, StartError};
+use crate::transport::{Catalog, ConnEvent, Connection};
+
+/// The pool's connections: MCP connections, each started in the launch context of the session
+/// that acquired it first.
+pub(super) struct Pooled(pub(super) Mcp);
+
+impl ConnectionKind for Pooled {
+    type Config = (ServerConfig, Option<Arc<Launch>>);
+    type Connection = Connection;
+    type Catalog = Catalog;
+    type Event = ConnEvent;
+
+    fn start(
+        &self,
+        name: &str,
+        (config, launch): &Self::Config,
+        generation: u64,
+        events: mpsc::UnboundedSender<ConnEvent>,
+    ) -> BoxFuture<'static, Result<Connection, StartError>> {
+        self.0
+            .start_in(name, config, launch.clone(), generation, events)
+    }
+
+    fn stop(connection: Connection) -> BoxFuture<'static, ()> {
+        Mcp::stop(connection)
+    }
+
+    fn retire(connection: Connection) -> BoxFuture<'static, ()> {
+        Mcp::retire(connection)
+    }
+
+    fn catalog(connection: &Connection) -> Catalog {
+        Mcp::catalog(connection)
+    }
+
+    fn pid(connection: &Connection) -> Option<u32> {
+        Mcp::pid(connection)
+    }
+
+    fn spawns_process((config, _): &Self::Config) -> bool {
+        Mcp::spawns_process(config)
+    }
+
+    fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
+        Mcp::event(event)
+    }
+}
