@@ -12,6 +12,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::KillGroup;
+
 const SCENARIOS: [&str; 4] = [
     "initialize",
     "tools_call",
@@ -245,18 +247,6 @@ fn output_text(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-/// Kills a process group when dropped (also when an assertion fails).
-struct KillGroup(u32);
-
-impl Drop for KillGroup {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0 as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }
 
 fn suite() -> PathBuf {

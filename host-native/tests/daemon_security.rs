@@ -391,15 +391,8 @@ async fn a_servers_grandchild_dies_when_the_daemon_is_killed() {
     let leader_group = fs::read_to_string(format!("/proc/{grandchild}/stat"))
         .ok()
         .and_then(|stat| stat.rsplit(") ").next().map(str::to_owned))
-        .and_then(|rest| rest.split(' ').nth(2).and_then(|g| g.parse::<i32>().ok()))
+        .and_then(|rest| rest.split(' ').nth(2).and_then(|g| g.parse::<u32>().ok()))
         .expect("the grandchild's group");
-    struct KillGroup(i32);
-    impl Drop for KillGroup {
-        fn drop(&mut self) {
-            let pgid = nix::unistd::Pid::from_raw(self.0);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
     let _cleanup = KillGroup(leader_group);
     assert!(alive(grandchild));
 

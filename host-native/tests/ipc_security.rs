@@ -282,15 +282,8 @@ fn stdio_servers_die_when_the_host_is_killed() {
     let mut watch = p.watch();
     let s = p.wait_for("s connected", |s| all_connected(s, &["s"]));
     let pid = pid_of(&s, "s").expect("s has a pid");
-    let group = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid"));
     // Whatever happens, do not leave the server behind.
-    struct KillGroup(nix::unistd::Pid);
-    impl Drop for KillGroup {
-        fn drop(&mut self) {
-            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-    let _cleanup = KillGroup(group);
+    let _cleanup = KillGroup(u32::try_from(pid).expect("pid"));
     assert!(alive(pid));
 
     watch.child.kill().expect("kill -9 the host");
@@ -315,14 +308,7 @@ fn a_servers_grandchild_dies_when_the_host_is_killed() {
     let s = p.wait_for("g connected", |s| all_connected(s, &["g"]));
     let leader = pid_of(&s, "g").expect("g has a pid");
     let grandchild = read_pid(&pidfile);
-    let group = nix::unistd::Pid::from_raw(i32::try_from(leader).expect("pid"));
-    struct KillGroup(nix::unistd::Pid);
-    impl Drop for KillGroup {
-        fn drop(&mut self) {
-            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-    let _cleanup = KillGroup(group);
+    let _cleanup = KillGroup(u32::try_from(leader).expect("pid"));
     assert!(alive(grandchild));
 
     watch.child.kill().expect("kill -9 the host");

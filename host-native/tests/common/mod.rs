@@ -406,3 +406,18 @@ pub fn read_pid(pidfile: &Path) -> u64 {
         std::thread::sleep(Duration::from_millis(25));
     }
 }
+
+/// Kills the process group `0` when dropped (also when an assertion fails), so a test never
+/// leaves a server behind.
+pub struct KillGroup(pub u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Ok(pgid) = i32::try_from(self.0) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
