@@ -174,6 +174,38 @@ pub enum ResourceMatch {
     Exact,
 }
 
+/// Where a read of a resource URI goes among `candidates` (in server order: how each serves the
+/// URI ([`resource_match`]), whether its entry is project-controlled, and what the caller needs
+/// of it): the first server that lists the URI, else the first whose template matches it —
+/// except that a project-controlled server's listing never captures a read a template of one of
+/// the user's own servers matches: that template's owner gets it. Approval lets a project
+/// server run; it does not give it another server's namespace.
+pub fn pick_resource<T>(
+    candidates: impl IntoIterator<Item = (ResourceMatch, bool, T)>,
+) -> Option<T> {
+    let mut list: Vec<(ResourceMatch, bool, T)> = candidates
+        .into_iter()
+        .filter(|(matched, _, _)| *matched != ResourceMatch::None)
+        .collect();
+    let exact = list.iter().position(|c| c.0 == ResourceMatch::Exact);
+    let template = list.iter().position(|c| c.0 == ResourceMatch::Template);
+    let users_template = list
+        .iter()
+        .position(|c| c.0 == ResourceMatch::Template && !c.1);
+    let pick = match (exact, users_template) {
+        (Some(listed), Some(users)) if list[listed].1 => {
+            tracing::info!(
+                "a resource a project server lists goes to the user's server whose template \
+                 matches it"
+            );
+            users
+        }
+        (Some(listed), _) => listed,
+        (None, _) => template?,
+    };
+    Some(list.swap_remove(pick).2)
+}
+
 /// How `catalog` serves `uri`: a listed resource beats a template (a router prefers a server
 /// that lists the URI over one whose template would produce it).
 pub fn resource_match(catalog: &Catalog, uri: &str) -> ResourceMatch {

@@ -186,3 +186,44 @@ async fn a_later_server_with_the_same_tool_prefix_is_not_offered_nor_routed_to()
     assert!(served.log().contains(expected), "{}", served.log());
     assert_eq!(last_error(&status, "fs_tools"), "");
 }
+
+/// An approved project server that lists a resource's exact URI does not capture a read that a
+/// user server's template matches, in a session of its own process as in the daemon's: the
+/// read goes to the user's server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_servers_listing_never_captures_a_user_servers_template() {
+    let p = Project::new();
+    let with = |mut server: Value, extra: [&str; 2]| {
+        if let Some(args) = server["args"].as_array_mut() {
+            args.extend(extra.iter().map(|a| json!(a)));
+        }
+        server
+    };
+    let user = with(
+        p.server("user", "echo"),
+        ["--resource-template", "fixture://resources/{n}"],
+    );
+    p.write_settings(json!({"mcpServers": {"user": user}}));
+    let proj = with(p.server("proj", "echo"), ["--resources", "1"]);
+    p.write(&p.mcp_json(), &json!({"mcpServers": {"proj": proj}}));
+    let approved = p.run(&["approve", "proj"]);
+    assert!(approved.status.success(), "{approved:?}");
+    let served = Served::start(&p).await;
+    p.wait_for("both connected", |s| all_connected(s, &["user", "proj"]));
+    let read = tokio::time::timeout(
+        PATIENCE,
+        served
+            .client
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(
+                "fixture://resources/1",
+            )),
+    )
+    .await
+    .expect("read in time")
+    .expect("read");
+    let text = serde_json::to_string(&read).expect("json");
+    assert!(
+        text.contains("fixture template: fixture://resources/1"),
+        "the user server's template must win: {text}"
+    );
+}

@@ -10,10 +10,11 @@ use mcp_reconcile_kernel::hot_reload::{HotReload, Previous};
 use mcp_reconcile_kernel::{Gating, Servers};
 
 use super::{Host, HostEvent};
+use crate::inputs::Snapshot;
 use crate::supervisor::{Entry, Mcp};
 use crate::transport::{Caller, Catalog, Connection, Prompt, Resource, ResourceTemplate, Tool};
 use crate::view::{
-    lists_template, own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch,
+    lists_template, own_prompt_name, own_tool_name, pick_resource, resource_match, session_view,
 };
 
 /// Which lists of the merged catalog changed.
@@ -298,12 +299,19 @@ impl Host {
             Target::Prompt(name) => connected.find_map(|(server, live, conn)| {
                 own_prompt_name(server, &live.catalog, name).map(|own| (server, own, conn))
             }),
-            // A server that lists the URI, else the first whose template matches it.
-            Target::Resource(uri) => connected
-                .map(|(server, live, conn)| (resource_match(&live.catalog, uri), server, conn))
-                .filter(|(matched, _, _)| *matched != ResourceMatch::None)
-                .reduce(|best, next| if next.0 > best.0 { next } else { best })
-                .map(|(_, server, conn)| (server, uri.clone(), conn)),
+            // A server that lists the URI, else the first whose template matches it — a
+            // project server's listing never capturing a user server's template.
+            Target::Resource(uri) => {
+                let gated = self
+                    .snapshot
+                    .as_ref()
+                    .map(Snapshot::project_controlled)
+                    .unwrap_or_default();
+                pick_resource(connected.map(|(server, live, conn)| {
+                    let matched = resource_match(&live.catalog, uri);
+                    (matched, gated.contains(server), (server, uri.clone(), conn))
+                }))
+            }
             Target::Template(template) => connected.find_map(|(server, live, conn)| {
                 lists_template(&live.catalog, template).then(|| (server, template.clone(), conn))
             }),

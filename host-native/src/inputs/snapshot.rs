@@ -108,4 +108,22 @@ impl Snapshot {
     pub fn assembled(&self) -> Assembled {
         assemble(&self.layers)
     }
+
+    /// The servers whose entry comes from a project-controlled layer (`.mcp.json`, the
+    /// workspace settings): approved to run, but never trusted with another server's
+    /// namespace ([`crate::view::pick_resource`]).
+    pub fn project_controlled(&self) -> std::collections::HashSet<String> {
+        self.assembled()
+            .sources
+            .iter()
+            .filter(|(_, source)| {
+                matches!(
+                    source,
+                    mcp_reconcile_kernel::LayerSource::Project
+                        | mcp_reconcile_kernel::LayerSource::Workspace
+                )
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
 }

@@ -10,7 +10,7 @@ use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::{plan, Action, Mode, Online, OnlineEntry};
 use mcp_reconcile_kernel::pool::Acquire;
-use mcp_reconcile_kernel::{Gating, LayerSource, Millis, ServerConfig, Servers, Value};
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers, Value};
 
 use super::actor::{HeldConn, Op, Request};
 use super::{Applied, PoolError, PoolGone, SharedPool};
@@ -21,7 +21,7 @@ use crate::inputs::Snapshot;
 use crate::launch::Launch;
 use crate::session::{Session, SessionGone};
 use crate::view::{
-    lists_template, own_prompt_name, own_tool_name, resource_match, session_view, ResourceMatch,
+    lists_template, own_prompt_name, own_tool_name, pick_resource, resource_match, session_view,
 };
 
 /// One session's use of the pool: its desired servers, gating and view. Dropping it releases
@@ -182,12 +182,7 @@ impl PoolSession {
                 }
             }
         }
-        self.gated = mcp_reconcile_kernel::assemble(&snapshot.layers)
-            .sources
-            .iter()
-            .filter(|(_, source)| matches!(source, LayerSource::Project | LayerSource::Workspace))
-            .map(|(name, _)| name.clone())
-            .collect();
+        self.gated = snapshot.project_controlled();
         self.previous = adopt(&decision, &self.desired, &self.gating);
         self.desired = decision.servers;
         self.gating = decision.gating;
@@ -272,11 +267,8 @@ impl PoolSession {
     /// [`PoolGone`].
     pub async fn route(&self, target: Target) -> Result<Result<Route, String>, PoolGone> {
         let owners = PrefixOwners::admitted(&self.desired, &self.gating);
-        // A resource URI goes to the first server that lists it, else to the first whose
-        // template matches it — but a project server's listed URI never captures a read a
-        // user server's template matches (the template owner wins).
-        let mut exact: Option<Route> = None;
-        let mut by_template: Option<Route> = None;
+        // A resource URI: every server that serves it, for [`pick_resource`].
+        let mut serving = Vec::new();
         for (server, config, held) in self.held().await? {
             let Some(caller) = held.caller.filter(|_| owners.owns(&server)) else {
                 continue;
@@ -285,19 +277,10 @@ impl PoolSession {
                 Target::Tool(name) => own_tool_name(&server, &config, &held.catalog, name),
                 Target::Prompt(name) => own_prompt_name(&server, &held.catalog, name),
                 Target::Resource(uri) => {
-                    let found = match resource_match(&held.catalog, uri) {
-                        ResourceMatch::Exact => &mut exact,
-                        ResourceMatch::Template => &mut by_template,
-                        ResourceMatch::None => continue,
-                    };
-                    if found.is_none() {
-                        *found = Some(Route {
-                            server: server.clone(),
-                            name: uri.clone(),
-                            caller: caller.clone(),
-                        });
-                    }
-                    None
+                    let matched = resource_match(&held.catalog, uri);
+                    let gated = self.gated.contains(&server);
+                    serving.push((matched, gated, (server, caller)));
+                    continue;
                 }
                 Target::Template(template) => {
                     lists_template(&held.catalog, template).then(|| template.clone())
@@ -311,20 +294,13 @@ impl PoolSession {
                 }));
             }
         }
-        let route = match (exact, by_template) {
-            (Some(listed), Some(template))
-                if self.gated.contains(&listed.server)
-                    && !self.gated.contains(&template.server) =>
-            {
-                tracing::info!(
-                    listed = %listed.server,
-                    template = %template.server,
-                    "a resource a project server lists goes to the user server whose template \
-                     matches it"
-                );
-                Some(template)
-            }
-            (listed, template) => listed.or(template),
+        let route = match &target {
+            Target::Resource(uri) => pick_resource(serving).map(|(server, caller)| Route {
+                server,
+                name: uri.clone(),
+                caller,
+            }),
+            _ => None,
         };
         if let Some(route) = route {
             return Ok(Ok(route));
