@@ -336,14 +336,17 @@ struct Cover {
 }
 
 fn cover(file: &Path) -> Cover {
+    // Every directory is watched under its real path: watches of one process share one
+    // platform watcher, which knows a directory under one path only — two spellings of it
+    // (a symlinked project) would steal each other's events and unwatch each other.
+    let real = |dir: &Path| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mut dirs = Vec::new();
     let mut routes = vec![file.to_path_buf()];
     let parent = file.parent().unwrap_or(Path::new("/"));
     match nearest_existing_dir(parent) {
         Some(dir) if dir == parent => {
-            dirs.push(dir.to_path_buf());
-            // Backends that report real paths (FSEvents) name the file by its
-            // canonical directory.
+            dirs.push(real(dir));
+            // Events name the file by the directory watched: its real path.
             if let (Ok(real), Some(name)) = (parent.canonicalize(), file.file_name()) {
                 routes.push(real.join(name));
             }
@@ -351,7 +354,7 @@ fn cover(file: &Path) -> Cover {
         Some(ancestor) => {
             // Not there yet: the event that creates the next missing
             // component re-arms (see `Arming::rearm`).
-            dirs.push(ancestor.to_path_buf());
+            dirs.push(real(ancestor));
         }
         None => {}
     }

@@ -1083,3 +1083,33 @@ async fn dropping_the_watcher_stops_it() {
     let closed = tokio::time::timeout(WAIT, rx.recv()).await.expect("closes");
     assert_eq!(closed, None, "the sender is gone with the watcher");
 }
+
+/// Two watches of one directory under two spellings (a project opened through a symlink by one
+/// session and by its real path by another) share the process's one platform watcher: each
+/// hears its file's edits, and ending one leaves the other watching.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_spellings_of_one_directory_keep_their_own_watches() {
+    let w = World::new();
+    let real_dir = w.path("proj");
+    fs::create_dir_all(&real_dir).expect("mkdir");
+    let link_dir = w.path("link-to-proj");
+    std::os::unix::fs::symlink(&real_dir, &link_dir).expect("symlink");
+    let settings = real_dir.join("settings.json");
+    write(&settings, "{}");
+    let (real_tx, mut real_rx) = tokio::sync::mpsc::unbounded_channel();
+    let real_watch = watcher::watch(vec![(settings.clone(), user())], real_tx).expect("watch");
+    let (link_tx, mut link_rx) = tokio::sync::mpsc::unbounded_channel();
+    let link_watch = watcher::watch(vec![(link_dir.join("settings.json"), workspace())], link_tx)
+        .expect("watch");
+
+    fs::write(&settings, r#"{"a": 1}"#).expect("write");
+    expect_source(&mut real_rx, &user()).await;
+    expect_source(&mut link_rx, &workspace()).await;
+    settle(&mut real_rx).await;
+    settle(&mut link_rx).await;
+
+    drop(link_watch);
+    fs::write(&settings, r#"{"a": 2}"#).expect("write");
+    expect_source(&mut real_rx, &user()).await;
+    drop(real_watch);
+}
