@@ -45,9 +45,9 @@ pub(crate) fn read_in_project(
         }
         _ => format!("cannot read {}: {e}", shown()),
     })?;
-    let opened = opened_path(&file).map_err(|e| {
+    let opened = opened_path(&file, path).map_err(|e| {
         format!(
-            "{} is refused: where it leads cannot be checked (/proc/self/fd: {e})",
+            "{} is refused: where it leads cannot be checked ({e})",
             shown()
         )
     })?;
@@ -99,17 +99,34 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
-/// The path of the file `file` is, as the kernel resolved it when it was opened.
-fn opened_path(file: &std::fs::File) -> std::io::Result<PathBuf> {
+/// The path of the file `file` (opened from `path`) is, as the kernel resolved it when it was
+/// opened: `/proc/self/fd/N` on Linux, else [`path_by_identity`].
+fn opened_path(file: &std::fs::File, path: &Path) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::MetadataExt as _;
-    let opened = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-    // Removed since it was opened: the kernel appends " (deleted)", which is no path.
-    if file.metadata()?.nlink() == 0 || !opened.is_absolute() {
+    // Removed since it was opened: no path leads to it any more.
+    if file.metadata()?.nlink() == 0 {
+        return Err(std::io::Error::other("the file was removed"));
+    }
+    match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+        Ok(opened) if opened.is_absolute() => Ok(opened),
+        _ => path_by_identity(file, path),
+    }
+}
+
+/// Without `/proc` (macOS, a container that has none): where `path` leads now, accepted only
+/// if it is the very file that was opened (same device and inode) — a link re-pointed since
+/// the open is refused, never followed to its new target.
+fn path_by_identity(file: &std::fs::File, path: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    let opened = file.metadata()?;
+    let real = std::fs::canonicalize(path)?;
+    let now = std::fs::metadata(&real)?;
+    if (now.dev(), now.ino()) != (opened.dev(), opened.ino()) {
         return Err(std::io::Error::other(
-            "the file was removed or is not on a path",
+            "it was changed while it was being opened",
         ));
     }
-    Ok(opened)
+    Ok(real)
 }
 
 #[cfg(test)]
@@ -164,5 +181,24 @@ mod tests {
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
         let error = read_in_project(dir.path(), &fifo).expect_err("a FIFO");
         assert!(error.contains("not a regular file"), "{error}");
+    }
+
+    #[test]
+    fn without_proc_the_path_must_still_be_the_file_that_was_opened() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let a = dir.path().join("a.json");
+        let b = dir.path().join("b.json");
+        std::fs::write(&a, "A").expect("write");
+        std::fs::write(&b, "B").expect("write");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&a, &link).expect("symlink");
+        let file = open_nonblocking(&link).expect("open");
+        let real_a = std::fs::canonicalize(&a).expect("canonical");
+        assert_eq!(path_by_identity(&file, &link).expect("same file"), real_a);
+        // Re-pointed after the open: the new target is not what was opened.
+        std::fs::remove_file(&link).expect("rm");
+        std::os::unix::fs::symlink(&b, &link).expect("symlink");
+        let err = path_by_identity(&file, &link).expect_err("swapped");
+        assert!(err.to_string().contains("changed"), "{err}");
     }
 }
