@@ -9,6 +9,8 @@
 //! spawns a group and `-PGID` once it has stopped it; when the pipe reaches end-of-file — the
 //! host is gone, however it ended — the watchdog sends SIGKILL to every group still listed and
 //! exits. A host that stopped everything leaves an empty list, and the watchdog just exits.
+//! The host keeps the list too: a watchdog that died (OOM-killed, killed by hand) is replaced
+//! at the next spawn and told every group still running.
 //!
 //! Only the binary installs it ([`install`]); a library host without it keeps the leaders'
 //! death signal and its own stop sequence.
@@ -17,7 +19,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use nix::sys::signal::{killpg, Signal};
@@ -25,8 +27,19 @@ use nix::unistd::Pid;
 
 /// The executable to start as `EXE reap`, set once by [`install`].
 static EXE: OnceLock<PathBuf> = OnceLock::new();
-/// The pipe to the running watchdog; `None` until the first spawn (or if it could not start).
-static PIPE: Mutex<Option<ChildStdin>> = Mutex::new(None);
+/// The running watchdog and the groups it must know.
+static WATCHDOG: Mutex<Watchdog> = Mutex::new(Watchdog {
+    child: None,
+    groups: BTreeSet::new(),
+});
+
+struct Watchdog {
+    /// The watchdog process and the pipe to it; `None` until the first spawn, or after it died.
+    child: Option<(Child, ChildStdin)>,
+    /// Every group spawned and not yet stopped: what a new watchdog is told first, so one that
+    /// replaces a dead one (OOM-killed, killed by hand) still covers the older groups.
+    groups: BTreeSet<i32>,
+}
 
 /// Makes this process start the watchdog (`exe reap`) at its first [`track`].
 pub fn install(exe: PathBuf) {
@@ -34,54 +47,79 @@ pub fn install(exe: PathBuf) {
 }
 
 /// Lists the process group `pgid` with the watchdog, starting it first if needed. Without
-/// [`install`], or if the watchdog cannot start (logged), nothing happens.
+/// [`install`], or if the watchdog cannot start (logged), only the leaders' death signal is
+/// left.
 pub fn track(pgid: Pid) {
-    send(&format!("+{pgid}\n"), true);
+    let Some(exe) = EXE.get() else {
+        return;
+    };
+    let mut watchdog = WATCHDOG.lock().unwrap_or_else(PoisonError::into_inner);
+    watchdog.groups.insert(pgid.as_raw());
+    if !watchdog.send(&format!("+{pgid}\n")) {
+        // A watchdog that died is replaced, and told every group still running.
+        watchdog.respawn(exe);
+    }
 }
 
 /// Takes `pgid` off the watchdog's list: the host has stopped that group itself.
 pub fn untrack(pgid: Pid) {
-    send(&format!("-{pgid}\n"), false);
+    let mut watchdog = WATCHDOG.lock().unwrap_or_else(PoisonError::into_inner);
+    if watchdog.groups.remove(&pgid.as_raw()) {
+        watchdog.send(&format!("-{pgid}\n"));
+    }
 }
 
-fn send(line: &str, start: bool) {
-    let Some(exe) = EXE.get() else {
-        return;
-    };
-    let mut pipe = PIPE.lock().unwrap_or_else(PoisonError::into_inner);
-    if pipe.is_none() && start {
-        *pipe = spawn(exe);
-    }
-    if let Some(stdin) = pipe.as_mut() {
-        // A few bytes into a pipe the watchdog keeps reading; if it died, the write fails and
-        // the leaders' death signal is what is left.
-        if let Err(e) = stdin.write_all(line.as_bytes()) {
-            tracing::warn!("the process-group watchdog is gone ({e}); servers' children may outlive a killed host");
-            *pipe = None;
+impl Watchdog {
+    /// Writes `line` to the running watchdog; `false` when there is none (any more).
+    fn send(&mut self, line: &str) -> bool {
+        let Some((_, stdin)) = self.child.as_mut() else {
+            return false;
+        };
+        // A few bytes into a pipe the watchdog keeps reading.
+        if stdin.write_all(line.as_bytes()).is_ok() {
+            return true;
         }
+        if let Some((mut child, _)) = self.child.take() {
+            // Reap it (it is gone, or about to be: its stdin is closed now).
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        tracing::warn!("the process-group watchdog died; starting another");
+        false
     }
-}
 
-fn spawn(exe: &PathBuf) -> Option<ChildStdin> {
-    let started = Command::new(exe)
-        .arg("reap")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .current_dir("/")
-        // Its own group: a signal to the host's group (Ctrl-C, a client killing `serve`'s
-        // group) must leave it alive to do its work.
-        .process_group(0)
-        .spawn();
-    match started {
-        // The watchdog exits by itself at end-of-file; nothing needs to wait for it but init.
-        Ok(mut child) => child.stdin.take(),
-        Err(e) => {
-            tracing::warn!(
-                "cannot start the process-group watchdog `{} reap`: {e}",
-                exe.display()
-            );
-            None
+    /// Starts a watchdog and tells it every group in [`Watchdog::groups`].
+    fn respawn(&mut self, exe: &PathBuf) {
+        let started = Command::new(exe)
+            .arg("reap")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .current_dir("/")
+            // Its own group: a signal to the host's group (Ctrl-C, a client killing `serve`'s
+            // group) must leave it alive to do its work.
+            .process_group(0)
+            .spawn();
+        let mut child = match started {
+            Ok(child) => child,
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the process-group watchdog `{} reap`: {e}; servers' children \
+                     may outlive a killed host",
+                    exe.display()
+                );
+                return;
+            }
+        };
+        let Some(stdin) = child.stdin.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        };
+        self.child = Some((child, stdin));
+        let all: String = self.groups.iter().map(|g| format!("+{g}\n")).collect();
+        if !self.send(&all) {
+            tracing::warn!("the process-group watchdog exited at once; servers' children may outlive a killed host");
         }
     }
 }

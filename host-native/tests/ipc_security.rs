@@ -323,3 +323,65 @@ fn a_servers_grandchild_dies_when_the_host_is_killed() {
         watch.output()
     );
 }
+
+/// The `mcp-reconcile reap` watchdog `host` started.
+fn watchdog_of(host: u32) -> Option<u32> {
+    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+        let ppid: u32 = stat.rsplit(") ").next()?.split(' ').nth(1)?.parse().ok()?;
+        let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
+        let reaps = cmdline.split(|b| *b == 0).any(|arg| arg == b"reap");
+        (ppid == host && reaps).then_some(pid)
+    })
+}
+
+#[test]
+fn a_watchdog_that_died_is_replaced_and_still_covers_the_older_servers() {
+    let p = Project::new();
+    let first = p.path("first.pid");
+    p.write_settings(json!({"mcpServers": {"g": server_with_grandchild(&first)}}));
+    let mut watch = p.watch();
+    let s = p.wait_for("g connected", |s| all_connected(s, &["g"]));
+    let _cleanup = KillGroup(u32::try_from(pid_of(&s, "g").expect("pid")).expect("pid"));
+    let grandchild = read_pid(&first);
+    let host = watch.child.id();
+    let start = Instant::now();
+    let watchdog = loop {
+        if let Some(pid) = watchdog_of(host) {
+            break pid;
+        }
+        assert!(start.elapsed() < PATIENCE, "no watchdog for the host");
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(watchdog).expect("pid")),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // The next server's spawn finds the watchdog gone and starts another.
+    let second = p.path("second.pid");
+    p.write_settings(json!({"mcpServers": {
+        "g": server_with_grandchild(&first),
+        "h": server_with_grandchild(&second),
+    }}));
+    let s = p.wait_for("h connected", |s| all_connected(s, &["g", "h"]));
+    let _cleanup_h = KillGroup(u32::try_from(pid_of(&s, "h").expect("pid")).expect("pid"));
+    let start = Instant::now();
+    while watchdog_of(host).is_none_or(|pid| pid == watchdog) {
+        assert!(start.elapsed() < PATIENCE, "no new watchdog");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+
+    watch.child.kill().expect("kill -9 the host");
+    watch.child.wait().expect("reaped");
+    let start = Instant::now();
+    while alive(grandchild) && start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !alive(grandchild),
+        "the first server's child (pid {grandchild}) outlived the host: the new watchdog did \
+         not know its group; log:\n{}",
+        watch.output()
+    );
+}
