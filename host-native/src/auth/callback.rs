@@ -43,7 +43,8 @@ pub(super) fn state_of(authorization_url: &str) -> Result<String, AuthError> {
 /// Waits (at most `wait`) for the browser's redirect to `path` with `state` and answers it;
 /// returns the full redirect URL (with `code` and `state`). Every other request is answered
 /// `400` and ignored. Connections are served side by side (at most [`IN_FLIGHT`] at once,
-/// each for at most [`REQUEST_WAIT`]), so one that sends nothing delays no other.
+/// each for at most [`REQUEST_WAIT`]; when full, the oldest is dropped for the new one), so
+/// connections that send nothing delay no other.
 ///
 /// # Errors
 /// No such redirect came within `wait`, or the listener failed.
@@ -58,6 +59,7 @@ pub(super) async fn accept_redirect(
     let expected = std::sync::Arc::new(CsrfToken::new(state.to_owned()));
     let (found, mut redirect) = tokio::sync::mpsc::channel::<String>(1);
     let mut serving = tokio::task::JoinSet::new();
+    let mut oldest = std::collections::VecDeque::new();
     let timed_out = || {
         AuthError::InternalError(format!(
             "no authorization redirect arrived within {} s; run the command again",
@@ -75,15 +77,21 @@ pub(super) async fn accept_redirect(
                 let (socket, _) = accepted
                     .map_err(|e| AuthError::InternalError(format!("redirect listener: {e}")))?;
                 while serving.try_join_next().is_some() {}
-                if serving.len() >= IN_FLIGHT {
-                    continue;
+                oldest.retain(|task: &tokio::task::AbortHandle| !task.is_finished());
+                if oldest.len() >= IN_FLIGHT {
+                    // Full: the oldest connection makes room. Refusing the new one instead
+                    // would let connections that send nothing, opened again and again, keep
+                    // the browser's redirect out until the login times out.
+                    if let Some(task) = oldest.pop_front() {
+                        task.abort();
+                    }
                 }
                 let (found, expected, path) = (found.clone(), expected.clone(), path.to_owned());
-                serving.spawn(async move {
+                oldest.push_back(serving.spawn(async move {
                     if let Some(query) = serve(socket, &path, &expected).await {
                         let _ = found.try_send(query);
                     }
-                });
+                }));
             }
             () = tokio::time::sleep_until(deadline) => return Err(timed_out()),
         }
@@ -191,5 +199,39 @@ mod tests {
             "abc/d"
         );
         assert!(state_of("http://a/authorize?client_id=x").is_err());
+    }
+
+    #[tokio::test]
+    async fn connections_that_send_nothing_cannot_keep_the_redirect_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let uri = format!("http://{addr}/callback");
+        let waiting = tokio::spawn(async move {
+            accept_redirect(
+                &listener,
+                &uri,
+                "/callback",
+                "s3cr3t",
+                Duration::from_secs(60),
+            )
+            .await
+        });
+        // More silent connections than are served at once, held open.
+        let mut silent = Vec::new();
+        for _ in 0..IN_FLIGHT * 2 {
+            silent.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+        }
+        let mut browser = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        browser
+            .write_all(b"GET /callback?code=c&state=s3cr3t HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("send");
+        let url = tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("the redirect got through in time")
+            .expect("joined")
+            .expect("the redirect");
+        assert!(url.ends_with("/callback?code=c&state=s3cr3t"), "{url}");
+        drop(silent);
     }
 }
