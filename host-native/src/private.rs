@@ -92,6 +92,24 @@ pub fn check_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the group `gid` is ours alone: a user-private group — our primary group, named as we
+/// are, with no other members listed. A shared primary group (`users`, `staff`) is not: its
+/// other members could write what it may write.
+fn group_is_private(gid: u32) -> bool {
+    use nix::unistd::{getegid, geteuid, Gid, Group, User};
+    if gid != getegid().as_raw() {
+        return false;
+    }
+    let user = User::from_uid(geteuid()).ok().flatten();
+    let group = Group::from_gid(Gid::from_raw(gid)).ok().flatten();
+    match (user, group) {
+        (Some(user), Some(group)) => {
+            group.name == user.name && group.mem.iter().all(|member| *member == user.name)
+        }
+        _ => false,
+    }
+}
+
 /// `fchmod(0700)` through a descriptor opened without following a symlink, after checking that
 /// it is the directory `seen` describes (same device and inode, still ours).
 fn tighten(dir: &Path, seen: &fs::Metadata) -> anyhow::Result<()> {
@@ -117,15 +135,14 @@ fn check_ancestors(dir: &Path) -> anyhow::Result<()> {
     let real =
         fs::canonicalize(parent).with_context(|| format!("resolving {}", parent.display()))?;
     let ours = uid();
-    let our_gid = nix::unistd::getegid().as_raw();
     for ancestor in real.ancestors() {
         let meta =
             fs::metadata(ancestor).with_context(|| format!("reading {}", ancestor.display()))?;
         let mode = meta.mode();
         let sticky = mode & 0o1000 != 0;
         let owner_ok = meta.uid() == ours || meta.uid() == 0;
-        // Group-writable is fine when the group is our own (user-private groups).
-        let group_writes = mode & 0o020 != 0 && meta.gid() != our_gid;
+        // Group-writable is fine only when the group is ours alone (a user-private group).
+        let group_writes = mode & 0o020 != 0 && !group_is_private(meta.gid());
         let other_writes = mode & 0o002 != 0;
         if !owner_ok || ((group_writes || other_writes) && !sticky) {
             bail!(
@@ -216,12 +233,11 @@ pub fn create_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// Why another user could change the file or directory `path` (after symlinks) or replace it
 /// in its directory: it (or its directory) belongs to a user other than us and root, or is
-/// writable by others — by the group only when the group is not our own, and for the
+/// writable by others — by the group unless it is ours alone ([`group_is_private`]), and for the
 /// directory only when it is not sticky. `None` when only we (or root) can. A path that
 /// cannot be read is `None`: the caller's own read reports it.
 pub fn foreign_writer(path: &Path) -> Option<String> {
     let ours = uid();
-    let our_gid = nix::unistd::getegid().as_raw();
     let real = fs::canonicalize(path).ok()?;
     let mut places = vec![real.clone()];
     places.extend(real.parent().map(Path::to_path_buf));
@@ -239,7 +255,7 @@ pub fn foreign_writer(path: &Path) -> Option<String> {
                 meta.uid()
             ));
         }
-        let group_writes = mode & 0o020 != 0 && meta.gid() != our_gid;
+        let group_writes = mode & 0o020 != 0 && !group_is_private(meta.gid());
         if (mode & 0o002 != 0 || group_writes) && !shared_dir {
             return Some(format!(
                 "{} cannot be trusted: {what} ({}) can be written by other users (mode {mode:o}); \
@@ -251,4 +267,29 @@ pub fn foreign_writer(path: &Path) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_group_writable_file_is_trusted_only_when_the_group_is_ours_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("approvals.json");
+        fs::write(&file, "{}").expect("write");
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o660)).expect("chmod");
+        let ours = nix::unistd::getegid().as_raw();
+        // Our own primary group: trusted exactly when it is a user-private group.
+        assert_eq!(foreign_writer(&file).is_none(), group_is_private(ours));
+        if nix::unistd::geteuid().is_root() {
+            // Another group (`users`, say): its members could write the file.
+            nix::unistd::chown(&file, None, Some(nix::unistd::Gid::from_raw(100))).expect("chgrp");
+            let why = foreign_writer(&file).expect("refused");
+            assert!(why.contains("can be written by other users"), "{why}");
+        }
+        assert!(!group_is_private(ours.wrapping_add(1)));
+    }
 }
