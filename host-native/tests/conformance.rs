@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::KillGroup;
+use common::{workspace_root, KillGroup};
 
 const SCENARIOS: [&str; 4] = [
     "initialize",
@@ -43,13 +43,6 @@ const AUTH_SCENARIOS: [&str; 19] = [
     "auth/client-credentials-jwt",
     "auth/client-credentials-basic",
 ];
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .expect("workspace root")
-}
 
 /// Builds the example client next to this test's binaries.
 fn client() -> PathBuf {

@@ -11,8 +11,12 @@
 //!   false` keeps it off the network;
 //! * pylsp reads `pylsp.plugins.*` from the push and re-lints open documents.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::Duration;
+
+use common::{installed, KillGroup};
 
 use lsp_types::{Diagnostic, Url};
 use mcp_reconcile::lsp::connection::{LspConnection, LspEvent, LspStart};
@@ -25,40 +29,10 @@ use tokio::sync::mpsc;
 /// Bound on any diagnostics wait (generous: CI is noisy; servers debounce 0.5 s).
 const WAIT: Duration = Duration::from_secs(20);
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-/// An installed server binary, or a failure that says how to install it.
-fn installed(relative: &str) -> String {
-    let path = workspace_root().join(relative);
-    assert!(
-        path.is_file(),
-        "{} is missing: run `bash scripts/setup.sh` at the repository root ({}) first",
-        path.display(),
-        workspace_root().display()
-    );
-    path.to_string_lossy().into_owned()
-}
-
-/// Kills the server's process group if a test fails before `stop`.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
-        }
-    }
-}
-
 struct Started {
     connection: LspConnection,
     events: mpsc::UnboundedReceiver<LspEvent>,
-    guard: GroupGuard,
+    guard: Option<KillGroup>,
 }
 
 fn entry(value: serde_json::Value) -> Object {
@@ -78,7 +52,7 @@ async fn start(name: &str, mut entry_json: serde_json::Value, project: &Path) ->
     let connection = LspConnection::start(name, start, 7, tx)
         .await
         .unwrap_or_else(|e| panic!("{name} did not start: {e}"));
-    let guard = GroupGuard(connection.pid());
+    let guard = connection.pid().map(KillGroup);
     Started {
         connection,
         events,
@@ -91,7 +65,7 @@ async fn stop_and_check(started: Started) {
     let Started {
         connection,
         mut events,
-        mut guard,
+        guard,
     } = started;
     let pid = connection.pid().expect("a stdio server has a pid");
     connection.stop().await;
@@ -99,7 +73,8 @@ async fn stop_and_check(started: Started) {
         gone(pid).await,
         "process group {pid} still exists after stop"
     );
-    guard.0 = None;
+    // Stopped: nothing for the guard to kill (its group id may be reused from now on).
+    std::mem::forget(guard);
     assert!(
         events.try_recv().is_err(),
         "a requested stop is not reported as a crash"

@@ -3,52 +3,24 @@
 //! (vscode-json-language-server from the root `node_modules`, installed by
 //! `bash scripts/setup.sh`) and small scripted ones written by the tests.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use common::{installed, KillGroup};
 
 use mcp_reconcile::lsp::connection::{LspConnection, LspEvent, LspStart};
 use mcp_reconcile::lsp::tools::{self, LspRoute, LspTool};
 use mcp_reconcile_kernel::json::{self, Object, Value};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::json;
 use tokio::sync::mpsc;
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-/// An installed server binary, or a failure that says how to install it.
-fn installed(relative: &str) -> String {
-    let path = workspace_root().join(relative);
-    assert!(
-        path.is_file(),
-        "{} is missing: run `bash scripts/setup.sh` at the repository root ({}) first",
-        path.display(),
-        workspace_root().display()
-    );
-    path.to_string_lossy().into_owned()
-}
-
-/// Kills the server's process group if a test fails before `stop`.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
-        }
-    }
-}
 
 struct Running {
     connection: LspConnection,
     route: LspRoute,
     events: mpsc::UnboundedReceiver<LspEvent>,
-    _guard: GroupGuard,
+    _guard: Option<KillGroup>,
 }
 
 impl Running {
@@ -84,7 +56,7 @@ async fn start(
     let connection = LspConnection::start(name, start, 1, tx)
         .await
         .unwrap_or_else(|e| panic!("{name} did not start: {e}"));
-    let guard = GroupGuard(connection.pid());
+    let guard = connection.pid().map(KillGroup);
     let route = LspRoute {
         server: name.to_owned(),
         handle: connection.handle(),
@@ -175,7 +147,7 @@ async fn language_tools_never_follow_a_link_out_of_the_project() {
 }
 
 /// A scripted language server (standard library Python) whose answers are hostile on demand:
-/// argv[1] `huge` announces a message of 99999999999 bytes right after `initialized`; hover at
+/// argv[1] `huge` announces a message of 99999999999 bytes as its answer to any hover; hover at
 /// line 1 (0-based 0) answers plainly, at line 2 with an answer nested 300 levels deep, at
 /// line 3 with 3 MiB of text; symbols, references and diagnostics come 20000 at a time.
 const SCRIPTED_SERVER: &str = r#"
@@ -219,7 +191,7 @@ while True:
         send({"id": message["id"], "result": {"capabilities": {
             "textDocumentSync": 1, "hoverProvider": True, "documentSymbolProvider": True,
             "referencesProvider": True, "definitionProvider": True}}})
-    elif method == "initialized" and MODE == "huge":
+    elif method == "textDocument/hover" and MODE == "huge":
         out.write(b"Content-Length: 99999999999\r\n\r\n")
         out.flush()
     elif method == "textDocument/didOpen":
@@ -285,6 +257,10 @@ async fn a_huge_message_fails_only_its_own_connection() {
     )
     .await;
 
+    // The bad header comes as the answer to a request, once the connection is up (sent at
+    // `initialized`, it raced with the end of the start, which then failed instead).
+    let at = json!({"path": "doc.txt", "line": 1, "character": 1});
+    assert!(huge.call(LspTool::Hover, at.clone()).await.is_err());
     let ended = tokio::time::timeout(PATIENCE, huge.events.recv())
         .await
         .expect("the connection fails")
@@ -294,8 +270,6 @@ async fn a_huge_message_fails_only_its_own_connection() {
         error.contains("`huge`") && error.contains("99999999999") && error.contains("64 MiB"),
         "{error}"
     );
-    let at = json!({"path": "doc.txt", "line": 1, "character": 1});
-    assert!(huge.call(LspTool::Hover, at.clone()).await.is_err());
 
     let answer = calm
         .call(LspTool::Hover, at)

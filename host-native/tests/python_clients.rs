@@ -21,13 +21,6 @@ use common::*;
 use serde_json::json;
 
 /// The repository root (`host-native/..`).
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_path_buf()
-}
-
 /// The test venv's Python with the SDK, or a failure that says how to get it.
 fn python() -> PathBuf {
     let python = workspace_root().join(".venv-test/bin/python");

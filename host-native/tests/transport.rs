@@ -5,8 +5,10 @@
 //! The fixture is built on first use (`cargo build -p mcp-reconcile-fixture` into this test's
 //! target dir). server-everything comes from `npm ci` at the repository root.
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -20,19 +22,14 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
+use common::workspace_root;
+
 /// Generous: the machine is shared and slow; nothing asserts on durations.
 const PATIENCE: Duration = Duration::from_secs(30);
 const HANDSHAKE: Duration = Duration::from_secs(30);
 
 // ---------------------------------------------------------------------------------------------
 // helpers
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host-native has a parent")
-        .to_path_buf()
-}
 
 /// `target/<profile>/mcp-fixture-server` next to this test binary, built once per test run.
 fn fixture() -> &'static str {

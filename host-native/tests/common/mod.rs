@@ -421,3 +421,23 @@ impl Drop for KillGroup {
         }
     }
 }
+
+/// The repository root (where `node_modules/` and `.venv-test/` are installed).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// An installed third-party server binary, or a failure that says how to install it.
+pub fn installed(relative: &str) -> String {
+    let path = workspace_root().join(relative);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `bash scripts/setup.sh` at the repository root ({}) first",
+        path.display(),
+        workspace_root().display()
+    );
+    path.to_string_lossy().into_owned()
+}
