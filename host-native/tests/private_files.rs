@@ -2,6 +2,8 @@
 //! private whatever the umask, and an approvals file another user can write is not trusted —
 //! every server it would approve stays pending, and it is never written over.
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -120,4 +122,24 @@ fn an_approvals_file_of_another_user_approves_nothing() {
         approvals.state("/project", "evil", &entry()),
         ApprovalState::Pending
     );
+}
+
+/// The user's settings start servers without approval: a settings file other users can write
+/// is not read, so nothing it names starts, and `status` says which file and why.
+#[test]
+fn a_user_settings_file_others_can_write_starts_nothing() {
+    let p = common::Project::new();
+    p.write_settings(serde_json::json!({"mcpServers": {"planted": p.server("planted", "echo")}}));
+    fs::set_permissions(p.user_settings(), fs::Permissions::from_mode(0o666)).expect("chmod");
+    let status = p.run(&["status", "--json"]);
+    let text = String::from_utf8_lossy(&status.stdout).into_owned()
+        + &String::from_utf8_lossy(&status.stderr);
+    assert!(text.contains("can be written by other users"), "{text}");
+    assert!(
+        p.status().iter().all(|s| s["name"] != "planted"),
+        "the planted server is configured: {text}"
+    );
+    // Made private again, it is read.
+    fs::set_permissions(p.user_settings(), fs::Permissions::from_mode(0o600)).expect("chmod");
+    assert!(p.status().iter().any(|s| s["name"] == "planted"));
 }

@@ -249,6 +249,14 @@ impl SettingsFile {
 
     pub(super) fn reload(&mut self, env: &Object) {
         self.loaded = true;
+        // The user's and the system's files start servers without approval: one another user
+        // can write is not read (the last good content, read while it was private, stays).
+        if self.kind != LayerSource::Workspace {
+            if let Some(why) = crate::private::foreign_writer(&self.path) {
+                self.error = Some(format!("{why}; {}", kept_note(self.good.is_some())));
+                return;
+            }
+        }
         let text = match read_text(&self.path) {
             Ok(Some(text)) => text,
             Ok(None) => {

@@ -46,6 +46,14 @@ impl LspFile {
     /// is not a JSON object, keeps the last good content.
     pub(super) fn reload(&mut self, env: &Object, expand: bool, project_root: &str) {
         self.loaded = true;
+        // The user's file starts language servers without approval: one another user can
+        // write is not read (the last good content, read while it was private, stays).
+        if self.scope == LspScope::User {
+            if let Some(why) = crate::private::foreign_writer(&self.path) {
+                self.error = Some(format!("{why}; {}", kept_note(self.good.is_some())));
+                return;
+            }
+        }
         let text = match read_text(&self.path) {
             Ok(Some(text)) => text,
             Ok(None) => {
