@@ -117,7 +117,7 @@ impl ClientHandler for Handler {
             Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
             _ => self.server.clone(),
         });
-        self.askers.log(&self.server, client, params);
+        self.askers.log(&self.server, client, params).await;
     }
 
     /// Relayed to the clients subscribed to the resource.

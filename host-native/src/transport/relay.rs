@@ -287,14 +287,26 @@ impl Askers {
         inner.refusals.settled();
     }
 
-    /// Queues a log message for `client`; dropped (one warning per burst) while its queue is
-    /// full.
-    pub fn log(
+    /// Relays a log message to `client`: at once while it keeps up, else through its bounded
+    /// queue (dropped, one warning per burst, while that is full).
+    #[allow(deprecated)]
+    pub async fn log(
         &self,
         server: &str,
         client: Peer<RoleServer>,
         message: rmcp::model::LoggingMessageNotificationParam,
     ) {
+        if let Some(direct) = self.enqueue_log(server, client.clone(), message) {
+            let _ = client.notify_logging_message(direct.message.clone()).await;
+        }
+    }
+
+    fn enqueue_log(
+        &self,
+        server: &str,
+        client: Peer<RoleServer>,
+        message: rmcp::model::LoggingMessageNotificationParam,
+    ) -> Option<queue::Direct> {
         let mut inner = self.lock();
         inner.prune();
         let capacity = self.0.limits.log_queue;
@@ -306,7 +318,7 @@ impl Askers {
                 inner.logs.len() - 1
             }
         };
-        inner.logs[at].1.push(message);
+        inner.logs[at].1.push(message)
     }
 }
 

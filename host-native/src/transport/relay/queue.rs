@@ -6,7 +6,7 @@
 // Logging is deprecated by protocol 2026-07-28; clients of the versions the gateway speaks use it.
 #![allow(deprecated)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rmcp::model::LoggingMessageNotificationParam;
@@ -68,6 +68,21 @@ pub(super) struct LogQueue {
     tx: mpsc::Sender<LoggingMessageNotificationParam>,
     dropped: Arc<AtomicU64>,
     server: String,
+    /// Whether a message is being sent directly (see [`LogQueue::push`]): one at a time.
+    direct: Arc<AtomicBool>,
+}
+
+/// A log message to send now, by the task that relays it; the next message may be sent
+/// directly once this is dropped.
+pub struct Direct {
+    pub message: LoggingMessageNotificationParam,
+    sending: Arc<AtomicBool>,
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        self.sending.store(false, Ordering::Release);
+    }
 }
 
 impl LogQueue {
@@ -81,11 +96,25 @@ impl LogQueue {
             tx,
             dropped,
             server: server.to_owned(),
+            direct: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    /// Queues `message`, or drops it while the queue is full.
-    pub(super) fn push(&self, message: LoggingMessageNotificationParam) {
+    /// Queues `message`, or drops it while the queue is full — or, while the client keeps up
+    /// (nothing queued, no other message being sent directly), hands it back to be sent at
+    /// once by the task relaying it. That keeps a call's log messages as close to the server's
+    /// order as the direct relay was: one more hop through the queue's task let the call's
+    /// result overtake them. At most one message is sent directly at a time, so a client that
+    /// stops reading holds one relaying task, and the rest waits in (or is dropped from) the
+    /// queue.
+    pub(super) fn push(&self, message: LoggingMessageNotificationParam) -> Option<Direct> {
+        if self.tx.capacity() == self.tx.max_capacity() && !self.direct.swap(true, Ordering::AcqRel)
+        {
+            return Some(Direct {
+                message,
+                sending: self.direct.clone(),
+            });
+        }
         if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(message) {
             if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!(
@@ -95,6 +124,7 @@ impl LogQueue {
                 );
             }
         }
+        None
     }
 }
 
