@@ -202,21 +202,8 @@ impl Attached {
     }
 
     async fn call_text(&self, name: &str, args: Value) -> String {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        if let Value::Object(map) = args {
-            params = params.with_arguments(map);
-        }
         let client = self.client.as_ref().expect("open");
-        let result = tokio::time::timeout(PATIENCE, client.call_tool(params))
-            .await
-            .expect("tools/call in time")
-            .expect("tools/call");
-        result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect::<Vec<_>>()
-            .join("\n")
+        tool_text(client.peer().clone(), name, args).await
     }
 
     async fn tools_changed(&mut self) {
@@ -920,20 +907,8 @@ impl Asker {
     /// Calls `name` in a task of its own; its text when it ends.
     fn call(&self, name: &str, args: Value) -> tokio::task::JoinHandle<String> {
         let peer = self.client.peer().clone();
-        let params = CallToolRequestParams::new(name.to_owned())
-            .with_arguments(args.as_object().cloned().unwrap_or_default());
-        tokio::spawn(async move {
-            let result = tokio::time::timeout(PATIENCE, peer.call_tool(params))
-                .await
-                .expect("tools/call in time")
-                .expect("tools/call");
-            result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        let name = name.to_owned();
+        tokio::spawn(async move { tool_text(peer, &name, args).await })
     }
 }
 
@@ -1351,4 +1326,23 @@ async fn roots_asked_after_a_clients_list_changed_are_that_clients() {
         });
         assert_eq!(answers()[n], root, "{:?}", answers());
     }
+}
+
+/// Calls the tool `name` with `args` (an object, or nothing) through `peer`; the text of its
+/// result.
+async fn tool_text(peer: rmcp::Peer<RoleClient>, name: &str, args: Value) -> String {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    let result = tokio::time::timeout(PATIENCE, peer.call_tool(params))
+        .await
+        .expect("tools/call in time")
+        .expect("tools/call");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
