@@ -15,7 +15,7 @@ use mcp_reconcile_kernel::ServerConfig;
 use crate::redact::{self, mask_url};
 
 /// One changed leaf of an entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldChange {
     /// Where: `args[3]`, `env.API_KEY`, `url`, `oauth.scopes`.
     pub field: String,

@@ -33,6 +33,7 @@ pub mod clock;
 pub mod daemon;
 pub mod diff;
 pub mod display;
+mod forker;
 pub mod gateway;
 pub mod host;
 pub mod http_client;

@@ -64,7 +64,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 async fn run(command: Command) -> anyhow::Result<()> {
     use cli::commands;
     match command {
-        Command::Watch(args) if args.daemon => cli::daemon_watch::watch_attached(args).await,
         Command::Watch(args) => watch(args).await,
         Command::Serve(args) if args.attaches() => serve_attached(args).await,
         Command::Serve(args) => serve(args).await,
@@ -182,11 +181,6 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     } else {
         args.layers
     };
-    let inputs = Inputs::new(&layers.options())?;
-    let options = HostOptions {
-        full_restart: args.full_restart,
-        ..HostOptions::default()
-    };
     let output = match args.events {
         EventsFormat::Json => Output::Json,
         EventsFormat::Text if args.no_prompt => Output::Text { ask: None },
@@ -196,6 +190,14 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
         EventsFormat::Text => Output::Text {
             ask: Some(Input::Line),
         },
+    };
+    if args.daemon {
+        return cli::daemon_watch::watch_attached(layers.options(), output).await;
+    }
+    let inputs = Inputs::new(&layers.options())?;
+    let options = HostOptions {
+        full_restart: args.full_restart,
+        ..HostOptions::default()
     };
     let result = run_session(inputs, options, Front::Watch(output)).await;
     if let Some(dir) = demo_dir {
@@ -241,13 +243,19 @@ async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
             return serve(args).await;
         }
     }
-    relay::relay_stdio(relay::Reattach {
+    let (events, printed) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(print_serve(printed));
+    let result = relay::relay_stdio(relay::Reattach {
         dir,
         exe,
         options: args.layers.options(),
         env,
+        events,
     })
-    .await
+    .await;
+    // Everything the session said reaches stderr before `serve` exits.
+    let _ = printer.await;
+    result
 }
 
 /// `daemon`: the per-user daemon, until it has been idle for `--idle-exit-ms`.

@@ -21,7 +21,7 @@ use crate::display::{decide_command, safe};
 use crate::inputs::Snapshot;
 
 /// One gated server waiting for a decision, with everything its review shows.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ApprovalRequest {
     /// The server name.
     pub name: String,

@@ -137,7 +137,7 @@ impl<C: ConnectionKind> Entry<C> {
 }
 
 /// What [`Supervisor::next`] saw.
-pub(crate) enum Report<K> {
+pub enum Report<K> {
     /// A start ended (its entry's health already says how).
     Started {
         /// Its key.

@@ -166,6 +166,21 @@ impl ServerConfig {
     }
 }
 
+/// An entry crosses a process boundary (the daemon's events) as its JSON text, read back with
+/// JS semantics.
+impl serde::Serialize for ServerConfig {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_value().to_json())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ServerConfig::from_json(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl From<Object> for ServerConfig {
     fn from(object: Object) -> Self {
         ServerConfig::new(object)

@@ -33,7 +33,10 @@ pub enum IdentityError {
 }
 
 /// `<name>::<16 hex>`; the name may itself contain `::`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ConnectionId(pub String);
 

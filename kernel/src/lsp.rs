@@ -91,7 +91,10 @@ fn canonical_field(entry: &Object, field: &str) -> String {
 
 /// A language server's seed id: `<name>::` + 16 hex digits of sha256 over
 /// the canonical seed. The name may contain `::` (split at the last one).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LspSeedId(pub String);
 
@@ -287,7 +290,8 @@ pub fn lsp_servers_from_value(value: &Value) -> Result<LspServers, String> {
 // Plans
 
 /// One step of a language-server plan (SPEC §14.2). `from` / `to` are seed ids.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
 #[cfg_attr(
     feature = "ts",
     derive(ts_rs::TS),

@@ -47,7 +47,8 @@ impl Mode {
 }
 
 /// The state of a live connection as the host reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum Status {
     /// Being started (spawned, handshaking).
@@ -125,7 +126,8 @@ pub type Online = Object<OnlineEntry>;
 
 /// One step of a plan. `name` is the server name; `from` / `to` are
 /// connection ids.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
 #[cfg_attr(
     feature = "ts",
     derive(ts_rs::TS),

@@ -19,7 +19,10 @@ use crate::json::{self, Object, Value};
 /// The kind of a configuration layer, lowest precedence first (SPEC §3.1).
 ///
 /// The derived order is the precedence order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "camelCase")]
 #[cfg_attr(
     feature = "ts",
     derive(ts_rs::TS),

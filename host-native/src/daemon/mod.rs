@@ -38,7 +38,6 @@ pub mod attached;
 pub mod bridge;
 mod registry;
 pub mod relay;
-mod session;
 pub mod wire;
 
 use std::collections::BTreeMap;

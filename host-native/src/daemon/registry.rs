@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::session::{Control, DaemonSession};
+use crate::host::HostHandle;
 use crate::ipc::SessionRequest;
-use crate::session::{Session, SessionGone};
+use crate::session::Session;
 use crate::status::{plan_json, report_json};
 
 /// A session as `status` lists it.
@@ -30,7 +30,7 @@ pub struct SessionInfo {
 
 pub(super) struct Entry {
     pub(super) info: SessionInfo,
-    pub(super) session: DaemonSession,
+    pub(super) session: HostHandle,
 }
 
 /// The daemon's live sessions; clones share it.
@@ -121,15 +121,15 @@ impl Registry {
     /// true}` when there is none): the status of the first (they read the same files), a
     /// reload or reconnect of each.
     pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
-        let targets: Vec<DaemonSession> = {
+        let targets: Vec<(String, HostHandle)> = {
             self.lock()
                 .live
                 .values()
                 .filter(|e| e.info.id == id)
-                .map(|e| e.session.clone())
+                .map(|e| (e.info.name.clone(), e.session.clone()))
                 .collect()
         };
-        let Some(first) = targets.first() else {
+        let Some((_, first)) = targets.first() else {
             // Not an error: the command falls back to what the files say.
             return json!({ "none": true });
         };
@@ -138,25 +138,22 @@ impl Registry {
                 Ok(report) => json!({ "ok": report_json(&report) }),
                 Err(gone) => json!({ "error": gone.to_string() }),
             },
-            SessionRequest::Plan => match first.control(Control::Plan).await {
-                Some(Ok(plan)) => json!({ "ok": plan_json(&plan) }),
-                Some(Err(message)) => json!({ "error": message }),
-                None => json!({ "error": SessionGone.to_string() }),
+            SessionRequest::Plan => match first.plan().await {
+                Ok(Ok(plan)) => json!({ "ok": plan_json(&plan) }),
+                Ok(Err(message)) => json!({ "error": message }),
+                Err(gone) => json!({ "error": gone.to_string() }),
             },
             SessionRequest::Reload => {
-                for session in &targets {
-                    let _ = session.control(Control::Reload).await;
+                for (_, session) in &targets {
+                    let _ = session.reload().await;
                 }
                 json!({ "ok": true })
             }
             // Asked together: a process these sessions share restarts once; one another
             // file set's session holds too while it runs is refused with the reason.
             SessionRequest::Reconnect { name } => {
-                let mut sessions = Vec::new();
-                for session in &targets {
-                    sessions.push(session.name().await);
-                }
-                match first.reconnect_together(&sessions, name).await {
+                let also = targets.iter().map(|(name, _)| name.clone()).collect();
+                match first.reconnect_with(also, name).await {
                     Ok(Ok(mut names)) => {
                         names.sort();
                         names.dedup();

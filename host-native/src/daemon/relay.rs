@@ -26,7 +26,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::bridge;
+use crate::host::HostEvent;
 use crate::inputs::{HostEnv, Options};
+use tokio::sync::mpsc;
 
 /// How many times the relay tries to bring a lost session back before it gives up.
 pub const REATTACH_TRIES: u32 = 5;
@@ -47,6 +49,8 @@ pub struct Reattach {
     pub options: Options,
     /// The session's environment.
     pub env: HostEnv,
+    /// Where the session's events go (for the person, never to the MCP client).
+    pub events: mpsc::UnboundedSender<HostEvent>,
 }
 
 /// The messages a new session needs to be where the old one was.
@@ -172,13 +176,11 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
             },
             line = session.next_line() => match line {
                 Ok(Some(line)) => {
-                    if let Some(text) = hint_text(&line) {
+                    if let Some(event) = session_event(&line) {
                         // For the person who runs the client, not for the client.
-                        eprint!("{}", crate::display::safe_multiline(&text));
-                        continue;
-                    }
-                    if is_method(&line, super::attached::PLAN) {
-                        // For `watch --daemon`; nothing an MCP client knows.
+                        if let Some(event) = event {
+                            let _ = again.events.send(event);
+                        }
                         continue;
                     }
                     if Replay::is_replayed_answer(&line) {
@@ -207,30 +209,21 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
     }
 }
 
-/// The text of a daemon [`HINT`](super::attached::HINT) line, which the relay keeps from the
-/// client.
-fn hint_text(line: &str) -> Option<String> {
-    if !line.contains(super::attached::HINT) {
+/// A daemon session's [`EVENT`](super::attached::EVENT) line, which the relay keeps from
+/// the client: `Some(None)` when it is one but cannot be read.
+pub fn session_event(line: &str) -> Option<Option<HostEvent>> {
+    if !line.contains(super::attached::EVENT) {
         return None;
     }
     let message: Value = serde_json::from_str(line).ok()?;
-    if message.get("method").and_then(Value::as_str) != Some(super::attached::HINT) {
+    if message.get("method").and_then(Value::as_str) != Some(super::attached::EVENT) {
         return None;
     }
     Some(
         message
-            .pointer("/params/text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+            .get("params")
+            .and_then(|params| serde_json::from_value(params.clone()).ok()),
     )
-}
-
-/// Whether `line` is a notification of `method`.
-fn is_method(line: &str, method: &str) -> bool {
-    line.contains(method)
-        && serde_json::from_str::<Value>(line)
-            .is_ok_and(|m| m.get("method").and_then(Value::as_str) == Some(method))
 }
 
 async fn send(out: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
@@ -380,24 +373,19 @@ mod tests {
     }
 
     #[test]
-    fn hints_are_taken_out_of_the_session_stream() {
-        let hint = json!({
+    fn session_events_are_taken_out_of_the_session_stream() {
+        let event = HostEvent::ReloadFailed("settings.json: not JSON".into());
+        let note = json!({
             "jsonrpc": "2.0",
-            "method": crate::daemon::attached::HINT,
-            "params": {"text": "! \"p\" needs approval\n"},
+            "method": crate::daemon::attached::EVENT,
+            "params": serde_json::to_value(&event).expect("serializes"),
         });
-        assert_eq!(
-            hint_text(&hint.to_string()).as_deref(),
-            Some("! \"p\" needs approval\n")
-        );
+        let Some(Some(HostEvent::ReloadFailed(message))) = session_event(&note.to_string()) else {
+            panic!("an event");
+        };
+        assert_eq!(message, "settings.json: not JSON");
         let result =
-            json!({"jsonrpc": "2.0", "id": 1, "result": {"text": crate::daemon::attached::HINT}});
-        assert_eq!(hint_text(&result.to_string()), None);
-        // The plan notification is kept from the client too; a result naming it is not.
-        let plan = crate::daemon::attached::PLAN;
-        let note = json!({"jsonrpc": "2.0", "method": plan, "params": {"plan": {}}});
-        assert!(is_method(&note.to_string(), plan));
-        let result = json!({"jsonrpc": "2.0", "id": 2, "result": {"text": plan}});
-        assert!(!is_method(&result.to_string(), plan));
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"text": crate::daemon::attached::EVENT}});
+        assert!(session_event(&result.to_string()).is_none());
     }
 }

@@ -9,16 +9,15 @@ use mcp_reconcile_kernel::gating::{tool_not_found, tool_prefix};
 use mcp_reconcile_kernel::hot_reload::{HotReload, Previous};
 use mcp_reconcile_kernel::{Gating, Servers};
 
-use super::{Host, HostEvent};
+use super::{Backend, Held, Host, HostEvent};
 use crate::inputs::Snapshot;
-use crate::supervisor::{Entry, Mcp};
-use crate::transport::{Caller, Catalog, Connection, Prompt, Resource, ResourceTemplate, Tool};
+use crate::transport::{Caller, Catalog, Prompt, Resource, ResourceTemplate, Tool};
 use crate::view::{
     lists_template, own_prompt_name, own_tool_name, pick_resource, resource_match, session_view,
 };
 
 /// Which lists of the merged catalog changed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CatalogChange {
     /// Tools (names or definitions).
     pub tools: bool,
@@ -212,7 +211,7 @@ pub struct Route {
     pub caller: Caller,
 }
 
-impl Host {
+impl<B: Backend> Host<B> {
     /// Qualified tool names of every connected server: `mcp__<server>__<tool>`.
     pub fn tool_names(&self) -> Vec<String> {
         self.merged_catalog()
@@ -223,10 +222,11 @@ impl Host {
     }
 
     /// Connected servers with their config and connection, in settings order.
-    fn connected(&self) -> impl Iterator<Item = (&String, &Entry<Mcp>, &Connection)> + '_ {
+    fn connected(&self) -> impl Iterator<Item = (&String, Held<'_>, Caller)> + '_ {
         self.desired.keys().filter_map(|name| {
-            let live = self.supervisor.get(name)?;
-            Some((name, live, live.live()?))
+            let mut live = self.backend.held(name)?;
+            let caller = live.caller.take()?;
+            Some((name, live, caller))
         })
     }
 
@@ -234,7 +234,7 @@ impl Host {
     pub fn merged_catalog(&self) -> MergedCatalog {
         let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
         for (name, live, _) in self.connected() {
-            merger.add(name, session_view(name, &live.config, &live.catalog));
+            merger.add(name, session_view(name, live.config, live.catalog));
         }
         let mut catalog = merger.finish();
         if self.lsp.any_configured() {
@@ -293,11 +293,11 @@ impl Host {
             .filter(|(server, _, _)| owners.owns(server));
         let found = match &target {
             Target::Tool(name) => connected.find_map(|(server, live, conn)| {
-                own_tool_name(server, &live.config, &live.catalog, name)
+                own_tool_name(server, live.config, live.catalog, name)
                     .map(|own| (server, own, conn))
             }),
             Target::Prompt(name) => connected.find_map(|(server, live, conn)| {
-                own_prompt_name(server, &live.catalog, name).map(|own| (server, own, conn))
+                own_prompt_name(server, live.catalog, name).map(|own| (server, own, conn))
             }),
             // A server that lists the URI, else the first whose template matches it — a
             // project server's listing never capturing a user server's template.
@@ -308,19 +308,19 @@ impl Host {
                     .map(Snapshot::project_controlled)
                     .unwrap_or_default();
                 pick_resource(connected.map(|(server, live, conn)| {
-                    let matched = resource_match(&live.catalog, uri);
+                    let matched = resource_match(live.catalog, uri);
                     (matched, gated.contains(server), (server, uri.clone(), conn))
                 }))
             }
             Target::Template(template) => connected.find_map(|(server, live, conn)| {
-                lists_template(&live.catalog, template).then(|| (server, template.clone(), conn))
+                lists_template(live.catalog, template).then(|| (server, template.clone(), conn))
             }),
         };
         if let Some((server, name, conn)) = found {
             return Ok(Route {
                 server: server.clone(),
                 name,
-                caller: conn.caller(),
+                caller: conn,
             });
         }
         Err(match target {

@@ -45,6 +45,25 @@ impl HostHandle {
         self.ask(Control::Plan).await
     }
 
+    /// [`Session::reconnect`] asked together with the pool sessions `also` (the daemon's
+    /// sessions of one file set): a process only they hold restarts once; one another session
+    /// holds too while it runs is refused, with the reason.
+    ///
+    /// # Errors
+    /// [`SessionGone`].
+    pub async fn reconnect_with(
+        &self,
+        also: Vec<String>,
+        server: Option<String>,
+    ) -> Result<Result<Vec<String>, String>, SessionGone> {
+        self.ask(|reply| Control::Reconnect {
+            server,
+            also,
+            reply,
+        })
+        .await
+    }
+
     /// Asks the host to stop every server and return from `run`.
     pub fn shutdown(&self) {
         let _ = self.control.send(Control::Shutdown);
@@ -69,7 +88,7 @@ impl Session for HostHandle {
         &self,
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        self.ask(|tx| Control::Reconnect(server, tx)).await
+        self.reconnect_with(Vec::new(), server).await
     }
 
     async fn language(

@@ -24,12 +24,12 @@ use crate::supervisor::{Entry, Report, Supervisor};
 const DEFAULT_MAX_RESTARTS: f64 = 8.0;
 
 /// One language server as `status` shows it (SPEC §14.4).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LspServerStatus {
     /// Server name.
     pub name: String,
-    /// `connected`, `connecting`, `failed`, `disconnected` or `skipped`.
-    pub state: &'static str,
+    /// How it shows.
+    pub state: super::State,
     /// A §10 reason, or `None`.
     pub reason: Option<Reason>,
     /// Approval state of a project entry, `None` for the user's own.
@@ -285,7 +285,7 @@ impl LanguageServers {
         };
         let mut status = LspServerStatus {
             name: name.to_owned(),
-            state: "disconnected",
+            state: super::State::Disconnected,
             reason: None,
             approval,
             pid: None,
@@ -298,13 +298,13 @@ impl LanguageServers {
         };
         let running = self.supervisor.get(&key);
         if !self.trusted {
-            status.state = "skipped";
+            status.state = super::State::Skipped;
             status.reason = Some(Reason::UntrustedFolder);
             return status;
         }
         match approval {
             Some(ApprovalState::Rejected) => {
-                status.state = "skipped";
+                status.state = super::State::Skipped;
                 status.reason = Some(Reason::Rejected);
                 return status;
             }
@@ -312,7 +312,7 @@ impl LanguageServers {
             Some(ApprovalState::Pending) => {
                 status.reason = Some(Reason::PendingApproval);
                 if running.is_none() {
-                    status.state = "skipped";
+                    status.state = super::State::Skipped;
                     return status;
                 }
             }
@@ -321,7 +321,7 @@ impl LanguageServers {
         let (Some(entry), Some(view)) = (running, self.supervisor.view(&key)) else {
             return status;
         };
-        status.state = view.state.as_str();
+        status.state = view.state.into();
         status.reason = status.reason.or(view.reason);
         status.attempts = view.attempts;
         status.last_error = view.last_error;
@@ -374,7 +374,7 @@ impl LanguageServers {
             }
             let status = self.status_of(name, &entry.config, entry.scope);
             let safe = crate::display::safe(name);
-            let starting = status.state == "connecting";
+            let starting = status.state == super::State::Connecting;
             let message = match (status.reason, status.last_error) {
                 (Some(Reason::PendingApproval), _) => format!(
                     "language server \"{safe}\" (for {extension} files) is waiting for approval: run `{}`",

@@ -27,6 +27,7 @@
 //!    resources of connected servers) differs from the last one announced,
 //!    [`HostEvent::CatalogChanged`] says which lists changed.
 
+mod backend;
 mod catalog;
 mod handle;
 mod lsp;
@@ -40,19 +41,19 @@ use mcp_reconcile_kernel::reload::{FileSource, ReloadScheduler};
 use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
 use tokio::sync::{mpsc, oneshot};
 
-pub(crate) use self::catalog::digests;
+pub use self::backend::{Backend, Held, Own, Restart};
 pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners};
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
 pub use self::handle::HostHandle;
 pub(crate) use self::lsp::LanguageServers;
 pub use self::lsp::LspServerStatus;
-pub(crate) use self::pass::lsp_approval_requests;
 use self::pass::Running;
 pub use self::pass::{PlanReport, Step, ToolDelta};
-pub use self::status::{ServerStatus, StatusReport};
+pub use self::status::{ServerStatus, State, StatusReport};
 use crate::clock::Clock;
 use crate::inputs::{Inputs, Snapshot};
+use crate::launch::Launch;
 use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
@@ -90,8 +91,10 @@ impl Default for HostOptions {
     }
 }
 
-/// What the host tells observers (the `watch` printer, tests).
-#[derive(Clone, Debug)]
+/// What the host tells observers (the `watch` printer, tests); a daemon session sends each to
+/// its client as one [`EVENT`](crate::daemon::attached::EVENT) notification.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
 pub enum HostEvent {
     /// A reconcile pass finished.
     PlanApplied(PlanReport),
@@ -119,8 +122,17 @@ pub enum Control {
     Status(oneshot::Sender<StatusReport>),
     /// Reload now (no debounce; same queue as file events); clears crash loops.
     Reload(oneshot::Sender<()>),
-    /// Clear failure state and restart `name` (all when `None`).
-    Reconnect(Option<String>, oneshot::Sender<Result<Vec<String>, String>>),
+    /// Clear failure state and restart `server` (all when `None`), asked together with the
+    /// sessions `also` (the daemon's sessions of one file set: a process they share restarts
+    /// once).
+    Reconnect {
+        /// The server, or every one.
+        server: Option<String>,
+        /// Other sessions of the pool asking together.
+        also: Vec<String>,
+        /// The servers restarted, or why none was.
+        reply: oneshot::Sender<Result<Vec<String>, String>>,
+    },
     /// What a reconcile would do now from the live state (nothing executed).
     Plan(oneshot::Sender<Result<Plan, String>>),
     /// The merged catalog; answered once the start pass has finished (so a
@@ -141,8 +153,10 @@ pub enum Control {
     Shutdown,
 }
 
-/// The live session. See the module docs for the drive loop.
-pub struct Host {
+/// The live session. See the module docs for the drive loop. `B` is where its MCP
+/// connections live ([`Backend`]): its own processes ([`Own`]) or its holds on the daemon's
+/// shared pool ([`Lease`](crate::pool::Lease)).
+pub struct Host<B = Own> {
     inputs: Inputs,
     options: HostOptions,
     scheduler: ReloadScheduler,
@@ -151,7 +165,7 @@ pub struct Host {
     gating: Gating,
     previous: Previous,
     /// The connections, by server name.
-    supervisor: Supervisor<String, Mcp>,
+    backend: B,
     /// The language servers.
     lsp: LanguageServers,
     running: Option<Running>,
@@ -185,18 +199,32 @@ pub struct Host {
     file_missing: Vec<String>,
 }
 
-impl Host {
-    /// A host over `inputs`; nothing runs until [`Host::run`].
+impl Host<Own> {
+    /// A host over `inputs` that runs its own processes; nothing runs until [`Host::run`].
     pub fn new(inputs: Inputs, options: HostOptions) -> Self {
-        let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
         let kind = Mcp {
             base_dir: Some(inputs.project_dir().to_path_buf()),
             tokens: Some(inputs.paths().oauth_tokens.clone()),
         };
         let supervisor = Supervisor::new(kind, options.parallelism, options.clock.clone());
+        Host::with_backend(inputs, options, Own::new(supervisor), None)
+    }
+}
+
+impl<B: Backend> Host<B> {
+    /// A host over `inputs` whose MCP connections live in `backend`; its language servers are
+    /// started in `launch`'s directory and environment (a daemon session's) or this
+    /// process's. Nothing runs until [`Host::run`].
+    pub(crate) fn with_backend(
+        inputs: Inputs,
+        options: HostOptions,
+        backend: B,
+        launch: Option<std::sync::Arc<Launch>>,
+    ) -> Self {
+        let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
         let lsp = LanguageServers::new(
             inputs.project_dir().to_path_buf(),
-            None,
+            launch,
             options.parallelism,
             options.clock.clone(),
         );
@@ -212,7 +240,7 @@ impl Host {
                 removed: Some(Vec::new()),
                 ..Previous::default()
             },
-            supervisor,
+            backend,
             running: None,
             passes: 0,
             clear_crash_loops: false,
@@ -230,7 +258,9 @@ impl Host {
             file_missing: Vec::new(),
         }
     }
+}
 
+impl Host<Own> {
     /// Status from the files alone, connecting nothing: what `status` shows
     /// when no session is running. Gated servers are never spawned here.
     pub fn config_status(inputs: Inputs) -> StatusReport {
@@ -256,7 +286,9 @@ impl Host {
         )
         .map_err(|e| e.to_string())
     }
+}
 
+impl<B: Backend> Host<B> {
     /// Loads every input and adopts its servers and gating without starting
     /// anything; returns whether the folder is trusted.
     fn adopt_files(&mut self) -> bool {
@@ -282,7 +314,7 @@ impl Host {
     }
 
     fn now(&self) -> Millis {
-        self.supervisor.clock().now()
+        self.backend.clock().now()
     }
 
     fn emit(&mut self, event: HostEvent) {
@@ -302,14 +334,14 @@ impl Host {
             // A pass that only tears servers down finishes inside `start_next_run`: announce
             // its change now, not when something else next wakes the loop.
             self.announce_catalog();
-            let sleep = self.supervisor.clock().sleep_until(self.next_wake());
+            let sleep = self.backend.clock().sleep_until(self.next_wake());
             tokio::select! {
                 biased;
                 request = control.recv() => match request {
                     None | Some(Control::Shutdown) => break,
                     Some(request) => self.handle_control(request),
                 },
-                report = self.supervisor.next() => self.handle_report(report),
+                report = self.backend.next() => self.handle_report(report),
                 report = self.lsp.next() => self.handle_lsp_report(report),
                 source = files.recv(), if files_open => match source {
                     Some(source) => {
@@ -338,7 +370,7 @@ impl Host {
 
     /// When the loop must wake up: the scheduler's debounce or a due retry.
     fn next_wake(&self) -> Option<Millis> {
-        let retry = self.supervisor.next_retry();
+        let retry = self.backend.next_retry();
         let lsp_retry = self.lsp.next_retry();
         [
             self.scheduler.poll_timeout(),
@@ -369,7 +401,7 @@ impl Host {
     /// A failed server's retry time came: run a pass (no file reload needed,
     /// but it goes through the same queue so passes never overlap).
     fn schedule_due_retries(&mut self) {
-        let due = !self.supervisor.due().is_empty() || self.lsp.retry_due();
+        let due = self.backend.retry_due() || self.lsp.retry_due();
         if due && self.running.is_none() && !self.scheduler.is_running() {
             self.pass(Some(&[]), "retry".into(), false);
         }
@@ -386,24 +418,35 @@ impl Host {
                 self.scheduler.handle_manual_reload(now);
                 let _ = reply.send(());
             }
-            Control::Reconnect(name, reply) => {
-                let names: Vec<String> = match name {
-                    Some(name) if self.desired.contains_key(&name) => vec![name],
+            Control::Reconnect {
+                server,
+                also,
+                reply,
+            } => {
+                let names: Vec<String> = match &server {
+                    Some(name) if self.desired.contains_key(name) => vec![name.clone()],
                     Some(name) => {
                         let _ = reply.send(Err(format!(
-                            "no configured server named \"{name}\"; run `mcp-reconcile status` to list them"
+                            "no configured server named \"{}\"; run `mcp-reconcile status` to list them",
+                            crate::display::safe(name)
                         )));
                         return;
                     }
                     None => self.desired.keys().cloned().collect(),
                 };
-                for name in &names {
-                    self.supervisor.forgive(name);
+                match self.backend.reconnect(server.as_deref(), &names, &also) {
+                    Restart::Pass => {
+                        self.restart.extend(names.iter().cloned());
+                        let now = self.now();
+                        self.scheduler.handle_manual_reload(now);
+                        let _ = reply.send(Ok(names));
+                    }
+                    Restart::Elsewhere(done) => {
+                        tokio::spawn(async move {
+                            let _ = reply.send(done.await);
+                        });
+                    }
                 }
-                self.restart.extend(names.iter().cloned());
-                let now = self.now();
-                self.scheduler.handle_manual_reload(now);
-                let _ = reply.send(Ok(names));
             }
             Control::Catalog(reply) => {
                 if self.started {
@@ -461,6 +504,6 @@ impl Host {
 
     /// Stops every connection; returns when all are stopped.
     async fn shutdown(self) {
-        tokio::join!(self.supervisor.shutdown(), self.lsp.shutdown());
+        tokio::join!(self.backend.shutdown(), self.lsp.shutdown());
     }
 }

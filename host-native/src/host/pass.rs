@@ -11,14 +11,14 @@ use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
 
-use super::{adopt, Host, HostEvent, ServerStatus};
+use super::{adopt, Backend, Host, HostEvent, ServerStatus};
 use crate::diff::{field_changes, FieldChange};
 use crate::inputs::{InputError, Snapshot};
 use crate::review::ApprovalRequest;
 use crate::supervisor::Report;
 
 /// One applied plan with timings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PlanReport {
     /// The session's pass number, from 1: scheduled and retry passes share one count.
     pub run: u64,
@@ -41,7 +41,7 @@ pub struct PlanReport {
 }
 
 /// One executed action.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Step {
     /// The kernel's action.
     pub action: Action,
@@ -74,7 +74,7 @@ impl Step {
 }
 
 /// A server's tools (their own names, after `includeTools` / `excludeTools`) around a start.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolDelta {
     /// Before the pass, when it was connected then.
     pub before: Option<Vec<String>>,
@@ -107,7 +107,7 @@ pub(super) struct Running {
     scheduled: bool,
 }
 
-impl Host {
+impl<B: Backend> Host<B> {
     /// Starts the scheduler's next run when it has one and nothing is in
     /// flight.
     pub(super) fn start_next_run(&mut self) {
@@ -185,7 +185,7 @@ impl Host {
         let lsp_requests = lsp_approval_requests(&snapshot, |key| self.prompted.contains(key));
         self.snapshot = Some(snapshot);
         if std::mem::take(&mut self.clear_crash_loops) {
-            self.supervisor.forgive_all();
+            self.backend.forgive_all();
             self.lsp.forgive_all();
         }
         if let Some(snapshot) = &self.snapshot {
@@ -234,6 +234,7 @@ impl Host {
                 return;
             }
         };
+        self.backend.admit(&self.gating);
         let mut running = Running {
             run,
             trigger,
@@ -285,7 +286,11 @@ impl Host {
                         _ => Vec::new(),
                     };
                     let tools_before = tools_before.remove(&name);
-                    match self.spawn_start(&name, replace) {
+                    let to = match &action {
+                        Action::Connect { to, .. } | Action::Reconnect { to, .. } => Some(to),
+                        _ => None,
+                    };
+                    match self.spawn_start(&name, to, replace) {
                         Some(generation) => {
                             let starting = Starting {
                                 index,
@@ -331,25 +336,20 @@ impl Host {
     /// keeping its failure counters (reconnect, retry).
     fn teardown(&mut self, name: &str, forget: bool) {
         self.catalog_dirty = true;
-        let name = name.to_owned();
-        if forget {
-            self.supervisor.remove(&name);
-        } else {
-            self.supervisor.disconnect(&name);
-        }
+        self.backend.stop(name, forget);
     }
 
-    /// Starts `name` from its desired config — with `replace`, before stopping what runs
-    /// ([`Supervisor::replace`](crate::supervisor::Supervisor::replace)); its generation, or
-    /// `None` when it is not configured.
-    fn spawn_start(&mut self, name: &str, replace: bool) -> Option<u64> {
-        let config = self.desired.get(name)?.clone();
-        let (key, name) = (name.to_owned(), name.to_owned());
-        Some(if replace {
-            self.supervisor.replace(key, name, config)
-        } else {
-            self.supervisor.start(key, name, config)
-        })
+    /// Starts `name` from its desired config (connection id `to`) — with `replace`, before
+    /// stopping what runs (make before break); its generation, or `None` when it is not
+    /// configured.
+    fn spawn_start(
+        &mut self,
+        name: &str,
+        to: Option<&mcp_reconcile_kernel::identity::ConnectionId>,
+        replace: bool,
+    ) -> Option<u64> {
+        let config = self.desired.get(name)?;
+        Some(self.backend.start(name, config, to, replace))
     }
 
     /// Whether a changed `name` is started beside the running one before that is stopped:

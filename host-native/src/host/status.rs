@@ -2,22 +2,75 @@
 
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::gating::tool_prefix;
-use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::plan::{Online, Status};
 use mcp_reconcile_kernel::{Gating, Reason, ServerConfig, Transport};
+use serde::{Deserialize, Serialize};
 
 use super::catalog::prefix_taken;
-use super::{Host, PrefixOwners};
+use super::{Backend, Host, PrefixOwners};
 use crate::inputs::InputError;
 use crate::view::tool_enabled;
 
+/// How a server (or language server) shows in `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Being started.
+    Connecting,
+    /// Up and serving.
+    Connected,
+    /// Down; see the reason, attempts and when it is retried.
+    Failed,
+    /// Not running and not wanted to run now.
+    Disconnected,
+    /// Not started by policy (see the reason).
+    Skipped,
+}
+
+impl State {
+    /// The `status --json` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Connecting => "connecting",
+            State::Connected => "connected",
+            State::Failed => "failed",
+            State::Disconnected => "disconnected",
+            State::Skipped => "skipped",
+        }
+    }
+}
+
+impl From<Status> for State {
+    fn from(status: Status) -> State {
+        match status {
+            Status::Connecting => State::Connecting,
+            Status::Connected => State::Connected,
+            Status::Failed => State::Failed,
+            Status::Disconnected => State::Disconnected,
+        }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for State {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One server as `status` shows it. Field names are the `status --json`
 /// contract (camelCase there).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerStatus {
     /// Server name.
     pub name: String,
-    /// `connected`, `connecting`, `failed`, `disconnected` or `skipped`.
-    pub state: &'static str,
+    /// How it shows.
+    pub state: State,
     /// A §10 reason (policy skip or backoff), or `None`.
     pub reason: Option<Reason>,
     /// Approval state for gated servers, `None` otherwise.
@@ -44,7 +97,7 @@ pub struct ServerStatus {
 }
 
 /// The answer to [`Control::Status`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StatusReport {
     /// Every configured server, in map order.
     pub servers: Vec<ServerStatus>,
@@ -67,7 +120,7 @@ impl ServerStatus {
     ) -> ServerStatus {
         let mut status = ServerStatus {
             name: name.to_owned(),
-            state: "disconnected",
+            state: State::Disconnected,
             reason: None,
             approval,
             transport: config.transport(),
@@ -81,10 +134,10 @@ impl ServerStatus {
             retry_in_ms: None,
         };
         if !trusted {
-            status.state = "skipped";
+            status.state = State::Skipped;
             status.reason = Some(Reason::UntrustedFolder);
         } else if let Some(reason) = gating.denial(name, config) {
-            status.state = "skipped";
+            status.state = State::Skipped;
             status.reason = Some(match (reason, approval) {
                 (Reason::PendingApproval, Some(ApprovalState::Rejected)) => Reason::Rejected,
                 (reason, _) => reason,
@@ -94,36 +147,21 @@ impl ServerStatus {
     }
 }
 
-impl Host {
+impl<B: Backend> Host<B> {
     /// The kernel's view of what is online.
     pub(super) fn online(&self) -> Online {
-        let mut online = Online::new();
-        for (name, live) in self.supervisor.entries() {
-            let health = live.health();
-            online.insert(
-                name.clone(),
-                OnlineEntry {
-                    config: live.config.clone(),
-                    status: health.status,
-                    attempts: health.attempts,
-                    retry_at: health.retry_at,
-                    crash_loop: health.crash_loop,
-                    needs_auth: health.needs_auth,
-                },
-            );
-        }
-        online
+        self.backend.online()
     }
 
     /// The tools a connected `name` offers (its own names, after its `includeTools` /
     /// `excludeTools`), in the server's order; `None` when it is not connected.
     pub(super) fn server_tool_names(&self, name: &str) -> Option<Vec<String>> {
-        let live = self.supervisor.get(&name.to_owned())?;
-        (live.health().status == Status::Connected).then(|| {
+        let live = self.backend.held(name)?;
+        (live.health.status == Status::Connected).then(|| {
             live.catalog
                 .tools
                 .iter()
-                .filter(|t| tool_enabled(&live.config, &t.name))
+                .filter(|t| tool_enabled(live.config, &t.name))
                 .map(|t| t.name.to_string())
                 .collect()
         })
@@ -172,16 +210,16 @@ impl Host {
         let status = self.status_of(owner)?;
         let server = format!("server \"{owner}\"");
         let state = match (status.state, status.reason, status.retry_in_ms) {
-            ("failed", Some(Reason::CrashLoop), _) => format!(
+            (State::Failed, Some(Reason::CrashLoop), _) => format!(
                 "{server} keeps crashing and is not restarted until its config changes, \
                  `mcp-reconcile reconnect {owner}` or `mcp-reconcile reload`"
             ),
-            ("failed", _, Some(ms)) => format!(
+            (State::Failed, _, Some(ms)) => format!(
                 "{server} is backing off, retry in {} s",
                 ms.div_ceil(1000).max(1)
             ),
-            ("failed", _, None) => format!("{server} failed"),
-            ("connecting", _, _) => format!("{server} is still connecting"),
+            (State::Failed, _, None) => format!("{server} failed"),
+            (State::Connecting, _, _) => format!("{server} is still connecting"),
             _ => return None,
         };
         Some(match status.last_error {
@@ -204,36 +242,35 @@ impl Host {
             })
         });
         let trusted = snapshot.is_none_or(|s| s.trusted);
-        let key = name.to_owned();
         let mut status = ServerStatus::by_policy(name, config, trusted, &self.gating, approval);
-        status.spawns = self.supervisor.spawns(&key);
-        if status.state == "skipped" {
-            return Some(status);
-        }
-        let (Some(live), Some(view)) = (self.supervisor.get(&key), self.supervisor.view(&key))
-        else {
+        let Some(live) = self.backend.held(name) else {
             return Some(status);
         };
+        status.spawns = live.spawns;
+        if status.state == State::Skipped {
+            return Some(status);
+        }
+        let view = live.health.view(self.now());
         status.attempts = view.attempts;
         status.last_error = view.last_error;
         if let Some(owner) = owners.taken_by(name) {
             status.last_error = Some(prefix_taken(name, owner));
         }
-        status.state = view.state.as_str();
+        status.state = view.state.into();
         status.reason = view.reason;
         status.retry_in_ms = view.retry_in_ms;
         // Connected, or replaced while the old connection still serves (make before break).
-        if live.live().is_some() {
+        if live.caller.is_some() {
             // What a client of this session is offered: after `includeTools` / `excludeTools`.
             status.tools = live
                 .catalog
                 .tools
                 .iter()
-                .filter(|t| tool_enabled(&live.config, &t.name))
+                .filter(|t| tool_enabled(live.config, &t.name))
                 .count();
             status.prompts = live.catalog.prompts.len();
             status.resources = live.catalog.resources.len();
-            status.pid = live.pid();
+            status.pid = live.pid;
         }
         Some(status)
     }

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
+use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::pooled::Pooled;
 use super::{PoolOptions, PooledStatus};
 use crate::launch::Launch;
-use crate::supervisor::{Mcp, Supervisor};
+use crate::supervisor::{Mcp, Report, Supervisor};
 use crate::transport::{self, Catalog, Connection};
 
 pub(super) enum Request {
@@ -36,6 +37,11 @@ pub(super) enum Request {
     Close {
         session: String,
         reply: Option<oneshot::Sender<()>>,
+    },
+    /// Clears the failure and crash-loop state of what `session` holds and restarts the failed
+    /// ones it still admits (a session's `reload`).
+    Forgive {
+        session: String,
     },
     Status(oneshot::Sender<Vec<PooledStatus>>),
     Shutdown(oneshot::Sender<()>),
@@ -67,9 +73,19 @@ pub(super) enum Op {
 /// A held connection as a session sees it.
 pub(super) struct HeldConn {
     pub(super) server: String,
+    /// The connection id the session holds it by.
+    pub(super) id: ConnectionId,
     pub(super) catalog: Catalog,
     /// Set while connected.
     pub(super) caller: Option<transport::Caller>,
+    /// Its supervision state.
+    pub(super) health: Supervision,
+    /// The process id of a live stdio server.
+    pub(super) pid: Option<u32>,
+    /// How many times the pool started it.
+    pub(super) spawns: u64,
+    /// Bumped whenever one of its starts ended or it changed by itself (catalog, exit).
+    pub(super) version: u64,
 }
 
 /// Shared connections by id; private ones by (session, id).
@@ -100,6 +116,8 @@ pub(super) struct Actor {
     standbys: HashMap<Key, String>,
     /// Bumped whenever something a session's view is made from may have changed.
     changes: watch::Sender<u64>,
+    /// Per connection: bumped on each of its supervisor reports.
+    versions: HashMap<Key, u64>,
 }
 
 impl Actor {
@@ -119,6 +137,7 @@ impl Actor {
             sessions: HashMap::new(),
             standbys: HashMap::new(),
             changes,
+            versions: HashMap::new(),
         }
     }
 
@@ -142,7 +161,10 @@ impl Actor {
                 },
                 // The supervisor applies starts and events itself; a session asks for what
                 // they changed.
-                _ = self.conns.next() => {
+                report = self.conns.next() => {
+                    if let Report::Started { key, .. } | Report::Updated(key) = report {
+                        *self.versions.entry(key).or_default() += 1;
+                    }
                     self.settle_switches();
                     self.changed();
                 }
@@ -165,7 +187,10 @@ impl Actor {
     fn handle(&mut self, request: Request) {
         if matches!(
             request,
-            Request::Apply { .. } | Request::Reconnect { .. } | Request::Close { .. }
+            Request::Apply { .. }
+                | Request::Reconnect { .. }
+                | Request::Close { .. }
+                | Request::Forgive { .. }
         ) {
             self.changed();
         }
@@ -197,6 +222,7 @@ impl Actor {
                     let _ = reply.send(());
                 }
             }
+            Request::Forgive { session } => self.forgive(&session),
             Request::Status(reply) => {
                 let _ = reply.send(self.status());
             }
@@ -430,6 +456,26 @@ impl Actor {
     fn close_key(&mut self, key: &Key) {
         self.conns.remove(key);
         self.conns.forget_spawns(key);
+        self.versions.remove(key);
+    }
+
+    /// Clears the failure and crash-loop state of every connection `session` holds, and
+    /// restarts a failed one while a holder admits it.
+    fn forgive(&mut self, session: &str) {
+        let Some(state) = self.sessions.get(session) else {
+            return;
+        };
+        let keys: HashSet<Key> = state.held.iter().cloned().collect();
+        for key in keys {
+            let failed = self
+                .conns
+                .get(&key)
+                .is_some_and(|p| p.health().status == Status::Failed);
+            self.conns.forgive(&key);
+            if failed && self.admitted(&key) {
+                self.conns.restart(&key);
+            }
+        }
     }
 
     /// Sessions holding `key`.
@@ -528,18 +574,23 @@ impl Actor {
             .filter_map(|key| Some((key, self.conns.get(key)?)))
             .map(|(key, pooled)| {
                 // Another session's old process standing in: this one sees it starting.
-                if self.standbys.get(key).is_some_and(|owner| owner != session) {
-                    return HeldConn {
-                        server: pooled.name.clone(),
-                        catalog: Catalog::default(),
-                        caller: None,
-                    };
-                }
-                HeldConn {
+                let (Key::Shared(id) | Key::Private(_, id)) = key;
+                let mut held = HeldConn {
                     server: pooled.name.clone(),
+                    id: id.clone(),
                     catalog: pooled.catalog.clone(),
                     caller: pooled.live().map(Connection::caller),
+                    health: pooled.health().clone(),
+                    pid: pooled.pid(),
+                    spawns: self.conns.spawns(key),
+                    version: self.versions.get(key).copied().unwrap_or(0),
+                };
+                if self.standbys.get(key).is_some_and(|owner| owner != session) {
+                    held.catalog = Catalog::default();
+                    held.caller = None;
+                    held.health = Supervision::connecting(0, false);
                 }
+                held
             })
             .collect()
     }
@@ -557,7 +608,7 @@ impl Actor {
                     draining: !private && holders.is_empty(),
                     id,
                     server: p.name.clone(),
-                    state: p.health().status.as_str(),
+                    state: p.health().status.into(),
                     reason: p.health().view(Millis::ZERO).reason,
                     holders,
                     private,

@@ -49,6 +49,7 @@
 //! acquire, `disconnect` into release and `reconnect` into release + acquire.
 
 mod actor;
+mod lease;
 mod pooled;
 mod session;
 
@@ -65,6 +66,7 @@ use mcp_reconcile_kernel::{Gating, Reason, Servers};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::actor::{Actor, Request};
+pub use self::lease::Lease;
 pub use self::session::PoolSession;
 use crate::clock::Clock;
 
@@ -123,7 +125,7 @@ pub struct PooledStatus {
     /// The server name.
     pub server: String,
     /// `connecting`, `connected` or `failed`.
-    pub state: &'static str,
+    pub state: crate::host::State,
     /// `backing_off` or `crash_loop` when failed.
     pub reason: Option<Reason>,
     /// Sessions holding it (first-acquire order); empty while draining.

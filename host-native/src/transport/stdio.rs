@@ -134,7 +134,8 @@ impl ChildProcess {
 
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader());
-        let mut child = wrapped.spawn()?;
+        // Forked from the thread that outlives every server ([`crate::forker`]).
+        let mut child = crate::forker::fork(move || wrapped.spawn())?;
         let pid = child
             .id()
             .ok_or_else(|| std::io::Error::other("the process exited before its pid was read"))?;
@@ -264,9 +265,8 @@ impl Drop for ChildProcess {
 /// Makes the child get SIGKILL when the host dies (`PR_SET_PDEATHSIG`), set between fork and
 /// exec.
 ///
-/// The death signal fires when the *thread* that forked exits, not only the process: spawn from
-/// runtime worker threads (they live as long as the runtime, whose end stops every server
-/// anyway), never from a `spawn_blocking` thread, which exits when idle.
+/// The death signal fires when the *thread* that forked exits, not only the process: every
+/// server is forked from [`crate::forker`]'s thread, which lives as long as the process.
 ///
 /// If the host already died between fork and `prctl`, the signal would never come: the child
 /// compares `getppid()` with the host's pid after setting it and refuses to exec (the spawn

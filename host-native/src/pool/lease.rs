@@ -1,0 +1,435 @@
+//! [`Lease`]: a session's holds on the [`SharedPool`] — the [`Backend`] of a daemon session.
+//!
+//! The session's engine ([`Host`](crate::host::Host)) plans in pool mode and executes its plan
+//! here as it would on its own supervisor: a start is an acquire (or, for a changed server, a
+//! replace: make before break in the pool), a stop a release. The pool runs, shares, retries
+//! and drains the processes; what the session holds is mirrored here, refreshed whenever the
+//! pool says something changed, so the engine reads it without waiting (catalog, routes,
+//! status) and hears the ends of its starts and the changes of its connections as
+//! [`Report`]s, exactly as from its own supervisor.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
+use mcp_reconcile_kernel::identity::{connection_id, ConnectionId};
+use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::pool::Acquire;
+use mcp_reconcile_kernel::supervise::Supervision;
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Value};
+use tokio::sync::watch;
+
+use super::actor::{HeldConn, Op, Request};
+use super::SharedPool;
+use crate::clock::Clock;
+use crate::host::{Backend, Held, Restart};
+use crate::launch::Launch;
+use crate::supervisor::Report;
+use crate::transport::{Caller, Catalog};
+
+/// A held connection as last seen in the pool.
+struct Mirrored {
+    id: ConnectionId,
+    catalog: Catalog,
+    caller: Option<Caller>,
+    health: Supervision,
+    pid: Option<u32>,
+    spawns: u64,
+    version: u64,
+}
+
+impl Mirrored {
+    fn from_pool(held: HeldConn) -> (String, Mirrored) {
+        let mirrored = Mirrored {
+            id: held.id,
+            catalog: held.catalog,
+            caller: held.caller,
+            health: held.health,
+            pid: held.pid,
+            spawns: held.spawns,
+            version: held.version,
+        };
+        (held.server, mirrored)
+    }
+
+    /// Whether a session would see a difference between `self` and `other`.
+    fn same_as(&self, other: &Mirrored) -> bool {
+        self.id == other.id
+            && self.version == other.version
+            && self.caller.is_some() == other.caller.is_some()
+            && self.health.status == other.health.status
+            && self.health.attempts == other.health.attempts
+            && self.health.crash_loop == other.health.crash_loop
+            && self.pid == other.pid
+    }
+}
+
+/// A start the pool has not finished yet.
+struct Pending {
+    generation: u64,
+    began: Instant,
+    id: ConnectionId,
+}
+
+/// A start's acquire as the pool answered it (`None`: the pool is gone).
+type Answer = (String, u64, Option<Acquire>);
+
+/// A session's holds on the pool. See the module docs.
+pub struct Lease {
+    name: String,
+    pool: SharedPool,
+    clock: Clock,
+    launch: Option<Arc<Launch>>,
+    gating: Gating,
+    /// Server → the pool id it holds and the session's own config for it.
+    acquired: BTreeMap<String, (ConnectionId, ServerConfig)>,
+    /// Servers stopped to be started again (`"stopBeforeRestart": true`): their next start lets
+    /// go of the old process first.
+    restarting: HashSet<String>,
+    mirror: HashMap<String, Mirrored>,
+    pending: HashMap<String, Pending>,
+    next_generation: u64,
+    answers: FuturesUnordered<BoxFuture<'static, Answer>>,
+    changes: watch::Receiver<u64>,
+    /// The pool changed since the mirror was refreshed.
+    stale: bool,
+    reports: VecDeque<Report<String>>,
+    closed: bool,
+}
+
+impl Lease {
+    /// A lease named `name` (unique among the pool's live sessions) whose stdio servers start
+    /// in `launch`'s directory and environment, or this process's.
+    pub fn new(
+        pool: &SharedPool,
+        name: String,
+        launch: Option<Arc<Launch>>,
+        clock: Clock,
+    ) -> Lease {
+        Lease {
+            name,
+            pool: pool.clone(),
+            clock,
+            launch,
+            gating: Gating::default(),
+            acquired: BTreeMap::new(),
+            restarting: HashSet::new(),
+            mirror: HashMap::new(),
+            pending: HashMap::new(),
+            next_generation: 1,
+            answers: FuturesUnordered::new(),
+            changes: pool.changes(),
+            stale: true,
+            reports: VecDeque::new(),
+            closed: false,
+        }
+    }
+
+    /// The session's name in the pool.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pool key of a server's connection: its connection id, or with a launch context the
+    /// id that also covers the directory and environment ([`Launch::shared_id`]).
+    fn pool_id(
+        &self,
+        name: &str,
+        to: Option<&ConnectionId>,
+        config: &ServerConfig,
+    ) -> ConnectionId {
+        let id = match to {
+            Some(id) => id.clone(),
+            None => connection_id(name, config)
+                .unwrap_or_else(|_| mcp_reconcile_kernel::identity::connection_id_of(name, "")),
+        };
+        match &self.launch {
+            Some(launch) => launch.shared_id(&id, config),
+            None => id,
+        }
+    }
+
+    /// Sends `op` to the pool; the acquire's answer comes back through [`Lease::next`].
+    fn send(&mut self, op: Op, answer: Option<(String, u64)>) {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let request = Request::Apply {
+            session: self.name.clone(),
+            gating: self.gating.clone(),
+            ops: vec![op],
+            reply,
+        };
+        if self.pool.tx.send(request).is_err() {
+            if let Some((server, generation)) = answer {
+                self.answers
+                    .push(async move { (server, generation, None) }.boxed());
+            }
+            return;
+        }
+        if let Some((server, generation)) = answer {
+            self.answers.push(
+                rx.map(move |outcome| {
+                    let acquire = outcome
+                        .ok()
+                        .and_then(|r| r.into_iter().next())
+                        .map(|(_, a)| a);
+                    (server, generation, acquire)
+                })
+                .boxed(),
+            );
+        }
+    }
+
+    /// The pool answered a start's acquire: a refusal (the gate) ends the start.
+    fn answered(&mut self, (server, generation, acquire): Answer) {
+        let error = match acquire {
+            Some(Acquire::Refused { reason }) => format!("not admitted: {}", reason.as_str()),
+            Some(_) => return,
+            None => crate::pool::PoolGone.to_string(),
+        };
+        if self
+            .pending
+            .get(&server)
+            .is_none_or(|p| p.generation != generation)
+        {
+            return;
+        }
+        let Some(pending) = self.pending.remove(&server) else {
+            return;
+        };
+        self.acquired.remove(&server);
+        self.mirror.remove(&server);
+        self.reports.push_back(Report::Started {
+            key: server,
+            generation,
+            elapsed: pending.began.elapsed(),
+            current: true,
+            error: Some(error),
+        });
+    }
+
+    /// Reads what the session holds from the pool: the starts that ended, the connections that
+    /// changed.
+    async fn refresh(&mut self) {
+        let session = self.name.clone();
+        let Ok(view) = self
+            .pool
+            .ask(|reply| Request::View { session, reply })
+            .await
+        else {
+            self.stale = false;
+            return;
+        };
+        self.stale = false;
+        let mut old = std::mem::take(&mut self.mirror);
+        for held in view {
+            let (server, now) = Mirrored::from_pool(held);
+            if !self.acquired.contains_key(&server) {
+                continue;
+            }
+            let ended = self
+                .pending
+                .get(&server)
+                .is_some_and(|p| p.id == now.id && now.health.status != Status::Connecting);
+            if ended {
+                if let Some(pending) = self.pending.remove(&server) {
+                    let error = (now.health.status == Status::Failed).then(|| {
+                        now.health
+                            .last_error
+                            .clone()
+                            .unwrap_or_else(|| "the server failed to start".to_owned())
+                    });
+                    self.reports.push_back(Report::Started {
+                        key: server.clone(),
+                        generation: pending.generation,
+                        elapsed: pending.began.elapsed(),
+                        current: true,
+                        error,
+                    });
+                }
+            } else if !self.pending.contains_key(&server)
+                && old.remove(&server).is_none_or(|was| !was.same_as(&now))
+            {
+                self.reports.push_back(Report::Updated(server.clone()));
+            }
+            self.mirror.insert(server, now);
+        }
+        // Held connections the pool no longer shows (closed meanwhile).
+        for server in old.into_keys() {
+            if self.acquired.contains_key(&server) && !self.pending.contains_key(&server) {
+                self.reports.push_back(Report::Updated(server));
+            }
+        }
+    }
+}
+
+impl Backend for Lease {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    fn admit(&mut self, gating: &Gating) {
+        self.gating = gating.clone();
+    }
+
+    fn start(
+        &mut self,
+        name: &str,
+        config: &ServerConfig,
+        to: Option<&ConnectionId>,
+        replace: bool,
+    ) -> u64 {
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        let id = self.pool_id(name, to, config);
+        let stop_first = self.restarting.remove(name)
+            || matches!(config.get("stopBeforeRestart"), Some(Value::Bool(true)));
+        let op = match self.acquired.get(name) {
+            Some((from, _)) if replace || stop_first => Op::Replace {
+                server: name.to_owned(),
+                from: from.clone(),
+                id: id.clone(),
+                config: config.clone(),
+                launch: self.launch.clone(),
+                stop_first,
+            },
+            _ => Op::Acquire {
+                server: name.to_owned(),
+                id: id.clone(),
+                config: config.clone(),
+                launch: self.launch.clone(),
+            },
+        };
+        self.acquired
+            .insert(name.to_owned(), (id.clone(), config.clone()));
+        self.pending.insert(
+            name.to_owned(),
+            Pending {
+                generation,
+                began: Instant::now(),
+                id,
+            },
+        );
+        self.send(op, Some((name.to_owned(), generation)));
+        generation
+    }
+
+    fn stop(&mut self, name: &str, forget: bool) {
+        self.mirror.remove(name);
+        self.pending.remove(name);
+        if !forget {
+            // Started again right after: the start lets go of the old process first.
+            self.restarting.insert(name.to_owned());
+            return;
+        }
+        if let Some((id, _)) = self.acquired.remove(name) {
+            self.send(Op::Release { id }, None);
+        }
+    }
+
+    fn forgive_all(&mut self) {
+        let _ = self.pool.tx.send(Request::Forgive {
+            session: self.name.clone(),
+        });
+    }
+
+    async fn next(&mut self) -> Report<String> {
+        loop {
+            if let Some(report) = self.reports.pop_front() {
+                return report;
+            }
+            if self.stale {
+                self.refresh().await;
+                continue;
+            }
+            tokio::select! {
+                Some(answer) = self.answers.next(), if !self.answers.is_empty() => {
+                    self.answered(answer);
+                }
+                changed = self.changes.changed() => match changed {
+                    Ok(()) => self.stale = true,
+                    Err(_) => std::future::pending::<()>().await,
+                },
+            }
+        }
+    }
+
+    fn next_retry(&self) -> Option<Millis> {
+        None
+    }
+
+    fn retry_due(&self) -> bool {
+        false
+    }
+
+    fn held(&self, name: &str) -> Option<Held<'_>> {
+        let (_, config) = self.acquired.get(name)?;
+        let mirrored = self.mirror.get(name)?;
+        Some(Held {
+            config,
+            catalog: &mirrored.catalog,
+            health: &mirrored.health,
+            caller: mirrored.caller.clone(),
+            pid: mirrored.pid,
+            spawns: mirrored.spawns,
+        })
+    }
+
+    /// What the session holds is always there to its plan: the pool supervises and retries it.
+    fn online(&self) -> Online {
+        let mut online = Online::new();
+        for (name, (_, config)) in &self.acquired {
+            online.insert(name.clone(), OnlineEntry::connected(config.clone()));
+        }
+        online
+    }
+
+    fn reconnect(&mut self, server: Option<&str>, _names: &[String], also: &[String]) -> Restart {
+        let mut sessions = vec![self.name.clone()];
+        sessions.extend(also.iter().filter(|s| **s != self.name).cloned());
+        let server = server.map(str::to_owned);
+        let pool = self.pool.clone();
+        Restart::Elsewhere(
+            async move {
+                let done = pool
+                    .ask(|reply| Request::Reconnect {
+                        sessions,
+                        server,
+                        reply,
+                    })
+                    .await
+                    .map_err(|gone| gone.to_string())?;
+                match done.refusal() {
+                    Some(refusal) if done.restarted.is_empty() => Err(refusal),
+                    _ => Ok(done.restarted),
+                }
+            }
+            .boxed(),
+        )
+    }
+
+    async fn shutdown(mut self) {
+        self.closed = true;
+        let session = self.name.clone();
+        let _ = self
+            .pool
+            .ask(|reply| Request::Close {
+                session,
+                reply: Some(reply),
+            })
+            .await;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.closed {
+            let _ = self.pool.tx.send(Request::Close {
+                session: self.name.clone(),
+                reply: None,
+            });
+        }
+    }
+}
