@@ -139,3 +139,68 @@ fn no_source_file_is_over_600_lines() {
         .collect();
     assert!(long.is_empty(), "split these by concern: {long:?}");
 }
+
+/// The code of `path` (comments dropped), line by line with numbers.
+fn code_lines(path: &Path) -> Vec<(usize, String)> {
+    fs::read_to_string(path)
+        .expect("read a source file")
+        .lines()
+        .enumerate()
+        .map(|(n, line)| (n + 1, line.split("//").next().unwrap_or("").to_owned()))
+        .collect()
+}
+
+/// One session engine (issue 23): a daemon session is a session with another backend. Only the
+/// engine (`src/host/`) names the reload scheduler and the start-pass and missing-file timers;
+/// `src/inputs/files.rs` defines the grace. A second drive loop anywhere else fails here.
+#[test]
+fn only_the_session_engine_schedules_a_session() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut offences = Vec::new();
+    for path in &files {
+        if path.starts_with(src.join("host")) || *path == src.join("inputs/files.rs") {
+            continue;
+        }
+        for (n, line) in code_lines(path) {
+            for name in ["ReloadScheduler", "MISSING_GRACE", "STARTUP_WAIT"] {
+                let re_export = line.trim_start().starts_with("pub use files::");
+                if line.contains(name) && !re_export {
+                    offences.push(format!("{}:{n}: {name}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "outside the engine:\n{}",
+        offences.join("\n")
+    );
+}
+
+/// Everything a session schedules reads the session's [`Clock`]: no file of the engine, of a
+/// daemon session or of the pool lease reads tokio's clock (I/O timeouts aside), so a test's
+/// `ManualClock` moves all of it.
+#[test]
+fn sessions_read_only_their_clock() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("host"), &mut files);
+    files.push(src.join("daemon/attached.rs"));
+    files.push(src.join("pool/lease.rs"));
+    let mut offences = Vec::new();
+    for path in &files {
+        for (n, line) in code_lines(path) {
+            if line.contains("tokio::time") && !line.contains("tokio::time::timeout") {
+                offences.push(format!("{}:{n}: {}", path.display(), line.trim()));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "tokio's clock read:\n{}",
+        offences.join("\n")
+    );
+}

@@ -1350,3 +1350,27 @@ async fn tool_text(peer: rmcp::Peer<RoleClient>, name: &str, args: Value) -> Str
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The default stdio `serve` (a daemon session) says on its stderr what `serve --no-daemon`
+/// says: a settings file that is not JSON, and a server whose command does not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_serve_says_what_is_wrong_with_the_files_on_stderr() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    fs::write(p.user_settings(), "{ \"mcpServers\": { not json").expect("broken settings");
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[]).await;
+    let log = || fs::read_to_string(p.path("serve.log")).unwrap_or_default();
+    wait("the broken settings file on stderr", || {
+        log()
+            .lines()
+            .any(|l| l.starts_with("! ") && l.contains("user-settings.json"))
+    });
+    p.write_settings(json!({"mcpServers": {
+        "gone": {"command": p.path("no-such-program").to_string_lossy()},
+    }}));
+    wait("the missing command on stderr", || {
+        log().contains("gone") && log().contains("no-such-program")
+    });
+    one.close().await;
+}

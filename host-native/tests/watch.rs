@@ -463,3 +463,39 @@ fn a_settings_file_that_stays_missing_stops_its_servers() {
     assert!(output.contains("- disconnect a (file missing)"), "{output}");
     assert!(output.contains("- disconnect b (file missing)"), "{output}");
 }
+
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked a server exits. A session that keeps
+/// reloading for longer than tokio keeps an idle blocking thread (10 s) must not lose a server
+/// it started early to that: its pid stays the same through 16 s of unrelated edits. Killing
+/// the host then takes the server with it.
+#[test]
+fn a_server_outlives_every_thread_of_its_host_but_not_the_host() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let watch = p.watch();
+    let s = p.wait_for("a connected", |s| all_connected(s, &["a"]));
+    let a = pid_of(&s, "a").expect("a's pid");
+    let start = std::time::Instant::now();
+    let mut round = 0;
+    while start.elapsed() < Duration::from_secs(16) {
+        round += 1;
+        p.write_settings(json!({"mcpServers": {
+            "a": p.server("a", "echo"),
+            "churn": p.server("churn", if round % 2 == 0 { "echo" } else { "echo,add" }),
+        }}));
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let s = p.wait_for("a still connected", |s| all_connected(s, &["a"]));
+    assert_eq!(pid_of(&s, "a"), Some(a), "a was never restarted");
+    assert_eq!(p.spawns("a"), 1, "a was started once");
+    assert!(alive(a));
+    // The host dies without a chance to stop anything: its server goes with it.
+    let host = nix::unistd::Pid::from_raw(watch.child.id() as i32);
+    let _ = nix::sys::signal::kill(host, nix::sys::signal::Signal::SIGKILL);
+    let gone = std::time::Instant::now();
+    while alive(a) {
+        assert!(gone.elapsed() < PATIENCE, "a outlived its host");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(watch);
+}

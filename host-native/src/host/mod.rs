@@ -211,6 +211,26 @@ impl Host<Own> {
     }
 }
 
+impl Host<crate::pool::Lease> {
+    /// A host over `inputs` whose MCP connections are its holds on `pool`, as session `name`
+    /// (unique among the pool's live sessions): what a daemon session runs, for a Rust host
+    /// that shares one pool between several sessions. Plans in pool mode whatever
+    /// `options.mode` says.
+    pub fn in_pool(
+        inputs: Inputs,
+        options: HostOptions,
+        pool: &crate::pool::SharedPool,
+        name: &str,
+    ) -> Self {
+        let options = HostOptions {
+            mode: Mode::Pool,
+            ..options
+        };
+        let lease = crate::pool::Lease::new(pool, name.to_owned(), None, options.clock.clone());
+        Host::with_backend(inputs, options, lease, None)
+    }
+}
+
 impl<B: Backend> Host<B> {
     /// A host over `inputs` whose MCP connections live in `backend`; its language servers are
     /// started in `launch`'s directory and environment (a daemon session's) or this

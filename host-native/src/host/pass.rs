@@ -153,7 +153,9 @@ impl<B: Backend> Host<B> {
         } else if self.missing_deadline.is_none() {
             self.missing_deadline = Some(now.saturating_add(crate::inputs::MISSING_GRACE.0));
         }
-        if !input_errors.is_empty() {
+        // A retry pass reads no file: what is broken was said when it was read.
+        let read_files = changed.is_none_or(|sources| !sources.is_empty());
+        if !input_errors.is_empty() && read_files {
             self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
         }
         let decision = snapshot.hot_reload(&self.previous);

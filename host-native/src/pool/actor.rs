@@ -11,11 +11,13 @@ use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
 
+mod view;
+
 use super::pooled::Pooled;
 use super::{PoolOptions, PooledStatus};
 use crate::launch::Launch;
 use crate::supervisor::{Mcp, Report, Supervisor};
-use crate::transport::{self, Catalog, Connection};
+use crate::transport::{self, Catalog};
 
 pub(super) enum Request {
     Apply {
@@ -558,67 +560,5 @@ impl Actor {
             self.conns.restart(&key);
         }
         done
-    }
-
-    fn view(&self, session: &str) -> Vec<HeldConn> {
-        let Some(state) = self.sessions.get(session) else {
-            return Vec::new();
-        };
-        let mut seen = HashSet::new();
-        state
-            .held
-            .iter()
-            .filter(|key| seen.insert((*key).clone()))
-            // While switching, the session sees the old connection, not the starting one.
-            .filter(|key| !state.switching.iter().any(|(_, new)| new == *key))
-            .filter_map(|key| Some((key, self.conns.get(key)?)))
-            .map(|(key, pooled)| {
-                // Another session's old process standing in: this one sees it starting.
-                let (Key::Shared(id) | Key::Private(_, id)) = key;
-                let mut held = HeldConn {
-                    server: pooled.name.clone(),
-                    id: id.clone(),
-                    catalog: pooled.catalog.clone(),
-                    caller: pooled.live().map(Connection::caller),
-                    health: pooled.health().clone(),
-                    pid: pooled.pid(),
-                    spawns: self.conns.spawns(key),
-                    version: self.versions.get(key).copied().unwrap_or(0),
-                };
-                if self.standbys.get(key).is_some_and(|owner| owner != session) {
-                    held.catalog = Catalog::default();
-                    held.caller = None;
-                    held.health = Supervision::connecting(0, false);
-                }
-                held
-            })
-            .collect()
-    }
-
-    fn status(&self) -> Vec<PooledStatus> {
-        self.conns
-            .entries()
-            .map(|(key, p)| {
-                let (id, private) = match key {
-                    Key::Shared(id) => (id.clone(), false),
-                    Key::Private(_, id) => (id.clone(), true),
-                };
-                let holders = self.holders(key);
-                PooledStatus {
-                    draining: !private && holders.is_empty(),
-                    id,
-                    server: p.name.clone(),
-                    state: p.health().status.into(),
-                    reason: p.health().view(Millis::ZERO).reason,
-                    holders,
-                    private,
-                    pid: p.pid(),
-                    spawns: self.conns.spawns(key),
-                    attempts: p.health().attempts,
-                    tools: p.catalog.tools.len(),
-                    last_error: p.health().last_error.clone(),
-                }
-            })
-            .collect()
     }
 }

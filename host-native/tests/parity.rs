@@ -1,0 +1,237 @@
+//! One engine, two backends: the same session, run on its own processes (`watch`,
+//! `serve --no-daemon`) and on a lease of the shared pool (a daemon session), must tell its
+//! observers the same things — the same plans, approvals, tool-not-found texts and status —
+//! through add, edit, remove, a failing server, a pending server approved, a settings file
+//! deleted and restored inside the grace and left deleted past it, and a `reload`.
+
+mod common;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use common::{Project, PATIENCE};
+use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, Target};
+use mcp_reconcile::inputs::Inputs;
+use mcp_reconcile::pool::{PoolOptions, SharedPool};
+use mcp_reconcile::session::Session;
+use mcp_reconcile::watcher;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Own,
+    Pool,
+}
+
+/// A running session and what it has told so far.
+struct Run {
+    handle: HostHandle,
+    events: mpsc::UnboundedReceiver<HostEvent>,
+    /// What a person would read of it, normalized (no timings, no pids).
+    transcript: Vec<String>,
+    task: tokio::task::JoinHandle<()>,
+    _watcher: watcher::Watcher,
+    pool: Option<SharedPool>,
+    /// The test's directory, blanked in the transcript.
+    root: String,
+}
+
+impl Run {
+    async fn start(p: &Project, backend: Backend) -> Run {
+        let inputs = Inputs::new(&p.options()).expect("inputs");
+        let (file_tx, file_rx) = mpsc::unbounded_channel();
+        let watcher = watcher::watch(inputs.watched(), file_tx).expect("watch");
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let handle = HostHandle::new(control_tx);
+        let (events, task, pool) = match backend {
+            Backend::Own => {
+                let mut host = Host::new(inputs, HostOptions::default());
+                let events = host.subscribe();
+                (events, tokio::spawn(host.run(file_rx, control_rx)), None)
+            }
+            Backend::Pool => {
+                let pool = SharedPool::start(PoolOptions {
+                    drain: Duration::from_millis(50),
+                    ..PoolOptions::default()
+                });
+                let mut host = Host::in_pool(inputs, HostOptions::default(), &pool, "parity");
+                let events = host.subscribe();
+                (
+                    events,
+                    tokio::spawn(host.run(file_rx, control_rx)),
+                    Some(pool),
+                )
+            }
+        };
+        Run {
+            handle,
+            events,
+            transcript: Vec::new(),
+            task,
+            _watcher: watcher,
+            pool,
+            root: p
+                .path("")
+                .to_string_lossy()
+                .trim_end_matches('/')
+                .to_owned(),
+        }
+    }
+
+    /// Reads events until a pass that is not a retry is applied, noting what a person reads.
+    async fn pass(&mut self, what: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = tokio::time::timeout(left, self.events.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", self.transcript))
+                .expect("the session runs");
+            match event {
+                // A failing server's retries are the supervisor's own (the session's, or the
+                // pool's for every holder): not part of what is compared.
+                HostEvent::PlanApplied(report) if report.trigger == "retry" => {}
+                HostEvent::PlanApplied(report) => {
+                    let mut line = format!("{what}: plan");
+                    for step in &report.steps {
+                        let kind = step.action.kind();
+                        // A retry is the supervisor's (the session's own pass, or the pool's
+                        // restart of what it holds): not compared, like retry passes.
+                        if matches!(kind, "keep" | "noop" | "skip" | "retry") {
+                            continue;
+                        }
+                        line.push_str(&format!(" {kind} {}", step.action.name().unwrap_or("")));
+                        if let Some(tools) = &step.tools {
+                            line.push_str(&format!(" {:?}", tools.after));
+                        }
+                        if step.error.is_some() {
+                            line.push_str(" failed");
+                        }
+                    }
+                    line.push_str(&format!(" missing={:?}", report.file_missing));
+                    self.note(line);
+                    return;
+                }
+                HostEvent::ApprovalNeeded(requests) => {
+                    for request in requests {
+                        self.note(format!("{what}: asks about {}", request.name));
+                    }
+                }
+                HostEvent::ReloadFailed(message) => {
+                    self.note(format!("{what}: reload failed: {message}"));
+                }
+                HostEvent::LspPlanApplied(actions) => {
+                    self.note(format!("{what}: lsp {actions:?}"));
+                }
+                HostEvent::ClientUpdate(_)
+                | HostEvent::CatalogChanged(_)
+                | HostEvent::LspUpdate(_) => {}
+            }
+        }
+    }
+
+    /// What a client calling `tool` is told, retry times blanked.
+    fn note(&mut self, line: String) {
+        let line = line.replace(&self.root, "<project>");
+        self.transcript.push(line);
+    }
+
+    async fn call(&mut self, what: &str, tool: &str) {
+        let routed = self
+            .handle
+            .route(Target::Tool(tool.to_owned()))
+            .await
+            .expect("the session runs");
+        let said = match routed {
+            Ok(route) => format!("routed to {}", route.server),
+            Err(message) => blank_digits(&message.replace(&self.root, "<project>")),
+        };
+        self.note(format!("{what}: {tool} → {said}"));
+    }
+
+    async fn status(&mut self, what: &str) {
+        let report = self.handle.status().await.expect("the session runs");
+        let servers: Vec<String> = report
+            .servers
+            .iter()
+            .map(|s| format!("{} {} tools={}", s.name, s.state, s.tools))
+            .collect();
+        self.note(format!("{what}: status {}", servers.join(", ")));
+    }
+
+    async fn stop(self) -> Vec<String> {
+        self.handle.shutdown();
+        let _ = self.task.await;
+        if let Some(pool) = self.pool {
+            pool.shutdown().await;
+        }
+        self.transcript
+    }
+}
+
+fn blank_digits(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .collect()
+}
+
+async fn scenario(backend: Backend) -> Vec<String> {
+    let p = Project::new();
+    let missing = json!({"command": p.path("no-such-program").to_string_lossy()});
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
+    );
+    let mut run = Run::start(&p, backend).await;
+    run.pass("start").await;
+    run.status("start").await;
+    run.call("start", "mcp__proj__echo").await;
+
+    p.write_settings(json!({"mcpServers": {
+        "a": p.server("a", "echo,add"),
+        "broken": missing,
+    }}));
+    run.pass("edit a, add broken").await;
+    run.call("edit", "mcp__a__add").await;
+    run.call("edit", "mcp__broken__x").await;
+
+    let approved = p.run(&["approve", "proj"]);
+    assert!(approved.status.success(), "{approved:?}");
+    run.pass("approve proj").await;
+    run.call("approved", "mcp__proj__echo").await;
+
+    run.handle.reload().await.expect("the session runs");
+    run.pass("reload").await;
+    run.call("reload", "mcp__broken__x").await;
+
+    p.write_settings(json!({"mcpServers": {"broken": missing}}));
+    run.pass("remove a").await;
+    run.call("removed", "mcp__a__echo").await;
+
+    // Deleted and written again inside the grace: nothing is stopped.
+    let settings = fs::read(p.user_settings()).expect("settings");
+    fs::remove_file(p.user_settings()).expect("delete");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fs::write(p.user_settings(), &settings).expect("restore");
+    run.pass("restored inside the grace").await;
+    run.status("restored").await;
+
+    // Deleted for good: its servers go once the grace has passed, as `file missing`.
+    fs::remove_file(p.user_settings()).expect("delete");
+    run.pass("deleted").await;
+    run.pass("past the grace").await;
+    run.status("past the grace").await;
+    run.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_says_the_same_on_its_own_processes_and_on_the_shared_pool() {
+    let own = scenario(Backend::Own).await;
+    let pooled = scenario(Backend::Pool).await;
+    assert_eq!(
+        own, pooled,
+        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
+    );
+}
