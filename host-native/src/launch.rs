@@ -62,7 +62,7 @@ pub struct Launch {
     /// The rest of it: variables whose name or value is not UTF-8, as bytes.
     pub raw: Vec<(Vec<u8>, Vec<u8>)>,
     /// The session's OAuth token file (its layout's), for the remote servers it starts.
-    pub tokens: Option<crate::auth::TokenFile>,
+    pub tokens: Option<crate::token_store_file::TokenFile>,
 }
 
 impl std::fmt::Debug for Launch {

@@ -52,6 +52,7 @@ pub mod signal;
 pub mod status;
 mod supervisor;
 pub mod tls;
+pub mod token_store_file;
 pub mod transport;
 pub mod view;
 pub mod watcher;

@@ -8,13 +8,10 @@
 
 use std::future::Future;
 
-use crate::host::{MergedCatalog, Route, StatusReport, Target};
+use crate::host::{Control, HostHandle, MergedCatalog, Route, StatusReport, Target};
 use crate::lsp::tools::{LspRoute, LspUnavailable};
 
-/// The session behind a handle stopped (it is shutting down).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the mcp-reconcile session is shutting down")]
-pub struct SessionGone;
+pub use crate::host::SessionGone;
 
 /// One client-facing session over a set of servers.
 pub trait Session: Send + Sync + 'static {
@@ -50,5 +47,34 @@ pub trait Session: Send + Sync + 'static {
                 "no language server handles {extension} files in this session"
             ))))
         }
+    }
+}
+
+impl Session for HostHandle {
+    /// Waits for the start pass (see [`Control::Catalog`]).
+    async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
+        self.ask(Control::Catalog).await
+    }
+
+    async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
+        self.ask(|tx| Control::Route(target, tx)).await
+    }
+
+    async fn status(&self) -> Result<StatusReport, SessionGone> {
+        self.ask(Control::Status).await
+    }
+
+    async fn reconnect(
+        &self,
+        server: Option<String>,
+    ) -> Result<Result<Vec<String>, String>, SessionGone> {
+        self.reconnect_with(Vec::new(), server).await
+    }
+
+    async fn language(
+        &self,
+        extension: String,
+    ) -> Result<Result<LspRoute, LspUnavailable>, SessionGone> {
+        self.ask(|tx| Control::Language(extension, tx)).await
     }
 }

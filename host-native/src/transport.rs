@@ -20,8 +20,11 @@
 //!    `Connection` is stopped the same way in the background.
 
 mod caller;
+mod describe;
 mod handler;
+pub(crate) mod names;
 mod oauth;
+pub(crate) mod process;
 mod progress;
 mod relay;
 mod remote;
@@ -51,10 +54,11 @@ pub use rmcp::model::{
 
 use crate::redact::{redact_all, secrets};
 pub use caller::{CallError, Caller};
+use describe::describe;
 use oauth::oauth_manager;
 use progress::ProgressRouter;
 use remote::{Failure, Watched};
-use session::{describe, handshake, start, Ending, Handler, HandshakeFailure, Service};
+use session::{handshake, start, Ending, Handler, HandshakeFailure, Service};
 use stdio::connect_stdio;
 use subscribe::Subscribing;
 

@@ -10,7 +10,7 @@
 
 pub mod binding;
 mod callback;
-mod file;
+pub use crate::token_store_file as file;
 mod grant;
 mod qwen;
 pub mod store;

@@ -5,7 +5,7 @@
 //!
 //! * [`Own`]: the session's own [`Supervisor`] (`watch --no-daemon`, `serve --no-daemon`, an
 //!   embedding host): it starts, retries and stops its processes itself.
-//! * [`Lease`](crate::pool::Lease): the session's holds on the shared pool (a daemon session):
+//! * the pool's `Lease`: the session's holds on the shared pool (a daemon session):
 //!   the pool starts, shares, supervises and drains the processes; the session asks it to
 //!   acquire, replace and release, and sees what it holds through a mirror.
 
@@ -46,7 +46,7 @@ pub enum Restart {
 }
 
 /// Where a session's MCP connections live. See the module docs. Implemented by [`Own`] and
-/// [`Lease`](crate::pool::Lease) only.
+/// the pool's `Lease` only.
 pub trait Backend: Send + 'static {
     /// The clock supervision reads.
     fn clock(&self) -> &Clock;

@@ -4,9 +4,12 @@
 use mcp_reconcile_kernel::plan::Plan;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Control, MergedCatalog, Route, StatusReport, Target};
-use crate::lsp::tools::{LspRoute, LspUnavailable};
-use crate::session::{Session, SessionGone};
+use super::Control;
+
+/// The session behind a handle stopped (it is shutting down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the mcp-reconcile session is shutting down")]
+pub struct SessionGone;
 
 /// Talks to a running host over its control channel.
 #[derive(Clone, Debug)]
@@ -21,7 +24,7 @@ impl HostHandle {
         HostHandle { control }
     }
 
-    async fn ask<T>(
+    pub(crate) async fn ask<T>(
         &self,
         make: impl FnOnce(oneshot::Sender<T>) -> Control,
     ) -> Result<T, SessionGone> {
@@ -45,7 +48,7 @@ impl HostHandle {
         self.ask(Control::Plan).await
     }
 
-    /// [`Session::reconnect`] asked together with the pool sessions `also` (the daemon's
+    /// A reconnect asked together with the pool sessions `also` (the daemon's
     /// sessions of one file set): a process only they hold restarts once; one another session
     /// holds too while it runs is refused, with the reason.
     ///
@@ -67,35 +70,6 @@ impl HostHandle {
     /// Asks the host to stop every server and return from `run`.
     pub fn shutdown(&self) {
         let _ = self.control.send(Control::Shutdown);
-    }
-}
-
-impl Session for HostHandle {
-    /// Waits for the start pass (see [`Control::Catalog`]).
-    async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
-        self.ask(Control::Catalog).await
-    }
-
-    async fn route(&self, target: Target) -> Result<Result<Route, String>, SessionGone> {
-        self.ask(|tx| Control::Route(target, tx)).await
-    }
-
-    async fn status(&self) -> Result<StatusReport, SessionGone> {
-        self.ask(Control::Status).await
-    }
-
-    async fn reconnect(
-        &self,
-        server: Option<String>,
-    ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        self.reconnect_with(Vec::new(), server).await
-    }
-
-    async fn language(
-        &self,
-        extension: String,
-    ) -> Result<Result<LspRoute, LspUnavailable>, SessionGone> {
-        self.ask(|tx| Control::Language(extension, tx)).await
     }
 }
 

@@ -45,7 +45,7 @@ pub use self::backend::{Backend, Held, Own, Restart};
 pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners};
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
-pub use self::handle::HostHandle;
+pub use self::handle::{HostHandle, SessionGone};
 pub(crate) use self::lsp::LanguageServers;
 pub use self::lsp::LspServerStatus;
 use self::pass::Running;
@@ -155,7 +155,7 @@ pub enum Control {
 
 /// The live session. See the module docs for the drive loop. `B` is where its MCP
 /// connections live ([`Backend`]): its own processes ([`Own`]) or its holds on the daemon's
-/// shared pool ([`Lease`](crate::pool::Lease)).
+/// shared pool (the pool's `Lease`).
 pub struct Host<B = Own> {
     inputs: Inputs,
     options: HostOptions,
@@ -211,31 +211,11 @@ impl Host<Own> {
     }
 }
 
-impl Host<crate::pool::Lease> {
-    /// A host over `inputs` whose MCP connections are its holds on `pool`, as session `name`
-    /// (unique among the pool's live sessions): what a daemon session runs, for a Rust host
-    /// that shares one pool between several sessions. Plans in pool mode whatever
-    /// `options.mode` says.
-    pub fn in_pool(
-        inputs: Inputs,
-        options: HostOptions,
-        pool: &crate::pool::SharedPool,
-        name: &str,
-    ) -> Self {
-        let options = HostOptions {
-            mode: Mode::Pool,
-            ..options
-        };
-        let lease = crate::pool::Lease::new(pool, name.to_owned(), None, options.clock.clone());
-        Host::with_backend(inputs, options, lease, None)
-    }
-}
-
 impl<B: Backend> Host<B> {
     /// A host over `inputs` whose MCP connections live in `backend`; its language servers are
     /// started in `launch`'s directory and environment (a daemon session's) or this
     /// process's. Nothing runs until [`Host::run`].
-    pub(crate) fn with_backend(
+    pub fn with_backend(
         inputs: Inputs,
         options: HostOptions,
         backend: B,

@@ -25,10 +25,12 @@ use tokio::sync::watch;
 use super::actor::{HeldConn, Op, Request};
 use super::SharedPool;
 use crate::clock::Clock;
-use crate::host::{Backend, Held, Restart};
+use crate::host::{Backend, Held, Host, HostOptions, Restart};
+use crate::inputs::Inputs;
 use crate::launch::Launch;
 use crate::supervisor::Report;
 use crate::transport::{Caller, Catalog};
+use mcp_reconcile_kernel::plan::Mode;
 
 /// A held connection as last seen in the pool.
 struct Mirrored {
@@ -431,5 +433,20 @@ impl Drop for Lease {
                 reply: None,
             });
         }
+    }
+}
+
+impl Host<Lease> {
+    /// A host over `inputs` whose MCP connections are its holds on `pool`, as session `name`
+    /// (unique among the pool's live sessions): what a daemon session runs, for a Rust host
+    /// that shares one pool between several sessions. Plans in pool mode whatever
+    /// `options.mode` says.
+    pub fn in_pool(inputs: Inputs, options: HostOptions, pool: &SharedPool, name: &str) -> Self {
+        let options = HostOptions {
+            mode: Mode::Pool,
+            ..options
+        };
+        let lease = Lease::new(pool, name.to_owned(), None, options.clock.clone());
+        Host::with_backend(inputs, options, lease, None)
     }
 }

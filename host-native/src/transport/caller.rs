@@ -19,8 +19,8 @@ use rmcp::{Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::describe::describe_service_error;
 use super::progress::ProgressRouter;
-use super::session::describe_service_error;
 use super::{ConnectError, ConnectErrorKind, Connection, Ctx, ENDED_WAIT, SERVICE_CLOSE};
 
 /// How many forwarded requests are waiting for an answer on one connection, so a connection

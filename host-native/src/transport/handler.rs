@@ -21,9 +21,9 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
 use tokio::sync::Notify;
 
+use super::describe::describe_service_error;
 use super::progress::ProgressRouter;
 use super::relay::{offers, Askers, Unowned};
-use super::session::describe_service_error;
 use super::{Ctx, ElicitationResponder, SERVICE_CLOSE};
 
 /// The client side of the session: answers the server's notifications.

@@ -185,7 +185,7 @@ where
                 } else if crate::auth::is_auth_required(e) {
                     failure.record_auth_required();
                 }
-                failure.record(super::session::describe(e));
+                failure.record(super::describe::describe(e));
             }
             result
         }
@@ -298,7 +298,7 @@ mod tests {
             .send()
             .await
             .expect_err("a cross-origin redirect is refused");
-        let text = super::super::session::describe(&error);
+        let text = super::super::describe::describe(&error);
         assert!(
             text.contains("redirected to another origin (http://127.0.0.1:")
                 && text.contains("headers are not sent there — use the final URL in the config")
@@ -347,7 +347,7 @@ mod tests {
             .await
             .expect_err("one more is too many");
         assert!(
-            super::super::session::describe(&error).contains("stopped after 10 redirects"),
+            super::super::describe::describe(&error).contains("stopped after 10 redirects"),
             "{error}"
         );
     }

@@ -38,7 +38,7 @@ pub enum TokenFormat {
     /// This host's: credentials per server URL and client (the module docs).
     Native,
     /// The TypeScript (qwen-code) CLI's `mcp-oauth-tokens.json`: an array of credentials per
-    /// server name ([`super::qwen`]).
+    /// server name (the auth module's `qwen` format).
     Qwen,
 }
 
