@@ -319,7 +319,7 @@ async function startSystem(kind, n, dir, file) {
   let child, status, applied;
   if (kind === "ours" || kind === "ours-full") {
     const state = path.join(dir, "state");
-    const args = ["watch", "--user-settings", file, "--project", dir, "--state-dir", state, "--no-prompt"];
+    const args = ["watch", "--no-daemon", "--user-settings", file, "--project", dir, "--state-dir", state, "--no-prompt"];
     if (options.debounce !== null) args.push("--debounce-ms", String(options.debounce));
     if (options.quiet !== null) args.push("--quiet-ms", String(options.quiet));
     if (kind === "ours-full") args.push("--full-restart");

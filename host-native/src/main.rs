@@ -164,6 +164,7 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
 }
 
 async fn watch(args: WatchArgs) -> anyhow::Result<()> {
+    let (attaches, insisted) = (args.attaches(), args.daemon);
     // `watch` speaks to people on stdout; library logs only when asked for.
     if std::env::var_os("MCP_RECONCILE_LOG").is_some() {
         init_logging();
@@ -191,8 +192,18 @@ async fn watch(args: WatchArgs) -> anyhow::Result<()> {
             ask: Some(Input::Line),
         },
     };
-    if args.daemon {
-        return cli::daemon_watch::watch_attached(layers.options(), output).await;
+    if attaches {
+        match cli::daemon_watch::watch_attached(layers.options(), output).await {
+            Err(e) if !insisted && e.is::<cli::daemon_watch::Unreachable>() => {
+                // As `serve`: a daemon that cannot be reached or started is no reason to fail.
+                eprintln!(
+                    "mcp-reconcile watch: the per-user daemon is not available ({}); running \
+                     the session in this process",
+                    display::safe_multiline(&format!("{e:#}"))
+                );
+            }
+            done => return done,
+        }
     }
     let inputs = Inputs::new(&layers.options())?;
     let options = HostOptions {

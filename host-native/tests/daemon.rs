@@ -271,7 +271,8 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     let watch_out = p.path("watch.out");
     let mut watch = Group(
         std::process::Command::new(cli())
-            .args(["watch", "--daemon"])
+            // `watch` joins the daemon by default.
+            .arg("watch")
             .args(p.flags())
             .args(["--debounce-ms", "150"])
             .env("XDG_RUNTIME_DIR", &rt.dir)
@@ -743,7 +744,8 @@ async fn watch_daemon_asks_and_the_answer_starts_the_server() {
     assert_eq!(p.spawns("proj"), 0, "not before it is approved");
     let watch_out = p.path("watch.out");
     let mut watch = std::process::Command::new(cli())
-        .args(["watch", "--daemon"])
+        // `watch` joins the daemon by default.
+        .arg("watch")
         .args(p.flags())
         .args(["--debounce-ms", "150"])
         .env("XDG_RUNTIME_DIR", &rt.dir)
@@ -1373,4 +1375,38 @@ async fn the_default_serve_says_what_is_wrong_with_the_files_on_stderr() {
         log().contains("gone") && log().contains("no-such-program")
     });
     one.close().await;
+}
+
+/// A `watch` that cannot reach or start the daemon says so and runs the session itself.
+#[test]
+fn a_watch_without_a_usable_daemon_runs_the_session_itself() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    // The runtime directory cannot be made: a file stands where its parent should be.
+    fs::write(p.path("not-a-dir"), "").expect("file");
+    let out = p.path("watch.out");
+    let err = p.path("watch.err");
+    let _watch = Group(
+        std::process::Command::new(cli())
+            .arg("watch")
+            .args(p.flags())
+            .arg("--no-prompt")
+            .env("XDG_RUNTIME_DIR", p.path("not-a-dir/run"))
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&out).expect("watch output"))
+            .stderr(fs::File::create(&err).expect("watch errors"))
+            .process_group(0)
+            .spawn()
+            .expect("watch starts"),
+    );
+    wait("the session runs here", || {
+        fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains("+ connect a")
+    });
+    let said = fs::read_to_string(&err).unwrap_or_default();
+    assert!(
+        said.contains("running the session in this process"),
+        "{said}"
+    );
 }

@@ -50,6 +50,7 @@ fn socket_is_0600_and_state_dir_0700_even_under_umask_000() {
         .args(["-c", "umask 000; exec \"$0\" \"$@\""])
         .arg(cli())
         .arg("watch")
+        .arg("--no-daemon")
         .args(p.flags())
         .arg("--no-prompt")
         .stdin(Stdio::null())

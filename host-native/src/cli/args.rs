@@ -106,12 +106,25 @@ pub struct WatchArgs {
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = EventsFormat::Text,
           verbatim_doc_comment)]
     pub events: EventsFormat,
-    /// Attach to the per-user daemon (started if none runs) as one more session
-    /// for these files, sharing its servers with every stdio `serve`, and
-    /// print its plan lines and tools as they change, asking about servers that
-    /// need approval as `watch` does.
-    #[arg(long, conflicts_with_all = ["demo", "full_restart"])]
+    /// Attach to the per-user daemon even where `watch` would not (it does by default:
+    /// one more session for these files, sharing its servers with every stdio `serve`);
+    /// fail if it cannot be reached instead of running the session here.
+    #[arg(long, conflicts_with_all = ["demo", "full_restart", "no_daemon"])]
     pub daemon: bool,
+    /// Run the session in this process instead of the per-user daemon: its servers are
+    /// its own and stop when `watch` exits, and a second session for the same files is
+    /// refused while it runs. `--demo` and `--full-restart` always run here.
+    #[arg(long)]
+    pub no_daemon: bool,
+}
+
+impl WatchArgs {
+    /// Whether this `watch` is a session of the daemon: asked with `--daemon`, or by default
+    /// (not for `--demo`, which must leave nothing running, nor `--full-restart`, a benchmark
+    /// baseline).
+    pub fn attaches(&self) -> bool {
+        self.daemon || (!self.no_daemon && !self.demo && !self.full_restart)
+    }
 }
 
 /// `watch --events`.

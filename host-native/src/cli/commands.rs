@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 use mcp_reconcile::display;
 use mcp_reconcile::host::Host;
 use mcp_reconcile::inputs::Inputs;
-use mcp_reconcile::ipc::{self, SessionRequest};
+use mcp_reconcile::ipc::SessionRequest;
 use mcp_reconcile::review::{quoted, ApprovalRequest};
 use mcp_reconcile::status::{plan_json, report_json};
 use mcp_reconcile_kernel::approvals::ApprovalState;
@@ -103,7 +103,8 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
     let request = SessionRequest::Reconnect {
         name: Some(args.name.clone()),
     };
-    match client::request(&ipc::socket_path(&inputs), &request).await {
+    // The running session for these files: in its own process, else the daemon's.
+    match client::ask(&inputs, &request).await {
         Ok(Some(_)) => println!("reconnecting {name}"),
         Ok(None) => {}
         Err(e) => eprintln!("! the running session did not reconnect it: {e:#}"),

@@ -3,10 +3,11 @@
 //! approvals with the same printer as an in-process `watch` ([`print_watch`]).
 
 use anyhow::Context;
-use mcp_reconcile::daemon::{self, bridge, relay};
+use mcp_reconcile::daemon::{self, bridge, relay, DaemonRequest};
 use mcp_reconcile::display;
 use mcp_reconcile::host::HostEvent;
 use mcp_reconcile::inputs::{HostEnv, Inputs, Options};
+use mcp_reconcile::ipc::SessionRequest;
 use rmcp::model::CustomNotification;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -38,11 +39,17 @@ impl ClientHandler for Events {
     }
 }
 
+/// The daemon could not be reached or started: the session can run in this process instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct Unreachable(anyhow::Error);
+
 /// Attaches as a `watch` session and prints its events until Ctrl-C, SIGTERM or the daemon
-/// closes the session.
+/// closes the session; SIGHUP reloads the files (every daemon session of them, as
+/// `mcp-reconcile reload` does).
 ///
 /// # Errors
-/// The daemon cannot be started or refuses the session.
+/// [`Unreachable`], or the daemon refuses the session.
 pub async fn watch_attached(options: Options, output: Output) -> anyhow::Result<()> {
     let env = HostEnv::from_process()?;
     let dir = daemon::socket_dir(&env);
@@ -55,7 +62,13 @@ pub async fn watch_attached(options: Options, output: Output) -> anyhow::Result<
         lsp: inputs.lsp_approvals_store().clone(),
     };
     let project_root = inputs.project_root().to_owned();
-    let stream = bridge::connect_or_start(&dir, &exe).await?;
+    let stream = bridge::connect_or_start(&dir, &exe)
+        .await
+        .map_err(Unreachable)?;
+    let reload = DaemonRequest::Session {
+        id: inputs.session_id(),
+        request: SessionRequest::Reload,
+    };
     let (session, reader, write) = bridge::attach(stream, &options, env, "watch").await?;
     if output != Output::Json {
         say(&format!(
@@ -69,8 +82,20 @@ pub async fn watch_attached(options: Options, output: Output) -> anyhow::Result<
         .await
         .context("the daemon's session did not complete the MCP handshake")?;
     let printer = tokio::spawn(print_watch(events, output, stores, project_root));
+    let hangups = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return std::future::pending().await;
+        };
+        while hup.recv().await.is_some() {
+            if let Err(e) = bridge::ask(&dir, &reload).await {
+                eprintln!("! reload: {}", display::safe_multiline(&format!("{e:#}")));
+            }
+        }
+    };
     tokio::select! {
         _ = printer => {}
+        () = hangups => {}
         () = mcp_reconcile::signal::stop_signal() => {}
     }
     let _ = client.cancel().await;

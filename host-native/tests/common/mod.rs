@@ -204,6 +204,8 @@ impl Project {
         configure(&mut command);
         let child = command
             .arg("watch")
+            // The session in the test's own process tree; the daemon's `watch` is daemon.rs's.
+            .arg("--no-daemon")
             .args(self.flags())
             .args(extra)
             .args(if extra.contains(&"--debounce-ms") {
@@ -231,6 +233,7 @@ impl Project {
         let err = fs::File::create(self.path("watch.err")).expect("stderr file");
         let child = Command::new(cli())
             .arg("watch")
+            .arg("--no-daemon")
             .args(self.flags())
             .args(extra)
             .args(["--debounce-ms", "150"])
