@@ -10,11 +10,13 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use common::{Project, PATIENCE};
-use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, Target};
+use mcp_reconcile::clock::{Clock, ManualClock};
+use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, ServerStatus, State, Target};
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::pool::{PoolOptions, SharedPool};
 use mcp_reconcile::session::Session;
 use mcp_reconcile::watcher;
+use mcp_reconcile_kernel::Reason;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -39,6 +41,15 @@ struct Run {
 
 impl Run {
     async fn start(p: &Project, backend: Backend) -> Run {
+        Run::start_on(p, backend, Clock::tokio()).await
+    }
+
+    /// [`Run::start`] with every timer of the session (and of the pool) on `clock`.
+    async fn start_on(p: &Project, backend: Backend, clock: Clock) -> Run {
+        let options = HostOptions {
+            clock: clock.clone(),
+            ..HostOptions::default()
+        };
         let inputs = Inputs::new(&p.options()).expect("inputs");
         let (file_tx, file_rx) = mpsc::unbounded_channel();
         let watcher = watcher::watch(inputs.watched(), file_tx).expect("watch");
@@ -46,16 +57,17 @@ impl Run {
         let handle = HostHandle::new(control_tx);
         let (events, task, pool) = match backend {
             Backend::Own => {
-                let mut host = Host::new(inputs, HostOptions::default());
+                let mut host = Host::new(inputs, options);
                 let events = host.subscribe();
                 (events, tokio::spawn(host.run(file_rx, control_rx)), None)
             }
             Backend::Pool => {
                 let pool = SharedPool::start(PoolOptions {
                     drain: Duration::from_millis(50),
+                    clock,
                     ..PoolOptions::default()
                 });
-                let mut host = Host::in_pool(inputs, HostOptions::default(), &pool, "parity");
+                let mut host = Host::in_pool(inputs, options, &pool, "parity");
                 let events = host.subscribe();
                 (
                     events,
@@ -204,6 +216,12 @@ async fn scenario(backend: Backend) -> Vec<String> {
 
     run.handle.reload().await.expect("the session runs");
     run.pass("reload").await;
+    // The reload restarts the failed server (the session's pass, or the pool for its holders):
+    // once that start has failed again, its tool says so.
+    run.wait_server("broken failed again", "broken", |s| {
+        s.state == State::Failed && s.retry_in_ms.is_some()
+    })
+    .await;
     run.call("reload", "mcp__broken__x").await;
 
     p.write_settings(json!({"mcpServers": {"broken": missing}}));
@@ -213,7 +231,7 @@ async fn scenario(backend: Backend) -> Vec<String> {
     // Deleted and written again inside the grace: nothing is stopped.
     let settings = fs::read(p.user_settings()).expect("settings");
     fs::remove_file(p.user_settings()).expect("delete");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    run.pass("deleted, held").await;
     fs::write(p.user_settings(), &settings).expect("restore");
     run.pass("restored inside the grace").await;
     run.status("restored").await;
@@ -233,5 +251,104 @@ async fn a_session_says_the_same_on_its_own_processes_and_on_the_shared_pool() {
     assert_eq!(
         own, pooled,
         "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
+    );
+}
+
+/// A server that crashes `after` ms after it starts.
+fn crashing(p: &Project, name: &str, after: u64) -> serde_json::Value {
+    let mut server = p.server(name, "echo");
+    if let Some(args) = server["args"].as_array_mut() {
+        args.push(json!("--crash-after"));
+        args.push(json!(after.to_string()));
+    }
+    server
+}
+
+impl Run {
+    /// `name`'s status once `pred` holds for it.
+    async fn wait_server(
+        &self,
+        what: &str,
+        name: &str,
+        pred: impl Fn(&ServerStatus) -> bool,
+    ) -> ServerStatus {
+        let start = Instant::now();
+        loop {
+            let report = self.handle.status().await.expect("the session runs");
+            if let Some(s) = report.servers.iter().find(|s| s.name == name) {
+                if pred(s) {
+                    return s.clone();
+                }
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}: {report:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A crashing server backs off on the kernel's schedule into a crash loop; a call to its tool
+/// says so; `reload` clears it. On the session's own supervisor and on the pool's alike, with
+/// every timer on one [`ManualClock`].
+async fn crash_scenario(backend: Backend) -> Vec<String> {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"crashy": crashing(&p, "crashy", 150)}}));
+    let time = ManualClock::new();
+    let mut run = Run::start_on(&p, backend, time.clock()).await;
+    let mut schedule = Vec::new();
+    loop {
+        let attempt = schedule.len() as u32 + 1;
+        let s = run
+            .wait_server(&format!("failure {attempt}"), "crashy", |s| {
+                s.state == State::Failed && s.attempts == attempt
+            })
+            .await;
+        if s.reason == Some(Reason::CrashLoop) {
+            run.note(format!(
+                "crash loop after {} attempts, {} spawns, retry {:?}, stderr kept: {}",
+                s.attempts,
+                s.spawns,
+                s.retry_in_ms,
+                s.last_error
+                    .unwrap_or_default()
+                    .contains("crashing as asked")
+            ));
+            break;
+        }
+        let wait = s.retry_in_ms.expect("a retry time while backing off");
+        schedule.push(format!("attempt {} backs off {wait} ms", s.attempts));
+        time.advance(Duration::from_millis(wait));
+    }
+    for line in schedule {
+        run.note(line);
+    }
+    run.call("crash loop", "mcp__crashy__echo").await;
+    run.handle.reload().await.expect("the session runs");
+    let s = run
+        .wait_server("a fresh first failure after reload", "crashy", |s| {
+            s.state == State::Failed && s.attempts == 1 && s.spawns == 9
+        })
+        .await;
+    run.note(format!(
+        "after reload: {} attempt {} reason {:?}",
+        s.state, s.attempts, s.reason
+    ));
+    run.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_loop_runs_and_clears_alike_on_both_backends() {
+    let own = crash_scenario(Backend::Own).await;
+    let pooled = crash_scenario(Backend::Pool).await;
+    assert_eq!(
+        own, pooled,
+        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
+    );
+    assert!(
+        own.iter().any(|l| l
+            .starts_with("crash loop after 8 attempts, 8 spawns, retry None, stderr kept: true")),
+        "{own:#?}"
     );
 }

@@ -331,10 +331,18 @@ impl Backend for Lease {
         }
     }
 
+    /// The pool forgives what the session holds and restarts the failed ones it admits; until
+    /// the mirror is refreshed they show as starting, as they are.
     fn forgive_all(&mut self) {
         let _ = self.pool.tx.send(Request::Forgive {
             session: self.name.clone(),
         });
+        for mirrored in self.mirror.values_mut() {
+            if mirrored.health.status == Status::Failed {
+                mirrored.health = Supervision::connecting(0, false);
+                mirrored.caller = None;
+            }
+        }
     }
 
     async fn next(&mut self) -> Report<String> {
