@@ -32,6 +32,8 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 mod mcp;
+#[cfg(test)]
+mod tests;
 pub(crate) use mcp::Mcp;
 
 /// What a live connection reports on its own.
