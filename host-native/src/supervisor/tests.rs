@@ -36,11 +36,14 @@ struct Conn {
     stopped: Arc<AtomicUsize>,
 }
 
+/// What a fake connection sends about itself: its generation and the event.
+type FakeEvent = (u64, Event<Vec<String>>);
+
 #[derive(Clone, Default)]
 struct Memory {
     locks: Arc<Mutex<HashMap<&'static str, Arc<AtomicBool>>>>,
     /// Event senders of each generation, to close a connection on command.
-    events: Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<(u64, Event<Vec<String>>)>>>>,
+    events: Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<FakeEvent>>>>,
     /// Hanging starts waiting to be let go, by server name.
     hanging: Arc<Mutex<HashMap<String, oneshot::Sender<()>>>>,
     stopped: Arc<AtomicUsize>,
@@ -66,7 +69,7 @@ impl ConnectionKind for Memory {
     type Config = Fake;
     type Connection = Conn;
     type Catalog = Vec<String>;
-    type Event = (u64, Event<Vec<String>>);
+    type Event = FakeEvent;
 
     fn start(
         &self,
