@@ -64,7 +64,7 @@ pub fn report_json(report: &StatusReport) -> Value {
     })
 }
 
-/// A kernel plan as JSON (§10 action objects).
+/// A kernel plan as JSON (§10 action objects): its serde form.
 pub fn plan_json(plan: &Plan) -> Value {
-    serde_json::from_str(&plan.to_value().to_json()).unwrap_or(Value::Null)
+    serde_json::to_value(plan).unwrap_or(Value::Null)
 }

@@ -345,6 +345,7 @@ pub enum LspAction {
         /// `pending_approval` when it keeps running its last approved config
         /// while an edit waits for approval; else not set.
         #[cfg_attr(feature = "ts", ts(optional))]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<Reason>,
     },
     /// Do not start the server now.
@@ -932,6 +933,58 @@ fn folder_inside(folder: &str, project_root: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The serde form of every kind of language-server action is its §14.6 JSON.
+    #[test]
+    fn the_serde_form_of_an_lsp_action_is_its_spec_json() {
+        let seed = |s: &str| LspSeedId(s.to_owned());
+        let actions = [
+            LspAction::Connect {
+                name: "a".into(),
+                to: seed("a::1"),
+            },
+            LspAction::Restart {
+                name: "b".into(),
+                from: seed("b::1"),
+                to: seed("b::2"),
+                changed: vec!["command".into()],
+            },
+            LspAction::Reconfigure {
+                name: "c".into(),
+                changed: vec!["settings".into()],
+            },
+            LspAction::Retry {
+                name: "d".into(),
+                attempt: 2,
+            },
+            LspAction::Disconnect {
+                name: "e".into(),
+                reason: Reason::Removed,
+            },
+            LspAction::Keep {
+                name: "f".into(),
+                reason: None,
+            },
+            LspAction::Keep {
+                name: "g".into(),
+                reason: Some(Reason::PendingApproval),
+            },
+            LspAction::Skip {
+                name: "h".into(),
+                reason: Reason::Rejected,
+            },
+            LspAction::Noop {
+                reason: Reason::UntrustedFolder,
+            },
+        ];
+        for action in actions {
+            let spec: serde_json::Value =
+                serde_json::from_str(&action.to_value().to_json()).expect("JSON");
+            assert_eq!(serde_json::to_value(&action).expect("serializes"), spec);
+            let back: LspAction = serde_json::from_value(spec).expect("reads back");
+            assert_eq!(back, action);
+        }
+    }
 
     const ROOT: &str = "/home/dev/repo";
 

@@ -255,7 +255,7 @@ impl Action {
 }
 
 /// The ordered actions of one reconcile pass.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Plan {
     /// Disconnects, reconnects, retries, connects, keeps, skips — in that
@@ -737,6 +737,48 @@ fn entry_from_value(value: &Value) -> Result<OnlineEntry, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What crosses a process boundary with serde is the §10 JSON, byte for byte the same
+    /// object as `to_value`, for every kind of action.
+    #[test]
+    fn the_serde_form_of_a_plan_is_its_spec_json() {
+        let id = |s: &str| crate::identity::ConnectionId(s.to_owned());
+        let plan = Plan {
+            actions: vec![
+                Action::Disconnect {
+                    name: "a".into(),
+                    reason: Reason::Removed,
+                },
+                Action::Reconnect {
+                    name: "b".into(),
+                    from: id("b::1"),
+                    to: id("b::2"),
+                    changed: vec!["args".into()],
+                },
+                Action::Retry {
+                    name: "c".into(),
+                    attempt: 3,
+                },
+                Action::Connect {
+                    name: "d".into(),
+                    to: id("d::1"),
+                },
+                Action::Keep { name: "e".into() },
+                Action::Skip {
+                    name: "f".into(),
+                    reason: Reason::PendingApproval,
+                },
+                Action::Noop {
+                    reason: Reason::UntrustedFolder,
+                },
+            ],
+        };
+        let spec: serde_json::Value =
+            serde_json::from_str(&plan.to_value().to_json()).expect("JSON");
+        assert_eq!(serde_json::to_value(&plan).expect("serializes"), spec);
+        let back: Plan = serde_json::from_value(spec).expect("reads back");
+        assert_eq!(back, plan);
+    }
 
     fn servers(text: &str) -> Servers {
         crate::config::servers_from_value(&json::parse(text).expect("json")).expect("servers")

@@ -29,7 +29,7 @@ pub fn event_values(event: &HostEvent) -> Vec<Value> {
         HostEvent::LspPlanApplied(actions) => {
             let actions: Vec<Value> = actions
                 .iter()
-                .map(|a| kernel_json(&a.to_value().to_json()))
+                .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
                 .collect();
             vec![json!({"event": "lsp_plan", "actions": actions})]
         }
@@ -74,7 +74,7 @@ fn plan_event(report: &PlanReport) -> Value {
 
 /// A SPEC §10 action object with what the pass learned executing it.
 fn step_value(step: &Step) -> Value {
-    let mut value = kernel_json(&step.action.to_value().to_json());
+    let mut value = serde_json::to_value(&step.action).unwrap_or(Value::Null);
     if let Value::Object(object) = &mut value {
         object.insert("elapsedMs".into(), millis(step.elapsed).into());
         if let Some(error) = &step.error {
@@ -123,10 +123,6 @@ fn tagged(kind: &str, value: Value) -> Value {
         object.extend(fields);
     }
     Value::Object(object)
-}
-
-fn kernel_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 fn millis(d: std::time::Duration) -> u64 {

@@ -16,7 +16,7 @@ use serde_json::Value;
 /// `- disconnect (removed)`, `= keep`, `! skip (pending approval)`,
 /// `↻ retry (attempt 2)`, with reasons as [`Known`] refines them.
 pub fn action_line(action: &Action, known: Known<'_>) -> String {
-    let value: Value = serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
+    let value = serde_json::to_value(action).unwrap_or(Value::Null);
     action_line_json(&value, known)
 }
 
@@ -79,8 +79,7 @@ pub fn action_line_json(action: &Value, known: Known<'_>) -> String {
 pub fn lsp_plan_text(actions: &[LspAction]) -> String {
     let mut out = String::from("language servers:\n");
     for action in actions {
-        let value: Value =
-            serde_json::from_str(&action.to_value().to_json()).unwrap_or(Value::Null);
+        let value = serde_json::to_value(action).unwrap_or(Value::Null);
         let _ = writeln!(out, "  {}", action_line_json(&value, Known::default()));
     }
     out
