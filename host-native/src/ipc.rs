@@ -48,6 +48,56 @@ use crate::private;
 use crate::session::Session;
 use crate::status::{plan_json, report_json};
 
+/// One answer line on the session socket or the daemon's: `{"ok": …}`, `{"error": "…"}`, or
+/// `{"none": true}` when the daemon runs no session of the file set asked about.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer<T = Value> {
+    /// What was asked for.
+    Ok(T),
+    /// Why it could not be done, for the person who asked.
+    Error(String),
+    /// No session of that file set runs in the daemon: the command falls back to the files.
+    None(bool),
+}
+
+impl<T> Answer<T> {
+    /// The answer of `result`.
+    pub fn of(result: Result<T, String>) -> Answer<T> {
+        match result {
+            Ok(value) => Answer::Ok(value),
+            Err(message) => Answer::Error(message),
+        }
+    }
+
+    /// What was asked for (`None` when no session runs), or the error message.
+    ///
+    /// # Errors
+    /// The answer was an error.
+    pub fn into_result(self) -> Result<Option<T>, String> {
+        match self {
+            Answer::Ok(value) => Ok(Some(value)),
+            Answer::Error(message) => Err(message),
+            Answer::None(_) => Ok(None),
+        }
+    }
+}
+
+impl Answer<Value> {
+    /// `Ok(value)` as a JSON answer (a value that does not serialize is an error answer).
+    pub fn json(value: impl Serialize) -> Answer<Value> {
+        match serde_json::to_value(value) {
+            Ok(value) => Answer::Ok(value),
+            Err(e) => Answer::Error(e.to_string()),
+        }
+    }
+
+    /// The answer as one JSON line's value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// The socket path of the session for `inputs`.
 pub fn socket_path(inputs: &Inputs) -> PathBuf {
     inputs
@@ -248,13 +298,14 @@ async fn answer(stream: UnixStream, host: HostHandle) -> io::Result<()> {
         }
     };
     let response = if line.strip_suffix(b"\n").unwrap_or(&line).len() > MAX_REQUEST {
-        json!({"error": format!("the request is longer than {MAX_REQUEST} bytes")})
+        Answer::Error(format!("the request is longer than {MAX_REQUEST} bytes"))
     } else {
         match SessionRequest::parse(&line) {
             Ok(request) => handle(request, &host).await,
-            Err(message) => json!({ "error": message }),
+            Err(message) => Answer::Error(message),
         }
     };
+    let response = response.to_value();
     let sent = async {
         write.write_all(format!("{response}\n").as_bytes()).await?;
         write.shutdown().await
@@ -264,11 +315,12 @@ async fn answer(stream: UnixStream, host: HostHandle) -> io::Result<()> {
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
 }
 
-/// Answers one request by asking the host behind `host`.
-async fn handle(request: SessionRequest, host: &HostHandle) -> Value {
+/// Answers one request by asking the session behind `host` (in this process, or one of the
+/// daemon's).
+pub(crate) async fn handle(request: SessionRequest, host: &HostHandle) -> Answer {
     let answer = match request {
         SessionRequest::Status => host.status().await.map(|report| Ok(report_json(&report))),
-        SessionRequest::Reload => host.reload().await.map(|()| Ok(json!(true))),
+        SessionRequest::Reload => host.reload().await.map(|()| Ok(Value::Bool(true))),
         SessionRequest::Reconnect { name } => host
             .reconnect(name)
             .await
@@ -279,9 +331,8 @@ async fn handle(request: SessionRequest, host: &HostHandle) -> Value {
             .map(|plan| plan.map(|plan| plan_json(&plan))),
     };
     match answer {
-        Ok(Ok(ok)) => json!({ "ok": ok }),
-        Ok(Err(message)) => json!({ "error": message }),
-        Err(gone) => json!({ "error": gone.to_string() }),
+        Ok(result) => Answer::of(result),
+        Err(gone) => Answer::Error(gone.to_string()),
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use mcp_reconcile::daemon::{self, bridge, DaemonRequest};
 use mcp_reconcile::inputs::Inputs;
-use mcp_reconcile::ipc::{self, SessionRequest};
+use mcp_reconcile::ipc::{self, Answer, SessionRequest};
 use mcp_reconcile::private;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -48,16 +48,16 @@ pub async fn request(path: &Path, request: &SessionRequest) -> anyhow::Result<Op
             path.display()
         );
     }
-    let response: Value = serde_json::from_slice(&line).with_context(|| {
+    let response: Answer = serde_json::from_slice(&line).with_context(|| {
         format!(
-            "the session at {} answered with something that is not JSON",
+            "the session at {} answered with something that is not an answer",
             path.display()
         )
     })?;
-    if let Some(message) = response.get("error").and_then(Value::as_str) {
-        anyhow::bail!("{message}");
+    match response.into_result() {
+        Ok(value) => Ok(Some(value.unwrap_or(Value::Null))),
+        Err(message) => anyhow::bail!("{message}"),
     }
-    Ok(Some(response.get("ok").cloned().unwrap_or(Value::Null)))
 }
 
 /// [`request`] to the session for `inputs`: the one in its own process (`watch`, `serve`)
@@ -76,10 +76,7 @@ pub async fn ask(inputs: &Inputs, request: &SessionRequest) -> anyhow::Result<Op
     let Some(answer) = bridge::ask(&daemon::socket_dir(inputs.env()), &asked).await? else {
         return Ok(None);
     };
-    if let Some(message) = answer.get("error").and_then(Value::as_str) {
-        bail!("{message}");
-    }
-    Ok(answer.get("ok").cloned())
+    answer.into_result().map_err(anyhow::Error::msg)
 }
 
 /// [`ask`] the session for `inputs`, which must be running: without

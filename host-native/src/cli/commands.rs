@@ -218,11 +218,12 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
 /// servers it holds. Empty otherwise (or when the daemon cannot be asked).
 async fn daemon_sessions_text(id: &str, dir: &std::path::Path) -> String {
     use mcp_reconcile::daemon::{bridge, DaemonRequest};
-    let Ok(Some(answer)) = bridge::ask(dir, &DaemonRequest::Status).await else {
+    use mcp_reconcile::ipc::Answer;
+    let Ok(Some(Answer::Ok(status))) = bridge::ask(dir, &DaemonRequest::Status).await else {
         return String::new();
     };
     let mut out = String::new();
-    for session in answer["ok"]["sessions"].as_array().into_iter().flatten() {
+    for session in status["sessions"].as_array().into_iter().flatten() {
         if session["id"].as_str() != Some(id) {
             continue;
         }
@@ -430,10 +431,10 @@ pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<
         );
         return Ok(());
     };
-    if let Some(message) = answer.get("error").and_then(Value::as_str) {
-        bail!("{message}");
-    }
-    let ok = answer.get("ok").cloned().unwrap_or(Value::Null);
+    let ok = answer
+        .into_result()
+        .map_err(anyhow::Error::msg)?
+        .unwrap_or(Value::Null);
     if json {
         println!("{ok}");
         return Ok(());

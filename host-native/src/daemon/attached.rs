@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::{Peer, RoleServer};
-use serde_json::json;
 use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
@@ -29,6 +28,7 @@ use super::registry::{Entry, Registry, SessionInfo};
 use crate::gateway::Gateway;
 use crate::host::{Host, HostEvent, HostHandle, HostOptions};
 use crate::inputs::{HostEnv, Inputs, Options};
+use crate::ipc::Answer;
 use crate::launch::Launch;
 use crate::pool::{Lease, SharedPool};
 use crate::session::Session;
@@ -39,6 +39,14 @@ use mcp_reconcile_kernel::plan::Mode;
 /// `params` is the event as serde writes it. The `serve` bridge prints it on stderr and keeps
 /// it from the MCP client; `watch` prints it (and asks about approvals) as in-process.
 pub const EVENT: &str = "notifications/mcp-reconcile/event";
+
+/// The daemon's answer to an attach: the session's name (the connection speaks MCP to it
+/// from then on).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Attached {
+    /// Unique among the daemon's sessions: `<client>-<pid>-<n>`.
+    pub session: String,
+}
 
 /// What a client attaches with (see [`DaemonRequest::Attach`](super::DaemonRequest)).
 pub struct Attach {
@@ -66,7 +74,7 @@ pub(crate) async fn run(
     let inputs = match Inputs::with_env(&attach.options, attach.env) {
         Ok(inputs) => inputs,
         Err(e) => {
-            let _ = super::reply(&mut write, &json!({ "error": format!("{e:#}") })).await;
+            let _ = super::reply(&mut write, &Answer::<Attached>::Error(format!("{e:#}"))).await;
             return;
         }
     };
@@ -74,7 +82,7 @@ pub(crate) async fn run(
     let watcher = match watcher::watch(inputs.watched(), file_tx) {
         Ok(watcher) => watcher,
         Err(e) => {
-            let _ = super::reply(&mut write, &json!({ "error": format!("{e:#}") })).await;
+            let _ = super::reply(&mut write, &Answer::<Attached>::Error(format!("{e:#}"))).await;
             return;
         }
     };
@@ -109,7 +117,10 @@ pub(crate) async fn run(
     let session = tokio::spawn(host.run(file_rx, control_rx));
     // The start pass (bounded): the client's first listing is then complete.
     let _ = handle.catalog().await;
-    if super::reply(&mut write, &json!({ "ok": { "session": name } }))
+    let attached = Attached {
+        session: name.clone(),
+    };
+    if super::reply(&mut write, &Answer::Ok(attached))
         .await
         .is_err()
     {

@@ -16,13 +16,14 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
+use super::attached::Attached;
 use super::{DaemonRequest, LOG, SOCKET};
 use crate::inputs::{HostEnv, Options};
+use crate::ipc::Answer;
 use crate::{ipc, private};
 
 /// How long a started daemon may take to listen.
@@ -79,14 +80,14 @@ pub async fn connect_or_start(dir: &Path, exe: &Path) -> anyhow::Result<UnixStre
     }
 }
 
-/// Sends one request to the daemon in `dir` and reads its answer line (at most
+/// Sends one request to the daemon in `dir` and reads its [`Answer`] (at most
 /// [`ipc::MAX_RESPONSE`] bytes): `Ok(None)` when no daemon listens there.
 ///
 /// # Errors
 /// `dir` or its socket is not private to the user or another user's process listens there
 /// (nothing is sent), or the daemon broke the connection, answered late, too long or not in
 /// JSON.
-pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<Value>> {
+pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<Answer>> {
     let Some(stream) = private::connect(dir, SOCKET).await? else {
         return Ok(None);
     };
@@ -99,7 +100,7 @@ pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<V
         .await
         .context("the mcp-reconcile daemon did not answer in time")??;
     let answer = serde_json::from_slice(&line)
-        .context("the mcp-reconcile daemon answered with something that is not JSON")?;
+        .context("the mcp-reconcile daemon answered with something that is not an answer")?;
     Ok(Some(answer))
 }
 
@@ -136,15 +137,11 @@ pub async fn attach(
     tokio::time::timeout(ATTACH_WAIT, answer)
         .await
         .context("the mcp-reconcile daemon did not answer the attach in time")??;
-    let answer: Value = serde_json::from_slice(&line)
-        .context("the mcp-reconcile daemon closed the connection or answered with something that is not JSON")?;
-    if let Some(message) = answer.get("error").and_then(Value::as_str) {
-        return Err(Refused(message.to_owned()).into());
+    let answer: Answer<Attached> = serde_json::from_slice(&line)
+        .context("the mcp-reconcile daemon closed the connection or answered with something that is not an answer")?;
+    match answer {
+        Answer::Ok(attached) => Ok((attached.session, reader, write)),
+        Answer::Error(message) => Err(Refused(message).into()),
+        Answer::None(_) => bail!("the mcp-reconcile daemon answered the attach with no session"),
     }
-    let name = answer
-        .pointer("/ok/session")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    Ok((name, reader, write))
 }

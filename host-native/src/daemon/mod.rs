@@ -54,7 +54,7 @@ use tokio::net::UnixStream;
 use self::registry::Registry;
 pub use self::wire::DaemonRequest;
 use crate::inputs::HostEnv;
-use crate::ipc;
+use crate::ipc::{self, Answer};
 use crate::pool::{PoolOptions, SharedPool};
 
 /// The socket's file name in [`socket_dir`].
@@ -224,19 +224,19 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
             .await;
             return;
         }
-        Ok(DaemonRequest::Status) => json!({ "ok": status(&pool, &registry).await }),
+        Ok(DaemonRequest::Status) => Answer::Ok(status(&pool, &registry).await),
         Ok(DaemonRequest::Session { id, request }) => registry.ask(&id, request).await,
-        Err(message) => json!({ "error": message }),
+        Err(message) => Answer::Error(message),
     };
     let _ = reply(&mut write, &response).await;
 }
 
 /// Writes one answer line, bounded by [`ipc::READ_TIMEOUT`].
-pub(crate) async fn reply(
+pub(crate) async fn reply<T: serde::Serialize>(
     write: &mut (impl tokio::io::AsyncWrite + Unpin),
-    response: &Value,
+    response: &Answer<T>,
 ) -> io::Result<()> {
-    let text = format!("{response}\n");
+    let text = serde_json::to_string(response).map_err(io::Error::other)? + "\n";
     let sent = write.write_all(text.as_bytes());
     tokio::time::timeout(ipc::READ_TIMEOUT, sent)
         .await

@@ -4,13 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::host::HostHandle;
-use crate::ipc::SessionRequest;
-use crate::session::Session;
-use crate::status::{plan_json, report_json};
+use crate::ipc::{Answer, SessionRequest};
 
 /// A session as `status` lists it.
 #[derive(Clone, Debug)]
@@ -117,10 +115,10 @@ impl Registry {
             .send_replace(entries.attaching + entries.live.len());
     }
 
-    /// Asks every session of the file set `id` (`{"ok": …}` or `{"error": …}`; `{"none":
-    /// true}` when there is none): the status of the first (they read the same files), a
-    /// reload or reconnect of each.
-    pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Value {
+    /// Asks every session of the file set `id` ([`Answer::None`] when there is none): the
+    /// status or plan of the first (they read the same files), a reload of each, a reconnect
+    /// of all of them together.
+    pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Answer {
         let targets: Vec<(String, HostHandle)> = {
             self.lock()
                 .live
@@ -131,23 +129,17 @@ impl Registry {
         };
         let Some((_, first)) = targets.first() else {
             // Not an error: the command falls back to what the files say.
-            return json!({ "none": true });
+            return Answer::None(true);
         };
         match request {
-            SessionRequest::Status => match first.status().await {
-                Ok(report) => json!({ "ok": report_json(&report) }),
-                Err(gone) => json!({ "error": gone.to_string() }),
-            },
-            SessionRequest::Plan => match first.plan().await {
-                Ok(Ok(plan)) => json!({ "ok": plan_json(&plan) }),
-                Ok(Err(message)) => json!({ "error": message }),
-                Err(gone) => json!({ "error": gone.to_string() }),
-            },
+            SessionRequest::Status | SessionRequest::Plan => {
+                crate::ipc::handle(request, first).await
+            }
             SessionRequest::Reload => {
                 for (_, session) in &targets {
                     let _ = session.reload().await;
                 }
-                json!({ "ok": true })
+                Answer::Ok(Value::Bool(true))
             }
             // Asked together: a process these sessions share restarts once; one another
             // file set's session holds too while it runs is refused with the reason.
@@ -157,10 +149,10 @@ impl Registry {
                     Ok(Ok(mut names)) => {
                         names.sort();
                         names.dedup();
-                        json!({ "ok": names })
+                        Answer::json(names)
                     }
-                    Ok(Err(refusal)) => json!({ "error": refusal }),
-                    Err(gone) => json!({ "error": gone.to_string() }),
+                    Ok(Err(refusal)) => Answer::Error(refusal),
+                    Err(gone) => Answer::Error(gone.to_string()),
                 }
             }
         }
@@ -186,7 +178,7 @@ mod tests {
         assert_eq!(*count.borrow(), 0);
         assert_eq!(
             registry.ask("0123", SessionRequest::Status).await,
-            json!({ "none": true })
+            Answer::None(true)
         );
         assert_ne!(
             registry.next_name("serve", 7),
