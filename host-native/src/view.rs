@@ -272,8 +272,8 @@ pub fn own_prompt_name(server: &str, catalog: &Catalog, name: &str) -> Option<St
 
 #[cfg(test)]
 mod tests {
-    use crate::transport::names::shown_name;
     use super::*;
+    use crate::transport::names::shown_name;
     use mcp_reconcile_kernel::json::parse;
 
     fn cfg(text: &str) -> ServerConfig {
