@@ -1,10 +1,11 @@
 //! [`Session`]: what a gateway fronts — one client-facing set of servers.
 //!
-//! The session host ([`HostHandle`](crate::host::HostHandle)), one session of the shared
-//! pool ([`PoolSession`](crate::pool::PoolSession)) and a daemon session around one
-//! ([`DaemonSession`](crate::daemon::attached::DaemonSession)) implement it, so
-//! [`Gateway`](crate::gateway::Gateway) serves either without knowing which: the merged
-//! catalog, where a request goes, every configured server's status, and a reconnect.
+//! A running session's [`HostHandle`] implements it, whatever the session's backend: its own
+//! processes (`watch`, `serve --no-daemon`), or its holds on a shared pool
+//! ([`Host::in_pool`](crate::host::Host::in_pool): a daemon session, or a Rust host that shares
+//! one pool between several sessions). [`Gateway`](crate::gateway::Gateway) serves it without
+//! knowing which: the merged catalog, where a request goes, every configured server's status,
+//! and a reconnect.
 
 use std::future::Future;
 

@@ -1,5 +1,7 @@
-//! The shared pool as a Rust host embeds it: several sessions in one process over real fixture
-//! servers (spawn markers count processes).
+//! The shared pool as a Rust host embeds it: several sessions in one process, each the session
+//! engine on a lease of the pool ([`Host::in_pool`]), over real fixture servers (spawn markers
+//! count processes). A test drives a session as an embedding host would: it rewrites a file,
+//! asks the session to reload and reads the pass that follows from the session's events.
 
 mod common;
 
@@ -8,12 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{alive, fixture, PATIENCE};
-use mcp_reconcile::host::Target;
+use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, PlanReport, Target};
 use mcp_reconcile::inputs::{Inputs, Options};
 use mcp_reconcile::pool::{PoolOptions, PooledStatus, SharedPool};
+use mcp_reconcile::session::Session;
 use mcp_reconcile::transport::CallToolResult;
-use mcp_reconcile_kernel::{Decision, Reason};
+use mcp_reconcile_kernel::reload::FileSource;
+use mcp_reconcile_kernel::{Action, Decision, Reason};
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 struct Dir(tempfile::TempDir);
 
@@ -75,6 +80,134 @@ impl Dir {
             .filter_map(|p| p.trim().parse().ok())
             .collect()
     }
+
+    /// Decides `server`'s approval for its config as `inputs` read it now.
+    fn decide(&self, inputs: &mut Inputs, server: &str, decision: Decision) {
+        let snapshot = inputs.load(None);
+        let config = snapshot
+            .assembled()
+            .servers
+            .get(server)
+            .cloned()
+            .unwrap_or_else(|| panic!("{server} is configured"));
+        let root = inputs.project_root().to_owned();
+        inputs
+            .approvals_store()
+            .decide(&root, server, &config, decision)
+            .expect("decide");
+    }
+}
+
+/// One session of the pool: the engine on a lease, what it tells, its task.
+struct Run {
+    handle: HostHandle,
+    events: mpsc::UnboundedReceiver<HostEvent>,
+    task: tokio::task::JoinHandle<()>,
+    /// Never sent on: a test asks for a reload itself after it rewrites a file.
+    _files: mpsc::UnboundedSender<FileSource>,
+}
+
+/// What one pass told: its report, and the servers it asked a decision about.
+struct Pass {
+    report: PlanReport,
+    asked: Vec<String>,
+}
+
+impl Pass {
+    /// Whether the pass did a `kind` action (`connect`, `disconnect`, …) for `server`.
+    fn did(&self, kind: &str, server: &str) -> bool {
+        self.report
+            .steps
+            .iter()
+            .any(|s| s.action.kind() == kind && s.action.name() == Some(server))
+    }
+
+    /// Whether the pass started (or tried to start) `server`.
+    fn started(&self, server: &str) -> bool {
+        self.report
+            .steps
+            .iter()
+            .any(|s| s.action.starts() && s.action.name() == Some(server))
+    }
+
+    /// The steps that failed, with why (a refused acquire says `not admitted: <reason>`).
+    fn errors(&self) -> Vec<String> {
+        self.report
+            .steps
+            .iter()
+            .filter_map(|s| {
+                s.error
+                    .as_ref()
+                    .map(|e| format!("{}: {e}", s.action.kind()))
+            })
+            .collect()
+    }
+}
+
+impl Run {
+    /// Session `name` of `pool` over `inputs`, running.
+    fn start(pool: &SharedPool, inputs: Inputs, name: &str) -> Run {
+        let (files, file_rx) = mpsc::unbounded_channel();
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let mut host = Host::in_pool(inputs, HostOptions::default(), pool, name);
+        let events = host.subscribe();
+        Run {
+            handle: HostHandle::new(control_tx),
+            events,
+            task: tokio::spawn(host.run(file_rx, control_rx)),
+            _files: files,
+        }
+    }
+
+    /// The next event, or `None` when none comes within `wait`.
+    async fn event_within(&mut self, wait: Duration) -> Option<HostEvent> {
+        let event = tokio::time::timeout(wait, self.events.recv()).await.ok()?;
+        Some(event.expect("the session runs"))
+    }
+
+    async fn event(&mut self, what: &str) -> HostEvent {
+        self.event_within(PATIENCE)
+            .await
+            .unwrap_or_else(|| panic!("timed out waiting for {what}"))
+    }
+
+    /// Reads events until the next pass (not the pool's retry) is applied.
+    async fn pass(&mut self, what: &str) -> Pass {
+        let mut asked = Vec::new();
+        loop {
+            match self.event(what).await {
+                HostEvent::PlanApplied(report) if report.trigger != "retry" => {
+                    return Pass { report, asked };
+                }
+                HostEvent::ApprovalNeeded(requests) => {
+                    asked.extend(requests.into_iter().map(|r| r.name));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Reloads the files now and reads the pass that follows.
+    async fn reload(&mut self, what: &str) -> Pass {
+        self.handle.reload().await.expect("the session runs");
+        self.pass(what).await
+    }
+
+    /// The tool names the session offers.
+    async fn tools(&self) -> Vec<String> {
+        let catalog = self.handle.catalog().await.expect("the session runs");
+        catalog
+            .tools
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect()
+    }
+
+    /// Stops the session: it releases everything it holds; returns once the pool took that.
+    async fn stop(self) {
+        self.handle.shutdown();
+        self.task.await.expect("the session task");
+    }
 }
 
 async fn wait_status(
@@ -96,6 +229,15 @@ async fn wait_status(
     }
 }
 
+/// Waits until process `pid` has exited.
+async fn wait_gone(pid: u64, what: &str) {
+    let start = Instant::now();
+    while alive(pid) && start.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(pid), "{what} (pid {pid})");
+}
+
 fn connected(status: &[PooledStatus], server: &str) -> bool {
     status
         .iter()
@@ -108,6 +250,13 @@ fn text(result: &CallToolResult) -> String {
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect()
+}
+
+fn with_args(mut server: Value, extra: &[&str]) -> Value {
+    if let Some(args) = server["args"].as_array_mut() {
+        args.extend(extra.iter().map(|a| json!(a)));
+    }
+    server
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,37 +272,40 @@ async fn two_sessions_share_one_process_each_with_its_own_view_and_it_drains_aft
         drain: Duration::from_millis(1500),
         ..PoolOptions::default()
     });
-    let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
-    let (mut a, mut b) = (pool.session("a"), pool.session("b"));
-    let (snap_a, snap_b) = (files_a.load(None), files_b.load(None));
-    // Concurrent acquires of one id spawn once.
-    let (ra, rb) = tokio::join!(a.apply(&snap_a), b.apply(&snap_b));
-    assert!(ra.expect("a applies").refused.is_empty());
-    assert!(rb.expect("b applies").refused.is_empty());
+    // Both start at once: concurrent acquires of one id spawn once.
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let mut b = Run::start(&pool, d.inputs("b"), "b");
+    let (pa, pb) = tokio::join!(a.pass("a's start"), b.pass("b's start"));
+    for pass in [&pa, &pb] {
+        assert!(pass.did("connect", "x"), "{:#?}", pass.report);
+        assert!(
+            pass.errors().is_empty(),
+            "none refused: {:?}",
+            pass.errors()
+        );
+    }
     let s = wait_status(&pool, "x connected", |s| connected(s, "x")).await;
     assert_eq!(s.len(), 1, "one shared connection: {s:#?}");
-    assert_eq!(s[0].holders, ["a", "b"]);
+    let mut holders = s[0].holders.clone();
+    holders.sort();
+    assert_eq!(holders, ["a", "b"]);
     assert_eq!(d.pids("x").len(), 1, "spawned once");
     let pid = d.pids("x")[0];
 
     // Each session's own view of the one process.
-    let names = |c: mcp_reconcile::host::MergedCatalog| -> Vec<String> {
-        c.tools.into_iter().map(|t| t.name.into_owned()).collect()
-    };
-    assert_eq!(
-        names(a.catalog().await.expect("catalog")),
-        ["mcp__x__echo", "mcp__x__add"]
-    );
-    assert_eq!(names(b.catalog().await.expect("catalog")), ["mcp__x__echo"]);
+    assert_eq!(a.tools().await, ["mcp__x__echo", "mcp__x__add"]);
+    assert_eq!(b.tools().await, ["mcp__x__echo"]);
     let hidden = b
+        .handle
         .route(Target::Tool("mcp__x__add".into()))
         .await
-        .expect("pool runs");
+        .expect("the session runs");
     assert!(hidden.is_err(), "b's includeTools hides add");
     let route = a
+        .handle
         .route(Target::Tool("mcp__x__add".into()))
         .await
-        .expect("pool runs")
+        .expect("the session runs")
         .expect("a sees add");
     let params = rmcp::model::CallToolRequestParams::new(route.name.clone()).with_arguments(
         json!({"a": 2, "b": 3})
@@ -169,22 +321,18 @@ async fn two_sessions_share_one_process_each_with_its_own_view_and_it_drains_aft
     assert_eq!(text(&result), "5");
 
     // One releases: still alive, held by the other.
-    a.close().await;
+    a.stop().await;
     let s = pool.status().await.expect("pool runs");
     assert_eq!(s[0].holders, ["b"]);
     assert!(alive(pid));
 
     // The last releases: draining, still alive for now; gone after the drain delay.
-    b.close().await;
+    b.stop().await;
     let s = pool.status().await.expect("pool runs");
     assert!(s[0].draining, "{s:#?}");
     assert!(alive(pid), "kept through the drain delay");
     wait_status(&pool, "the drained connection closed", |s| s.is_empty()).await;
-    let start = Instant::now();
-    while alive(pid) && start.elapsed() < PATIENCE {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!alive(pid), "the server stopped after the drain delay");
+    wait_gone(pid, "the server stopped after the drain delay").await;
     assert_eq!(d.pids("x").len(), 1);
     pool.shutdown().await;
 }
@@ -197,19 +345,26 @@ async fn a_reacquire_during_the_drain_keeps_the_process() {
         drain: Duration::from_secs(30),
         ..PoolOptions::default()
     });
-    let mut files = d.inputs("a");
-    let mut a = pool.session("a");
-    a.apply(&files.load(None)).await.expect("applies");
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let pass = a.pass("a's start").await;
+    assert!(pass.did("connect", "x") && pass.errors().is_empty());
     wait_status(&pool, "x connected", |s| connected(s, "x")).await;
-    a.close().await;
-    let mut again = pool.session("a2");
-    again.apply(&files.load(None)).await.expect("applies");
+    a.stop().await;
+    let s = pool.status().await.expect("pool runs");
+    assert_eq!((s.len(), s[0].draining), (1, true), "{s:#?}");
+
+    // Another session of the same files, during the drain: it attaches to the process.
+    let mut again = Run::start(&pool, d.inputs("a"), "a2");
+    let pass = again.pass("a2's start").await;
+    assert!(pass.did("connect", "x") && pass.errors().is_empty());
     let s = pool.status().await.expect("pool runs");
     assert_eq!((s.len(), s[0].draining), (1, false), "{s:#?}");
+    assert_eq!(s[0].holders, ["a2"]);
     assert_eq!(d.pids("x").len(), 1, "not respawned");
-    pool.shutdown().await;
     let pid = d.pids("x")[0];
+    pool.shutdown().await;
     assert!(!alive(pid), "shutdown stops every server");
+    again.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,51 +381,55 @@ async fn the_approval_gate_runs_before_any_acquire() {
         drain: Duration::from_millis(200),
         ..PoolOptions::default()
     });
+    // The approvals as a person decides them (same files as session a).
     let mut files = d.inputs("a");
-    let mut a = pool.session("a");
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let skipped_pending = |pass: &Pass| {
+        pass.report.steps.iter().any(|s| {
+            matches!(&s.action, Action::Skip { name, reason: Reason::PendingApproval } if name == "proj")
+        })
+    };
 
     // Pending: never acquired, never spawned; asked about.
-    let applied = a.apply(&files.load(None)).await.expect("applies");
-    assert_eq!(applied.approval_needed, ["proj"]);
+    let pass = a.pass("a's start").await;
+    assert_eq!(pass.asked, ["proj"]);
+    assert!(skipped_pending(&pass), "{:#?}", pass.report);
     assert!(pool.status().await.expect("pool runs").is_empty());
-    assert!(a
-        .reconnect(Some("proj"))
-        .await
-        .expect("pool runs")
-        .is_empty());
+    assert_eq!(
+        a.handle
+            .reconnect(Some("proj".into()))
+            .await
+            .expect("the session runs"),
+        Ok(Vec::new())
+    );
     let refused = a
+        .handle
         .route(Target::Tool("mcp__proj__echo".into()))
         .await
-        .expect("pool runs")
+        .expect("the session runs")
         .expect_err("not available");
     assert!(refused.contains("approv"), "{refused}");
 
     // Rejected: still never; not asked again for the same config.
-    let snapshot = files.load(None);
-    let config = snapshot
-        .assembled()
-        .servers
-        .get("proj")
-        .cloned()
-        .expect("proj");
-    let root = files.project_root().to_owned();
-    let store = files.approvals_store().clone();
-    store
-        .decide(&root, "proj", &config, Decision::Rejected)
-        .expect("decide");
-    let applied = a.apply(&files.load(None)).await.expect("applies");
-    assert!(applied.approval_needed.is_empty(), "{applied:?}");
-    assert!(a.reconnect(None).await.expect("pool runs").is_empty());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    d.decide(&mut files, "proj", Decision::Rejected);
+    let pass = a.reload("the rejection").await;
+    assert!(pass.asked.is_empty(), "{:?}", pass.asked);
+    assert_eq!(pass.report.rejected, ["proj"]);
+    assert!(!pass.started("proj"), "{:#?}", pass.report);
+    assert_eq!(
+        a.handle.reconnect(None).await.expect("the session runs"),
+        Ok(Vec::new())
+    );
     assert!(pool.status().await.expect("pool runs").is_empty());
     assert!(
         d.pids("proj").is_empty(),
         "a rejected server is never spawned"
     );
     let refused = a
+        .handle
         .route(Target::Tool("mcp__proj__echo".into()))
         .await
-        .expect("pool runs")
+        .expect("the session runs")
         .expect_err("not available");
     assert!(refused.contains("rejected"), "{refused}");
 
@@ -279,52 +438,49 @@ async fn the_approval_gate_runs_before_any_acquire() {
         &mcp_json,
         &json!({"mcpServers": {"proj": d.server("proj", "echo,add")}}),
     );
-    let applied = a.apply(&files.load(None)).await.expect("applies");
-    assert_eq!(applied.approval_needed, ["proj"]);
+    let pass = a.reload("the edit").await;
+    assert_eq!(pass.asked, ["proj"]);
+    assert!(skipped_pending(&pass), "{:#?}", pass.report);
+    assert!(pool.status().await.expect("pool runs").is_empty());
     assert!(d.pids("proj").is_empty());
 
     // Approved: acquired; a second session attaches to the same process.
-    let snapshot = files.load(None);
-    let config = snapshot
-        .assembled()
-        .servers
-        .get("proj")
-        .cloned()
-        .expect("proj");
-    store
-        .decide(&root, "proj", &config, Decision::Approved)
-        .expect("decide");
-    a.apply(&files.load(None)).await.expect("applies");
+    d.decide(&mut files, "proj", Decision::Approved);
+    let pass = a.reload("the approval").await;
+    assert!(pass.did("connect", "proj"), "{:#?}", pass.report);
+    assert!(pass.errors().is_empty(), "{:?}", pass.errors());
     wait_status(&pool, "proj connected", |s| connected(s, "proj")).await;
-    let mut files_b = d.inputs("b");
-    let mut b = pool.session("b");
-    b.apply(&files_b.load(None)).await.expect("applies");
+    let mut b = Run::start(&pool, d.inputs("b"), "b");
+    let pass = b.pass("b's start").await;
+    assert!(pass.did("connect", "proj") && pass.errors().is_empty());
     let s = pool.status().await.expect("pool runs");
     assert_eq!(s[0].holders, ["a", "b"]);
     assert_eq!(d.pids("proj").len(), 1);
 
     // Rejected again: both release it; it closes and no path brings it back.
-    store
-        .decide(&root, "proj", &config, Decision::Rejected)
-        .expect("decide");
-    let ra = a.apply(&files.load(None)).await.expect("applies");
-    let rb = b.apply(&files_b.load(None)).await.expect("applies");
-    assert!(ra.plan.actions.iter().any(|x| x.kind() == "disconnect"));
-    assert!(rb.plan.actions.iter().any(|x| x.kind() == "disconnect"));
+    d.decide(&mut files, "proj", Decision::Rejected);
+    let pa = a.reload("a, rejected again").await;
+    let pb = b.reload("b, rejected again").await;
+    assert!(pa.did("disconnect", "proj"), "{:#?}", pa.report);
+    assert!(pb.did("disconnect", "proj"), "{:#?}", pb.report);
     wait_status(&pool, "proj closed", |s| s.is_empty()).await;
-    assert!(a.reconnect(None).await.expect("pool runs").is_empty());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        a.handle.reconnect(None).await.expect("the session runs"),
+        Ok(Vec::new())
+    );
+    let pass = a.reload("a reload after the rejection").await;
+    assert!(!pass.started("proj"), "{:#?}", pass.report);
+    assert!(pool.status().await.expect("pool runs").is_empty());
     assert_eq!(d.pids("proj").len(), 1, "never spawned again");
+    a.stop().await;
+    b.stop().await;
     pool.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears_it() {
     let d = Dir::new();
-    let mut crashy = d.server("crashy", "echo");
-    if let Some(args) = crashy["args"].as_array_mut() {
-        args.extend([json!("--crash-after"), json!("150")]);
-    }
+    let crashy = with_args(d.server("crashy", "echo"), &["--crash-after", "150"]);
     d.settings("a", json!({"crashy": crashy.clone()}));
     d.settings("b", json!({"crashy": crashy}));
     let time = mcp_reconcile::clock::ManualClock::new();
@@ -332,10 +488,10 @@ async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears
         clock: time.clock(),
         ..PoolOptions::default()
     });
-    let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
-    let (mut a, mut b) = (pool.session("a"), pool.session("b"));
-    a.apply(&files_a.load(None)).await.expect("applies");
-    b.apply(&files_b.load(None)).await.expect("applies");
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let mut b = Run::start(&pool, d.inputs("b"), "b");
+    let (pa, pb) = tokio::join!(a.pass("a's start"), b.pass("b's start"));
+    assert!(pa.did("connect", "crashy") && pb.did("connect", "crashy"));
     // Each retry comes when the pool's clock passes its time.
     for attempts in 1..8 {
         let s = wait_status(&pool, &format!("failure {attempts}"), |s| {
@@ -357,21 +513,20 @@ async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears
     // One process per attempt, shared by both sessions: the pool retried, not each session.
     assert_eq!(d.pids("crashy").len(), 8);
     assert_eq!(
-        b.reconnect(Some("crashy")).await.expect("pool runs"),
-        ["crashy"]
+        b.handle
+            .reconnect(Some("crashy".into()))
+            .await
+            .expect("the session runs"),
+        Ok(vec!["crashy".to_owned()])
     );
     wait_status(&pool, "a fresh start", |s| s[0].spawns > 8).await;
-    a.close().await;
-    b.close().await;
+    a.stop().await;
+    b.stop().await;
     pool.shutdown().await;
     // A retry may still have been starting when the pool shut down; its
     // process is stopped as the start completes. None may outlive that.
-    let deadline = std::time::Instant::now() + PATIENCE;
     for pid in d.pids("crashy") {
-        while alive(pid) && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(!alive(pid), "pid {pid} outlived the pool");
+        wait_gone(pid, "a crashing server outlived the pool").await;
     }
 }
 
@@ -413,10 +568,20 @@ async fn remote_servers_are_per_session_unless_opted_in_and_sdk_never_pooled() {
             drain: Duration::from_millis(100),
             ..PoolOptions::default()
         });
-        let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
-        let (mut a, mut b) = (pool.session("a"), pool.session("b"));
-        a.apply(&files_a.load(None)).await.expect("applies");
-        b.apply(&files_b.load(None)).await.expect("applies");
+        let mut a = Run::start(&pool, d.inputs("a"), "a");
+        let mut b = Run::start(&pool, d.inputs("b"), "b");
+        let (pa, pb) = tokio::join!(a.pass("a's start"), b.pass("b's start"));
+        for pass in [&pa, &pb] {
+            assert!(pass.did("connect", "web"), "{:#?}", pass.report);
+            let failed: Vec<&str> = pass
+                .report
+                .steps
+                .iter()
+                .filter(|s| s.error.is_some())
+                .filter_map(|s| s.action.name())
+                .collect();
+            assert_eq!(failed, ["inproc"], "{:#?}", pass.report);
+        }
         let s = wait_status(&pool, "web connected", |s| {
             s.iter()
                 .filter(|x| x.server == "web" && x.state == "connected")
@@ -438,8 +603,8 @@ async fn remote_servers_are_per_session_unless_opted_in_and_sdk_never_pooled() {
                 .all(|x| x.reason == Some(Reason::UnsupportedTransport))
         })
         .await;
-        a.close().await;
-        b.close().await;
+        a.stop().await;
+        b.stop().await;
         wait_status(&pool, "all closed", |s| s.is_empty()).await;
         pool.shutdown().await;
     }
@@ -457,13 +622,12 @@ impl Drop for Group {
     }
 }
 
-/// The gateway serves a pool session as it serves the session host (one `Session` trait): an
-/// MCP client sees the session's own view, calls are forwarded to the shared process, status
-/// shows the pool's connection and the policy of the session's files.
+/// The gateway serves a session on the shared pool as it serves any session (one `Session`
+/// trait): an MCP client sees the session's own view, calls are forwarded to the shared
+/// process, status shows the pool's connection and the policy of the session's files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
+async fn a_gateway_fronts_a_session_on_the_shared_pool() {
     use mcp_reconcile::gateway::Gateway;
-    use mcp_reconcile::session::Session;
     use rmcp::ServiceExt;
 
     let d = Dir::new();
@@ -477,12 +641,12 @@ async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
         }),
     );
     let pool = SharedPool::start(PoolOptions::default());
-    let mut files = d.inputs("a");
-    let mut session = pool.session("a");
-    session.apply(&files.load(None)).await.expect("applies");
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let pass = a.pass("a's start").await;
+    assert!(pass.did("connect", "x") && pass.errors().is_empty());
     wait_status(&pool, "x connected", |s| connected(s, "x")).await;
 
-    let gateway = Gateway::new(session);
+    let gateway = Gateway::new(a.handle.clone());
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let served = gateway.clone();
     let server = tokio::spawn(async move {
@@ -519,7 +683,9 @@ async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
     let result = client.call_tool(hidden).await.expect("tools/call");
     assert_eq!(result.is_error, Some(true), "{result:?}");
 
-    let status = Session::status(gateway.session()).await.expect("pool runs");
+    let status = Session::status(gateway.session())
+        .await
+        .expect("the session runs");
     let by_name = |name: &str| {
         status
             .servers
@@ -537,40 +703,20 @@ async fn a_gateway_fronts_a_pool_session_as_it_fronts_the_host() {
     assert_eq!(by_name("off").reason, Some(Reason::Excluded));
     let restarted = Session::reconnect(gateway.session(), Some("x".into()))
         .await
-        .expect("pool runs")
+        .expect("the session runs")
         .expect("reconnect");
     assert_eq!(restarted, ["x"]);
 
     client.cancel().await.expect("client closes");
     server.await.expect("gateway task");
     drop(gateway);
+    a.stop().await;
     pool.shutdown().await;
     // The reconnect's new process may still have been starting at shutdown; it is stopped as
     // its start completes. None may outlive that.
-    let deadline = std::time::Instant::now() + PATIENCE;
     for pid in d.pids("x") {
-        while alive(pid) && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(!alive(pid), "server {pid} stopped with the pool");
+        wait_gone(pid, "a server outlived the pool").await;
     }
-}
-
-/// The tool names session `session` is offered.
-async fn tool_names(session: &mcp_reconcile::pool::PoolSession) -> Vec<String> {
-    let catalog = session.catalog().await.expect("pool runs");
-    catalog
-        .tools
-        .into_iter()
-        .map(|t| t.name.into_owned())
-        .collect()
-}
-
-fn with_args(mut server: Value, extra: &[&str]) -> Value {
-    if let Some(args) = server["args"].as_array_mut() {
-        args.extend(extra.iter().map(|a| json!(a)));
-    }
-    server
 }
 
 /// Make before break in the pool, as in a single session: a changed server's new process
@@ -588,17 +734,18 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
     };
     d.settings("a", json!({"x": server(&[])}));
     let pool = SharedPool::start(PoolOptions::default());
-    let mut files = d.inputs("a");
-    let mut a = pool.session("a");
-    a.apply(&files.load(None)).await.expect("applies");
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let pass = a.pass("a's start").await;
+    assert!(pass.did("connect", "x") && pass.errors().is_empty());
     let s = wait_status(&pool, "x connected", |s| connected(s, "x")).await;
     let (old_id, old_pid) = (s[0].id.clone(), d.pids("x")[0]);
 
     // A slow call on the old process, in flight across the switch.
     let route = a
+        .handle
         .route(Target::Tool("mcp__x__sleep".into()))
         .await
-        .expect("pool runs")
+        .expect("the session runs")
         .expect("routed");
     let params = rmcp::model::CallToolRequestParams::new(route.name.clone())
         .with_arguments(json!({"ms": 4000}).as_object().cloned().unwrap_or_default());
@@ -610,36 +757,45 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
     });
 
     d.settings("a", json!({"x": server(&["--resources", "1"])}));
-    a.apply(&files.load(None)).await.expect("applies");
-    let s = pool.status().await.expect("pool runs");
-    assert!(
-        s.iter().all(|c| c.id != old_id),
-        "the old connection is not left draining: {s:#?}"
-    );
-    // Until the new process is up the old one serves: the tools never leave the view.
+    a.handle.reload().await.expect("the session runs");
+    // Until the new process is up the old one serves: the tools never leave the view, and the
+    // old connection is never left draining (it serves under the new key until the switch).
     let start = Instant::now();
-    loop {
-        let names = tool_names(&a).await;
+    let switched = loop {
+        let names = a.tools().await;
         assert!(names.contains(&"mcp__x__echo".to_owned()), "{names:?}");
-        let status = pool.status().await.expect("pool runs");
-        if connected(&status, "x") && d.pids("x").len() == 2 {
-            break;
+        let s = pool.status().await.expect("pool runs");
+        assert!(s.iter().all(|c| !c.draining), "{s:#?}");
+        if s.iter().any(|c| c.id != old_id) {
+            assert!(s.iter().all(|c| c.id != old_id), "{s:#?}");
+        }
+        match a.event_within(Duration::from_millis(20)).await {
+            Some(HostEvent::PlanApplied(report)) => break report,
+            Some(HostEvent::CatalogChanged(change)) => {
+                assert!(!change.tools, "the tools left the view during the switch");
+            }
+            _ => {}
         }
         assert!(start.elapsed() < PATIENCE, "the new process never came up");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
+    let step = switched
+        .steps
+        .iter()
+        .find(|s| s.action.name() == Some("x"))
+        .expect("a step for x");
+    assert_eq!(
+        (step.action.kind(), step.error.as_deref()),
+        ("reconnect", None)
+    );
+    let s = pool.status().await.expect("pool runs");
+    assert!(connected(&s, "x"), "{s:#?}");
+    assert!(s.iter().all(|c| c.id != old_id && !c.draining), "{s:#?}");
+    assert_eq!(d.pids("x").len(), 2);
     // The old process was stopped only after answering (stopping it mid-call fails the call
     // with "closed its connection before answering").
     let answer = call.await.expect("call task").expect("the call answered");
     assert_eq!(text(&answer), "slept 4000 ms");
-    let start = Instant::now();
-    while alive(old_pid) && start.elapsed() < PATIENCE {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        !alive(old_pid),
-        "the old process is stopped after the switch"
-    );
+    wait_gone(old_pid, "the old process is stopped after the switch").await;
 
     // A replacement that never finishes its handshake: the old one serves until it gives up,
     // then is stopped, and the new one is started once more.
@@ -648,30 +804,30 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
     // Long enough to see the retry's status before it too gives up.
     hanging["discoveryTimeoutMs"] = json!(8000);
     d.settings("a", json!({"x": hanging}));
-    a.apply(&files.load(None)).await.expect("applies");
-    assert!(tool_names(&a).await.contains(&"mcp__x__echo".to_owned()));
-    let s = wait_status(&pool, "the fallback", |s| {
-        s.iter().any(|c| {
+    a.handle.reload().await.expect("the session runs");
+    let start = Instant::now();
+    let s = loop {
+        // Read before the status: while the pool has not given up, the old process served.
+        let names = a.tools().await;
+        let s = pool.status().await.expect("pool runs");
+        let fell_back = s.iter().any(|c| {
             c.last_error
                 .as_deref()
                 .is_some_and(|e| e.contains("could not start beside the running one"))
-        })
-    })
-    .await;
-    assert_eq!(s.len(), 1, "{s:#?}");
-    let start = Instant::now();
-    while alive(serving) && start.elapsed() < PATIENCE {
+        });
+        if fell_back {
+            break s;
+        }
+        assert!(names.contains(&"mcp__x__echo".to_owned()), "{names:?}");
+        assert!(start.elapsed() < PATIENCE, "never fell back: {s:#?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!alive(serving), "the old process was stopped for the retry");
-    a.close().await;
+    };
+    assert_eq!(s.len(), 1, "{s:#?}");
+    wait_gone(serving, "the old process was stopped for the retry").await;
+    a.stop().await;
     pool.shutdown().await;
     for pid in d.pids("x") {
-        let start = Instant::now();
-        while alive(pid) && start.elapsed() < PATIENCE {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(!alive(pid), "pid {pid} outlived the pool");
+        wait_gone(pid, "a server outlived the pool").await;
     }
 }
 
@@ -686,10 +842,10 @@ async fn a_shared_changed_server_switches_without_a_gap_and_stop_before_restart_
     d.settings("a", json!({"x": x.clone()}));
     d.settings("b", json!({"x": x.clone()}));
     let pool = SharedPool::start(PoolOptions::default());
-    let (mut files_a, mut files_b) = (d.inputs("a"), d.inputs("b"));
-    let (mut a, mut b) = (pool.session("a"), pool.session("b"));
-    a.apply(&files_a.load(None)).await.expect("applies");
-    b.apply(&files_b.load(None)).await.expect("applies");
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let mut b = Run::start(&pool, d.inputs("b"), "b");
+    let (pa, pb) = tokio::join!(a.pass("a's start"), b.pass("b's start"));
+    assert!(pa.errors().is_empty() && pb.errors().is_empty());
     wait_status(&pool, "x connected", |s| connected(s, "x")).await;
     let shared = d.pids("x")[0];
 
@@ -697,22 +853,30 @@ async fn a_shared_changed_server_switches_without_a_gap_and_stop_before_restart_
         "a",
         json!({"x": with_args(x.clone(), &["--resources", "1"])}),
     );
-    a.apply(&files_a.load(None)).await.expect("applies");
+    a.handle.reload().await.expect("the session runs");
     let start = Instant::now();
-    loop {
-        let names = tool_names(&a).await;
-        assert_eq!(names, ["mcp__x__echo"], "no gap");
-        let s = pool.status().await.expect("pool runs");
-        let mine = s.iter().find(|c| c.holders == ["a"]);
-        if mine.is_some_and(|c| c.state == "connected") {
-            assert_eq!(s.len(), 2, "b keeps the old one: {s:#?}");
-            break;
+    let switched = loop {
+        assert_eq!(a.tools().await, ["mcp__x__echo"], "no gap");
+        match a.event_within(Duration::from_millis(20)).await {
+            Some(HostEvent::PlanApplied(report)) => break report,
+            Some(HostEvent::CatalogChanged(change)) => assert!(!change.tools, "a gap"),
+            _ => {}
         }
-        assert!(start.elapsed() < PATIENCE, "never switched: {s:#?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        assert!(start.elapsed() < PATIENCE, "never switched");
+    };
+    assert!(
+        switched
+            .steps
+            .iter()
+            .any(|s| s.action.kind() == "reconnect" && s.error.is_none()),
+        "{switched:#?}"
+    );
+    let s = pool.status().await.expect("pool runs");
+    let mine = s.iter().find(|c| c.holders == ["a"]).expect("a's own");
+    assert_eq!(mine.state, "connected", "{s:#?}");
+    assert_eq!(s.len(), 2, "b keeps the old one: {s:#?}");
     assert!(alive(shared), "b's process runs on");
-    b.close().await;
+    b.stop().await;
 
     // Opted out: the old connection is stopped at once, not kept beside the new one.
     let mut opted = with_args(x, &["--resources", "2"]);
@@ -724,23 +888,39 @@ async fn a_shared_changed_server_switches_without_a_gap_and_stop_before_restart_
         .find(|c| c.holders == ["a"])
         .map(|c| (c.id.clone(), c.pid))
         .expect("a holds one");
-    a.apply(&files_a.load(None)).await.expect("applies");
+    a.handle.reload().await.expect("the session runs");
+    // The pass lets go of the old connection before it starts the new one: the tools leave the
+    // view at once, and the pool, which took the release before it hears the next question,
+    // no longer has it — not even draining.
+    loop {
+        match a.event("the old connection let go").await {
+            HostEvent::CatalogChanged(change) if change.tools => break,
+            HostEvent::PlanApplied(report) => {
+                panic!("switched without letting go first: {report:#?}")
+            }
+            _ => {}
+        }
+    }
     let s = pool.status().await.expect("pool runs");
     assert!(s.iter().all(|c| c.id != old.0), "stopped first: {s:#?}");
-    let s = wait_status(&pool, "the opted-out server back", |s| {
+    let pass = a.pass("the opted-out server back").await;
+    assert!(pass.did("reconnect", "x"), "{:#?}", pass.report);
+    assert!(pass.errors().is_empty(), "{:?}", pass.errors());
+    let s = pool.status().await.expect("pool runs");
+    assert!(
         s.iter()
-            .any(|c| c.holders == ["a"] && c.state == "connected")
-    })
-    .await;
+            .any(|c| c.holders == ["a"] && c.state == "connected"),
+        "{s:#?}"
+    );
     assert!(s.iter().all(|c| c.pid != old.1), "{s:#?}");
-    a.close().await;
+    a.stop().await;
     pool.shutdown().await;
 }
 
 /// A standby serves only the session it stands in for: while a's changed server starts (its
 /// old process serving a under the new config's key, make before break), session c, which
 /// asked for the new config, is not served by a's old process — it sees the server starting
-/// (no tools, no route) — while a keeps its tools. Before, c got a's old process.
+/// (no tools, no route) — while a keeps its tools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_serves_only_the_session_it_stands_in_for() {
     let d = Dir::new();
@@ -752,41 +932,51 @@ async fn a_standby_serves_only_the_session_it_stands_in_for() {
     d.settings("a", json!({"x": old}));
     d.settings("c", json!({"x": new.clone()}));
     let pool = SharedPool::start(PoolOptions::default());
-    let (mut files_a, mut files_c) = (d.inputs("a"), d.inputs("c"));
-    let (mut a, mut c) = (pool.session("a"), pool.session("c"));
-    a.apply(&files_a.load(None)).await.expect("applies");
-    wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    let pass = a.pass("a's start").await;
+    assert!(pass.did("connect", "x") && pass.errors().is_empty());
+    let s = wait_status(&pool, "x connected", |s| connected(s, "x")).await;
+    let old_id = s[0].id.clone();
 
     d.settings("a", json!({"x": new}));
-    a.apply(&files_a.load(None)).await.expect("applies");
-    c.apply(&files_c.load(None)).await.expect("applies");
-    let s = pool.status().await.expect("pool runs");
+    a.handle.reload().await.expect("the session runs");
+    // a's pass never ends (its new process hangs): the pool shows the standby under the new key.
+    let s = wait_status(&pool, "a's standby", |s| s.iter().any(|c| c.id != old_id)).await;
+    assert_eq!(s.len(), 1, "{s:#?}");
+    let c = Run::start(&pool, d.inputs("c"), "c");
+    let s = wait_status(&pool, "c attached", |s| {
+        s.iter().any(|x| x.holders.len() == 2)
+    })
+    .await;
     assert_eq!(s.len(), 1, "c attached to a's new key: {s:#?}");
     assert_eq!(s[0].holders, ["a", "c"], "{s:#?}");
 
-    assert_eq!(
-        tool_names(&a).await,
-        ["mcp__x__echo"],
-        "a's standby serves a"
+    assert_eq!(a.tools().await, ["mcp__x__echo"], "a's standby serves a");
+    // c's start pass never ends either: its catalog and routes are answered at the start
+    // deadline with what serves it.
+    let (c_tools, refused) = tokio::join!(
+        c.tools(),
+        c.handle.route(Target::Tool("mcp__x__echo".into()))
     );
     assert!(
-        tool_names(&c).await.is_empty(),
-        "c asked for the new config and is not served by a's old process"
+        c_tools.is_empty(),
+        "c asked for the new config and is not served by a's old process: {c_tools:?}"
     );
-    let refused = c
-        .route(Target::Tool("mcp__x__echo".into()))
-        .await
-        .expect("pool runs")
+    let refused = refused
+        .expect("the session runs")
         .expect_err("not routed to the standby");
     assert!(!refused.is_empty());
-    a.close().await;
-    c.close().await;
+    let status = c.handle.status().await.expect("the session runs");
+    let x = status.servers.iter().find(|s| s.name == "x").expect("x");
+    assert_eq!(x.state, "connecting", "{status:#?}");
+    assert_eq!(x.tools, 0, "{status:#?}");
+    a.stop().await;
+    c.stop().await;
     pool.shutdown().await;
 }
 
 /// An approved project server that lists a resource's exact URI does not capture a read that a
-/// user server's template matches: the read goes to the user server (before, the project
-/// server's listing won).
+/// user server's template matches: the read goes to the user server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_project_servers_listing_never_captures_a_user_servers_template() {
     let d = Dir::new();
@@ -800,29 +990,21 @@ async fn a_project_servers_listing_never_captures_a_user_servers_template() {
     );
     let pool = SharedPool::start(PoolOptions::default());
     let mut files = d.inputs("a");
-    let mut a = pool.session("a");
-    let snapshot = files.load(None);
-    let config = snapshot
-        .assembled()
-        .servers
-        .get("proj")
-        .cloned()
-        .expect("proj");
-    let root = files.project_root().to_owned();
-    files
-        .approvals_store()
-        .decide(&root, "proj", &config, Decision::Approved)
-        .expect("decide");
-    a.apply(&files.load(None)).await.expect("applies");
+    d.decide(&mut files, "proj", Decision::Approved);
+    let mut a = Run::start(&pool, files, "a");
+    let pass = a.pass("a's start").await;
+    assert!(pass.did("connect", "user") && pass.did("connect", "proj"));
+    assert!(pass.errors().is_empty(), "{:?}", pass.errors());
     wait_status(&pool, "both connected", |s| {
         connected(s, "user") && connected(s, "proj")
     })
     .await;
 
     let route = a
+        .handle
         .route(Target::Resource("fixture://resources/1".into()))
         .await
-        .expect("pool runs")
+        .expect("the session runs")
         .expect("routed");
     assert_eq!(route.server, "user", "the user server's template wins");
     let read = route
@@ -837,6 +1019,6 @@ async fn a_project_servers_listing_never_captures_a_user_servers_template() {
         text.contains("fixture template: fixture://resources/1"),
         "{text}"
     );
-    a.close().await;
+    a.stop().await;
     pool.shutdown().await;
 }

@@ -12,8 +12,8 @@
 //! * **Attach.** A client sends one [`DaemonRequest::Attach`] line — its layer flags, its
 //!   environment and current directory — and gets `{"ok":{"session":NAME}}` once the session's
 //!   servers are up (bounded); from then on the connection is an MCP connection to a
-//!   [`Gateway`](crate::gateway::Gateway) in front of a
-//!   [`PoolSession`](crate::pool::PoolSession) of its own ([`attached`]): its own admission,
+//!   [`Gateway`](crate::gateway::Gateway) in front of a session of its own
+//!   ([`attached`]: the session engine on a [`Lease`](crate::pool::Lease)): its own admission,
 //!   approvals (its project root), tool filters and catalog; its stdio servers spawned with
 //!   *its* environment in *its* project root ([`crate::launch`]). What needs approval is sent
 //!   as an [`attached::HINT`] notification for the person (the bridge prints it). The session

@@ -42,7 +42,7 @@ use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
 use tokio::sync::{mpsc, oneshot};
 
 pub use self::backend::{Backend, Held, Own, Restart};
-pub(crate) use self::catalog::{adopt, prefix_taken, CatalogMerger, PrefixOwners};
+pub(crate) use self::catalog::{adopt, PrefixOwners};
 pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
 pub use self::handle::{HostHandle, SessionGone};

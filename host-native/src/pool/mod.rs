@@ -2,20 +2,27 @@
 //! hosts that embed mcp-reconcile — an editor with several chat sessions, an agent runner with
 //! many conversations — so each stdio server runs once however many sessions use it.
 //!
+//! A session on the pool is the one session engine, [`Host`](crate::host::Host), with a
+//! [`Lease`] of the pool as its backend ([`Host::in_pool`](crate::host::Host::in_pool)), as
+//! every daemon session is: it reloads its files, plans in pool mode, and its plan's `connect`
+//! becomes an acquire, `disconnect` a release and `reconnect` a replace. Everything else — the
+//! reload scheduling, approvals, catalog, routes, status — is the session's own, the same as
+//! on its own processes.
+//!
 //! * Connections are keyed by connection id (`name::<hash of command, args, env, cwd, url …>`),
 //!   so sessions whose configs differ only in `trust`, `includeTools` or `excludeTools` share one
-//!   process; each [`PoolSession`] applies its own fields in its own view ([`PoolSession::catalog`],
-//!   [`PoolSession::route`]).
-//! * The bookkeeping is the kernel's [`Pool`]: a connection lives while any session holds it and
-//!   closes a drain delay ([`PoolOptions::drain`]) after the last release; concurrent acquires of
-//!   one id spawn once; only stdio servers are pooled (remote ones with
-//!   [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a private connection
-//!   for its session, closed when the session releases it.
+//!   process; each session applies its own fields in its own view (its catalog and routes,
+//!   through the [`Session`](crate::session::Session) its handle implements).
+//! * The bookkeeping is the kernel's [`Pool`](mcp_reconcile_kernel::Pool): a connection lives
+//!   while any session holds it and closes a drain delay ([`PoolOptions::drain`]) after the last
+//!   release; concurrent acquires of one id spawn once; only stdio servers are pooled (remote
+//!   ones with [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a private
+//!   connection for its session, closed when the session releases it.
 //! * **The approval gate runs before any acquire**: a session's plan is made against its gating
 //!   (pending and rejected servers are not admitted), every acquire is checked against that
-//!   gating again by the kernel ([`Pool::acquire`]), and the pool's own retries and
-//!   [`PoolSession::reconnect`] restart a connection only while a holder's current gating admits
-//!   it. No path spawns a pending or rejected server.
+//!   gating again by the kernel ([`Pool::acquire`](mcp_reconcile_kernel::Pool::acquire)), and
+//!   the pool's own retries and a session's reconnect restart a connection only while a
+//!   holder's current gating admits it. No path spawns a pending or rejected server.
 //! * **Make before break**, as in a single session: when a server's connection id changes in a
 //!   session, its new connection starts and lists its tools while the old one keeps serving
 //!   that session; the switch is atomic, then the old one is stopped once the calls routed to
@@ -27,47 +34,55 @@
 //!   the threshold; `reconnect` clears it.
 //!
 //! ```no_run
+//! use mcp_reconcile::host::{Host, HostHandle, HostOptions};
 //! use mcp_reconcile::inputs::{Inputs, Options};
 //! use mcp_reconcile::pool::{PoolOptions, SharedPool};
+//! use mcp_reconcile::session::Session;
+//! use mcp_reconcile::watcher::{self, Watcher};
+//! use tokio::sync::mpsc;
+//! use tokio::task::JoinHandle;
+//!
+//! /// Session `name` on `pool` over the files `flags` name, reconciled whenever one changes.
+//! fn start(
+//!     pool: &SharedPool,
+//!     flags: &Options,
+//!     name: &str,
+//! ) -> anyhow::Result<(HostHandle, JoinHandle<()>, Watcher)> {
+//!     let inputs = Inputs::new(flags)?;
+//!     let (files_tx, files) = mpsc::unbounded_channel();
+//!     let watcher = watcher::watch(inputs.watched(), files_tx)?;
+//!     let (control_tx, control) = mpsc::unbounded_channel();
+//!     let host = Host::in_pool(inputs, HostOptions::default(), pool, name);
+//!     Ok((HostHandle::new(control_tx), tokio::spawn(host.run(files, control)), watcher))
+//! }
 //!
 //! # async fn demo(flags_a: Options, flags_b: Options) -> anyhow::Result<()> {
 //! let pool = SharedPool::start(PoolOptions::default());
-//! let (mut files_a, mut files_b) = (Inputs::new(&flags_a)?, Inputs::new(&flags_b)?);
-//! let mut a = pool.session("chat-1");
-//! let mut b = pool.session("chat-2");
-//! a.apply(&files_a.load(None)).await?; // spawns the admitted stdio servers
-//! b.apply(&files_b.load(None)).await?; // attaches to those with the same connection id
+//! let (a, a_task, _a_files) = start(&pool, &flags_a, "chat-1")?; // spawns its stdio servers
+//! let (b, b_task, _b_files) = start(&pool, &flags_b, "chat-2")?; // attaches to the same ids
 //! let tools = b.catalog().await?.tools; // chat-2's view: its own includeTools / excludeTools
-//! a.close().await; // chat-2 still holds them
-//! b.close().await; // closed after the drain delay
+//! a.shutdown(); // chat-2 still holds them
+//! a_task.await?;
+//! b.shutdown(); // closed after the drain delay
+//! b_task.await?;
 //! pool.shutdown().await;
 //! # Ok(()) }
 //! ```
-//!
-//! Call [`PoolSession::apply`] again whenever a session's files change (e.g. from the
-//! [`watcher`](crate::watcher)); it plans with the kernel in pool mode and turns `connect` into
-//! acquire, `disconnect` into release and `reconnect` into release + acquire.
 
 mod actor;
 mod lease;
 mod pooled;
-mod session;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcp_reconcile_kernel::approvals::Approvals;
-use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::identity::ConnectionId;
-use mcp_reconcile_kernel::plan::Plan;
 use mcp_reconcile_kernel::pool::DEFAULT_DRAIN;
-use mcp_reconcile_kernel::{Gating, Reason, Servers};
+use mcp_reconcile_kernel::Reason;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::actor::{Actor, Request};
 pub use self::lease::Lease;
-pub use self::session::PoolSession;
 use crate::clock::Clock;
 
 /// How a [`SharedPool`] behaves.
@@ -106,17 +121,6 @@ impl Default for PoolOptions {
 #[error("the shared MCP connection pool has shut down")]
 pub struct PoolGone;
 
-/// Why [`PoolSession::apply`] failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PoolError {
-    /// The pool stopped.
-    #[error(transparent)]
-    Gone(#[from] PoolGone),
-    /// The kernel could not compare or plan the server maps.
-    #[error("cannot plan: {0}")]
-    Plan(String),
-}
-
 /// One pooled connection as [`SharedPool::status`] shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PooledStatus {
@@ -146,19 +150,8 @@ pub struct PooledStatus {
     pub last_error: Option<String>,
 }
 
-/// What [`PoolSession::apply`] did.
-#[derive(Clone, Debug)]
-pub struct Applied {
-    /// The kernel's plan for this session (pool mode).
-    pub plan: Plan,
-    /// Servers whose acquire the kernel refused, with why (the gate).
-    pub refused: Vec<(String, Reason)>,
-    /// Gated servers waiting for a decision (pending, not rejected), in map order: a
-    /// rejected server shows up here again once its config is edited.
-    pub approval_needed: Vec<String>,
-}
-
-/// What a reconnect did ([`PoolSession::reconnect_together`]).
+/// What a reconnect did: one session's, or several sessions' asking together
+/// ([`HostHandle::reconnect_with`](crate::host::HostHandle::reconnect_with)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reconnected {
     /// Servers restarted.
@@ -211,32 +204,9 @@ impl SharedPool {
 
     /// Marked changed whenever a session's view may have changed: a connection came up,
     /// failed, closed or re-listed its catalog, or a session acquired, released or
-    /// reconnected. A session compares its [`PoolSession::catalog`] when it fires.
+    /// reconnected. A session's [`Lease`] reads what it holds again when it fires.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
-    }
-
-    /// A new session named `name` (unique among live sessions). It holds nothing until
-    /// [`PoolSession::apply`].
-    pub fn session(&self, name: impl Into<String>) -> PoolSession {
-        PoolSession {
-            name: name.into(),
-            pool: self.clone(),
-            previous: Previous {
-                removed: Some(Vec::new()),
-                ..Previous::default()
-            },
-            desired: Servers::new(),
-            gating: Gating::default(),
-            approvals: Approvals::empty(),
-            project_root: String::new(),
-            trusted: true,
-            errors: Vec::new(),
-            acquired: BTreeMap::new(),
-            launch: None,
-            gated: Default::default(),
-            closed: false,
-        }
     }
 
     /// Every open connection (held, starting, failed or draining).
