@@ -352,3 +352,120 @@ async fn a_crash_loop_runs_and_clears_alike_on_both_backends() {
         "{own:#?}"
     );
 }
+
+/// The JSON language server from the repository's `node_modules` (`scripts/setup.sh`).
+fn json_server(settings: serde_json::Value, args: &[&str]) -> serde_json::Value {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../node_modules/.bin/vscode-json-language-server");
+    assert!(
+        path.exists(),
+        "{} is missing: run `bash scripts/setup.sh`",
+        path.display()
+    );
+    json!({
+        "command": path.to_string_lossy(),
+        "args": args,
+        "extensionToLanguage": {".json": "json"},
+        "settings": settings,
+    })
+}
+
+impl Run {
+    /// Reads events until a language-server plan arrives; notes its actions.
+    async fn lsp_pass(&mut self, what: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = tokio::time::timeout(left, self.events.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", self.transcript))
+                .expect("the session runs");
+            if let HostEvent::LspPlanApplied(actions) = event {
+                let kinds: Vec<String> = actions
+                    .iter()
+                    .map(|a| serde_json::to_value(a).expect("serializes").to_string())
+                    .collect();
+                self.note(format!("{what}: lsp {}", kinds.join(" ")));
+                return;
+            }
+        }
+    }
+}
+
+/// A user language server: started, a settings edit pushed live (same process), a seed edit
+/// restarting it, its removal stopping it — in a session on its own processes and in one on
+/// the pool (language servers are the session's own either way).
+async fn lsp_scenario(backend: Backend) -> Vec<String> {
+    let p = Project::new();
+    let validate = |on: bool| json!({"json": {"validate": {"enable": on}}});
+    p.write(
+        &p.user_lsp(),
+        &json!({"json": json_server(validate(true), &["--stdio"])}),
+    );
+    let mut run = Run::start(&p, backend).await;
+    run.lsp_pass("start").await;
+    let up =
+        |s: &mcp_reconcile::host::LspServerStatus| s.name == "json" && s.state == State::Connected;
+    let first = run.wait_lsp("json up", up).await;
+    p.write(
+        &p.user_lsp(),
+        &json!({"json": json_server(validate(false), &["--stdio"])}),
+    );
+    run.lsp_pass("settings edit").await;
+    let pushed = run
+        .wait_lsp("the settings pushed", |s| up(s) && s.settings_pushes == 2)
+        .await;
+    run.note(format!(
+        "settings edit: same process {}",
+        pushed.pid == first.pid
+    ));
+    p.write(
+        &p.user_lsp(),
+        &json!({"json": json_server(validate(false), &["--stdio", "--clientProcessId", "1"])}),
+    );
+    run.lsp_pass("seed edit").await;
+    let restarted = run
+        .wait_lsp("a new process", |s| {
+            up(s) && s.pid != first.pid && s.pid.is_some()
+        })
+        .await;
+    run.note(format!("seed edit: pushes {}", restarted.settings_pushes));
+    p.write(&p.user_lsp(), &json!({}));
+    run.lsp_pass("removed").await;
+    run.stop().await
+}
+
+impl Run {
+    async fn wait_lsp(
+        &self,
+        what: &str,
+        pred: impl Fn(&mcp_reconcile::host::LspServerStatus) -> bool,
+    ) -> mcp_reconcile::host::LspServerStatus {
+        let start = Instant::now();
+        loop {
+            let report = self.handle.status().await.expect("the session runs");
+            if let Some(s) = report.language_servers.iter().find(|s| pred(s)) {
+                return s.clone();
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}: {report:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn language_servers_restart_and_reconfigure_alike_on_both_backends() {
+    let own = lsp_scenario(Backend::Own).await;
+    let pooled = lsp_scenario(Backend::Pool).await;
+    assert_eq!(
+        own, pooled,
+        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
+    );
+    assert!(
+        own.iter().any(|l| l == "settings edit: same process true"),
+        "{own:#?}"
+    );
+}
