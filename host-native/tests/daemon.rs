@@ -1410,3 +1410,100 @@ fn a_watch_without_a_usable_daemon_runs_the_session_itself() {
         "{said}"
     );
 }
+
+/// Through the default `serve` (a daemon session), a tool of a server that keeps failing says
+/// what the session knows — backing off, when it is retried, its stderr — as it does with
+/// `--no-daemon`, not a bare "not found".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_serve_says_a_failing_servers_tool_is_backing_off() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    let mut failing = p.server("failing", "echo");
+    if let Some(args) = failing["args"].as_array_mut() {
+        args.extend([
+            json!("--stderr-lines"),
+            json!("1"),
+            json!("--exit-immediately"),
+        ]);
+    }
+    p.write_settings(json!({"mcpServers": {"failing": failing}}));
+    let _daemon = start_daemon(&p, &rt);
+    let one = Attached::start(&p, &rt, &[]).await;
+    let start = Instant::now();
+    let message = loop {
+        let message = one
+            .call_text("mcp__failing__echo", json!({"text": "x"}))
+            .await;
+        assert!(message.contains("server \"failing\""), "{message}");
+        if message.contains("backing off") {
+            break message;
+        }
+        assert!(message.contains("still connecting"), "{message}");
+        assert!(start.elapsed() < PATIENCE, "never backing off: {message}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(message.contains("retry in "), "{message}");
+    assert!(message.contains("fixture: stderr line 1 of 1"), "{message}");
+    one.close().await;
+}
+
+/// `watch` on the daemon prints what `watch --no-daemon` prints for a deleted settings file
+/// (`file missing`, not `removed`) and for language servers, and `[A]ll` approves every later
+/// server too.
+#[test]
+fn watch_on_the_daemon_says_file_missing_and_remembers_approve_all() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    p.write(
+        &p.user_lsp(),
+        &json!({"json": {
+            "command": workspace_root()
+                .join("node_modules/.bin/vscode-json-language-server")
+                .to_string_lossy(),
+            "args": ["--stdio"],
+            "extensionToLanguage": {".json": "json"},
+        }}),
+    );
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"p1": p.server("p1", "echo")}}),
+    );
+    let _daemon = start_daemon(&p, &rt);
+    let watch_out = p.path("watch.out");
+    let mut watch = std::process::Command::new(cli())
+        .arg("watch")
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .stdin(Stdio::piped())
+        .stdout(fs::File::create(&watch_out).expect("watch output"))
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("watch starts");
+    let mut stdin = watch.stdin.take().expect("stdin");
+    let _watch = Group(watch);
+    let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
+    wait("the language server's plan", || {
+        watched().contains("language servers:") && watched().contains("connect json")
+    });
+    wait("the question about p1", || watched().contains("p1"));
+    stdin.write_all(b"A\n").expect("answer");
+    stdin.flush().expect("flush");
+    wait("p1 approved", || {
+        watched().contains("\"p1\": approved (and every later one)")
+    });
+    // A later project server is approved without a question.
+    p.write(
+        &p.mcp_json(),
+        &json!({"mcpServers": {"p1": p.server("p1", "echo"), "p2": p.server("p2", "echo")}}),
+    );
+    wait("p2 approved too", || watched().contains("\"p2\": approved"));
+    wait("p2 connected", || watched().contains("+ connect p2"));
+    // The user settings deleted for good: `file missing` once the grace has passed.
+    fs::remove_file(p.user_settings()).expect("delete");
+    wait("a stopped as file missing", || {
+        watched().contains("- disconnect a (file missing)")
+    });
+}
