@@ -92,15 +92,19 @@ impl Run {
     }
 
     /// Reads events until a pass that is not a retry is applied, noting what a person reads.
+    /// The session's next event, bounded.
+    async fn next_event(&mut self, what: &str, deadline: Instant) -> HostEvent {
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::timeout(left, self.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", self.transcript))
+            .expect("the session runs")
+    }
+
     async fn pass(&mut self, what: &str) {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = tokio::time::timeout(left, self.events.recv())
-                .await
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", self.transcript))
-                .expect("the session runs");
-            match event {
+            match self.next_event(what, deadline).await {
                 // A failing server's retries are the supervisor's own (the session's, or the
                 // pool's for every holder): not part of what is compared.
                 HostEvent::PlanApplied(report) if report.trigger == "retry" => {}
@@ -182,6 +186,20 @@ impl Run {
     }
 }
 
+/// Runs `scenario` on a session's own processes, then on the shared pool; asserts both tell the
+/// same and returns what they told.
+async fn same_on_both<F: std::future::Future<Output = Vec<String>>>(
+    scenario: impl Fn(Backend) -> F,
+) -> Vec<String> {
+    let own = scenario(Backend::Own).await;
+    let pooled = scenario(Backend::Pool).await;
+    assert_eq!(
+        own, pooled,
+        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
+    );
+    own
+}
+
 fn blank_digits(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_ascii_digit() { '#' } else { c })
@@ -246,12 +264,7 @@ async fn scenario(backend: Backend) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_says_the_same_on_its_own_processes_and_on_the_shared_pool() {
-    let own = scenario(Backend::Own).await;
-    let pooled = scenario(Backend::Pool).await;
-    assert_eq!(
-        own, pooled,
-        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
-    );
+    same_on_both(scenario).await;
 }
 
 /// A server that crashes `after` ms after it starts.
@@ -265,20 +278,17 @@ fn crashing(p: &Project, name: &str, after: u64) -> serde_json::Value {
 }
 
 impl Run {
-    /// `name`'s status once `pred` holds for it.
-    async fn wait_server(
+    /// What `find` picks from the session's status, once it picks something.
+    async fn wait_report<T>(
         &self,
         what: &str,
-        name: &str,
-        pred: impl Fn(&ServerStatus) -> bool,
-    ) -> ServerStatus {
+        find: impl Fn(&mcp_reconcile::host::StatusReport) -> Option<T>,
+    ) -> T {
         let start = Instant::now();
         loop {
             let report = self.handle.status().await.expect("the session runs");
-            if let Some(s) = report.servers.iter().find(|s| s.name == name) {
-                if pred(s) {
-                    return s.clone();
-                }
+            if let Some(found) = find(&report) {
+                return found;
             }
             assert!(
                 start.elapsed() < PATIENCE,
@@ -286,6 +296,23 @@ impl Run {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// `name`'s status once `pred` holds for it.
+    async fn wait_server(
+        &self,
+        what: &str,
+        name: &str,
+        pred: impl Fn(&ServerStatus) -> bool,
+    ) -> ServerStatus {
+        self.wait_report(what, |report| {
+            report
+                .servers
+                .iter()
+                .find(|s| s.name == name && pred(s))
+                .cloned()
+        })
+        .await
     }
 }
 
@@ -340,12 +367,7 @@ async fn crash_scenario(backend: Backend) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_loop_runs_and_clears_alike_on_both_backends() {
-    let own = crash_scenario(Backend::Own).await;
-    let pooled = crash_scenario(Backend::Pool).await;
-    assert_eq!(
-        own, pooled,
-        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
-    );
+    let own = same_on_both(crash_scenario).await;
     assert!(
         own.iter().any(|l| l
             .starts_with("crash loop after 8 attempts, 8 spawns, retry None, stderr kept: true")),
@@ -375,12 +397,7 @@ impl Run {
     async fn lsp_pass(&mut self, what: &str) {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = tokio::time::timeout(left, self.events.recv())
-                .await
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}: {:#?}", self.transcript))
-                .expect("the session runs");
-            if let HostEvent::LspPlanApplied(actions) = event {
+            if let HostEvent::LspPlanApplied(actions) = self.next_event(what, deadline).await {
                 let kinds: Vec<String> = actions
                     .iter()
                     .map(|a| serde_json::to_value(a).expect("serializes").to_string())
@@ -441,29 +458,16 @@ impl Run {
         what: &str,
         pred: impl Fn(&mcp_reconcile::host::LspServerStatus) -> bool,
     ) -> mcp_reconcile::host::LspServerStatus {
-        let start = Instant::now();
-        loop {
-            let report = self.handle.status().await.expect("the session runs");
-            if let Some(s) = report.language_servers.iter().find(|s| pred(s)) {
-                return s.clone();
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}: {report:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.wait_report(what, |report| {
+            report.language_servers.iter().find(|s| pred(s)).cloned()
+        })
+        .await
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn language_servers_restart_and_reconfigure_alike_on_both_backends() {
-    let own = lsp_scenario(Backend::Own).await;
-    let pooled = lsp_scenario(Backend::Pool).await;
-    assert_eq!(
-        own, pooled,
-        "\nown processes:\n{own:#?}\nshared pool:\n{pooled:#?}"
-    );
+    let own = same_on_both(lsp_scenario).await;
     assert!(
         own.iter().any(|l| l == "settings edit: same process true"),
         "{own:#?}"
