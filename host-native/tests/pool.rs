@@ -1022,3 +1022,32 @@ async fn a_project_servers_listing_never_captures_a_user_servers_template() {
     a.stop().await;
     pool.shutdown().await;
 }
+
+/// In pool mode a tool-filter edit keeps the process (its connection id does not change) and
+/// the session sees the running server through its new entry at once: `includeTools` narrows
+/// the catalog and `status` counts the tools offered, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_filter_edit_changes_the_view_without_a_restart() {
+    let dir = Dir::new();
+    let pool = SharedPool::start(PoolOptions::default());
+    dir.settings("a", json!({"x": dir.server("x", "echo,add")}));
+    let mut a = Run::start(&pool, dir.inputs("a"), "a");
+    a.pass("start").await;
+    assert_eq!(a.tools().await, ["mcp__x__echo", "mcp__x__add"]);
+    let before = dir.pids("x");
+    let mut narrowed = dir.server("x", "echo,add");
+    narrowed["includeTools"] = json!(["echo"]);
+    dir.settings("a", json!({ "x": narrowed }));
+    let pass = a.reload("the filter edit").await;
+    assert!(!pass.started("x"), "no restart: {:?}", pass.report.steps);
+    assert_eq!(a.tools().await, ["mcp__x__echo"]);
+    let status = a.handle.status().await.expect("the session runs");
+    let x = status.servers.iter().find(|s| s.name == "x").expect("x");
+    assert_eq!(
+        (x.state, x.tools),
+        (mcp_reconcile::host::State::Connected, 1)
+    );
+    assert_eq!(dir.pids("x"), before, "the same process");
+    a.stop().await;
+    pool.shutdown().await;
+}

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry};
 use mcp_reconcile_kernel::supervise::Supervision;
-use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 
 use crate::clock::Clock;
 use crate::supervisor::{Mcp, Report, Supervisor};
@@ -51,9 +51,10 @@ pub trait Backend: Send + 'static {
     /// The clock supervision reads.
     fn clock(&self) -> &Clock;
 
-    /// The gating the next starts are checked against (the pool's gate); called before each
-    /// pass executes its plan.
-    fn admit(&mut self, gating: &Gating);
+    /// The servers and gating of the pass about to execute its plan: the next starts are
+    /// checked against the gating (the pool's gate), and a kept connection is seen through its
+    /// server's current entry (in pool mode a `trust` or tool-filter edit keeps the process).
+    fn admit(&mut self, desired: &Servers, gating: &Gating);
 
     /// Starts `name` from `config` (its connection id `to`, when the plan knows it): with
     /// `replace`, before what runs is stopped (make before break). Returns the start's
@@ -105,7 +106,7 @@ impl Backend for Own {
         self.0.clock()
     }
 
-    fn admit(&mut self, _gating: &Gating) {}
+    fn admit(&mut self, _desired: &Servers, _gating: &Gating) {}
 
     fn start(
         &mut self,

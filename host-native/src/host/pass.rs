@@ -236,7 +236,7 @@ impl<B: Backend> Host<B> {
                 return;
             }
         };
-        self.backend.admit(&self.gating);
+        self.backend.admit(&self.desired, &self.gating);
         let mut running = Running {
             run,
             trigger,

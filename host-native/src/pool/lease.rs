@@ -19,7 +19,7 @@ use mcp_reconcile_kernel::identity::{connection_id, ConnectionId};
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::pool::Acquire;
 use mcp_reconcile_kernel::supervise::Supervision;
-use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Value};
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers, Value};
 use tokio::sync::watch;
 
 use super::actor::{HeldConn, Op, Request};
@@ -272,8 +272,13 @@ impl Backend for Lease {
         &self.clock
     }
 
-    fn admit(&mut self, gating: &Gating) {
+    fn admit(&mut self, desired: &Servers, gating: &Gating) {
         self.gating = gating.clone();
+        for (name, (_, config)) in &mut self.acquired {
+            if let Some(wanted) = desired.get(name) {
+                config.clone_from(wanted);
+            }
+        }
     }
 
     fn start(
