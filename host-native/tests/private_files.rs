@@ -132,8 +132,7 @@ fn a_user_settings_file_others_can_write_starts_nothing() {
     p.write_settings(serde_json::json!({"mcpServers": {"planted": p.server("planted", "echo")}}));
     fs::set_permissions(p.user_settings(), fs::Permissions::from_mode(0o666)).expect("chmod");
     let status = p.run(&["status", "--json"]);
-    let text = String::from_utf8_lossy(&status.stdout).into_owned()
-        + &String::from_utf8_lossy(&status.stderr);
+    let text = common::output_text(&status);
     assert!(text.contains("can be written by other users"), "{text}");
     assert!(
         p.status().iter().all(|s| s["name"] != "planted"),
