@@ -172,10 +172,22 @@ fn a_project_language_server_runs_only_as_approved_and_an_edit_waits_for_approva
     });
     assert_eq!(pid(&s, "proj"), first, "applied live, no restart");
 
-    // A broken .lsp.json keeps what runs.
+    // A broken .lsp.json keeps what runs: the pass that read it stops nothing.
+    let before = watch.passes();
+    let errors = |o: &str| {
+        o.lines()
+            .filter(|l| l.starts_with("! ") && l.contains(".lsp.json"))
+            .count()
+    };
+    let errors_before = errors(&watch.output());
     std::fs::write(p.lsp_json(), "{ \"proj\": ").expect("write");
-    watch.wait_output("the error", |o| o.contains(".lsp.json"));
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    watch.wait_pass(before, ".lsp.json");
+    assert_eq!(
+        errors(&watch.output()),
+        errors_before + 1,
+        "the pass says the file is broken: {}",
+        watch.output()
+    );
     let s = p.status();
     assert_eq!(pid(&s, "proj"), first, "still running: {s:#?}");
     assert!(connected(&s, "proj"));

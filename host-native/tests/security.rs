@@ -61,7 +61,9 @@ fn a_workspace_server_command_runs_only_after_approval_and_never_prints_the_secr
         .unwrap_or_default();
     assert_eq!(mcp["approval"], "pending", "{mcp:#}");
     watch.wait_output("the review", |o| o.contains("needs approval"));
-    std::thread::sleep(Duration::from_millis(500));
+    // The start pass read the workspace settings: once it is applied, whatever it started has
+    // run.
+    watch.wait_pass(0, "start");
     assert!(
         !marker.exists(),
         "the workspace command ran without approval"
@@ -92,7 +94,8 @@ fn a_workspace_server_command_runs_only_after_approval_and_never_prints_the_secr
         "{}",
         output_text(&stale)
     );
-    std::thread::sleep(Duration::from_millis(400));
+    // A pass that reads every file again (the approvals too) starts nothing.
+    p.reload_and_wait(&watch);
     assert!(!marker.exists(), "a refused approval started the server");
 
     // The reviewed hash approves exactly that entry; then (and only then) it runs.
@@ -126,13 +129,14 @@ fn a_workspace_allow_list_narrows_and_never_widens() {
         "mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")},
     }));
     p.write_workspace(json!({"mcp": {"allowed": ["a", "b"]}}));
-    let _watch = p.watch();
+    let watch = p.watch();
     p.wait_for("a connected, b not allowed", |s| {
         state_of(s, "a") == "connected"
             && s.iter()
                 .any(|x| x["name"] == "b" && x["reason"] == "not_allowed")
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The start pass read both lists; once it is applied, whatever it started has run.
+    watch.wait_pass(0, "start");
     assert_eq!(p.spawns("b"), 0, "the workspace list widened the user's");
 
     p.write_workspace(json!({"mcp": {"allowed": ["b"]}}));

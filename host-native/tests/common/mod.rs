@@ -280,12 +280,42 @@ impl Watch {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// How many reconcile passes the log shows.
-    pub fn passes(&self) -> usize {
+    /// The header lines of the passes printed so far (`reconcile #N (trigger) …`), in order.
+    /// A pass is printed once it has been applied: every server it started has connected or
+    /// failed, every one it stopped was stopped.
+    pub fn pass_headers(&self) -> Vec<String> {
         self.output()
             .lines()
             .filter(|l| l.starts_with("reconcile #"))
-            .count()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// How many reconcile passes the log shows.
+    pub fn passes(&self) -> usize {
+        self.pass_headers().len()
+    }
+
+    /// Waits until a pass after the first `after` has been printed whose trigger mentions
+    /// `trigger` (`"start"`, `"user settings"` as in `change in user settings`, `"manual
+    /// reload"`, `"retry"`); its header. What that pass decided can be checked from then on.
+    pub fn wait_pass(&self, after: usize, trigger: &str) -> String {
+        let find = |output: &str| {
+            output
+                .lines()
+                .filter(|l| l.starts_with("reconcile #"))
+                .skip(after)
+                .find(|l| {
+                    l.split_once(" (")
+                        .and_then(|(_, rest)| rest.split_once(')'))
+                        .is_some_and(|(what, _)| what.contains(trigger))
+                })
+                .map(str::to_owned)
+        };
+        self.wait_output(&format!("a pass ({trigger}) after pass {after}"), |o| {
+            find(o).is_some()
+        });
+        find(&self.output()).unwrap_or_default()
     }
 
     pub fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
@@ -316,6 +346,17 @@ impl Drop for Watch {
     fn drop(&mut self) {
         kill_group(self.child.id());
         let _ = self.child.wait();
+    }
+}
+
+impl Project {
+    /// Has the session of `watch` read every file again now (`reload`) and waits until that
+    /// pass has been printed: by then whatever the files and the approvals say was decided.
+    pub fn reload_and_wait(&self, watch: &Watch) -> String {
+        let after = watch.passes();
+        let out = self.run(&["reload"]);
+        assert!(out.status.success(), "reload: {}", output_text(&out));
+        watch.wait_pass(after, "manual reload")
     }
 }
 
