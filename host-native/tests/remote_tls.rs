@@ -214,11 +214,11 @@ fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
         "local": p.server("local", "echo"),
     }}));
     let other_ca = certs.path("other-ca.pem");
+    let started = Instant::now();
     let watch = watch_trusting(&p, &other_ca);
     let status = p.wait_for("secure to fail", |s| {
         state_of(s, "secure") == "failed" && state_of(s, "local") == "connected"
     });
-    let failed_at = Instant::now();
     let error = field(&status, "secure", "lastError")
         .as_str()
         .unwrap_or_default()
@@ -234,15 +234,32 @@ fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
     );
     assert!(!error.contains(HEADER_SECRET), "{error}");
 
-    // Retried on the supervisor's backoff (1 s, 2 s, 4 s, ...), never in a tight loop.
-    std::thread::sleep(Duration::from_secs(3));
-    let status = p.status();
-    let attempts = field(&status, "secure", "attempts").as_u64().unwrap_or(0);
+    // Retried on the supervisor's backoff (1 s, 2 s, 4 s, ...), never in a tight loop: each
+    // failure announces a longer delay, and the second retry comes no sooner than the two
+    // delays announced before it (counted from before the session started).
+    watch.wait_output("the second retry of secure", |o| {
+        o.contains("↻ secure (attempt 3)")
+    });
+    let seen = started.elapsed();
+    let log = watch.output();
+    let delays: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains("secure"))
+        .filter_map(|l| {
+            let (_, after) = l.split_once("retry in ")?;
+            after.split_once(" ms")?.0.parse().ok()
+        })
+        .take(2)
+        .collect();
     assert!(
-        (1..=3).contains(&attempts),
-        "{attempts} attempts in {:?}: {status:#?}",
-        failed_at.elapsed()
+        delays.len() == 2 && delays[0] >= 500 && delays[1] > delays[0],
+        "the delays grow: {delays:?}\n{log}"
     );
+    assert!(
+        seen >= Duration::from_millis(delays[0] + delays[1]),
+        "attempt 3 after {seen:?}, sooner than the announced {delays:?} ms:\n{log}"
+    );
+    let status = p.status();
     assert_eq!(state_of(&status, "secure"), "failed", "{status:#?}");
 
     let log = watch.stop();
