@@ -21,6 +21,14 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests (kernel, host, fixture, wasm types)"
 cargo test --workspace --locked --no-fail-fast
 
+# Tests that act as another user (files, sockets and processes owned by `nobody`) need root;
+# they are ignored otherwise.
+if [ "$(id -u)" = 0 ]; then
+    step "tests that need root"
+    cargo test -p mcp-reconcile --locked --no-fail-fast \
+        --test daemon_security --test ipc_security --test private_files -- --ignored
+fi
+
 step "fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
 bash scripts/fuzz.sh "$FUZZ_SECONDS"
 

@@ -5,105 +5,8 @@
 
 mod common;
 
-use std::fs;
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
-
 use common::*;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-
-/// A running `serve` with an rmcp client on its stdio; the process group is killed on drop.
-struct Served {
-    child: tokio::process::Child,
-    client: RunningService<RoleClient, ()>,
-    log: std::path::PathBuf,
-}
-
-impl Served {
-    async fn start(p: &Project) -> Served {
-        let log = p.path("serve.log");
-        let err = fs::File::create(&log).expect("log file");
-        let mut command = std::process::Command::new(cli());
-        command
-            .args(["serve", "--no-daemon"])
-            .args(p.flags())
-            .args(["--debounce-ms", "150"])
-            .env("MCP_RECONCILE_LOG", "info")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(err)
-            .process_group(0);
-        let mut child = tokio::process::Command::from(command)
-            .spawn()
-            .expect("serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let client = tokio::time::timeout(PATIENCE, ().serve((stdout, stdin)))
-            .await
-            .expect("handshake in time")
-            .expect("the gateway completes the MCP handshake");
-        Served { child, client, log }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn tool_names(&self) -> Vec<String> {
-        let tools = tokio::time::timeout(PATIENCE, self.client.list_all_tools())
-            .await
-            .expect("tools/list in time")
-            .expect("tools/list");
-        tools.into_iter().map(|t| t.name.into_owned()).collect()
-    }
-
-    async fn prompt_names(&self) -> Vec<String> {
-        let prompts = tokio::time::timeout(PATIENCE, self.client.list_all_prompts())
-            .await
-            .expect("prompts/list in time")
-            .expect("prompts/list");
-        prompts.into_iter().map(|p| p.name).collect()
-    }
-
-    async fn call(&self, name: &str, args: Value) -> CallToolResult {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        if let Value::Object(map) = args {
-            params = params.with_arguments(map);
-        }
-        tokio::time::timeout(PATIENCE, self.client.call_tool(params))
-            .await
-            .expect("tools/call in time")
-            .expect("tools/call answers (a tool error is a result)")
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let pgid = nix::unistd::Pid::from_raw(pid as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
-
-fn with_args(mut server: Value, extra: &[&str]) -> Value {
-    if let Some(args) = server["args"].as_array_mut() {
-        args.extend(extra.iter().map(|a| json!(a)));
-    }
-    server
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 fn last_error(status: &[Value], name: &str) -> String {
     status
@@ -213,7 +116,7 @@ async fn a_project_servers_listing_never_captures_a_user_servers_template() {
     let read = tokio::time::timeout(
         PATIENCE,
         served
-            .client
+            .client()
             .read_resource(rmcp::model::ReadResourceRequestParams::new(
                 "fixture://resources/1",
             )),

@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{workspace_root, KillGroup};
+use common::{output_text, workspace_root, KillGroup};
 
 const SCENARIOS: [&str; 4] = [
     "initialize",
@@ -231,15 +231,6 @@ fn server_suite(suite: &Path, url: &str) -> Vec<(String, (bool, String))> {
         panic!("the suite's summary lacks scenarios:\n{all}");
     }
     results
-}
-
-/// A finished command's stdout, then its stderr.
-fn output_text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn suite() -> PathBuf {

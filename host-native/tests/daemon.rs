@@ -17,27 +17,6 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
-
-#[derive(Clone)]
-struct Listener {
-    changed: mpsc::UnboundedSender<()>,
-    progress: mpsc::UnboundedSender<()>,
-}
-
-impl ClientHandler for Listener {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.changed.send(());
-    }
-
-    async fn on_progress(
-        &self,
-        _params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(());
-    }
-}
 
 /// A private runtime dir: where the test's daemon listens.
 struct Runtime {
@@ -67,30 +46,6 @@ impl Runtime {
     }
 }
 
-/// A process in its own group, killed with its group on drop.
-struct Group(std::process::Child);
-
-impl Group {
-    fn wait_exit(&mut self) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < PATIENCE {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
-
 fn start_daemon(p: &Project, rt: &Runtime) -> Group {
     let log = fs::File::create(p.path("daemon.log")).expect("log");
     let child = std::process::Command::new(cli())
@@ -108,128 +63,33 @@ fn start_daemon(p: &Project, rt: &Runtime) -> Group {
         assert!(start.elapsed() < PATIENCE, "the daemon never listened");
         std::thread::sleep(Duration::from_millis(25));
     }
-    Group(child)
+    Group::new(child)
 }
 
-/// A `serve` (a daemon session) with an rmcp client on its stdio.
-struct Attached {
-    group: Option<Group>,
-    client: Option<RunningService<RoleClient, Listener>>,
-    changed: mpsc::UnboundedReceiver<()>,
-    progress: mpsc::UnboundedReceiver<()>,
+/// A `serve` (a daemon session: the default runtime of a stdio `serve`) with a client on its
+/// stdio.
+async fn attach(p: &Project, rt: &Runtime, env: &[(&str, &str)]) -> Served {
+    attach_in(p, rt, env, "project").await
 }
 
-impl Attached {
-    async fn start(p: &Project, rt: &Runtime, env: &[(&str, &str)]) -> Attached {
-        Attached::start_in(p, rt, env, &p.path("project")).await
-    }
-
-    /// [`Attached::start`] with another project directory (same user settings).
-    async fn start_in(
-        p: &Project,
-        rt: &Runtime,
-        env: &[(&str, &str)],
-        project: &std::path::Path,
-    ) -> Attached {
-        let mut flags = p.flags();
-        if let Some(at) = flags.iter().position(|f| f == "--project") {
-            flags[at + 1] = project.to_string_lossy().into_owned();
-        }
-        let log = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p.path("serve.log"))
-            .expect("log");
-        let mut command = std::process::Command::new(cli());
-        command
-            // The default runtime of a stdio `serve`: a session of the daemon.
-            .arg("serve")
-            .args(flags)
-            .args(["--debounce-ms", "150"])
-            .env("XDG_RUNTIME_DIR", &rt.dir)
-            .env("MCP_RECONCILE_LOG", "info")
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .process_group(0);
-        let mut child = command.spawn().expect("serve starts");
-        let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().expect("stdin"))
-            .expect("async stdin");
-        let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().expect("stdout"))
-            .expect("async stdout");
-        let group = Group(child);
-        let (tx, changed) = mpsc::unbounded_channel();
-        let (progress_tx, progress) = mpsc::unbounded_channel();
-        let listener = Listener {
-            changed: tx,
-            progress: progress_tx,
-        };
-        let client = tokio::time::timeout(PATIENCE, listener.serve((stdout, stdin)))
-            .await
-            .expect("handshake in time")
-            .expect("the daemon's session completes the MCP handshake");
-        Attached {
-            group: Some(group),
-            client: Some(client),
-            changed,
-            progress,
-        }
-    }
-
-    async fn tool_names(&self) -> Vec<String> {
-        let client = self.client.as_ref().expect("open");
-        let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
-            .await
-            .expect("tools/list in time")
-            .expect("tools/list");
-        tools.into_iter().map(|t| t.name.into_owned()).collect()
-    }
-
-    async fn wait_tools(&self, what: &str, pred: impl Fn(&[String]) -> bool) {
-        let start = Instant::now();
-        loop {
-            let names = self.tool_names().await;
-            if pred(&names) {
-                return;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}: {names:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn call_text(&self, name: &str, args: Value) -> String {
-        let client = self.client.as_ref().expect("open");
-        tool_text(client.peer().clone(), name, args).await
-    }
-
-    async fn tools_changed(&mut self) {
-        tokio::time::timeout(PATIENCE, self.changed.recv())
-            .await
-            .expect("tools/list_changed in time")
-            .expect("the client still listens");
-    }
-
-    /// Closes the client (stdin EOF); `serve` exits.
-    async fn close(mut self) {
-        if let Some(client) = self.client.take() {
-            let _ = client.cancel().await;
-        }
-        let mut group = self.group.take().expect("running");
-        assert!(group.wait_exit(), "serve exits once its client is gone");
-    }
-}
-
-fn pids(p: &Project, name: &str) -> Vec<u64> {
-    fs::read_to_string(p.marker(name))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.strip_prefix("server "))
-        .filter_map(|pid| pid.trim().parse().ok())
-        .collect()
+/// [`attach`] for the project directory `project` (same user settings).
+async fn attach_in(p: &Project, rt: &Runtime, env: &[(&str, &str)], project: &str) -> Served {
+    let log = p.path("serve.log");
+    let err = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .expect("log");
+    let mut command = std::process::Command::new(cli());
+    command
+        .arg("serve")
+        .args(p.flags_in(project))
+        .args(["--debounce-ms", "150"])
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .env("MCP_RECONCILE_LOG", "info")
+        .envs(env.iter().copied())
+        .stderr(err);
+    Served::spawn(command, log).await
 }
 
 /// A one-shot CLI command with the project's flags, against the test's daemon.
@@ -244,17 +104,7 @@ fn run_cli(p: &Project, rt: &Runtime, args: &[&str], flags: bool) -> (bool, Stri
         .stdin(Stdio::null())
         .output()
         .expect("runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
-}
-
-fn wait(what: &str, pred: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !pred() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    (out.status.success(), output_text(&out))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,10 +116,10 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         "b": p.server("b", "echo"),
     }}));
     let mut daemon = start_daemon(&p, &rt);
-    let mut one = Attached::start(&p, &rt, &[("SESSION_MARK", "same")]).await;
-    let mut two = Attached::start(&p, &rt, &[("SESSION_MARK", "same")]).await;
+    let mut one = attach(&p, &rt, &[("SESSION_MARK", "same")]).await;
+    let mut two = attach(&p, &rt, &[("SESSION_MARK", "same")]).await;
     let watch_out = p.path("watch.out");
-    let mut watch = Group(
+    let mut watch = Group::new(
         std::process::Command::new(cli())
             // `watch` joins the daemon by default.
             .arg("watch")
@@ -292,10 +142,11 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     two.wait_tools("a and b in the second session", both).await;
     // The session's start pass, as an in-process `watch` prints it: both connected, one tool
     // each.
-    wait("watch shows a and b", || {
+    wait_until_async("watch shows a and b", || {
         let out = watched();
         out.contains("+ connect a") && out.contains("+ connect b") && out.contains("tools 1")
-    });
+    })
+    .await;
     assert!(
         watched().contains("+ connect a") && watched().contains("+ connect b"),
         "watch --daemon prints its session's plan: {}",
@@ -382,29 +233,27 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         .await;
     two.wait_tools("b gone from the second session", only_a)
         .await;
-    wait("watch shows b gone", || {
+    wait_until_async("watch shows b gone", || {
         watched().contains("- disconnect b (removed)")
-    });
+    })
+    .await;
     assert!(
         watched().contains("change in "),
         "the pass says what triggered it, as an in-process watch does: {}",
         watched()
     );
 
-    wait("b's process stops after the drain", || !alive(b_pid));
+    wait_until_async("b's process stops after the drain", || !alive(b_pid)).await;
     let a_pid = pids(&p, "a")[0];
     assert!(alive(a_pid), "a keeps running while it is held");
 
     // Closing every client stops every server after the drain, then the daemon exits.
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(watch.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
+    watch.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(watch.wait_exit(), "watch stops on SIGTERM");
     one.close().await;
     assert!(alive(a_pid), "the second session still holds a");
     two.close().await;
-    wait("a's process stops after the drain", || !alive(a_pid));
+    wait_until_async("a's process stops after the drain", || !alive(a_pid)).await;
     assert!(
         daemon.wait_exit(),
         "the daemon exits once it has no session"
@@ -419,8 +268,8 @@ async fn sessions_with_another_environment_get_their_own_process() {
     let rt = Runtime::new(&p);
     p.write_settings(json!({"mcpServers": { "a": p.server("a", "env") }}));
     let _daemon = start_daemon(&p, &rt);
-    let one = Attached::start(&p, &rt, &[("SESSION_MARK", "one")]).await;
-    let two = Attached::start(&p, &rt, &[("SESSION_MARK", "two")]).await;
+    let one = attach(&p, &rt, &[("SESSION_MARK", "one")]).await;
+    let two = attach(&p, &rt, &[("SESSION_MARK", "two")]).await;
     let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__env");
     // The first listing is complete: the attach waits for the session's servers to start.
     assert!(has_a(&one.tool_names().await));
@@ -445,10 +294,11 @@ async fn sessions_with_another_environment_get_their_own_process() {
     );
     // Each serve prints the review and the approve command on its stderr (hints never reach
     // the MCP client).
-    wait("both serves print the approval hint", || {
+    wait_until_async("both serves print the approval hint", || {
         let log = fs::read_to_string(p.path("serve.log")).unwrap_or_default();
         log.matches("\"p\" needs approval").count() == 2
-    });
+    })
+    .await;
     let (ok, out) = run_cli(&p, &rt, &["approve", "p"], true);
     assert!(ok, "{out}");
     let has_p = |names: &[String]| names.iter().any(|n| n == "mcp__p__echo");
@@ -461,7 +311,7 @@ async fn sessions_with_another_environment_get_their_own_process() {
     let before = pids(&p, "a").len();
     let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
     assert!(ok, "{out}");
-    wait("a restarted", || pids(&p, "a").len() > before);
+    wait_until_async("a restarted", || pids(&p, "a").len() > before).await;
     one.wait_tools("a back in the first session", has_a).await;
     two.wait_tools("a back in the second session", has_a).await;
 
@@ -517,15 +367,25 @@ fn the_daemon_directory_and_socket_are_private() {
     assert!(out.contains("no-such-project"), "{out}");
 }
 
-/// Kills a daemon this test did not start itself (one a `serve` restarted) with its group.
-struct KillPid(Option<i32>);
-
-impl Drop for KillPid {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let pgid = nix::unistd::Pid::from_raw(pid);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+/// The daemon a `serve` started again in `rt`, once it answers; killed with its group when the
+/// test ends (this test did not start it itself).
+async fn restarted_daemon(rt: &Runtime) -> KillGroup {
+    let start = Instant::now();
+    loop {
+        if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(rt.socket()) {
+            let _ = stream.write_all(b"{\"cmd\":\"status\"}\n");
+            let mut line = String::new();
+            let _ = BufReader::new(stream).read_line(&mut line);
+            let pid = serde_json::from_str::<Value>(&line)
+                .ok()
+                .and_then(|answer| answer["ok"]["pid"].as_u64())
+                .and_then(|pid| u32::try_from(pid).ok());
+            if let Some(pid) = pid {
+                return KillGroup(pid);
+            }
         }
+        assert!(start.elapsed() < PATIENCE, "no daemon came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -534,9 +394,8 @@ async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
     let p = Project::new();
     let rt = Runtime::new(&p);
     p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo,sleep") }}));
-    let mut restarted = KillPid(None);
     let daemon = start_daemon(&p, &rt);
-    let mut one = Attached::start(&p, &rt, &[]).await;
+    let mut one = attach(&p, &rt, &[]).await;
     let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__echo");
     one.wait_tools("a", has_a).await;
     let first = pids(&p, "a");
@@ -544,7 +403,7 @@ async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
 
     // The daemon dies (its servers with it) during a call; the call is answered with an
     // error, serve starts a new daemon and re-attaches.
-    let client = one.client.as_ref().expect("open").peer().clone();
+    let client = one.client().peer().clone();
     let call = tokio::spawn(async move {
         let params = CallToolRequestParams::new("mcp__a__sleep").with_arguments(
             json!({"ms": 600_000})
@@ -555,32 +414,16 @@ async fn a_serve_restarts_a_dead_daemon_and_its_client_hears_list_changed() {
         client.call_tool(params).await
     });
     // Running upstream once its progress arrives.
-    tokio::time::timeout(PATIENCE, one.progress.recv())
-        .await
-        .expect("the long call reports progress")
-        .expect("the client still listens");
+    one.progress().await;
     drop(daemon);
     let answered = tokio::time::timeout(PATIENCE, call)
         .await
         .expect("a call in flight is answered when the daemon dies")
         .expect("joined");
     assert!(answered.is_err(), "{answered:?}");
-    wait("a stops with its daemon", || !alive(first[0]));
+    wait_until_async("a stops with its daemon", || !alive(first[0])).await;
     one.tools_changed().await;
-    let start = Instant::now();
-    loop {
-        if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(rt.socket()) {
-            let _ = stream.write_all(b"{\"cmd\":\"status\"}\n");
-            let mut line = String::new();
-            let _ = BufReader::new(stream).read_line(&mut line);
-            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
-                restarted.0 = answer["ok"]["pid"].as_i64().map(|pid| pid as i32);
-                break;
-            }
-        }
-        assert!(start.elapsed() < PATIENCE, "no daemon came back");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _restarted = restarted_daemon(&rt).await;
     one.wait_tools("a again in the new daemon", has_a).await;
     assert_eq!(pids(&p, "a").len(), 2, "the new daemon started a again");
     let echoed = one
@@ -600,8 +443,8 @@ async fn a_server_without_cwd_runs_in_its_sessions_project_root() {
     fixed["cwd"] = json!(p.dir.path().to_string_lossy());
     p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo"), "fixed": fixed }}));
     let _daemon = start_daemon(&p, &rt);
-    let one = Attached::start(&p, &rt, &[]).await;
-    let two = Attached::start_in(&p, &rt, &[], &other).await;
+    let one = attach(&p, &rt, &[]).await;
+    let two = attach_in(&p, &rt, &[], "other").await;
     for session in [&one, &two] {
         session
             .wait_tools("a and fixed", |names| {
@@ -651,7 +494,7 @@ async fn a_daemon_session_runs_its_own_language_servers() {
         }}),
     );
     let _daemon = start_daemon(&p, &rt);
-    let mut one = Attached::start(&p, &rt, &[("SESSION_MARK", "lsp-session")]).await;
+    let mut one = attach(&p, &rt, &[("SESSION_MARK", "lsp-session")]).await;
     one.wait_tools("the language tools", |names| {
         names.iter().any(|n| n == "lsp_diagnostics") && names.iter().any(|n| n == "mcp__a__echo")
     })
@@ -693,7 +536,7 @@ async fn a_daemon_session_runs_its_own_language_servers() {
         }
         assert!(start.elapsed() < PATIENCE, "the language tools never left");
     }
-    wait("the removed language server stops", || !alive(pid));
+    wait_until_async("the removed language server stops", || !alive(pid)).await;
     one.close().await;
 }
 
@@ -708,7 +551,7 @@ async fn a_serve_without_a_usable_daemon_runs_the_session_itself() {
     let not_a_dir = p.path("not-a-dir");
     fs::write(&not_a_dir, "").expect("write");
     let rt = Runtime { dir: not_a_dir };
-    let one = Attached::start(&p, &rt, &[]).await;
+    let one = attach(&p, &rt, &[]).await;
     one.wait_tools("a's tools", |names| {
         names.iter().any(|n| n == "mcp__a__echo")
     })
@@ -736,7 +579,7 @@ async fn watch_daemon_asks_and_the_answer_starts_the_server() {
         &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
     );
     let _daemon = start_daemon(&p, &rt);
-    let one = Attached::start(&p, &rt, &[]).await;
+    let one = attach(&p, &rt, &[]).await;
     one.wait_tools("a's tools", |names| {
         names.iter().any(|n| n == "mcp__a__echo")
     })
@@ -756,23 +599,25 @@ async fn watch_daemon_asks_and_the_answer_starts_the_server() {
         .spawn()
         .expect("watch starts");
     let mut stdin = watch.stdin.take().expect("stdin");
-    let _watch = Group(watch);
+    let _watch = Group::new(watch);
     let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
-    wait("the question", || watched().contains("proj"));
+    wait_until_async("the question", || watched().contains("proj")).await;
     stdin.write_all(b"a\n").expect("answer");
     stdin.flush().expect("flush");
-    wait("the answer is stored", || {
+    wait_until_async("the answer is stored", || {
         watched().contains("\"proj\": approved")
-    });
+    })
+    .await;
     one.wait_tools("proj's tools in the serve", |names| {
         names.iter().any(|n| n == "mcp__proj__echo")
     })
     .await;
-    wait("watch shows proj connected with its tools", || {
+    wait_until_async("watch shows proj connected with its tools", || {
         watched()
             .lines()
             .any(|l| l.contains("+ connect proj") && l.contains("tools 1"))
-    });
+    })
+    .await;
     one.close().await;
 }
 
@@ -876,7 +721,7 @@ fn spawn_serve(
         .expect("serve starts");
     let stdout = child.stdout.take().expect("stdout");
     let stdin = child.stdin.take().expect("stdin");
-    (Group(child), stdout, stdin)
+    (Group::new(child), stdout, stdin)
 }
 
 /// A daemon session whose client is an [`Answering`] named `who`.
@@ -914,7 +759,7 @@ impl Asker {
     fn call(&self, name: &str, args: Value) -> tokio::task::JoinHandle<String> {
         let peer = self.client.peer().clone();
         let name = name.to_owned();
-        tokio::spawn(async move { tool_text(peer, &name, args).await })
+        tokio::spawn(async move { text(&call(&peer, &name, args).await) })
     }
 }
 
@@ -951,12 +796,12 @@ async fn a_shared_servers_questions_never_reach_another_session() {
         "mcp__a__ask",
         json!({"text": "B during A", "wait_for": go("go-b")}),
     );
-    wait("B's call runs", || marker().contains("waiting B during A"));
+    wait_until_async("B's call runs", || marker().contains("waiting B during A")).await;
     let a_call = alpha.call(
         "mcp__a__ask",
         json!({"text": "A's own", "wait_for": go("go-a")}),
     );
-    wait("A's call runs", || marker().contains("waiting A's own"));
+    wait_until_async("A's call runs", || marker().contains("waiting A's own")).await;
     // ... and B's asks while both run: the daemon cannot tell whose it is, so it is nobody's
     // (it used to go to the newest call's client: A).
     fs::write(go("go-b"), "").expect("go");
@@ -976,9 +821,10 @@ async fn a_shared_servers_questions_never_reach_another_session() {
     let echoed = joined(alpha.call("mcp__a__echo", json!({"text": "A last"}))).await;
     assert_eq!(echoed, "A last");
     fs::write(go("go-later"), "").expect("go");
-    wait("the late question is answered", || {
+    wait_until_async("the late question is answered", || {
         marker().contains("asked B later:")
-    });
+    })
+    .await;
     assert!(
         marker().contains("asked B later: action=decline name="),
         "{}",
@@ -1041,8 +887,8 @@ async fn a_flooding_server_cannot_grow_the_daemon_without_bound() {
         "clientInfo": {"name": "never-reads", "version": "0"}}}),
     );
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    wait("a starts", || pids(&p, "a").len() == 1);
-    let before = rss_kb(daemon.0.id());
+    wait_until_async("a starts", || pids(&p, "a").len() == 1).await;
+    let before = rss_kb(daemon.id());
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "mcp__a__flood",
@@ -1065,7 +911,7 @@ async fn a_flooding_server_cannot_grow_the_daemon_without_bound() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let grown_mb = rss_kb(daemon.0.id()).saturating_sub(before) / 1024;
+    let grown_mb = rss_kb(daemon.id()).saturating_sub(before) / 1024;
     assert!(
         grown_mb < 200,
         "the daemon grew by {grown_mb} MB while relaying the flood"
@@ -1183,8 +1029,8 @@ async fn a_reconnect_leaves_a_process_another_project_shares_running() {
     shared["cwd"] = json!(p.dir.path().to_string_lossy());
     p.write_settings(json!({"mcpServers": {"a": shared}}));
     let _daemon = start_daemon(&p, &rt);
-    let one = Attached::start(&p, &rt, &[]).await;
-    let two = Attached::start_in(&p, &rt, &[], &other).await;
+    let one = attach(&p, &rt, &[]).await;
+    let two = attach_in(&p, &rt, &[], "other").await;
     let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__echo");
     one.wait_tools("a in the first project", has_a).await;
     two.wait_tools("a in the other project", has_a).await;
@@ -1209,7 +1055,7 @@ async fn a_reconnect_leaves_a_process_another_project_shares_running() {
     two.close().await;
     let (ok, out) = run_cli(&p, &rt, &["reconnect", "a"], true);
     assert!(ok, "{out}");
-    wait("a restarted", || pids(&p, "a").len() == 2);
+    wait_until_async("a restarted", || pids(&p, "a").len() == 2).await;
     one.wait_tools("a back", has_a).await;
 }
 
@@ -1228,7 +1074,6 @@ async fn a_restarted_daemon_gets_the_clients_subscriptions_and_log_level_again()
     }
     let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
     p.write_settings(json!({"mcpServers": {"a": a, "ref": reference}}));
-    let mut restarted = KillPid(None);
     let daemon = start_daemon(&p, &rt);
     let alpha = Asker::start(&p, &rt, "alpha").await;
     let uri = "fixture://resources/1";
@@ -1251,22 +1096,11 @@ async fn a_restarted_daemon_gets_the_clients_subscriptions_and_log_level_again()
     assert_eq!(subscribes(), 1);
 
     drop(daemon);
-    let start = Instant::now();
-    while restarted.0.is_none() {
-        if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(rt.socket()) {
-            let _ = stream.write_all(b"{\"cmd\":\"status\"}\n");
-            let mut line = String::new();
-            let _ = BufReader::new(stream).read_line(&mut line);
-            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
-                restarted.0 = answer["ok"]["pid"].as_i64().map(|pid| pid as i32);
-            }
-        }
-        assert!(start.elapsed() < PATIENCE, "no daemon came back");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    wait("the new a process gets the subscription again", || {
+    let _restarted = restarted_daemon(&rt).await;
+    wait_until_async("the new a process gets the subscription again", || {
         subscribes() == 2
-    });
+    })
+    .await;
     assert_eq!(pids(&p, "a").len(), 2, "a new process of a");
 
     let start = Instant::now();
@@ -1327,30 +1161,12 @@ async fn roots_asked_after_a_clients_list_changed_are_that_clients() {
             .notify_roots_list_changed()
             .await
             .expect("roots/list_changed");
-        wait("the server asks for the roots again", || {
+        wait_until_async("the server asks for the roots again", || {
             answers().len() > n
-        });
+        })
+        .await;
         assert_eq!(answers()[n], root, "{:?}", answers());
     }
-}
-
-/// Calls the tool `name` with `args` (an object, or nothing) through `peer`; the text of its
-/// result.
-async fn tool_text(peer: rmcp::Peer<RoleClient>, name: &str, args: Value) -> String {
-    let mut params = CallToolRequestParams::new(name.to_owned());
-    if let Value::Object(map) = args {
-        params = params.with_arguments(map);
-    }
-    let result = tokio::time::timeout(PATIENCE, peer.call_tool(params))
-        .await
-        .expect("tools/call in time")
-        .expect("tools/call");
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The default stdio `serve` (a daemon session) says on its stderr what `serve --no-daemon`
@@ -1361,19 +1177,21 @@ async fn the_default_serve_says_what_is_wrong_with_the_files_on_stderr() {
     let rt = Runtime::new(&p);
     fs::write(p.user_settings(), "{ \"mcpServers\": { not json").expect("broken settings");
     let _daemon = start_daemon(&p, &rt);
-    let one = Attached::start(&p, &rt, &[]).await;
+    let one = attach(&p, &rt, &[]).await;
     let log = || fs::read_to_string(p.path("serve.log")).unwrap_or_default();
-    wait("the broken settings file on stderr", || {
+    wait_until_async("the broken settings file on stderr", || {
         log()
             .lines()
             .any(|l| l.starts_with("! ") && l.contains("user-settings.json"))
-    });
+    })
+    .await;
     p.write_settings(json!({"mcpServers": {
         "gone": {"command": p.path("no-such-program").to_string_lossy()},
     }}));
-    wait("the missing command on stderr", || {
+    wait_until_async("the missing command on stderr", || {
         log().contains("gone") && log().contains("no-such-program")
-    });
+    })
+    .await;
     one.close().await;
 }
 
@@ -1386,7 +1204,7 @@ fn a_watch_without_a_usable_daemon_runs_the_session_itself() {
     fs::write(p.path("not-a-dir"), "").expect("file");
     let out = p.path("watch.out");
     let err = p.path("watch.err");
-    let _watch = Group(
+    let _watch = Group::new(
         std::process::Command::new(cli())
             .arg("watch")
             .args(p.flags())
@@ -1399,7 +1217,7 @@ fn a_watch_without_a_usable_daemon_runs_the_session_itself() {
             .spawn()
             .expect("watch starts"),
     );
-    wait("the session runs here", || {
+    wait_until("the session runs here", || {
         fs::read_to_string(&out)
             .unwrap_or_default()
             .contains("+ connect a")

@@ -3,8 +3,9 @@
 //! the user's inotify instances (item 11).
 //!
 //! The fake daemons here are real processes listening on real Unix sockets; those that must run
-//! as another user are started with `setpriv` as `nobody` (uid 65534), which needs root (CI
-//! runs as root; elsewhere those tests say they are skipped). A fake daemon records every
+//! as another user are started with `setpriv` as `nobody` (uid 65534), which needs root: those
+//! tests are ignored unless asked for (`--include-ignored`), and `scripts/test.sh` runs them
+//! when it runs as root, as CI does. A fake daemon records every
 //! connection and every byte it receives; the client's environment carries a secret. After a
 //! real `serve`, `status` and `daemon --status`, the record must hold no byte sent by them.
 
@@ -15,7 +16,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -52,10 +53,6 @@ while True:
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 "#;
 
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 fn mode(path: &Path) -> u32 {
     fs::symlink_metadata(path)
         .expect("exists")
@@ -73,7 +70,7 @@ fn runtime_dir() -> tempfile::TempDir {
 
 /// The fake daemon as `nobody`, in its own process group, killed on drop.
 struct Fake {
-    child: Child,
+    group: Group,
     record: PathBuf,
 }
 
@@ -106,24 +103,18 @@ impl Fake {
             .process_group(0)
             .spawn()
             .expect("setpriv runs");
+        let stdout = child.stdout.take().expect("stdout");
+        let group = Group::new(child);
         let mut ready = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
+        BufReader::new(stdout)
             .read_line(&mut ready)
             .expect("fake daemon output");
         assert_eq!(ready.trim(), "ready", "the fake daemon did not start");
-        Fake { child, record }
+        Fake { group, record }
     }
 
     fn received(&self) -> String {
         String::from_utf8_lossy(&fs::read(&self.record).expect("record")).into_owned()
-    }
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
     }
 }
 
@@ -172,16 +163,19 @@ fn bounded(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
         .process_group(0)
         .spawn()
         .expect("cli runs");
+    let group = KillGroup(child.id());
     let start = Instant::now();
     while child.try_wait().expect("wait").is_none() {
         if start.elapsed() > PATIENCE {
-            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            group.kill();
             break;
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    child.wait_with_output().expect("output")
+    let output = child.wait_with_output().expect("output");
+    // Reaped: its pid may be reused, so the guard must not signal it any more.
+    group.disarm();
+    output
 }
 
 fn stderr(output: &Output) -> String {
@@ -189,11 +183,8 @@ fn stderr(output: &Output) -> String {
 }
 
 #[test]
+#[ignore = "needs root: run with --include-ignored as root"]
 fn a_daemon_directory_owned_by_another_user_receives_nothing() {
-    if !is_root() {
-        eprintln!("skipped: needs root to run a fake daemon as nobody");
-        return;
-    }
     let p = project();
     let rt = runtime_dir();
     let fake = Fake::start_as_nobody(&rt.path().join("mcp-reconcile"));
@@ -220,11 +211,8 @@ fn a_daemon_directory_owned_by_another_user_receives_nothing() {
 }
 
 #[test]
+#[ignore = "needs root: run with --include-ignored as root"]
 fn a_daemon_socket_served_by_another_uid_receives_nothing() {
-    if !is_root() {
-        eprintln!("skipped: needs root to run a fake daemon as nobody");
-        return;
-    }
     let p = project();
     let rt = runtime_dir();
     let dir = rt.path().join("mcp-reconcile");
@@ -323,7 +311,7 @@ async fn many_sessions_share_one_inotify_instance() {
         attached.push(attach(rt.path(), p).await);
     }
     assert_eq!(
-        inotify_instances(daemon.child.id()),
+        inotify_instances(daemon.group.id()),
         1,
         "one watcher for every session; daemon log:\n{}",
         daemon.received()
@@ -345,14 +333,12 @@ fn start_daemon(rt: &Path) -> (Fake, tempfile::NamedTempFile) {
         .spawn()
         .expect("daemon starts");
     let daemon = Fake {
-        child: daemon,
+        group: Group::new(daemon),
         record: log.path().to_path_buf(),
     };
-    let start = Instant::now();
-    while !rt.join("mcp-reconcile/daemon.sock").exists() {
-        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    wait_until("the daemon to listen", || {
+        rt.join("mcp-reconcile/daemon.sock").exists()
+    });
     (daemon, log)
 }
 
@@ -396,8 +382,9 @@ async fn a_servers_grandchild_dies_when_the_daemon_is_killed() {
     let _cleanup = KillGroup(leader_group);
     assert!(alive(grandchild));
 
-    daemon.child.kill().expect("kill -9 the daemon");
-    daemon.child.wait().expect("reaped");
+    // kill -9 the daemon alone: its servers' groups are not its own.
+    daemon.group.signal(nix::sys::signal::Signal::SIGKILL);
+    assert!(daemon.group.wait_exit(), "the daemon dies on SIGKILL");
     let start = Instant::now();
     while alive(grandchild) && start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(50));
@@ -427,7 +414,7 @@ fn a_daemon_session_passes_on_environment_values_that_are_not_utf8() {
         ],
     }}}));
     let value = b"caf\xe9 cr\xe8me";
-    let mut serve = Command::new(cli())
+    let serve = Command::new(cli())
         .arg("serve")
         .args(p.flags())
         .env("XDG_RUNTIME_DIR", rt.path())
@@ -438,13 +425,12 @@ fn a_daemon_session_passes_on_environment_values_that_are_not_utf8() {
         .process_group(0)
         .spawn()
         .expect("serve starts");
+    let serve = Group::new(serve);
     let start = Instant::now();
     while !seen.exists() && start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(25));
     }
-    let pgid = nix::unistd::Pid::from_raw(serve.id() as i32);
-    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-    let _ = serve.wait();
+    drop(serve);
     assert_eq!(
         fs::read(&seen).expect("the server ran"),
         value,
@@ -453,7 +439,7 @@ fn a_daemon_session_passes_on_environment_values_that_are_not_utf8() {
     let parent = fs::read_to_string(p.path("seen.parent")).expect("parent pid");
     assert_eq!(
         parent.trim(),
-        daemon.child.id().to_string(),
+        daemon.group.id().to_string(),
         "the daemon, not serve itself, started the server"
     );
 }

@@ -886,7 +886,6 @@ fn a_symlinked_approvals_file_stays_a_symlink() {
 // ---------------------------------------------------------------- watcher
 
 const WAIT: Duration = Duration::from_secs(20);
-const QUIET: Duration = Duration::from_millis(700);
 
 /// The next event is `want` (after a [`settle`], nothing else is queued).
 async fn expect_source(rx: &mut UnboundedReceiver<FileSource>, want: &FileSource) {
@@ -897,22 +896,29 @@ async fn expect_source(rx: &mut UnboundedReceiver<FileSource>, want: &FileSource
     }
 }
 
-/// Waits until no event arrived for a quiet period (the rest of the previous
-/// step's burst), so the next step starts from an empty queue.
-async fn settle(rx: &mut UnboundedReceiver<FileSource>) {
-    for _ in 0..20 {
-        tokio::time::sleep(QUIET).await;
-        if rx.try_recv().is_err() {
-            return;
-        }
-        while rx.try_recv().is_ok() {}
-    }
-    panic!("the watcher never went quiet");
+/// Waits until the watcher has handled every filesystem event caused so far. Every watch of
+/// the process shares one platform watcher that handles events in the order they happened:
+/// once it reported a write made now to a file of a watch of its own, it has sent whatever
+/// the earlier events meant for the other watches.
+async fn barrier() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("barrier.json");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let _watch = watcher::watch(vec![(file.clone(), FileSource::McpJson)], tx).expect("watch");
+    fs::write(&file, "{}").expect("write the barrier");
+    expect_source(&mut rx, &FileSource::McpJson).await;
 }
 
-/// Nothing arrives within a quiet period.
+/// Drops what is left of the previous step's burst (one save is several events), so the next
+/// step starts from an empty queue.
+async fn settle(rx: &mut UnboundedReceiver<FileSource>) {
+    barrier().await;
+    while rx.try_recv().is_ok() {}
+}
+
+/// Nothing was reported for what happened so far.
 async fn expect_quiet(rx: &mut UnboundedReceiver<FileSource>) {
-    tokio::time::sleep(QUIET).await;
+    barrier().await;
     let got: Vec<FileSource> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     assert!(got.is_empty(), "unexpected events: {got:?}");
 }

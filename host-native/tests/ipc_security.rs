@@ -86,12 +86,10 @@ fn socket_is_0600_and_state_dir_0700_even_under_umask_000() {
     watch.stop();
 }
 
+/// Needs root to make a directory owned by someone else.
 #[test]
+#[ignore = "needs root: run with --include-ignored as root"]
 fn a_state_dir_of_another_user_is_refused() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to make a directory owned by someone else");
-        return;
-    }
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state");
     fs::create_dir(&state).expect("mkdir");
@@ -226,12 +224,10 @@ fn peer_client_helper() {
     println!("ANSWER<{answer}>");
 }
 
+/// Needs root to connect as another uid (the unit test covers the rule).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root: run with --include-ignored as root"]
 async fn another_uid_is_dropped_without_an_answer() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to connect as another uid (the unit test covers the rule)");
-        return;
-    }
     let (dir, path, _guard, _rx) = in_process_session().await;
     // Open the way to the socket (as an attacker who got past the modes
     // would find it): only the peer-uid check is left.

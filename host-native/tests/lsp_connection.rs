@@ -21,8 +21,6 @@ use common::{installed, KillGroup};
 use lsp_types::{Diagnostic, Url};
 use mcp_reconcile::lsp::connection::{LspConnection, LspEvent, LspStart};
 use mcp_reconcile_kernel::json::{self, Object, Value};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -74,7 +72,9 @@ async fn stop_and_check(started: Started) {
         "process group {pid} still exists after stop"
     );
     // Stopped: nothing for the guard to kill (its group id may be reused from now on).
-    std::mem::forget(guard);
+    if let Some(guard) = guard {
+        guard.disarm();
+    }
     assert!(
         events.try_recv().is_err(),
         "a requested stop is not reported as a crash"
@@ -246,7 +246,11 @@ async fn a_server_that_dies_is_reported_with_its_generation() {
     )
     .await;
     let pid = started.connection.pid().expect("pid");
-    let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    started
+        .guard
+        .as_ref()
+        .expect("a stdio server's group")
+        .kill();
     let event = tokio::time::timeout(WAIT, started.events.recv())
         .await
         .expect("reported in time")

@@ -96,7 +96,7 @@ fn a_settings_edit_is_pushed_to_the_same_process_and_a_seed_edit_restarts_it() {
     watch.wait_output("the restart line", |o| {
         o.contains("~ restart json (env changed)")
     });
-    wait_gone(first);
+    wait_until(&format!("process {first} to exit"), || !alive(first));
 
     // The same program under another path is another `command`: a restart too.
     let real = std::fs::canonicalize(json_server()).expect("the server's real path");
@@ -108,13 +108,13 @@ fn a_settings_edit_is_pushed_to_the_same_process_and_a_seed_edit_restarts_it() {
     watch.wait_output("the command restart line", |o| {
         o.contains("~ restart json (command changed)")
     });
-    wait_gone(second);
+    wait_until(&format!("process {second} to exit"), || !alive(second));
     let second = pid(&s, "json");
 
     // Removed: stopped (shutdown, exit), no process left.
     p.write(&p.user_lsp(), &json!({}));
     p.wait_for("the entry gone", |s| lsp(s, "json").is_null());
-    wait_gone(second);
+    wait_until(&format!("process {second} to exit"), || !alive(second));
     watch.stop();
 }
 
@@ -172,15 +172,27 @@ fn a_project_language_server_runs_only_as_approved_and_an_edit_waits_for_approva
     });
     assert_eq!(pid(&s, "proj"), first, "applied live, no restart");
 
-    // A broken .lsp.json keeps what runs.
+    // A broken .lsp.json keeps what runs: the pass that read it stops nothing.
+    let before = watch.passes();
+    let errors = |o: &str| {
+        o.lines()
+            .filter(|l| l.starts_with("! ") && l.contains(".lsp.json"))
+            .count()
+    };
+    let errors_before = errors(&watch.output());
     std::fs::write(p.lsp_json(), "{ \"proj\": ").expect("write");
-    watch.wait_output("the error", |o| o.contains(".lsp.json"));
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    watch.wait_pass(before, ".lsp.json");
+    assert_eq!(
+        errors(&watch.output()),
+        errors_before + 1,
+        "the pass says the file is broken: {}",
+        watch.output()
+    );
     let s = p.status();
     assert_eq!(pid(&s, "proj"), first, "still running: {s:#?}");
     assert!(connected(&s, "proj"));
     watch.stop();
-    wait_gone(first);
+    wait_until(&format!("process {first} to exit"), || !alive(first));
 }
 
 #[test]
@@ -208,13 +220,4 @@ fn a_language_server_that_cannot_start_is_retried_with_backoff() {
         lsp(s, "broken")["spawns"].as_u64() >= Some(2)
     });
     watch.stop();
-}
-
-/// Waits until `pid` has exited.
-fn wait_gone(pid: u64) {
-    let start = std::time::Instant::now();
-    while alive(pid) {
-        assert!(start.elapsed() < PATIENCE, "process {pid} is still running");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }

@@ -102,12 +102,10 @@ fn an_approvals_file_in_a_directory_others_can_write_approves_nothing() {
     assert_eq!(fs::read(&path).expect("read"), before);
 }
 
+/// Needs root to plant a file owned by someone else.
 #[test]
+#[ignore = "needs root: run with --include-ignored as root"]
 fn an_approvals_file_of_another_user_approves_nothing() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to plant a file owned by someone else");
-        return;
-    }
     let home = tempfile::tempdir().expect("home");
     let path = home.path().join("approvals.json");
     planted_approvals(&path, "/project");
@@ -132,8 +130,7 @@ fn a_user_settings_file_others_can_write_starts_nothing() {
     p.write_settings(serde_json::json!({"mcpServers": {"planted": p.server("planted", "echo")}}));
     fs::set_permissions(p.user_settings(), fs::Permissions::from_mode(0o666)).expect("chmod");
     let status = p.run(&["status", "--json"]);
-    let text = String::from_utf8_lossy(&status.stdout).into_owned()
-        + &String::from_utf8_lossy(&status.stderr);
+    let text = common::output_text(&status);
     assert!(text.contains("can be written by other users"), "{text}");
     assert!(
         p.status().iter().all(|s| s["name"] != "planted"),

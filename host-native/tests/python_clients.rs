@@ -14,8 +14,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Instant;
+use std::process::{Command, Output, Stdio};
 
 use common::*;
 use serde_json::json;
@@ -95,9 +94,10 @@ fn run_client_with(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) 
         .process_group(0)
         .spawn()
         .expect("python starts");
-    let guard = GroupGuard(child.id());
+    let guard = KillGroup(child.id());
     let output = child.wait_with_output().expect("python runs");
-    std::mem::forget(guard);
+    // Reaped: its pid may be reused, so the guard must not signal it any more.
+    guard.disarm();
     output
 }
 
@@ -118,27 +118,12 @@ fn assert_scenario_passed(output: &Output, log: &str) {
 fn wait_all_stopped(p: &Project) {
     let pids: Vec<u64> = ["notes", "other"]
         .iter()
-        .flat_map(|name| {
-            fs::read_to_string(p.marker(name))
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .filter_map(|line| {
-            line.strip_prefix("server ")
-                .and_then(|pid| pid.trim().parse().ok())
-        })
+        .flat_map(|name| pids(p, name))
         .collect();
     assert!(!pids.is_empty(), "the servers never started");
-    let start = Instant::now();
-    while pids.iter().any(|pid| alive(*pid)) {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "fixture processes left running: {pids:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(&format!("the fixture processes {pids:?} to stop"), || {
+        pids.iter().all(|pid| !alive(*pid))
+    });
 }
 
 #[test]
@@ -179,10 +164,9 @@ fn the_python_sdk_over_http_lists_calls_and_follows_edits() {
     wait_all_stopped(&p);
 }
 
-/// `serve --http 127.0.0.1:0` in its own process group; stopped (SIGTERM, then the group
-/// killed) on drop.
+/// `serve --http 127.0.0.1:0` in its own process group (killed on drop).
 struct ServeHttp {
-    child: Child,
+    group: Group,
     url: String,
     token_file: PathBuf,
     log: PathBuf,
@@ -202,12 +186,14 @@ impl ServeHttp {
             .process_group(0)
             .spawn()
             .expect("serve starts");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let stdout = child.stdout.take().expect("stdout");
+        let group = Group::new(child);
+        let mut lines = BufReader::new(stdout).lines();
         let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
         // serve prints the URL, then the path of the token file (never the token).
         let (url, token_file) = (next(), PathBuf::from(next()));
         let served = ServeHttp {
-            child,
+            group,
             url,
             token_file,
             log,
@@ -226,31 +212,8 @@ impl ServeHttp {
 
     /// SIGTERM and wait: serve stops every server before it exits.
     fn stop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let start = Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() {
-            assert!(start.elapsed() < PATIENCE, "serve did not exit on SIGTERM");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for ServeHttp {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
-
-/// Kills a process group (the Python client's) if the test fails before it exited.
-struct GroupGuard(u32);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.0 as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        self.group.signal(nix::sys::signal::Signal::SIGTERM);
+        assert!(self.group.wait_exit(), "serve did not exit on SIGTERM");
     }
 }
 
@@ -280,13 +243,11 @@ fn two_python_sdk_clients_in_one_project_share_one_server_process() {
         .process_group(0)
         .spawn()
         .expect("daemon starts");
-    let daemon_guard = GroupGuard(daemon.id());
+    let mut daemon = Group::new(daemon);
     let socket = runtime.join("mcp-reconcile/daemon.sock");
-    let start = Instant::now();
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
+    wait_until("the daemon to listen", || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
     let log = p.path("serve.log");
     let serve = serve_command(&p, &log, &[]);
     let mut args: Vec<&std::ffi::OsStr> = vec!["pair".as_ref(), plan.as_os_str(), "--".as_ref()];
@@ -313,11 +274,5 @@ fn two_python_sdk_clients_in_one_project_share_one_server_process() {
     );
     // Both clients gone: every server stops after the drain, then the daemon exits.
     wait_all_stopped(&p);
-    let mut daemon = daemon;
-    let start = Instant::now();
-    while daemon.try_wait().expect("wait").is_none() {
-        assert!(start.elapsed() < PATIENCE, "the daemon never exited");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    drop(daemon_guard);
+    assert!(daemon.wait_exit(), "the daemon never exited");
 }

@@ -57,13 +57,6 @@ impl std::ops::Deref for Guarded {
     }
 }
 
-fn field<'a>(status: &'a [Value], name: &str, key: &str) -> &'a Value {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .map_or(&Value::Null, |s| &s[key])
-}
-
 fn needs_auth(status: &[Value], name: &str) -> bool {
     state_of(status, name) == "failed" && field(status, name, "reason") == "needs_auth"
 }

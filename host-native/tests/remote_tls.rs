@@ -131,13 +131,6 @@ fn watch_trusting(p: &Project, ca: &Path) -> Watch {
     })
 }
 
-fn field<'a>(status: &'a [Value], name: &str, key: &str) -> &'a Value {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .map_or(&Value::Null, |s| &s[key])
-}
-
 const HEADER_SECRET: &str = "hdr-secret-tls-1";
 
 #[test]
@@ -221,11 +214,11 @@ fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
         "local": p.server("local", "echo"),
     }}));
     let other_ca = certs.path("other-ca.pem");
+    let started = Instant::now();
     let watch = watch_trusting(&p, &other_ca);
     let status = p.wait_for("secure to fail", |s| {
         state_of(s, "secure") == "failed" && state_of(s, "local") == "connected"
     });
-    let failed_at = Instant::now();
     let error = field(&status, "secure", "lastError")
         .as_str()
         .unwrap_or_default()
@@ -241,15 +234,32 @@ fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
     );
     assert!(!error.contains(HEADER_SECRET), "{error}");
 
-    // Retried on the supervisor's backoff (1 s, 2 s, 4 s, ...), never in a tight loop.
-    std::thread::sleep(Duration::from_secs(3));
-    let status = p.status();
-    let attempts = field(&status, "secure", "attempts").as_u64().unwrap_or(0);
+    // Retried on the supervisor's backoff (1 s, 2 s, 4 s, ...), never in a tight loop: each
+    // failure announces a longer delay, and the second retry comes no sooner than the two
+    // delays announced before it (counted from before the session started).
+    watch.wait_output("the second retry of secure", |o| {
+        o.contains("↻ secure (attempt 3)")
+    });
+    let seen = started.elapsed();
+    let log = watch.output();
+    let delays: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains("secure"))
+        .filter_map(|l| {
+            let (_, after) = l.split_once("retry in ")?;
+            after.split_once(" ms")?.0.parse().ok()
+        })
+        .take(2)
+        .collect();
     assert!(
-        (1..=3).contains(&attempts),
-        "{attempts} attempts in {:?}: {status:#?}",
-        failed_at.elapsed()
+        delays.len() == 2 && delays[0] >= 500 && delays[1] > delays[0],
+        "the delays grow: {delays:?}\n{log}"
     );
+    assert!(
+        seen >= Duration::from_millis(delays[0] + delays[1]),
+        "attempt 3 after {seen:?}, sooner than the announced {delays:?} ms:\n{log}"
+    );
+    let status = p.status();
     assert_eq!(state_of(&status, "secure"), "failed", "{status:#?}");
 
     let log = watch.stop();
@@ -259,30 +269,6 @@ fn a_wrong_ca_shows_the_certificate_reason_and_backs_off() {
 
 // ---------------------------------------------------------------------------------------------
 // daemon sessions: each trusts its own SSL_CERT_FILE, never the daemon's or another session's
-
-/// A process in its own group, killed with its group on drop.
-struct Group(std::process::Child);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
-
-/// `p`'s flags with another project directory (same user settings, so the same servers).
-fn flags_in(p: &Project, project: &str) -> Vec<String> {
-    let mut flags = p.flags();
-    let at = flags
-        .iter()
-        .position(|f| f == "--project")
-        .expect("--project");
-    let dir = p.path(project);
-    std::fs::create_dir_all(&dir).expect("project dir");
-    flags[at + 1] = dir.to_string_lossy().into_owned();
-    flags
-}
 
 /// `command` with `SSL_CERT_FILE` = `ca` (or unset) and no `SSL_CERT_DIR`, whatever this
 /// machine's environment says, in the test's runtime dir (where its daemon listens).
@@ -309,7 +295,7 @@ fn start_daemon(p: &Project, run: &Path, ca: &Path) -> Group {
         .stderr(log)
         .process_group(0);
     trusting(&mut command, run, Some(ca));
-    let daemon = Group(command.spawn().expect("daemon starts"));
+    let daemon = Group::new(command.spawn().expect("daemon starts"));
     let socket = run.join("mcp-reconcile/daemon.sock");
     let start = Instant::now();
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
@@ -320,40 +306,18 @@ fn start_daemon(p: &Project, run: &Path, ca: &Path) -> Group {
 }
 
 /// A stdio `serve` (a daemon session) for project dir `project` with `ca` as its
-/// SSL_CERT_FILE, and an rmcp client on its stdio.
-async fn attach(
-    p: &Project,
-    run: &Path,
-    project: &str,
-    ca: Option<&Path>,
-) -> (Group, rmcp::service::RunningService<rmcp::RoleClient, ()>) {
-    use rmcp::ServiceExt;
-    use std::os::unix::process::CommandExt;
-    let log = std::fs::OpenOptions::new()
+/// SSL_CERT_FILE, and a client on its stdio.
+async fn attach(p: &Project, run: &Path, project: &str, ca: Option<&Path>) -> Served {
+    let log = p.path("serve.log");
+    let err = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(p.path("serve.log"))
+        .open(&log)
         .expect("log");
     let mut command = Command::new(cli());
-    command
-        .arg("serve")
-        .args(flags_in(p, project))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .process_group(0);
+    command.arg("serve").args(p.flags_in(project)).stderr(err);
     trusting(&mut command, run, ca);
-    let mut child = command.spawn().expect("serve starts");
-    let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().expect("stdin"))
-        .expect("async stdin");
-    let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().expect("stdout"))
-        .expect("async stdout");
-    let group = Group(child);
-    let client = tokio::time::timeout(PATIENCE, ().serve((stdout, stdin)))
-        .await
-        .expect("handshake in time")
-        .expect("the daemon's session completes the MCP handshake");
-    (group, client)
+    Served::spawn(command, log).await
 }
 
 /// `status --json` of the daemon session for project dir `project`.
@@ -361,7 +325,7 @@ fn session_status(p: &Project, run: &Path, project: &str) -> Vec<Value> {
     let mut command = Command::new(cli());
     command
         .args(["status", "--json"])
-        .args(flags_in(p, project))
+        .args(p.flags_in(project))
         .stdin(Stdio::null());
     trusting(&mut command, run, None);
     let out = command.output().expect("status runs");
@@ -390,14 +354,6 @@ async fn wait_session(
     }
 }
 
-async fn tool_names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
-    let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
-        .await
-        .expect("tools/list in time")
-        .expect("tools/list");
-    tools.into_iter().map(|t| t.name.into_owned()).collect()
-}
-
 /// Three sessions of one daemon reach the same https URL. The daemon itself was started with
 /// the test CA as its SSL_CERT_FILE (as when the first session to start it had one): that
 /// must not make anyone else trust it. The session whose own SSL_CERT_FILE is the CA
@@ -415,16 +371,16 @@ async fn each_daemon_session_trusts_its_own_ca_not_the_daemons_or_another_sessio
     let other_ca = certs.path("other-ca.pem");
     let _daemon = start_daemon(&p, &run, &ca);
 
-    let (_trusting, with_ca) = attach(&p, &run, "with-ca", Some(&ca)).await;
-    let (_plain, without) = attach(&p, &run, "without", None).await;
-    let (_other, with_other) = attach(&p, &run, "with-other", Some(&other_ca)).await;
+    let with_ca = attach(&p, &run, "with-ca", Some(&ca)).await;
+    let without = attach(&p, &run, "without", None).await;
+    let with_other = attach(&p, &run, "with-other", Some(&other_ca)).await;
 
     let status = wait_session(&p, &run, "with-ca", "secure connected", |s| {
         all_connected(s, &["secure"])
     })
     .await;
     assert_eq!(field(&status, "secure", "tools"), 2, "{status:#?}");
-    let names = tool_names(&with_ca).await;
+    let names = with_ca.tool_names().await;
     assert!(names.iter().any(|n| n == "mcp__secure__echo"), "{names:?}");
 
     let failed = |s: &[Value]| state_of(s, "secure") == "failed";
@@ -439,7 +395,7 @@ async fn each_daemon_session_trusts_its_own_ca_not_the_daemons_or_another_sessio
             && !error.contains(&ca.display().to_string()),
         "{error}"
     );
-    let names = tool_names(&without).await;
+    let names = without.tool_names().await;
     assert!(
         !names.iter().any(|n| n.starts_with("mcp__secure__")),
         "{names:?}"
@@ -455,12 +411,12 @@ async fn each_daemon_session_trusts_its_own_ca_not_the_daemons_or_another_sessio
             && error.contains(&format!("SSL_CERT_FILE={}", other_ca.display())),
         "{error}"
     );
-    let names = tool_names(&with_other).await;
+    let names = with_other.tool_names().await;
     assert!(
         !names.iter().any(|n| n.starts_with("mcp__secure__")),
         "{names:?}"
     );
-    for client in [with_ca, without, with_other] {
-        let _ = client.cancel().await;
+    for served in [with_ca, without, with_other] {
+        served.close().await;
     }
 }

@@ -24,14 +24,6 @@ impl Project {
     }
 }
 
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// The 64-hex hash after `--hash ` in `text`.
 fn hash_in(text: &str) -> Option<String> {
     let at = text.find("--hash ")? + "--hash ".len();
@@ -69,7 +61,9 @@ fn a_workspace_server_command_runs_only_after_approval_and_never_prints_the_secr
         .unwrap_or_default();
     assert_eq!(mcp["approval"], "pending", "{mcp:#}");
     watch.wait_output("the review", |o| o.contains("needs approval"));
-    std::thread::sleep(Duration::from_millis(500));
+    // The start pass read the workspace settings: once it is applied, whatever it started has
+    // run.
+    watch.wait_pass(0, "start");
     assert!(
         !marker.exists(),
         "the workspace command ran without approval"
@@ -89,21 +83,34 @@ fn a_workspace_server_command_runs_only_after_approval_and_never_prints_the_secr
 
     // A hash that is not the entry's is refused; nothing is stored or run.
     let stale = p.run_env(&["approve", "mcp", "--hash", &"0".repeat(64)], &env);
-    assert!(!stale.status.success(), "{}", text(&stale));
+    assert!(!stale.status.success(), "{}", output_text(&stale));
     assert!(
-        text(&stale).contains("changed since it was reviewed"),
+        output_text(&stale).contains("changed since it was reviewed"),
         "{}",
-        text(&stale)
+        output_text(&stale)
     );
-    assert!(!text(&stale).contains(SECRET), "{}", text(&stale));
-    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        !output_text(&stale).contains(SECRET),
+        "{}",
+        output_text(&stale)
+    );
+    // A pass that reads every file again (the approvals too) starts nothing.
+    p.reload_and_wait(&watch);
     assert!(!marker.exists(), "a refused approval started the server");
 
     // The reviewed hash approves exactly that entry; then (and only then) it runs.
     let approved = p.run_env(&["approve", "mcp", "--hash", &hash], &env);
-    assert!(approved.status.success(), "{}", text(&approved));
-    assert!(text(&approved).contains(&hash), "{}", text(&approved));
-    assert!(!text(&approved).contains(SECRET), "{}", text(&approved));
+    assert!(approved.status.success(), "{}", output_text(&approved));
+    assert!(
+        output_text(&approved).contains(&hash),
+        "{}",
+        output_text(&approved)
+    );
+    assert!(
+        !output_text(&approved).contains(SECRET),
+        "{}",
+        output_text(&approved)
+    );
     p.wait_for("mcp connected", |s| state_of(s, "mcp") == "connected");
     let started = fs::read_to_string(&marker).unwrap_or_default();
     assert!(
@@ -122,13 +129,14 @@ fn a_workspace_allow_list_narrows_and_never_widens() {
         "mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")},
     }));
     p.write_workspace(json!({"mcp": {"allowed": ["a", "b"]}}));
-    let _watch = p.watch();
+    let watch = p.watch();
     p.wait_for("a connected, b not allowed", |s| {
         state_of(s, "a") == "connected"
             && s.iter()
                 .any(|x| x["name"] == "b" && x["reason"] == "not_allowed")
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The start pass read both lists; once it is applied, whatever it started has run.
+    watch.wait_pass(0, "start");
     assert_eq!(p.spawns("b"), 0, "the workspace list widened the user's");
 
     p.write_workspace(json!({"mcp": {"allowed": ["b"]}}));
@@ -176,7 +184,11 @@ fn escapes_in_names_and_keys_never_reach_the_terminal() {
     assert!(log.contains("REPLACES your user server"), "{log}");
 
     let status = p.run(&["status"]);
-    assert!(!text(&status).contains('\u{1b}'), "{:?}", text(&status));
+    assert!(
+        !output_text(&status).contains('\u{1b}'),
+        "{:?}",
+        output_text(&status)
+    );
 }
 
 /// Config files are read only when they are regular files, up to 4 MiB: a
@@ -197,9 +209,9 @@ fn a_fifo_a_device_or_a_huge_file_never_hangs_or_grows_the_host() {
     });
     let status = p.run(&["status"]);
     assert!(
-        text(&status).contains("not a regular file (it is a FIFO)"),
+        output_text(&status).contains("not a regular file (it is a FIFO)"),
         "{}",
-        text(&status)
+        output_text(&status)
     );
 
     fs::remove_file(p.mcp_json()).expect("remove fifo");

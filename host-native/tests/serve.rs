@@ -9,208 +9,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    Implementation, ProgressNotificationParam,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-
-/// What the client heard from the gateway.
-#[derive(Debug)]
-enum Heard {
-    ToolsChanged,
-    Progress(f64),
-    /// A server's `elicitation/create`, relayed by the gateway: its message.
-    Elicited(String),
-}
-
-#[derive(Clone)]
-struct Listener {
-    heard: mpsc::UnboundedSender<Heard>,
-}
-
-impl ClientHandler for Listener {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.heard.send(Heard::ToolsChanged);
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.heard.send(Heard::Progress(params.progress));
-    }
-
-    /// A person who fills in the form — except one that says it is never answered.
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let message = match &request {
-            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
-            _ => String::new(),
-        };
-        let _ = self.heard.send(Heard::Elicited(message.clone()));
-        if message.contains("never answered") {
-            std::future::pending::<()>().await;
-        }
-        Ok(ElicitResult::new(ElicitationAction::Accept)
-            .with_content(json!({"username": "ada", "email": "ada@example.org"})))
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = Some(ElicitationCapability::default());
-        ClientConfig::new(capabilities, Implementation::new("serve-test", "0"))
-    }
-}
-
-/// A running `serve` with an rmcp client on its stdio; the process group is killed on drop.
-struct Served {
-    child: tokio::process::Child,
-    client: Option<RunningService<RoleClient, Listener>>,
-    heard: mpsc::UnboundedReceiver<Heard>,
-    log: std::path::PathBuf,
-}
-
-impl Served {
-    async fn start(p: &Project) -> Served {
-        Served::start_with(p, &[]).await
-    }
-
-    /// `serve` with `extra` flags.
-    async fn start_with(p: &Project, extra: &[&str]) -> Served {
-        let log = p.path("serve.log");
-        let err = fs::File::create(&log).expect("log file");
-        let mut command = std::process::Command::new(cli());
-        command
-            .args(["serve", "--no-daemon"])
-            .args(p.flags())
-            .args(["--debounce-ms", "150"])
-            .args(extra)
-            .env("MCP_RECONCILE_LOG", "info")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(err)
-            .process_group(0);
-        let mut child = tokio::process::Command::from(command)
-            .spawn()
-            .expect("serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, heard) = mpsc::unbounded_channel();
-        let client = tokio::time::timeout(PATIENCE, Listener { heard: tx }.serve((stdout, stdin)))
-            .await
-            .expect("handshake in time")
-            .expect("the gateway completes the MCP handshake");
-        Served {
-            child,
-            client: Some(client),
-            heard,
-            log,
-        }
-    }
-
-    fn client(&self) -> &RunningService<RoleClient, Listener> {
-        self.client.as_ref().expect("client open")
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn tool_names(&self) -> Vec<String> {
-        let tools = tokio::time::timeout(PATIENCE, self.client().list_all_tools())
-            .await
-            .expect("tools/list in time")
-            .expect("tools/list");
-        tools.into_iter().map(|t| t.name.into_owned()).collect()
-    }
-
-    async fn call(&self, name: &str, args: Value) -> CallToolResult {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        if let Value::Object(map) = args {
-            params = params.with_arguments(map);
-        }
-        tokio::time::timeout(PATIENCE, self.client().call_tool(params))
-            .await
-            .expect("tools/call in time")
-            .expect("tools/call answers (a tool error is a result)")
-    }
-
-    /// Waits for the next `tools/list_changed`, skipping progress.
-    async fn tools_changed(&mut self) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.heard.recv()).await {
-                Ok(Some(Heard::ToolsChanged)) => return,
-                Ok(Some(Heard::Progress(_) | Heard::Elicited(_))) => {}
-                _ => panic!("no tools/list_changed; log:\n{}", self.log()),
-            }
-        }
-    }
-
-    /// Closes the client's side (stdin EOF) and waits for `serve` to exit.
-    async fn close(mut self) -> std::process::ExitStatus {
-        if let Some(client) = self.client.take() {
-            let _ = client.cancel().await;
-        }
-        tokio::time::timeout(PATIENCE, self.child.wait())
-            .await
-            .expect("serve exits once its client is gone")
-            .expect("wait")
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let pgid = nix::unistd::Pid::from_raw(pid as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Pids a fixture wrote to its marker file.
-fn pids(p: &Project, name: &str) -> Vec<u64> {
-    fs::read_to_string(p.marker(name))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.strip_prefix("server "))
-        .filter_map(|pid| pid.trim().parse().ok())
-        .collect()
-}
-
-fn with_args(mut server: Value, extra: &[&str]) -> Value {
-    if let Some(args) = server["args"].as_array_mut() {
-        args.extend(extra.iter().map(|a| json!(a)));
-    }
-    server
-}
-
-async fn wait_until(what: &str, mut pred: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !pred() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_sees_qualified_tools_edits_and_the_removed_message() {
@@ -277,7 +80,7 @@ async fn a_client_sees_qualified_tools_edits_and_the_removed_message() {
     assert_eq!(all.len(), 3);
     let status = served.close().await;
     assert!(status.success(), "serve exit status {status}");
-    wait_until("every server process gone", || {
+    wait_until_async("every server process gone", || {
         all.iter().all(|pid| !alive(*pid))
     })
     .await;
@@ -348,7 +151,7 @@ async fn progress_and_cancellation_are_forwarded() {
         .cancel(Some("test cancels".into()))
         .await
         .expect("cancel sent");
-    wait_until("the fixture's sleep cancelled", || {
+    wait_until_async("the fixture's sleep cancelled", || {
         fs::read_to_string(&stderr_log).is_ok_and(|t| t.contains("sleep cancelled"))
     })
     .await;
@@ -435,7 +238,7 @@ async fn over_http_every_client_hears_list_changed() {
     let mut child = tokio::process::Command::from(command)
         .spawn()
         .expect("serve starts");
-    let group = Group(child.id().unwrap_or(0));
+    let group = KillGroup(child.id().expect("a pid"));
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let url = tokio::time::timeout(PATIENCE, stdout.next_line())
         .await
@@ -471,21 +274,14 @@ async fn over_http_every_client_hears_list_changed() {
         clients.push((client, heard));
     }
     for (client, _) in &clients {
-        let tools = client.list_all_tools().await.expect("tools/list");
-        let names: Vec<String> = tools.into_iter().map(|t| t.name.into_owned()).collect();
+        let names = tool_names(client).await;
         assert!(names.starts_with(&["mcp__a__echo".to_owned()]), "{names:?}");
     }
     // `late` adds a tool on its own after 1.5 s and says so: relayed to both clients.
     for (client, heard) in &mut clients {
         let start = Instant::now();
         loop {
-            let names: Vec<String> = client
-                .list_all_tools()
-                .await
-                .expect("tools/list")
-                .into_iter()
-                .map(|t| t.name.into_owned())
-                .collect();
+            let names = tool_names(client).await;
             if names.contains(&"mcp__late__late".to_owned()) {
                 break;
             }
@@ -506,13 +302,7 @@ async fn over_http_every_client_hears_list_changed() {
     for (client, heard) in &mut clients {
         let start = Instant::now();
         loop {
-            let names: Vec<String> = client
-                .list_all_tools()
-                .await
-                .expect("tools/list")
-                .into_iter()
-                .map(|t| t.name.into_owned())
-                .collect();
+            let names = tool_names(client).await;
             if names == ["mcp__a__echo", "mcp__b__echo"] {
                 break;
             }
@@ -537,22 +327,10 @@ async fn over_http_every_client_hears_list_changed() {
         .expect("serve exits on SIGTERM")
         .expect("wait");
     assert!(status.success(), "{status}");
-    wait_until("every server process gone", || {
+    wait_until_async("every server process gone", || {
         pids_before.iter().all(|pid| !alive(*pid))
     })
     .await;
-}
-
-/// Kills a process group on drop.
-struct Group(u32);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0 as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }
 
 /// A server that hangs in its handshake does not hold up the first listing for its whole
@@ -570,7 +348,7 @@ async fn a_hanging_server_does_not_block_the_first_listing() {
     let all: Vec<u64> = ["a", "slow"].iter().flat_map(|n| pids(&p, n)).collect();
     assert_eq!(all.len(), 2);
     served.close().await;
-    wait_until("every server process gone, the connecting one too", || {
+    wait_until_async("every server process gone, the connecting one too", || {
         all.iter().all(|pid| !alive(*pid))
     })
     .await;
@@ -775,7 +553,7 @@ async fn a_restarted_language_server_gets_the_open_documents_again() {
 
     // A seed edit: a new process, which is handed notes.txt without being asked about it.
     p.write(&p.user_lsp(), &entry("second"));
-    wait_until("the new process opened notes.txt", || {
+    wait_until_async("the new process opened notes.txt", || {
         let log = lines();
         let pids: std::collections::BTreeSet<&str> =
             log.lines().filter_map(|l| l.split(' ').next()).collect();
@@ -807,7 +585,7 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
 
     // The replacement never finishes its handshake: until it gives up, the old one serves.
     p.write_settings(json!({"mcpServers": {"a": server(&["--hang-handshake"], false)}}));
-    wait_until("the replacement spawned", || pids(&p, "a").len() == 2).await;
+    wait_until_async("the replacement spawned", || pids(&p, "a").len() == 2).await;
     assert!(alive(old[0]), "the old process still runs");
     assert_eq!(
         served.tool_names().await,
@@ -830,7 +608,7 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
     assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
     assert!(text(&answer).contains("still here"));
     // It gave up beside the old one: the old one is stopped and it is started once more.
-    wait_until("the old process stopped and a third start", || {
+    wait_until_async("the old process stopped and a third start", || {
         !alive(old[0]) && pids(&p, "a").len() >= 3
     })
     .await;
@@ -844,7 +622,7 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
 
     // Opted out: stopped first, then started (no second process beside it).
     p.write_settings(json!({"mcpServers": {"a": server(&[], true)}}));
-    wait_until("a connected again", || {
+    wait_until_async("a connected again", || {
         p.status()
             .iter()
             .any(|s| s["name"] == "a" && s["state"] == "connected")
@@ -852,10 +630,10 @@ async fn a_changed_server_keeps_serving_until_its_replacement_is_up() {
     .await;
     // (A hanging start still under way when the entry changed ends at its handshake timeout.)
     let running = || -> Vec<u64> { pids(&p, "a").into_iter().filter(|p| alive(*p)).collect() };
-    wait_until("one process left", || running().len() == 1).await;
+    wait_until_async("one process left", || running().len() == 1).await;
     let before = running();
     p.write_settings(json!({"mcpServers": {"a": server(&["--resources", "1"], true)}}));
-    wait_until("the opted-out server replaced", || {
+    wait_until_async("the opted-out server replaced", || {
         let now = running();
         now.len() == 1 && now != before
     })
@@ -879,7 +657,7 @@ async fn a_call_in_flight_across_a_replacement_is_answered() {
         .with_arguments(json!({"ms": 3000}).as_object().cloned().unwrap_or_default());
     let call = tokio::spawn(async move { peer.call_tool(params).await });
     p.write_settings(json!({"mcpServers": {"a": server(&["--resources", "1"])}}));
-    wait_until("the replacement connected", || {
+    wait_until_async("the replacement connected", || {
         pids(&p, "a").len() == 2
             && p.status()
                 .iter()
@@ -893,7 +671,7 @@ async fn a_call_in_flight_across_a_replacement_is_answered() {
         .expect("tools/call answers");
     assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
     assert_eq!(text(&answer), "slept 3000 ms");
-    wait_until("the old process stopped", || !alive(old[0])).await;
+    wait_until_async("the old process stopped", || !alive(old[0])).await;
     served.close().await;
 }
 

@@ -14,7 +14,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
@@ -22,34 +21,34 @@ use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
 
 /// A running `serve --http`; its process group is killed on drop.
-struct Served {
+struct HttpServed {
     child: tokio::process::Child,
-    _group: Group,
+    group: KillGroup,
     url: String,
     port: u16,
     token_file: PathBuf,
     log: PathBuf,
 }
 
-impl Served {
+impl HttpServed {
     /// Starts `serve --http 127.0.0.1:0` with `extra` flags; reads the URL and the token
     /// file's path from stdout.
-    async fn start(p: &Project, extra: &[&str]) -> Served {
-        Served::start_with(p.flags(), p.path("serve.log"), extra).await
+    async fn start(p: &Project, extra: &[&str]) -> HttpServed {
+        HttpServed::start_with(p.flags(), p.path("serve.log"), extra).await
     }
 
-    /// [`Served::start`] for the project directory `project` (another session over the same
+    /// [`HttpServed::start`] for the project directory `project` (another session over the same
     /// state dir), logging to `<project>.log`.
-    async fn start_in(p: &Project, project: &str, extra: &[&str]) -> Served {
-        Served::start_with(
-            flags_in(p, project),
+    async fn start_in(p: &Project, project: &str, extra: &[&str]) -> HttpServed {
+        HttpServed::start_with(
+            p.flags_in(project),
             p.path(&format!("{project}.log")),
             extra,
         )
         .await
     }
 
-    async fn start_with(flags: Vec<String>, log: PathBuf, extra: &[&str]) -> Served {
+    async fn start_with(flags: Vec<String>, log: PathBuf, extra: &[&str]) -> HttpServed {
         let err = fs::File::create(&log).expect("log file");
         let mut command = std::process::Command::new(cli());
         command
@@ -64,7 +63,7 @@ impl Served {
             .spawn()
             .expect("serve starts");
         // From here on a failed assertion still kills serve.
-        let group = Group(child.id().expect("a pid"));
+        let group = KillGroup(child.id().expect("a pid"));
         let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut lines = Vec::new();
         // The URL, then the token file's path (none with `--no-auth`).
@@ -93,9 +92,9 @@ impl Served {
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .and_then(|port| port.parse().ok())
             .unwrap_or_else(|| panic!("unexpected URL {url}"));
-        Served {
+        HttpServed {
             child,
-            _group: group,
+            group,
             url,
             port,
             token_file,
@@ -114,27 +113,25 @@ impl Served {
 
     /// SIGKILL, then waits for the exit: nothing of serve's own clean-up runs.
     async fn kill(self) {
-        let Served {
-            mut child, _group, ..
+        let HttpServed {
+            mut child, group, ..
         } = self;
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(_group.0 as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        group.kill();
         tokio::time::timeout(PATIENCE, child.wait())
             .await
             .expect("serve dies on SIGKILL")
             .expect("wait");
-        std::mem::forget(_group);
+        // Reaped: its pid may be reused, so the guard must not signal it any more.
+        group.disarm();
     }
 
     /// SIGTERM, then waits for the exit.
     async fn stop(self) -> std::process::ExitStatus {
-        let Served {
-            mut child, _group, ..
+        let HttpServed {
+            mut child, group, ..
         } = self;
         let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(_group.0 as i32),
+            nix::unistd::Pid::from_raw(group.0 as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
         let status = tokio::time::timeout(PATIENCE, child.wait())
@@ -142,7 +139,7 @@ impl Served {
             .expect("serve exits on SIGTERM")
             .expect("wait");
         // Reaped: its pid may be reused, so the guard must not signal it any more.
-        std::mem::forget(_group);
+        group.disarm();
         status
     }
 
@@ -182,18 +179,6 @@ impl Served {
 
     fn bearer(&self) -> String {
         format!("Bearer {}", self.token())
-    }
-}
-
-/// Kills a process group on drop.
-struct Group(u32);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0 as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
     }
 }
 
@@ -276,7 +261,7 @@ fn assert_unauthorized(reply: &Reply, what: &str) {
 async fn without_the_token_nothing_is_listed_and_with_it_tools_work() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    let served = Served::start(&p, &[]).await;
+    let served = HttpServed::start(&p, &[]).await;
 
     // The token file: in the state dir, named after the session, owner-only, 64 hex digits.
     assert!(
@@ -357,27 +342,16 @@ async fn without_the_token_nothing_is_listed_and_with_it_tools_work() {
         .await
         .expect("handshake in time")
         .expect("handshake with the token");
-    let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
-        .await
-        .expect("tools/list in time")
-        .expect("tools/list");
-    let names: Vec<String> = tools.into_iter().map(|t| t.name.into_owned()).collect();
-    assert_eq!(names, ["mcp__a__echo"]);
-    let mut params = CallToolRequestParams::new("mcp__a__echo");
-    if let Value::Object(args) = json!({"text": "through the guard"}) {
-        params = params.with_arguments(args);
-    }
-    let result = tokio::time::timeout(PATIENCE, client.call_tool(params))
-        .await
-        .expect("tools/call in time")
-        .expect("tools/call");
+    assert_eq!(tool_names(&client).await, ["mcp__a__echo"]);
+    let result = call(
+        &client,
+        "mcp__a__echo",
+        json!({"text": "through the guard"}),
+    )
+    .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    let text: Vec<String> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
-    assert_eq!(text, ["through the guard"]);
+    assert_eq!(result.content.len(), 1, "{result:?}");
+    assert_eq!(text(&result), "through the guard");
     let _ = client.cancel().await;
 
     // The token never reaches the log; the file is gone once serve stopped.
@@ -398,7 +372,7 @@ async fn without_the_token_nothing_is_listed_and_with_it_tools_work() {
 async fn browser_origins_and_foreign_hosts_are_refused() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let served = Served::start(&p, &["--allow-origin", "http://localhost:5173"]).await;
+    let served = HttpServed::start(&p, &["--allow-origin", "http://localhost:5173"]).await;
     let auth = served.bearer();
 
     let evil = served
@@ -472,7 +446,7 @@ async fn browser_origins_and_foreign_hosts_are_refused() {
 async fn no_auth_drops_only_the_token_and_says_so() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let served = Served::start(&p, &["--no-auth"]).await;
+    let served = HttpServed::start(&p, &["--no-auth"]).await;
     let open = served.initialize(&[]).await;
     assert_eq!(open.status, 200, "no token needed: {open:?}");
     assert!(open.session.is_some(), "{open:?}");
@@ -499,7 +473,7 @@ async fn no_auth_drops_only_the_token_and_says_so() {
 async fn sessions_beyond_max_sessions_get_503_until_one_closes() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let served = Served::start(&p, &["--max-sessions", "2"]).await;
+    let served = HttpServed::start(&p, &["--max-sessions", "2"]).await;
     let auth = served.bearer();
 
     let first = served.open_session().await;
@@ -543,7 +517,7 @@ async fn sessions_beyond_max_sessions_get_503_until_one_closes() {
 async fn an_idle_session_is_closed_and_makes_room() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let served = Served::start(&p, &["--max-sessions", "1", "--session-idle-secs", "1"]).await;
+    let served = HttpServed::start(&p, &["--max-sessions", "1", "--session-idle-secs", "1"]).await;
     let auth = served.bearer();
 
     let session = served.open_session().await;
@@ -598,13 +572,13 @@ async fn refused_start_with(flags: Vec<String>, extra: &[&str]) -> String {
         .kill_on_drop(true)
         .spawn()
         .expect("serve starts");
-    let group = Group(child.id().expect("a pid"));
+    let group = KillGroup(child.id().expect("a pid"));
     let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
         .await
         .expect("serve refuses to start in time (the guard kills it otherwise)")
         .expect("output");
     // It exited by itself and was reaped: its pid may be reused.
-    std::mem::forget(group);
+    group.disarm();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
@@ -640,7 +614,7 @@ async fn token_file_must_be_private_and_non_empty() {
 
     // A private file: its first line is the token; no other token file is written.
     fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).expect("chmod");
-    let served = Served::start(&p, &["--token-file", &path]).await;
+    let served = HttpServed::start(&p, &["--token-file", &path]).await;
     assert_eq!(served.token_file, file);
     assert_eq!(served.token(), token);
     let ok = served
@@ -667,7 +641,7 @@ async fn token_file_must_be_private_and_non_empty() {
 async fn a_delete_ends_the_session_with_200() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let served = Served::start(&p, &[]).await;
+    let served = HttpServed::start(&p, &[]).await;
     let auth = served.bearer();
     let session = served.open_session().await;
     let closed = send(
@@ -759,17 +733,10 @@ fn sockets_of(pid: u32) -> usize {
         .count()
 }
 
-/// Polls `pred` until it holds; fails after [`PATIENCE`].
-async fn eventually(what: &str, mut pred: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !pred() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// An rmcp client with the token: initialize, then tools/list.
-async fn client_with_token(served: &Served) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+async fn client_with_token(
+    served: &HttpServed,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let transport = StreamableHttpClientTransport::with_client(
         http(),
         StreamableHttpClientTransportConfig::with_uri(served.url.clone())
@@ -779,14 +746,6 @@ async fn client_with_token(served: &Served) -> rmcp::service::RunningService<rmc
         .await
         .expect("handshake in time")
         .expect("handshake with the token")
-}
-
-async fn tool_names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
-    let tools = tokio::time::timeout(PATIENCE, client.list_all_tools())
-        .await
-        .expect("tools/list in time")
-        .expect("tools/list");
-    tools.into_iter().map(|t| t.name.into_owned()).collect()
 }
 
 /// Slowloris: connections that never finish their headers cannot crowd out the user's own
@@ -801,18 +760,18 @@ async fn a_flood_of_unfinished_requests_is_capped_and_the_users_client_is_still_
     const FLOOD: usize = 40;
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    let served = Served::start(
+    let served = HttpServed::start(
         &p,
         &["--max-connections", "8", "--header-timeout-secs", "3600"],
     )
     .await;
-    let pid = served._group.0;
+    let pid = served.group.0;
     let before = sockets_of(pid);
 
     let mut flood: Vec<_> = (0..FLOOD)
         .map(|_| unfinished_request(served.port))
         .collect();
-    eventually("all but the newest 8 unfinished connections closed", || {
+    wait_until_async("all but the newest 8 unfinished connections closed", || {
         count_closed(&mut flood) >= FLOOD - CAP
     })
     .await;
@@ -836,7 +795,7 @@ async fn a_flood_of_unfinished_requests_is_capped_and_the_users_client_is_still_
     let mut second: Vec<_> = (0..FLOOD)
         .map(|_| unfinished_request(served.port))
         .collect();
-    eventually("the second flood capped", || {
+    wait_until_async("the second flood capped", || {
         count_closed(&mut second) >= FLOOD - CAP
     })
     .await;
@@ -858,13 +817,13 @@ async fn by_default_at_most_256_connections_are_open() {
     const FLOOD: usize = 300;
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    let served = Served::start(&p, &[]).await;
-    let pid = served._group.0;
+    let served = HttpServed::start(&p, &[]).await;
+    let pid = served.group.0;
     let before = sockets_of(pid);
     let mut flood: Vec<_> = (0..FLOOD)
         .map(|_| unfinished_request(served.port))
         .collect();
-    eventually("all but the newest 256 closed", || {
+    wait_until_async("all but the newest 256 closed", || {
         count_closed(&mut flood) >= FLOOD - 256
     })
     .await;
@@ -886,8 +845,8 @@ async fn unfinished_requests_and_idle_keep_alive_connections_are_closed_after_th
     use std::io::{Read, Write};
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let served = Served::start(&p, &["--header-timeout-secs", "2"]).await;
-    let pid = served._group.0;
+    let served = HttpServed::start(&p, &["--header-timeout-secs", "2"]).await;
+    let pid = served.group.0;
     let before = sockets_of(pid);
 
     let mut connections: Vec<_> = (0..20).map(|_| unfinished_request(served.port)).collect();
@@ -912,11 +871,11 @@ async fn unfinished_requests_and_idle_keep_alive_connections_are_closed_after_th
     connections.push(idle);
 
     let total = connections.len();
-    eventually("every connection closed by the header timeout", || {
+    wait_until_async("every connection closed by the header timeout", || {
         count_closed(&mut connections) == total
     })
     .await;
-    eventually("serve's sockets back to where they were", || {
+    wait_until_async("serve's sockets back to where they were", || {
         sockets_of(pid) <= before
     })
     .await;
@@ -927,19 +886,6 @@ async fn unfinished_requests_and_idle_keep_alive_connections_are_closed_after_th
 // ---------------------------------------------------------------------------------------------
 // token files of runs that are gone
 
-/// `p`'s flags with another project directory: another session over the same state dir.
-fn flags_in(p: &Project, project: &str) -> Vec<String> {
-    let mut flags = p.flags();
-    let at = flags
-        .iter()
-        .position(|f| f == "--project")
-        .expect("--project");
-    let dir = p.path(project);
-    fs::create_dir_all(&dir).expect("project dir");
-    flags[at + 1] = dir.to_string_lossy().into_owned();
-    flags
-}
-
 /// A `serve --http` killed with SIGKILL cannot remove its token file; the next
 /// `serve --http` over the same state dir does, whatever its session, while the token file of
 /// a running one is kept. A second `serve --http` for the same files as a running one is
@@ -948,12 +894,12 @@ fn flags_in(p: &Project, project: &str) -> Vec<String> {
 async fn a_killed_serves_token_file_is_removed_by_the_next_start_and_a_running_ones_is_kept() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {}}));
-    let killed = Served::start_in(&p, "one", &[]).await;
+    let killed = HttpServed::start_in(&p, "one", &[]).await;
     let stale = killed.token_file.clone();
     killed.kill().await;
     assert!(stale.exists(), "SIGKILL leaves the token file behind");
 
-    let running = Served::start_in(&p, "two", &[]).await;
+    let running = HttpServed::start_in(&p, "two", &[]).await;
     assert_ne!(running.token_file, stale, "another session, another file");
     assert!(
         !stale.exists(),
@@ -961,14 +907,14 @@ async fn a_killed_serves_token_file_is_removed_by_the_next_start_and_a_running_o
         stale.display()
     );
 
-    let third = Served::start_in(&p, "three", &[]).await;
+    let third = HttpServed::start_in(&p, "three", &[]).await;
     assert!(
         running.token_file.exists(),
         "a running serve's token file was removed"
     );
     let token = running.token();
 
-    let refused = refused_start_with(flags_in(&p, "two"), &[]).await;
+    let refused = refused_start_with(p.flags_in("two"), &[]).await;
     assert!(
         refused.contains("another `mcp-reconcile serve --http` for these files is running"),
         "{refused}"

@@ -8,9 +8,12 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mcp_reconcile::clock::ManualClock;
-use mcp_reconcile::host::{Host, HostHandle, HostOptions, ServerStatus, StatusReport};
+use mcp_reconcile::host::{
+    Host, HostEvent, HostHandle, HostOptions, PlanReport, ServerStatus, StatusReport,
+};
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::session::Session;
+use mcp_reconcile_kernel::plan::Action;
 use mcp_reconcile_kernel::Reason;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -28,6 +31,7 @@ struct Running {
     host: HostHandle,
     time: ManualClock,
     task: tokio::task::JoinHandle<()>,
+    events: mpsc::UnboundedReceiver<HostEvent>,
     _files: mpsc::UnboundedSender<mcp_reconcile_kernel::reload::FileSource>,
 }
 
@@ -35,13 +39,14 @@ impl Running {
     fn start(p: &Project) -> Running {
         let time = ManualClock::new();
         let inputs = Inputs::new(&p.options()).expect("inputs");
-        let host = Host::new(
+        let mut host = Host::new(
             inputs,
             HostOptions {
                 clock: time.clock(),
                 ..HostOptions::default()
             },
         );
+        let events = host.subscribe();
         let (files, files_rx) = mpsc::unbounded_channel();
         let (control, control_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(host.run(files_rx, control_rx));
@@ -49,7 +54,27 @@ impl Running {
             host: HostHandle::new(control),
             time,
             task,
+            events,
             _files: files,
+        }
+    }
+
+    /// Forgets the events so far: [`Running::next_pass`] reports the passes after this.
+    fn skip_events(&mut self) {
+        while self.events.try_recv().is_ok() {}
+    }
+
+    /// The next pass the host applies.
+    async fn next_pass(&mut self) -> PlanReport {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.events.recv()).await {
+                Ok(Some(HostEvent::PlanApplied(report))) => return report,
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("the host stopped"),
+                Err(_) => panic!("no pass within {PATIENCE:?}"),
+            }
         }
     }
 
@@ -89,13 +114,15 @@ impl Running {
             assert_eq!(x.reason, Some(Reason::BackingOff), "{x:#?}");
             let wait = x.retry_in_ms.expect("a retry time while backing off");
             seen.push((x.attempts, wait));
-            // Not one millisecond early: the retry waits for its time.
+            // Not one millisecond early: the retry waits for its time, the host's timer (what
+            // `retryInMs` counts down to) is still 1 ms out.
             self.time
                 .advance(Duration::from_millis(wait.saturating_sub(1)));
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            let early = server(&self.host.status().await.expect("runs"), name);
             assert_eq!(
-                server(&self.host.status().await.expect("runs"), name).attempts,
-                x.attempts
+                (early.attempts, early.retry_in_ms),
+                (x.attempts, Some(1)),
+                "{early:#?}"
             );
             self.time.advance(Duration::from_millis(1));
         }
@@ -124,7 +151,7 @@ async fn a_crashing_server_backs_off_longer_each_time_until_crash_loop_and_recon
         "crashy": crashing(&p, "crashy", 200),
         "steady": p.server("steady", "echo"),
     }}));
-    let run = Running::start(&p);
+    let mut run = Running::start(&p);
 
     let backoffs = run.drive_into_crash_loop("crashy").await;
     let attempts: Vec<u32> = backoffs.iter().map(|b| b.0).collect();
@@ -148,10 +175,46 @@ async fn a_crashing_server_backs_off_longer_each_time_until_crash_loop_and_recon
     assert_eq!(server(&s, "steady").state, "connected");
     assert_eq!(p.spawns("steady"), 1);
 
-    // No timer runs in crash loop, however long it waits.
+    // No timer runs in crash loop, however long it waits. The neighbour is made to fail:
+    // its retry is the pass that runs once the hour has passed, and that pass retries every
+    // server whose timer ran out by then — crashy, in crash loop, is skipped.
+    let steady = KillGroup(server(&s, "steady").pid.expect("steady's pid"));
+    run.skip_events();
+    steady.kill();
+    let down = run
+        .wait("steady down, backing off", |s| {
+            let x = server(s, "steady");
+            x.state == "failed" && x.reason == Some(Reason::BackingOff)
+        })
+        .await;
+    // Gone, and reaped by the host: its pid may be reused from now on.
+    steady.disarm();
+    assert!(server(&down, "steady").retry_in_ms.is_some(), "{down:#?}");
     run.time.advance(Duration::from_secs(3600));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pass = run.next_pass().await;
+    assert_eq!(pass.trigger, "retry", "{pass:#?}");
+    let action = |name: &str| {
+        pass.steps
+            .iter()
+            .map(|step| &step.action)
+            .find(|action| action.name() == Some(name))
+            .cloned()
+    };
+    assert!(
+        matches!(action("steady"), Some(Action::Retry { .. })),
+        "{pass:#?}"
+    );
+    assert_eq!(
+        action("crashy"),
+        Some(Action::Skip {
+            name: "crashy".into(),
+            reason: Reason::CrashLoop
+        }),
+        "{pass:#?}"
+    );
     assert_eq!(p.spawns("crashy"), 8);
+    run.wait("steady back", |s| server(s, "steady").state == "connected")
+        .await;
 
     // `reconnect` clears it: a fresh process, counting from attempt 1 again.
     let restarted = run
@@ -173,7 +236,11 @@ async fn a_crashing_server_backs_off_longer_each_time_until_crash_loop_and_recon
     })
     .await;
     assert_eq!(p.spawns("crashy"), 17);
-    assert_eq!(p.spawns("steady"), 1);
+    assert_eq!(
+        p.spawns("steady"),
+        2,
+        "started, and retried once after it was killed"
+    );
     run.stop().await;
 }
 

@@ -15,14 +15,11 @@ use std::time::Duration;
 
 use mcp_reconcile::transport::{connect, ConnEvent, ConnectErrorKind, ConnectOptions, Connection};
 use mcp_reconcile_kernel::{json, ServerConfig, Value};
-use nix::errno::Errno;
-use nix::sys::signal::{kill, killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
-use common::workspace_root;
+use common::{alive, wait_until_async, workspace_root, KillGroup};
 
 /// Generous: the machine is shared and slow; nothing asserts on durations.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -173,32 +170,6 @@ async fn closed_error(rx: &mut mpsc::UnboundedReceiver<ConnEvent>) -> String {
     }
 }
 
-/// Alive = exists and is not a zombie (an orphan killed by us waits for init to reap it).
-fn is_alive(pid: u32) -> bool {
-    let raw = Pid::from_raw(pid as i32);
-    if kill(raw, None) == Err(Errno::ESRCH) {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| state != 'Z'),
-        Err(_) => false,
-    }
-}
-
-async fn wait_gone(pid: u32) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while is_alive(pid) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "process {pid} is still running"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// Live processes whose process group is `pgid`.
 fn group_members(pgid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -246,7 +217,7 @@ async fn wait_for_marker(marker: &Path, kind: &str) -> u32 {
 /// A server process started by a test, in its own group; the group is SIGKILLed on drop.
 struct Spawned {
     child: tokio::process::Child,
-    pgid: u32,
+    group: KillGroup,
 }
 
 impl Spawned {
@@ -258,18 +229,12 @@ impl Spawned {
             .process_group(0)
             .kill_on_drop(true);
         let child = command.spawn().expect("spawning a test server");
-        let pgid = child.id().expect("pid");
-        Spawned { child, pgid }
+        let group = KillGroup(child.id().expect("pid"));
+        Spawned { child, group }
     }
 
     fn kill(&self) {
-        let _ = killpg(Pid::from_raw(self.pgid as i32), Signal::SIGKILL);
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        self.kill();
+        self.group.kill();
     }
 }
 
@@ -348,7 +313,7 @@ async fn stdio_fixture_lists_its_catalog_and_answers_with_env_cwd_and_pid() {
     );
 
     conn.close().await;
-    assert!(!is_alive(pid), "close() reaps the server");
+    assert!(!alive(u64::from(pid)), "close() reaps the server");
 }
 
 #[tokio::test]
@@ -389,7 +354,7 @@ async fn a_crash_is_reported_with_the_exit_status_and_stderr() {
     let error = closed_error(&mut rx).await;
     assert!(error.contains("fixture: crashing as asked"), "{error}");
     assert!(error.contains("exit status: 1"), "{error}");
-    assert!(!is_alive(pid));
+    assert!(!alive(u64::from(pid)));
     let call = conn.call_tool("echo", None).await.expect_err("closed");
     assert!(call.message.contains("`crashy`"), "{call}");
     conn.close().await;
@@ -423,7 +388,7 @@ async fn a_hung_handshake_times_out_and_leaves_no_process() {
     );
     let pid = marker_pid(&marker, "server").expect("the fixture started");
     assert!(
-        !is_alive(pid),
+        !alive(u64::from(pid)),
         "the timed-out server {pid} is still running"
     );
 }
@@ -454,10 +419,16 @@ async fn close_kills_the_grandchild_too() {
     .await;
     let pid = conn.pid().expect("pid");
     let child = wait_for_marker(&marker, "child").await;
-    assert!(is_alive(child), "the grandchild runs while connected");
+    assert!(
+        alive(u64::from(child)),
+        "the grandchild runs while connected"
+    );
     conn.close().await;
-    assert!(!is_alive(pid));
-    wait_gone(child).await;
+    assert!(!alive(u64::from(pid)));
+    wait_until_async(&format!("process {child} to exit"), || {
+        !alive(u64::from(child))
+    })
+    .await;
     assert!(group_members(pid).is_empty());
 }
 
@@ -476,7 +447,10 @@ async fn a_crash_also_takes_down_the_grandchild() {
     let (conn, mut rx) = connect_ok("orphaner", &cfg).await;
     let child = wait_for_marker(&marker, "child").await;
     closed_error(&mut rx).await;
-    wait_gone(child).await;
+    wait_until_async(&format!("process {child} to exit"), || {
+        !alive(u64::from(child))
+    })
+    .await;
     conn.close().await;
 }
 
@@ -485,7 +459,7 @@ async fn a_dropped_connection_still_stops_its_server() {
     let (conn, _rx) = connect_ok("dropped", &fixture_config(&[])).await;
     let pid = conn.pid().expect("pid");
     drop(conn);
-    wait_gone(pid).await;
+    wait_until_async(&format!("process {pid} to exit"), || !alive(u64::from(pid))).await;
 }
 
 #[tokio::test]
@@ -505,7 +479,7 @@ async fn garbage_instead_of_mcp_fails_and_leaves_no_process() {
         "{error}"
     );
     let pid = marker_pid(&marker, "server").expect("the fixture started");
-    assert!(!is_alive(pid));
+    assert!(!alive(u64::from(pid)));
 }
 
 #[tokio::test]
@@ -517,7 +491,7 @@ async fn close_escalates_to_sigkill_for_a_server_that_ignores_eof_and_sigterm() 
     let (conn, _rx) = connect_ok("stubborn", &cfg).await;
     let pid = conn.pid().expect("pid");
     conn.close().await;
-    assert!(!is_alive(pid));
+    assert!(!alive(u64::from(pid)));
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while !group_members(pid).is_empty() {
         assert!(
@@ -693,7 +667,7 @@ async fn everything_over_stdio() {
         "Echo: over stdio"
     );
     conn.close().await;
-    assert!(!is_alive(pid));
+    assert!(!alive(u64::from(pid)));
     assert!(group_members(pid).is_empty());
 }
 

@@ -37,11 +37,7 @@ fn only_the_added_removed_or_changed_server_is_touched() {
     assert_eq!(pid_of(&s, "c"), c);
     assert_ne!(pid_of(&s, "b"), b);
     // The old process is stopped in the background after its tools were purged.
-    let start = std::time::Instant::now();
-    while alive(b.unwrap_or(0)) && start.elapsed() < PATIENCE {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!alive(b.unwrap_or(0)), "the old b process is gone");
+    wait_until("the old b process to exit", || !alive(b.unwrap_or(0)));
 
     // Add d: nothing else restarts.
     p.write_settings(json!({"mcpServers": {
@@ -63,14 +59,9 @@ fn only_the_added_removed_or_changed_server_is_touched() {
     let s = p.wait_for("c gone", |s| state_of(s, "c") == "absent");
     assert_eq!((pid_of(&s, "a"), pid_of(&s, "b")), (a, b2));
     assert_eq!(p.spawns("a"), 1);
-    let start = std::time::Instant::now();
-    while alive(c.unwrap_or(0)) && start.elapsed() < PATIENCE {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        !alive(c.unwrap_or(0)),
-        "the removed server's process is gone"
-    );
+    wait_until("the removed server's process to exit", || {
+        !alive(c.unwrap_or(0))
+    });
     watch.stop();
     assert!(!alive(a.unwrap_or(0)), "stopping watch stops every server");
 }
@@ -115,19 +106,20 @@ fn a_settings_edit_never_widens_the_launch_flag() {
     p.write_settings(
         json!({"mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")}}),
     );
-    let _watch = p.watch_with(&["--allowed-mcp-server-names", "a"]);
+    let watch = p.watch_with(&["--allowed-mcp-server-names", "a"]);
     let s = p.wait_for("a connected, b not allowed", |s| {
         state_of(s, "a") == "connected" && state_of(s, "b") == "skipped"
     });
     assert!(s
         .iter()
         .any(|x| x["name"] == "b" && x["reason"] == "not_allowed"));
+    let before = watch.passes();
     p.write_settings(json!({
         "mcpServers": {"a": p.server("a", "echo"), "b": p.server("b", "echo")},
         "mcp": {"allowed": ["a", "b"]},
     }));
-    // Give the edit time to apply, then b must still be out.
-    std::thread::sleep(Duration::from_millis(800));
+    // Once the pass that read the edit has been applied, b must still be out.
+    watch.wait_pass(before, "user settings");
     let s = p.status();
     assert_eq!(state_of(&s, "b"), "skipped", "{s:#?}");
     assert_eq!(p.spawns("b"), 0, "b was never spawned");
@@ -247,9 +239,12 @@ fn ten_saves_inside_the_quiet_window_make_one_reconcile() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // The last save (i = 9) has two tools, unlike the start.
+    watch.wait_pass(before, "user settings");
     p.wait_for("a reconnected", |s| {
         p.spawns("a") == 2 && state_of(s, "a") == "connected"
     });
+    // What is tested is a quiet period: no second pass follows. One would come at most a
+    // quiet window (600 ms) after the last event it saw; wait two.
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(watch.passes(), before + 1, "log:\n{}", watch.output());
 }
@@ -269,8 +264,11 @@ fn a_half_written_file_is_never_read_by_a_pass() {
         .expect("json");
     let (head, _) = full.split_at(full.len() / 2);
     std::fs::write(p.user_settings(), head).expect("write");
+    // The writer pauses mid-save: the half file stays on disk for 12 settle windows (25 ms
+    // each) — long enough that a session without settle detection would read it.
     std::thread::sleep(Duration::from_millis(300));
     std::fs::write(p.user_settings(), &full).expect("write");
+    watch.wait_output("the pass that restarted a", |o| o.contains("~ reconnect a"));
     p.wait_for("a reconnected", |s| {
         p.spawns("a") == 2 && state_of(s, "a") == "connected"
     });
@@ -293,30 +291,39 @@ fn an_edit_during_a_reconcile_makes_exactly_one_follow_up() {
     slow["discoveryTimeoutMs"] = json!(2000);
     p.write_settings(json!({"mcpServers": {"slow": slow, "a": p.server("a", "echo")}}));
     let watch = p.watch();
-    std::thread::sleep(Duration::from_millis(300));
+    p.wait_for("run #1 busy with slow's handshake", |s| {
+        state_of(s, "slow") == "connecting"
+    });
     p.write_settings(json!({"mcpServers": {"slow": slow, "a": p.server("a", "echo"), "b": p.server("b", "echo")}}));
     p.wait_for("b connected", |s| state_of(s, "b") == "connected");
-    std::thread::sleep(Duration::from_millis(1000));
+    // slow's first retry runs ~1 s after run #1 failed it, once no pass runs: a second
+    // follow-up of the edit (whose debounce ran out long before) would have run before it.
+    watch.wait_pass(0, "retry");
     let out = watch.output();
-    let passes = out
+    let passes: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("reconcile #") && !l.contains("(retry)"))
-        .count();
+        .filter(|l| l.starts_with("reconcile #"))
+        .take_while(|l| !l.contains("(retry)"))
+        .collect();
     assert_eq!(
-        passes, 2,
+        passes.len(),
+        2,
         "start pass plus exactly one follow-up; log:\n{out}"
     );
+    assert!(passes[1].contains("(change in user settings)"), "{out}");
 }
 
 #[test]
 fn a_half_written_settings_file_tears_nothing_down() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    let _watch = p.watch();
+    let watch = p.watch();
     let s = p.wait_for("a connected", |s| state_of(s, "a") == "connected");
     let a = pid_of(&s, "a");
+    let before = watch.passes();
     fs::write(p.user_settings(), "{\"mcpServers\": {\"a\": ").expect("write");
-    std::thread::sleep(Duration::from_millis(800));
+    // Held back while it does not parse, then read once the debounce runs out.
+    watch.wait_pass(before, "user settings");
     let out = p.run(&["status", "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -489,13 +496,11 @@ fn a_server_outlives_every_thread_of_its_host_but_not_the_host() {
     assert_eq!(pid_of(&s, "a"), Some(a), "a was never restarted");
     assert_eq!(p.spawns("a"), 1, "a was started once");
     assert!(alive(a));
+    // Whatever happens, do not leave the server (the leader of its own group) behind.
+    let _server = KillGroup(u32::try_from(a).expect("pid"));
     // The host dies without a chance to stop anything: its server goes with it.
     let host = nix::unistd::Pid::from_raw(watch.child.id() as i32);
     let _ = nix::sys::signal::kill(host, nix::sys::signal::Signal::SIGKILL);
-    let gone = std::time::Instant::now();
-    while alive(a) {
-        assert!(gone.elapsed() < PATIENCE, "a outlived its host");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("a to die with its host", || !alive(a));
     drop(watch);
 }

@@ -9,7 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, Implementation,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 /// How long any wait may take before a test fails (generous: CI is noisy).
 pub const PATIENCE: Duration = Duration::from_secs(45);
@@ -88,6 +96,20 @@ impl Project {
         ]
         .map(str::to_owned)
         .to_vec()
+    }
+
+    /// [`Project::flags`] with `project` (a directory in the temp dir, made if missing) as the
+    /// project: the same user settings, approvals and state, another session.
+    pub fn flags_in(&self, project: &str) -> Vec<String> {
+        let mut flags = self.flags();
+        let at = flags
+            .iter()
+            .position(|f| f == "--project")
+            .expect("--project");
+        let dir = self.path(project);
+        fs::create_dir_all(&dir).expect("project dir");
+        flags[at + 1] = dir.to_string_lossy().into_owned();
+        flags
     }
 
     /// The same files as [`Project::flags`], for a host run in the test's own process (no
@@ -258,12 +280,42 @@ impl Watch {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// How many reconcile passes the log shows.
-    pub fn passes(&self) -> usize {
+    /// The header lines of the passes printed so far (`reconcile #N (trigger) …`), in order.
+    /// A pass is printed once it has been applied: every server it started has connected or
+    /// failed, every one it stopped was stopped.
+    pub fn pass_headers(&self) -> Vec<String> {
         self.output()
             .lines()
             .filter(|l| l.starts_with("reconcile #"))
-            .count()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// How many reconcile passes the log shows.
+    pub fn passes(&self) -> usize {
+        self.pass_headers().len()
+    }
+
+    /// Waits until a pass after the first `after` has been printed whose trigger mentions
+    /// `trigger` (`"start"`, `"user settings"` as in `change in user settings`, `"manual
+    /// reload"`, `"retry"`); its header. What that pass decided can be checked from then on.
+    pub fn wait_pass(&self, after: usize, trigger: &str) -> String {
+        let find = |output: &str| {
+            output
+                .lines()
+                .filter(|l| l.starts_with("reconcile #"))
+                .skip(after)
+                .find(|l| {
+                    l.split_once(" (")
+                        .and_then(|(_, rest)| rest.split_once(')'))
+                        .is_some_and(|(what, _)| what.contains(trigger))
+                })
+                .map(str::to_owned)
+        };
+        self.wait_output(&format!("a pass ({trigger}) after pass {after}"), |o| {
+            find(o).is_some()
+        });
+        find(&self.output()).unwrap_or_default()
     }
 
     pub fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
@@ -292,10 +344,38 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        kill_group(self.child.id());
         let _ = self.child.wait();
     }
+}
+
+impl Project {
+    /// Has the session of `watch` read every file again now (`reload`) and waits until that
+    /// pass has been printed: by then whatever the files and the approvals say was decided.
+    pub fn reload_and_wait(&self, watch: &Watch) -> String {
+        let after = watch.passes();
+        let out = self.run(&["reload"]);
+        assert!(out.status.success(), "reload: {}", output_text(&out));
+        watch.wait_pass(after, "manual reload")
+    }
+}
+
+/// The pids `name` wrote to its marker file, one per start.
+pub fn pids(p: &Project, name: &str) -> Vec<u64> {
+    fs::read_to_string(p.marker(name))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("server "))
+        .filter_map(|pid| pid.trim().parse().ok())
+        .collect()
+}
+
+/// `server` (a [`Project::server`] entry) with `extra` appended to its arguments.
+pub fn with_args(mut server: Value, extra: &[&str]) -> Value {
+    if let Some(args) = server["args"].as_array_mut() {
+        args.extend(extra.iter().map(|a| json!(a)));
+    }
+    server
 }
 
 /// Whether a process is alive.
@@ -327,6 +407,14 @@ pub fn state_of(status: &[Value], name: &str) -> String {
         .and_then(|s| s["state"].as_str())
         .unwrap_or("absent")
         .to_owned()
+}
+
+/// Field `key` of server `name` in `status` (`null` when there is none).
+pub fn field<'a>(status: &'a [Value], name: &str, key: &str) -> &'a Value {
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .map_or(&Value::Null, |s| &s[key])
 }
 
 pub fn all_connected(status: &[Value], names: &[&str]) -> bool {
@@ -365,8 +453,7 @@ impl HttpFixture {
 
     /// Kills its process group and reaps it.
     pub fn stop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        kill_group(self.child.id());
         let _ = self.child.wait();
     }
 }
@@ -410,18 +497,351 @@ pub fn read_pid(pidfile: &Path) -> u64 {
     }
 }
 
+/// SIGKILL to the process group `pgid`.
+fn kill_group(pgid: u32) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 /// Kills the process group `0` when dropped (also when an assertion fails), so a test never
 /// leaves a server behind.
 pub struct KillGroup(pub u32);
 
+impl KillGroup {
+    /// Kills the group now.
+    pub fn kill(&self) {
+        kill_group(self.0);
+    }
+
+    /// The group's leader exited and was reaped: its id may be reused from now on, so the
+    /// guard must not signal it any more.
+    pub fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for KillGroup {
     fn drop(&mut self) {
-        if let Ok(pgid) = i32::try_from(self.0) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pgid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+        kill_group(self.0);
+    }
+}
+
+/// A child that leads its own process group (spawned with `process_group(0)`): the group is
+/// killed and the child reaped on drop — unless the test already saw the child exit (its id
+/// may be reused then).
+pub struct Group {
+    child: Child,
+    exited: bool,
+}
+
+impl Group {
+    pub fn new(child: Child) -> Group {
+        Group {
+            child,
+            exited: false,
         }
+    }
+
+    /// The leader's pid (the group's id).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` to the leader alone.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+        }
+    }
+
+    /// Waits up to [`PATIENCE`] for the leader to exit (and reaps it); whether it did.
+    pub fn wait_exit(&mut self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                self.exited = true;
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if !self.exited {
+            kill_group(self.child.id());
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Polls `pred` until it holds; fails naming `what` after [`PATIENCE`].
+pub fn wait_until(what: &str, mut pred: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !pred() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// [`wait_until`] in async code: sleeps on tokio's timer between the polls.
+pub async fn wait_until_async(what: &str, mut pred: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !pred() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A finished command's stdout, then its stderr.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The text content of a tool's result, one line per text item.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Calls the tool `name` with `args` (an object, or nothing) through `peer`; a tool error is a
+/// result, a protocol error fails the test.
+pub async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    tokio::time::timeout(PATIENCE, peer.call_tool(params))
+        .await
+        .expect("tools/call in time")
+        .expect("tools/call answers (a tool error is a result)")
+}
+
+/// The names of every tool `peer` lists.
+pub async fn tool_names(peer: &Peer<RoleClient>) -> Vec<String> {
+    let tools = tokio::time::timeout(PATIENCE, peer.list_all_tools())
+        .await
+        .expect("tools/list in time")
+        .expect("tools/list");
+    tools.into_iter().map(|t| t.name.into_owned()).collect()
+}
+
+/// What a [`Listener`] client heard from the server it is connected to.
+#[derive(Debug)]
+pub enum Heard {
+    ToolsChanged,
+    Progress(f64),
+    /// A server's `elicitation/create` (relayed by the gateway): its message.
+    Elicited(String),
+}
+
+/// An MCP client that reports what it hears on `heard` and fills in every form it is asked
+/// to — except one whose message says it is never answered.
+#[derive(Clone)]
+pub struct Listener {
+    pub heard: mpsc::UnboundedSender<Heard>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.heard.send(Heard::ToolsChanged);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.heard.send(Heard::Progress(params.progress));
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        let _ = self.heard.send(Heard::Elicited(message.clone()));
+        if message.contains("never answered") {
+            std::future::pending::<()>().await;
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept)
+            .with_content(json!({"username": "ada", "email": "ada@example.org"})))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
+        ClientConfig::new(capabilities, Implementation::new("serve-test", "0"))
+    }
+}
+
+/// A running `serve` (`--no-daemon` unless started with [`Served::spawn`]; its own process
+/// group, killed on drop) with a [`Listener`] client on its stdio.
+pub struct Served {
+    child: tokio::process::Child,
+    client: Option<RunningService<RoleClient, Listener>>,
+    /// What the client heard.
+    pub heard: mpsc::UnboundedReceiver<Heard>,
+    log: PathBuf,
+    group: KillGroup,
+}
+
+impl Served {
+    pub async fn start(p: &Project) -> Served {
+        Served::start_with(p, &[]).await
+    }
+
+    /// `serve` with `extra` flags; its stderr in `serve.log`.
+    pub async fn start_with(p: &Project, extra: &[&str]) -> Served {
+        let log = p.path("serve.log");
+        let err = fs::File::create(&log).expect("log file");
+        let mut command = Command::new(cli());
+        command
+            .args(["serve", "--no-daemon"])
+            .args(p.flags())
+            .args(["--debounce-ms", "150"])
+            .args(extra)
+            .env("MCP_RECONCILE_LOG", "info")
+            .stderr(err);
+        Served::spawn(command, log).await
+    }
+
+    /// Starts `command` (a `serve` whose stderr goes to `log`) in its own process group and
+    /// completes the MCP handshake on its stdio.
+    pub async fn spawn(mut command: Command, log: PathBuf) -> Served {
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0);
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .expect("serve starts");
+        let group = KillGroup(child.id().expect("a pid"));
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, heard) = mpsc::unbounded_channel();
+        let client = tokio::time::timeout(PATIENCE, Listener { heard: tx }.serve((stdout, stdin)))
+            .await
+            .expect("handshake in time")
+            .unwrap_or_else(|e| {
+                panic!(
+                    "serve completes the MCP handshake: {e}; log:\n{}",
+                    fs::read_to_string(&log).unwrap_or_default()
+                )
+            });
+        Served {
+            child,
+            client: Some(client),
+            heard,
+            log,
+            group,
+        }
+    }
+
+    pub fn client(&self) -> &RunningService<RoleClient, Listener> {
+        self.client.as_ref().expect("client open")
+    }
+
+    /// serve's stderr so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub async fn tool_names(&self) -> Vec<String> {
+        tool_names(self.client()).await
+    }
+
+    pub async fn prompt_names(&self) -> Vec<String> {
+        let prompts = tokio::time::timeout(PATIENCE, self.client().list_all_prompts())
+            .await
+            .expect("prompts/list in time")
+            .expect("prompts/list");
+        prompts.into_iter().map(|p| p.name).collect()
+    }
+
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        call(self.client(), name, args).await
+    }
+
+    /// The text of [`Served::call`]'s result.
+    pub async fn call_text(&self, name: &str, args: Value) -> String {
+        text(&self.call(name, args).await)
+    }
+
+    /// Lists the tools until `pred` holds for their names.
+    pub async fn wait_tools(&self, what: &str, pred: impl Fn(&[String]) -> bool) {
+        let start = Instant::now();
+        loop {
+            let names = self.tool_names().await;
+            if pred(&names) {
+                return;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}: {names:?}; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for the next progress notification (skipping what else was heard); its value.
+    pub async fn progress(&mut self) -> f64 {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.heard.recv()).await {
+                Ok(Some(Heard::Progress(value))) => return value,
+                Ok(Some(Heard::ToolsChanged | Heard::Elicited(_))) => {}
+                _ => panic!("no progress; log:\n{}", self.log()),
+            }
+        }
+    }
+
+    /// Waits for the next `tools/list_changed`, skipping what else was heard.
+    pub async fn tools_changed(&mut self) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.heard.recv()).await {
+                Ok(Some(Heard::ToolsChanged)) => return,
+                Ok(Some(Heard::Progress(_) | Heard::Elicited(_))) => {}
+                _ => panic!("no tools/list_changed; log:\n{}", self.log()),
+            }
+        }
+    }
+
+    /// Closes the client's side (stdin EOF) and waits for `serve` to exit.
+    pub async fn close(mut self) -> std::process::ExitStatus {
+        if let Some(client) = self.client.take() {
+            let _ = client.cancel().await;
+        }
+        let status = tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("serve exits once its client is gone")
+            .expect("wait");
+        // Reaped: its pid may be reused, so the guard must not signal it any more.
+        let Served { group, .. } = self;
+        group.disarm();
+        status
     }
 }
 
