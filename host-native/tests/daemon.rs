@@ -1246,7 +1246,7 @@ async fn the_default_serve_says_a_failing_servers_tool_is_backing_off() {
     }
     p.write_settings(json!({"mcpServers": {"failing": failing}}));
     let _daemon = start_daemon(&p, &rt);
-    let one = Attached::start(&p, &rt, &[]).await;
+    let one = attach(&p, &rt, &[]).await;
     let start = Instant::now();
     let message = loop {
         let message = one
@@ -1301,15 +1301,15 @@ fn watch_on_the_daemon_says_file_missing_and_remembers_approve_all() {
         .spawn()
         .expect("watch starts");
     let mut stdin = watch.stdin.take().expect("stdin");
-    let _watch = Group(watch);
+    let _watch = Group::new(watch);
     let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
-    wait("the language server's plan", || {
+    wait_until("the language server's plan", || {
         watched().contains("language servers:") && watched().contains("connect json")
     });
-    wait("the question about p1", || watched().contains("p1"));
+    wait_until("the question about p1", || watched().contains("p1"));
     stdin.write_all(b"A\n").expect("answer");
     stdin.flush().expect("flush");
-    wait("p1 approved", || {
+    wait_until("p1 approved", || {
         watched().contains("\"p1\": approved (and every later one)")
     });
     // A later project server is approved without a question.
@@ -1317,11 +1317,11 @@ fn watch_on_the_daemon_says_file_missing_and_remembers_approve_all() {
         &p.mcp_json(),
         &json!({"mcpServers": {"p1": p.server("p1", "echo"), "p2": p.server("p2", "echo")}}),
     );
-    wait("p2 approved too", || watched().contains("\"p2\": approved"));
-    wait("p2 connected", || watched().contains("+ connect p2"));
+    wait_until("p2 approved too", || watched().contains("\"p2\": approved"));
+    wait_until("p2 connected", || watched().contains("+ connect p2"));
     // The user settings deleted for good: `file missing` once the grace has passed.
     fs::remove_file(p.user_settings()).expect("delete");
-    wait("a stopped as file missing", || {
+    wait_until("a stopped as file missing", || {
         watched().contains("- disconnect a (file missing)")
     });
 }
