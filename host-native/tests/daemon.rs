@@ -586,20 +586,7 @@ async fn watch_daemon_asks_and_the_answer_starts_the_server() {
     .await;
     assert_eq!(p.spawns("proj"), 0, "not before it is approved");
     let watch_out = p.path("watch.out");
-    let mut watch = std::process::Command::new(cli())
-        // `watch` joins the daemon by default.
-        .arg("watch")
-        .args(p.flags())
-        .args(["--debounce-ms", "150"])
-        .env("XDG_RUNTIME_DIR", &rt.dir)
-        .stdin(Stdio::piped())
-        .stdout(fs::File::create(&watch_out).expect("watch output"))
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("watch starts");
-    let mut stdin = watch.stdin.take().expect("stdin");
-    let _watch = Group::new(watch);
+    let (_watch, mut stdin) = asking_watch(&p, &rt, &watch_out);
     let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
     wait_until_async("the question", || watched().contains("proj")).await;
     stdin.write_all(b"a\n").expect("answer");
@@ -1247,21 +1234,7 @@ async fn the_default_serve_says_a_failing_servers_tool_is_backing_off() {
     p.write_settings(json!({"mcpServers": {"failing": failing}}));
     let _daemon = start_daemon(&p, &rt);
     let one = attach(&p, &rt, &[]).await;
-    let start = Instant::now();
-    let message = loop {
-        let message = one
-            .call_text("mcp__failing__echo", json!({"text": "x"}))
-            .await;
-        assert!(message.contains("server \"failing\""), "{message}");
-        if message.contains("backing off") {
-            break message;
-        }
-        assert!(message.contains("still connecting"), "{message}");
-        assert!(start.elapsed() < PATIENCE, "never backing off: {message}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(message.contains("retry in "), "{message}");
-    assert!(message.contains("fixture: stderr line 1 of 1"), "{message}");
+    one.backing_off("failing", "mcp__failing__echo").await;
     one.close().await;
 }
 
@@ -1289,19 +1262,7 @@ fn watch_on_the_daemon_says_file_missing_and_remembers_approve_all() {
     );
     let _daemon = start_daemon(&p, &rt);
     let watch_out = p.path("watch.out");
-    let mut watch = std::process::Command::new(cli())
-        .arg("watch")
-        .args(p.flags())
-        .args(["--debounce-ms", "150"])
-        .env("XDG_RUNTIME_DIR", &rt.dir)
-        .stdin(Stdio::piped())
-        .stdout(fs::File::create(&watch_out).expect("watch output"))
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("watch starts");
-    let mut stdin = watch.stdin.take().expect("stdin");
-    let _watch = Group::new(watch);
+    let (_watch, mut stdin) = asking_watch(&p, &rt, &watch_out);
     let watched = || fs::read_to_string(&watch_out).unwrap_or_default();
     wait_until("the language server's plan", || {
         watched().contains("language servers:") && watched().contains("connect json")
@@ -1324,4 +1285,26 @@ fn watch_on_the_daemon_says_file_missing_and_remembers_approve_all() {
     wait_until("a stopped as file missing", || {
         watched().contains("- disconnect a (file missing)")
     });
+}
+
+/// A `watch` for `p`'s files (a session of the daemon in `rt`, as by default) whose questions are
+/// answered on the returned stdin; its stdout goes to `out`.
+fn asking_watch(
+    p: &Project,
+    rt: &Runtime,
+    out: &std::path::Path,
+) -> (Group, std::process::ChildStdin) {
+    let mut watch = std::process::Command::new(cli())
+        .arg("watch")
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .stdin(Stdio::piped())
+        .stdout(fs::File::create(out).expect("watch output"))
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("watch starts");
+    let stdin = watch.stdin.take().expect("stdin");
+    (Group::new(watch), stdin)
 }

@@ -753,29 +753,7 @@ async fn a_tool_of_a_failing_server_says_what_the_host_knows() {
     let served = Served::start(&p).await;
     assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
     // Between its retries it backs off; a call that lands while a retry connects hears that.
-    let start = Instant::now();
-    let message = loop {
-        let result = served
-            .call("mcp__failing__echo", json!({"text": "x"}))
-            .await;
-        assert_eq!(result.is_error, Some(true), "{result:?}");
-        let message = text(&result);
-        assert!(
-            message.contains("server \"failing\"") && !message.contains("may be disconnected"),
-            "{message}"
-        );
-        if message.contains("backing off") {
-            break message;
-        }
-        assert!(message.contains("still connecting"), "{message}");
-        assert!(start.elapsed() < PATIENCE, "never backing off: {message}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(message.contains("retry in "), "{message}");
-    assert!(
-        message.contains("fixture: stderr line 1 of 1"),
-        "the stderr tail says why: {message}"
-    );
+    served.backing_off("failing", "mcp__failing__echo").await;
     served.close().await;
 }
 

@@ -786,6 +786,35 @@ impl Served {
         text(&self.call(name, args).await)
     }
 
+    /// Calls `tool`, of a server that keeps failing to start, until the answer says it is
+    /// backing off (a call that lands while a retry connects hears "still connecting"); that
+    /// answer, after checking it says when it is retried and its stderr's last line.
+    pub async fn backing_off(&self, server: &str, tool: &str) -> String {
+        let start = Instant::now();
+        let message = loop {
+            let result = self.call(tool, json!({"text": "x"})).await;
+            assert_eq!(result.is_error, Some(true), "{result:?}");
+            let message = text(&result);
+            assert!(
+                message.contains(&format!("server \"{server}\""))
+                    && !message.contains("may be disconnected"),
+                "{message}"
+            );
+            if message.contains("backing off") {
+                break message;
+            }
+            assert!(message.contains("still connecting"), "{message}");
+            assert!(start.elapsed() < PATIENCE, "never backing off: {message}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(message.contains("retry in "), "{message}");
+        assert!(
+            message.contains("fixture: stderr line 1 of 1"),
+            "the stderr tail says why: {message}"
+        );
+        message
+    }
+
     /// Lists the tools until `pred` holds for their names.
     pub async fn wait_tools(&self, what: &str, pred: impl Fn(&[String]) -> bool) {
         let start = Instant::now();
