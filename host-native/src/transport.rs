@@ -24,6 +24,7 @@ mod describe;
 mod handler;
 pub(crate) mod names;
 mod oauth;
+mod ordered;
 pub(crate) mod process;
 mod progress;
 mod relay;

@@ -361,6 +361,8 @@ impl Caller {
                     if let Some((_, rx, forward)) = updates.as_mut() {
                         late_progress(rx, forward, last).await;
                     }
+                    // The log messages the server sent before its answer reach the client first.
+                    self.ctx.askers.logs_relayed(LOGS_BEFORE_ANSWER).await;
                     return match response {
                         Ok(Ok(result)) => Ok(result),
                         Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
@@ -401,6 +403,10 @@ impl Caller {
 /// How long an answer waits for progress the server sent before it but rmcp has not handed
 /// over yet (it runs each notification in a task of its own, so they can trail the answer).
 const LATE_PROGRESS: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long an answer waits for the log messages the server sent before it to be relayed (a
+/// client that stops reading its logs holds an answer no longer than this).
+const LOGS_BEFORE_ANSWER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Passes on the progress that trails an answer: whatever has arrived once the notification
 /// tasks had a turn, and, while the last update (`last`) is short of its total, more of it for

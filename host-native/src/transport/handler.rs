@@ -33,7 +33,7 @@ pub(super) struct Handler {
     pub(super) progress: ProgressRouter,
     elicitation: Option<ElicitationResponder>,
     /// The real clients the server's requests and log messages are relayed to.
-    askers: Askers,
+    pub(super) askers: Askers,
     /// The server's name: the `logger` of its relayed log messages.
     server: String,
 }
@@ -51,6 +51,26 @@ impl Handler {
             askers: ctx.askers.clone(),
             server: ctx.name.clone(),
         }
+    }
+
+    /// Relays one log message to the client it belongs to; drops it when it belongs to none.
+    #[allow(deprecated)]
+    async fn relay_log(&self, mut params: LoggingMessageNotificationParam) {
+        let client = match self.askers.owner(None) {
+            Ok(client) => client,
+            Err(why) => {
+                tracing::debug!(server = %self.server, "log message dropped: {why}");
+                return;
+            }
+        };
+        if !self.askers.wants(&client, params.level) {
+            return;
+        }
+        params.logger = Some(match params.logger.take() {
+            Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
+            _ => self.server.clone(),
+        });
+        self.askers.log(&self.server, client, params).await;
     }
 }
 
@@ -100,24 +120,11 @@ impl ClientHandler for Handler {
     /// `logger`; dropped when it belongs to no single client.
     async fn on_logging_message(
         &self,
-        mut params: LoggingMessageNotificationParam,
+        params: LoggingMessageNotificationParam,
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
-        let client = match self.askers.owner(None) {
-            Ok(client) => client,
-            Err(why) => {
-                tracing::debug!(server = %self.server, "log message dropped: {why}");
-                return;
-            }
-        };
-        if !self.askers.wants(&client, params.level) {
-            return;
-        }
-        params.logger = Some(match params.logger.take() {
-            Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
-            _ => self.server.clone(),
-        });
-        self.askers.log(&self.server, client, params).await;
+        self.relay_log(params).await;
+        self.askers.log_relayed();
     }
 
     /// Relayed to the clients subscribed to the resource.

@@ -35,6 +35,7 @@
 // Logging is deprecated by protocol 2026-07-28; clients of the versions the gateway speaks use it.
 #![allow(deprecated)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -42,6 +43,7 @@ use rmcp::model::LoggingLevel;
 use rmcp::model::{ClientCapabilities, RequestId};
 use rmcp::service::InboundStreamOrigin;
 use rmcp::{Peer, RoleServer};
+use tokio::sync::Notify;
 
 mod queue;
 pub(super) use queue::Relaying;
@@ -120,6 +122,10 @@ pub struct Askers(Arc<Shared>);
 struct Shared {
     limits: Limits,
     inner: Mutex<Inner>,
+    /// Log messages the server sent that are not relayed yet: counted as they arrive, in the
+    /// order of the connection, before rmcp hands each to a task of its own.
+    unrelayed_logs: AtomicUsize,
+    logs_relayed: Notify,
 }
 
 #[derive(Default)]
@@ -194,6 +200,42 @@ impl Askers {
     }
 
     /// The limits this connection relays within.
+    /// A log message arrived on the connection (counted in the connection's own order, so
+    /// before the response that follows it).
+    pub fn log_arrived(&self) {
+        self.0.unrelayed_logs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A log message that arrived has been relayed (or dropped).
+    pub fn log_relayed(&self) {
+        let left = self
+            .0
+            .unrelayed_logs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .map_or(0, |was| was.saturating_sub(1));
+        if left == 0 {
+            self.0.logs_relayed.notify_waiters();
+        }
+    }
+
+    /// Waits (at most `bound`) until every log message that arrived so far has been relayed:
+    /// a call's result then never overtakes the log messages the server sent before it (rmcp
+    /// runs each notification in a task of its own, so the response can be seen first).
+    pub async fn logs_relayed(&self, bound: Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let relayed = self.0.logs_relayed.notified();
+            if self.0.unrelayed_logs.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, relayed).await.is_err() {
+                return;
+            }
+        }
+    }
+
     pub fn limits(&self) -> Limits {
         self.0.limits
     }

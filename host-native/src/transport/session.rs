@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use super::describe::{describe_init_error, describe_service_error};
 pub(super) use super::handler::Handler;
 use super::names::drop_invalid_names;
+use super::ordered::Ordered;
 use super::process::ChildProcess;
 use super::remote::Failure;
 use super::subscribe::Subscribed;
@@ -59,14 +60,12 @@ where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let service = handler
-        .serve(transport)
-        .await
-        .map_err(|e| HandshakeFailure {
-            kind: ConnectErrorKind::Handshake,
-            what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
-            in_initialize: true,
-        })?;
+    let ordered = Ordered::new(transport.into_transport(), handler.askers.clone());
+    let service = handler.serve(ordered).await.map_err(|e| HandshakeFailure {
+        kind: ConnectErrorKind::Handshake,
+        what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
+        in_initialize: true,
+    })?;
     if let Some(subscribed) = subscribed {
         subscribed.wait().await;
     }
