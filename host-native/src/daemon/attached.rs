@@ -30,10 +30,9 @@ use crate::host::{Host, HostEvent, HostHandle, HostOptions};
 use crate::inputs::{HostEnv, Inputs, Options};
 use crate::ipc::Answer;
 use crate::launch::Launch;
-use crate::pool::{Lease, SharedPool};
+use crate::pool::SharedPool;
 use crate::session::Session;
 use crate::watcher;
-use mcp_reconcile_kernel::plan::Mode;
 
 /// The notification that carries one [`HostEvent`] of a daemon session to its client:
 /// `params` is the event as serde writes it. The `serve` bridge prints it on stderr and keeps
@@ -100,17 +99,8 @@ pub(crate) async fn run(
         project_root: inputs.project_root().to_owned(),
         id: inputs.session_id(),
     };
-    let options = HostOptions {
-        mode: Mode::Pool,
-        ..HostOptions::default()
-    };
-    let lease = Lease::new(
-        &pool,
-        name.clone(),
-        Some(launch.clone()),
-        options.clock.clone(),
-    );
-    let mut host = Host::with_backend(inputs, options, lease, Some(launch));
+    let mut host =
+        Host::in_pool_launched(inputs, HostOptions::default(), &pool, &name, Some(launch));
     let events = host.subscribe();
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let handle = HostHandle::new(control_tx);

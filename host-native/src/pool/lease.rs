@@ -19,7 +19,7 @@ use mcp_reconcile_kernel::identity::{connection_id, ConnectionId};
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::pool::Acquire;
 use mcp_reconcile_kernel::supervise::Supervision;
-use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers, Value};
+use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 use tokio::sync::watch;
 
 use super::actor::{HeldConn, Op, Request};
@@ -291,8 +291,9 @@ impl Backend for Lease {
         let generation = self.next_generation;
         self.next_generation += 1;
         let id = self.pool_id(name, to, config);
-        let stop_first = self.restarting.remove(name)
-            || matches!(config.get("stopBeforeRestart"), Some(Value::Bool(true)));
+        // The engine decides make before break (`stopBeforeRestart` opts out): it stops a
+        // server before it starts it again exactly when the old process must go first.
+        let stop_first = self.restarting.remove(name);
         let op = match self.acquired.get(name) {
             Some((from, _)) if replace || stop_first => Op::Replace {
                 server: name.to_owned(),
@@ -455,11 +456,23 @@ impl Host<Lease> {
     /// that shares one pool between several sessions. Plans in pool mode whatever
     /// `options.mode` says.
     pub fn in_pool(inputs: Inputs, options: HostOptions, pool: &SharedPool, name: &str) -> Self {
+        Host::in_pool_launched(inputs, options, pool, name, None)
+    }
+
+    /// [`Host::in_pool`] whose servers — MCP and language servers — start in `launch`'s
+    /// directory and environment (a daemon session's) instead of this process's.
+    pub(crate) fn in_pool_launched(
+        inputs: Inputs,
+        options: HostOptions,
+        pool: &SharedPool,
+        name: &str,
+        launch: Option<Arc<Launch>>,
+    ) -> Self {
         let options = HostOptions {
             mode: Mode::Pool,
             ..options
         };
-        let lease = Lease::new(pool, name.to_owned(), None, options.clock.clone());
-        Host::with_backend(inputs, options, lease, None)
+        let lease = Lease::new(pool, name.to_owned(), launch.clone(), options.clock.clone());
+        Host::with_backend(inputs, options, lease, launch)
     }
 }
