@@ -158,7 +158,8 @@ async fn forward(
             continue;
         }
         if let HostEvent::ReloadFailed(message) = &event {
-            tracing::warn!("{message}");
+            // A repository's file names and contents are in it: escaped for whoever tails the log.
+            tracing::warn!("{}", crate::display::safe_multiline(message));
         }
         let Ok(params) = serde_json::to_value(&event) else {
             continue;
