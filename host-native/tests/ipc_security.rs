@@ -237,8 +237,18 @@ async fn another_uid_is_dropped_without_an_answer() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o777)).expect("chmod");
 
     let socket = path.clone();
+    // A copy of this test binary that uid 65534 can run wherever the checkout lives (a clone
+    // in a 0700 directory is out of its reach).
+    let reachable = tempfile::Builder::new()
+        .prefix("ipc-peer-")
+        .tempdir()
+        .expect("temp dir");
+    fs::set_permissions(reachable.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let exe = reachable.path().join("peer-client");
+    fs::copy(std::env::current_exe().expect("test binary"), &exe).expect("copy");
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).expect("chmod");
     let run_as = move |uid: Option<u32>| {
-        let mut command = Command::new(std::env::current_exe().expect("test binary"));
+        let mut command = Command::new(&exe);
         command
             .args(["--exact", "peer_client_helper", "--nocapture"])
             .env("IPC_PEER_SOCKET", &socket);
