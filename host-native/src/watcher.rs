@@ -19,7 +19,10 @@
 //!
 //! Events arrive in bursts (one save is several events); the kernel's
 //! [`ReloadScheduler`](mcp_reconcile_kernel::ReloadScheduler) debounces and
-//! coalesces them, so this module reports every relevant event as it comes.
+//! coalesces them, so this module reports every relevant event as it comes —
+//! with whether a file was renamed onto the watched path ([`Change::renamed`]):
+//! what is there then arrived whole, so settle detection need not wait for
+//! more writes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,9 +30,31 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use mcp_reconcile_kernel::reload::FileSource;
-use notify::event::{AccessKind, AccessMode};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc::UnboundedSender;
+
+/// One change of a watched file, as the watcher saw it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Change {
+    /// The file's source (a file listed under several sources reports each).
+    pub source: FileSource,
+    /// A file was renamed onto the watched path (Linux: inotify `IN_MOVED_TO`; Windows: the
+    /// rename's new name). An editor's rename save is then complete on arrival. Everything
+    /// else — writes in place, creation, a directory or symlink that appeared, and every
+    /// rename on platforms that do not say which side a path is (macOS, the BSDs) — is not.
+    pub renamed: bool,
+}
+
+impl Change {
+    /// A change not known to be whole on arrival.
+    fn of(source: FileSource) -> Self {
+        Change {
+            source,
+            renamed: false,
+        }
+    }
+}
 
 /// A running watch. Dropping it stops watching its files (directories no other watch needs
 /// are unwatched).
@@ -70,7 +95,7 @@ impl Drop for Watcher {
     }
 }
 
-/// Starts watching `files`; every event that concerns one of them sends its
+/// Starts watching `files`; every event that concerns one of them sends a [`Change`] of its
 /// [`FileSource`] to `events` (a file listed under several sources sends each).
 ///
 /// Every watch of the process shares one platform watcher (one inotify instance, one
@@ -85,7 +110,7 @@ impl Drop for Watcher {
 /// instance limit is reached).
 pub fn watch(
     files: Vec<(PathBuf, FileSource)>,
-    events: UnboundedSender<FileSource>,
+    events: UnboundedSender<Change>,
 ) -> anyhow::Result<Watcher> {
     let hub = Hub::shared()?;
     let id = {
@@ -123,7 +148,7 @@ struct HubState {
 /// One watch: its files and where their events go.
 struct Sub {
     arming: Arming,
-    events: UnboundedSender<FileSource>,
+    events: UnboundedSender<Change>,
 }
 
 impl Hub {
@@ -170,29 +195,35 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
                 continue;
             }
         };
-        if is_read_only(&event.kind) && !event.need_rescan() {
+        if ignored(&event.kind) && !event.need_rescan() {
             continue;
         }
         let Some(hub) = hub.upgrade() else {
             return;
         };
-        let mut sends: Vec<(UnboundedSender<FileSource>, Vec<FileSource>)> = Vec::new();
+        let renamed = event.kind == EventKind::Modify(ModifyKind::Name(RenameMode::To));
+        let mut sends: Vec<(UnboundedSender<Change>, Vec<Change>)> = Vec::new();
         {
             let mut state = hub.lock();
-            let mut hits: BTreeMap<u64, Vec<FileSource>> = BTreeMap::new();
+            let mut hits: BTreeMap<u64, Vec<Change>> = BTreeMap::new();
             for (id, sub) in &state.subs {
                 let hit = hits.entry(*id).or_default();
                 if event.need_rescan() {
-                    hit.extend(sub.arming.files.iter().map(|(_, s)| s.clone()));
+                    hit.extend(sub.arming.files.iter().map(|(_, s)| Change::of(s.clone())));
                 }
                 for path in &event.paths {
                     if let Some(sources) = sub.arming.routes.get(path) {
-                        hit.extend(sources.iter().cloned());
+                        hit.extend(sources.iter().map(|source| Change {
+                            source: source.clone(),
+                            renamed,
+                        }));
                     }
                 }
             }
             for (id, changed) in state.rearm() {
-                hits.entry(id).or_default().extend(changed);
+                hits.entry(id)
+                    .or_default()
+                    .extend(changed.into_iter().map(Change::of));
             }
             for (id, hit) in hits {
                 if let Some(sub) = state.subs.get(&id).filter(|_| !hit.is_empty()) {
@@ -202,8 +233,8 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
         }
         for (events, hit) in sends {
             let mut seen = BTreeSet::new();
-            for source in hit {
-                if seen.insert(source.clone()) && events.send(source).is_err() {
+            for change in hit {
+                if seen.insert(change.clone()) && events.send(change).is_err() {
                     break;
                 }
             }
@@ -217,7 +248,7 @@ impl HubState {
         for (id, changed) in self.rearm() {
             if let Some(sub) = self.subs.get(&id).filter(|_| id != except) {
                 for source in changed {
-                    let _ = sub.events.send(source);
+                    let _ = sub.events.send(Change::of(source));
                 }
             }
         }
@@ -276,9 +307,16 @@ impl HubState {
     }
 }
 
-/// Open / read / close-without-write events: our own reads cause them.
-fn is_read_only(kind: &EventKind) -> bool {
-    matches!(kind, EventKind::Access(access) if *access != AccessKind::Close(AccessMode::Write))
+/// Events that say nothing new: open / read / close-without-write (our own reads cause them),
+/// and inotify's pairing of a rename's two sides, which follows the `From` and `To` events that
+/// already reported each side (a rename save would otherwise be reported twice, and the second
+/// report, arriving while its run is under way, would cost a follow-up run).
+fn ignored(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(access) => *access != AccessKind::Close(AccessMode::Write),
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => true,
+        _ => false,
+    }
 }
 
 /// Which directories must be watched for the files, and which event paths

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mcp_reconcile::approvals_store::{backup_path, ApprovalsStore};
 use mcp_reconcile::inputs::{HostEnv, Inputs, LayerPaths, Layout, Options, Snapshot};
-use mcp_reconcile::watcher;
+use mcp_reconcile::watcher::{self, Change};
 use mcp_reconcile_kernel::json::{self, Value};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::{ApprovalState, Decision, LayerSource, ServerConfig};
@@ -887,10 +887,13 @@ fn a_symlinked_approvals_file_stays_a_symlink() {
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The next event is `want` (after a [`settle`], nothing else is queued).
-async fn expect_source(rx: &mut UnboundedReceiver<FileSource>, want: &FileSource) {
+/// The next event is about `want` (after a [`settle`], nothing else is queued).
+async fn expect_source(rx: &mut UnboundedReceiver<Change>, want: &FileSource) -> Change {
     match tokio::time::timeout(WAIT, rx.recv()).await {
-        Ok(Some(got)) => assert_eq!(got, *want, "the event's source"),
+        Ok(Some(got)) => {
+            assert_eq!(got.source, *want, "the event's source");
+            got
+        }
         Ok(None) => panic!("watcher channel closed"),
         Err(_) => panic!("no event for {want:?} within {WAIT:?}"),
     }
@@ -909,17 +912,22 @@ async fn barrier() {
     expect_source(&mut rx, &FileSource::McpJson).await;
 }
 
+/// Everything reported for what happened so far.
+async fn drain(rx: &mut UnboundedReceiver<Change>) -> Vec<Change> {
+    barrier().await;
+    std::iter::from_fn(|| rx.try_recv().ok()).collect()
+}
+
 /// Drops what is left of the previous step's burst (one save is several events), so the next
 /// step starts from an empty queue.
-async fn settle(rx: &mut UnboundedReceiver<FileSource>) {
+async fn settle(rx: &mut UnboundedReceiver<Change>) {
     barrier().await;
     while rx.try_recv().is_ok() {}
 }
 
 /// Nothing was reported for what happened so far.
-async fn expect_quiet(rx: &mut UnboundedReceiver<FileSource>) {
-    barrier().await;
-    let got: Vec<FileSource> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+async fn expect_quiet(rx: &mut UnboundedReceiver<Change>) {
+    let got = drain(rx).await;
     assert!(got.is_empty(), "unexpected events: {got:?}");
 }
 
@@ -979,6 +987,52 @@ async fn watcher_reports_writes_renames_and_recreation() {
     fs::rename(dir.join("notes.txt"), dir.join("notes2.txt")).expect("rename unrelated");
     let _ = fs::read_to_string(&settings).expect("read");
     expect_quiet(&mut rx).await;
+}
+
+/// Settle detection applies a rename save at once: the watcher must tell a file renamed onto
+/// the watched path (complete on arrival) from a write in place (the writer may not be done)
+/// and from the file being renamed away — and report a rename save once, not once per side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_tells_a_rename_save_from_a_write_in_place() {
+    let w = World::new();
+    let dir = w.path("cfg");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let settings = dir.join("settings.json");
+    write(&settings, "{}");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let _watcher = watcher::watch(vec![(settings.clone(), user())], tx).expect("watch");
+
+    // In place: truncate, write, close — every report says "not renamed".
+    fs::write(&settings, r#"{"a": 1}"#).expect("write");
+    let got = drain(&mut rx).await;
+    assert!(!got.is_empty(), "the write is reported");
+    assert!(
+        got.iter().all(|c| c.source == user() && !c.renamed),
+        "{got:?}"
+    );
+
+    // A rename save: one report, renamed.
+    let tmp = dir.join("settings.json.tmp");
+    fs::write(&tmp, r#"{"a": 2}"#).expect("write tmp");
+    fs::rename(&tmp, &settings).expect("rename");
+    let got = drain(&mut rx).await;
+    assert_eq!(
+        got,
+        vec![Change {
+            source: user(),
+            renamed: true
+        }],
+        "one report per rename save"
+    );
+
+    // Renamed away: the file is gone, nothing arrived.
+    fs::rename(&settings, dir.join("settings.json.bak")).expect("rename away");
+    let got = drain(&mut rx).await;
+    assert!(!got.is_empty(), "the rename away is reported");
+    assert!(
+        got.iter().all(|c| c.source == user() && !c.renamed),
+        "{got:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

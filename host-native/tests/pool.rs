@@ -15,7 +15,7 @@ use mcp_reconcile::inputs::{Inputs, Options};
 use mcp_reconcile::pool::{PoolOptions, PooledStatus, SharedPool};
 use mcp_reconcile::session::Session;
 use mcp_reconcile::transport::CallToolResult;
-use mcp_reconcile_kernel::reload::FileSource;
+use mcp_reconcile::watcher::Change;
 use mcp_reconcile_kernel::{Action, Decision, Reason};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -104,7 +104,7 @@ struct Run {
     events: mpsc::UnboundedReceiver<HostEvent>,
     task: tokio::task::JoinHandle<()>,
     /// Never sent on: a test asks for a reload itself after it rewrites a file.
-    _files: mpsc::UnboundedSender<FileSource>,
+    _files: mpsc::UnboundedSender<Change>,
 }
 
 /// What one pass told: its report, and the servers it asked a decision about.

@@ -32,7 +32,7 @@ struct Running {
     time: ManualClock,
     task: tokio::task::JoinHandle<()>,
     events: mpsc::UnboundedReceiver<HostEvent>,
-    _files: mpsc::UnboundedSender<mcp_reconcile_kernel::reload::FileSource>,
+    _files: mpsc::UnboundedSender<mcp_reconcile::watcher::Change>,
 }
 
 impl Running {

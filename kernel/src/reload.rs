@@ -36,6 +36,24 @@ pub enum FileSource {
     LspApprovals,
 }
 
+/// How a watched input's change arrived, as far as the host can tell (settle detection).
+///
+/// The scheduler waits after a change according to the least settled source pending: the full
+/// debounce while any is [`Arrival::Partial`], the quiet window while any was
+/// [`Arrival::Written`], and nothing when every pending source arrived
+/// [`Arrival::Replaced`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Arrival {
+    /// Not known to be complete: it did not parse (empty, half-written), or it was not checked.
+    Partial,
+    /// It parses now, but it was written in place: the writer may not be done (an editor that
+    /// truncates, then writes in several calls, then closes).
+    Written,
+    /// It parses, and it arrived whole: a complete file was renamed over it (how most editors
+    /// save). Nothing more of this save can follow, so the run need not wait.
+    Replaced,
+}
+
 /// How a reconcile run ended. Both end the run the same way for scheduling:
 /// a failure alone never schedules a rerun.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -137,6 +155,10 @@ pub struct ReloadScheduler {
     /// Pending sources whose last change was not complete (it did not parse, or it was not
     /// checked): while any is left, the full debounce applies.
     unsettled: IndexSet<FileSource>,
+    /// Pending sources whose last change was complete but written in place: while any is left
+    /// (and none is unsettled), the quiet window applies; when none is, a change applies at
+    /// once.
+    written: IndexSet<FileSource>,
     /// The latest `now` seen; inputs never move it backwards.
     now: Millis,
     /// The last file event, while its debounce is pending.
@@ -152,6 +174,12 @@ pub struct ReloadScheduler {
     running: Option<u64>,
     /// The number of the last run started; 0 before the first.
     last_run: u64,
+    /// When the last run started: a rename save this soon after it waits the quiet window, so
+    /// a burst of saves is one run at once and one after the burst.
+    last_start: Option<Millis>,
+    /// A change arrived while another was pending: a burst, which waits at least the quiet
+    /// window after its last event.
+    burst: bool,
     last_outcome: Option<Outcome>,
     counts: ReloadCounts,
 }
@@ -201,6 +229,7 @@ impl ReloadScheduler {
             debounce,
             quiet: debounce,
             unsettled: IndexSet::new(),
+            written: IndexSet::new(),
             now: Millis::ZERO,
             last_event: None,
             deadline: None,
@@ -208,6 +237,8 @@ impl ReloadScheduler {
             request: None,
             running: None,
             last_run: 0,
+            last_start: None,
+            burst: false,
             last_outcome: None,
             counts: ReloadCounts::default(),
         }
@@ -229,8 +260,9 @@ impl ReloadScheduler {
     }
 
     /// Turns settle detection on: after a change reported complete
-    /// ([`Self::handle_file_change`]), a run waits only `quiet` (when shorter than the
-    /// debounce) after the last event — as long as every pending source is complete.
+    /// ([`Self::handle_file_arrival`]), a run waits only `quiet` (when shorter than the
+    /// debounce) after the last event — as long as every pending source is complete — and not
+    /// at all when every pending source arrived whole by a rename ([`Arrival::Replaced`]).
     pub fn with_quiet(mut self, quiet: Millis) -> Self {
         self.quiet = quiet;
         self
@@ -238,10 +270,21 @@ impl ReloadScheduler {
 
     /// The wait after the last event for what is pending now.
     fn wait(&self) -> Millis {
-        if self.unsettled.is_empty() {
+        if !self.unsettled.is_empty() {
+            self.debounce
+        } else if !self.written.is_empty()
+            || self.quiet >= self.debounce
+            || self.burst
+            || self
+                .last_start
+                .is_some_and(|at| self.now.0.saturating_sub(at.0) < self.quiet.0)
+        {
+            // Without settle detection (the quiet window is the debounce) every change waits;
+            // so does a save that joins others, or comes right after a run started (a burst
+            // goes on: one run after it).
             self.quiet.min(self.debounce)
         } else {
-            self.debounce
+            Millis::ZERO
         }
     }
 
@@ -265,22 +308,45 @@ impl ReloadScheduler {
         self.handle_file_change(now, source, false);
     }
 
-    /// A watched input changed, and whether what it holds now is `complete` (it parses: an
-    /// editor's rename-save, or the last write of an in-place save). While every pending
-    /// source is complete, the run waits only the quiet window after the last event; a source
-    /// that is not (empty, half-written) waits the full debounce, until a later complete
-    /// change of it. [`Self::handle_file_event`] is this with `complete` false.
+    /// A watched input changed, and whether what it holds now is `complete` (it parses): this
+    /// is [`Self::handle_file_arrival`] with [`Arrival::Written`] or [`Arrival::Partial`].
     pub fn handle_file_change(&mut self, now: Millis, source: FileSource, complete: bool) {
+        let arrival = if complete {
+            Arrival::Written
+        } else {
+            Arrival::Partial
+        };
+        self.handle_file_arrival(now, source, arrival);
+    }
+
+    /// A watched input changed and arrived as `arrival`: `source` joins the set the next run
+    /// reloads and the shared debounce restarts from `now`, as long as the least settled
+    /// pending source needs ([`Arrival`]). A change that needs no wait (every pending source
+    /// [`Arrival::Replaced`], and no run started within the quiet window) requests its run at
+    /// once: during a run, that is the one follow-up. A burst of rename saves is so one run
+    /// at its first save and one after its last.
+    pub fn handle_file_arrival(&mut self, now: Millis, source: FileSource, arrival: Arrival) {
         self.advance(now);
         self.counts.file_events = self.counts.file_events.saturating_add(1);
-        if complete {
-            self.unsettled.shift_remove(&source);
-        } else {
-            self.unsettled.insert(source.clone());
+        self.unsettled.shift_remove(&source);
+        self.written.shift_remove(&source);
+        self.burst |= !self.pending.is_empty();
+        match arrival {
+            Arrival::Partial => {
+                self.unsettled.insert(source.clone());
+            }
+            Arrival::Written => {
+                self.written.insert(source.clone());
+            }
+            Arrival::Replaced => {}
         }
         self.pending.insert(source);
         self.last_event = Some(self.now);
         self.deadline = Some(self.now.saturating_add(self.wait().0));
+        if arrival == Arrival::Replaced {
+            // Due now: the run is requested by this call, not by a timer the host arms.
+            self.advance(self.now);
+        }
     }
 
     /// A manual reload: requests a run without waiting for the debounce. A
@@ -338,9 +404,12 @@ impl ReloadScheduler {
         self.last_event = None;
         let run = self.last_run.saturating_add(1);
         self.last_run = run;
+        self.last_start = Some(self.now);
         self.running = Some(run);
         self.counts.runs_started = self.counts.runs_started.saturating_add(1);
         self.unsettled.clear();
+        self.written.clear();
+        self.burst = false;
         let sources = std::mem::take(&mut self.pending).into_iter().collect();
         Some(Step::Reconcile {
             run,

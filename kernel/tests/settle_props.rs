@@ -1,7 +1,8 @@
 //! Settle detection in the reload scheduler: a change whose files all parse is applied after
-//! a short quiet window instead of the full debounce; one that does not waits the debounce.
+//! a short quiet window instead of the full debounce; one that does not waits the debounce;
+//! one whose files all arrived whole by a rename is applied at once.
 
-use mcp_reconcile_kernel::reload::{FileSource, Outcome, ReloadScheduler, Step};
+use mcp_reconcile_kernel::reload::{Arrival, FileSource, Outcome, ReloadScheduler, Step};
 use mcp_reconcile_kernel::Millis;
 use proptest::prelude::*;
 
@@ -40,6 +41,14 @@ fn drive(s: &mut ReloadScheduler, mut now: u64, until: u64) -> Vec<Vec<FileSourc
             _ => return runs,
         }
     }
+}
+
+fn arrival() -> impl Strategy<Value = Arrival> {
+    prop_oneof![
+        Just(Arrival::Partial),
+        Just(Arrival::Written),
+        Just(Arrival::Replaced)
+    ]
 }
 
 proptest! {
@@ -108,11 +117,98 @@ proptest! {
         prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1, "one follow-up");
     }
 
-    /// Without a quiet window the scheduler is the plain debounce, complete or not.
+    /// Without a quiet window the scheduler is the plain debounce, however a change arrived.
     #[test]
-    fn without_a_quiet_window_every_change_waits_the_debounce(complete in any::<bool>()) {
+    fn without_a_quiet_window_every_change_waits_the_debounce(arrival in arrival()) {
         let mut s = ReloadScheduler::new(DEBOUNCE);
-        s.handle_file_change(Millis(5), source(0), complete);
+        s.handle_file_arrival(Millis(5), source(0), arrival);
         prop_assert_eq!(s.poll_timeout(), Some(Millis(5 + DEBOUNCE.0)));
+        prop_assert!(s.poll_step().is_none());
+    }
+
+    /// A rename save applies at once when nothing else is pending and no run started within
+    /// the quiet window; otherwise the run waits what the least settled pending source needs
+    /// (at least the quiet window), from this event.
+    #[test]
+    fn a_rename_save_waits_only_for_what_else_is_pending(
+        earlier in prop::collection::vec((any::<u8>(), arrival(), 0u64..QUIET.0), 0..6),
+        last in any::<u8>(),
+        gap in 0u64..2 * QUIET.0,
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        let mut arrivals = std::collections::BTreeMap::new();
+        let mut last_start = None;
+        for (which, arrival, gap) in &earlier {
+            now += gap;
+            s.handle_file_arrival(Millis(now), source(*which), *arrival);
+            arrivals.insert(*which % 3, *arrival);
+            // What ran took its sources.
+            if s.poll_step().is_some() {
+                s.handle_reconcile_done(Millis(now), Outcome::Ok);
+                arrivals.clear();
+                last_start = Some(now);
+            }
+        }
+        now += gap;
+        s.handle_file_arrival(Millis(now), source(last), Arrival::Replaced);
+        let joins = !arrivals.is_empty();
+        arrivals.insert(last % 3, Arrival::Replaced);
+        let mut least = arrivals.values().min().copied().unwrap_or(Arrival::Replaced);
+        if least == Arrival::Replaced && (joins || last_start.is_some_and(|at| now - at < QUIET.0)) {
+            least = Arrival::Written;
+        }
+        match least {
+            Arrival::Replaced => {
+                prop_assert!(s.poll_step().is_some(), "applied at once");
+            }
+            Arrival::Written | Arrival::Partial => {
+                prop_assert!(s.poll_step().is_none(), "waits for {:?}", least);
+                let wait = if least == Arrival::Partial { DEBOUNCE } else { QUIET };
+                prop_assert_eq!(s.poll_timeout(), Some(Millis(now + wait.0)));
+            }
+        }
+    }
+
+    /// A burst of rename saves closer together than the quiet window is one run at its first
+    /// save and one after its last, each run finishing at once.
+    #[test]
+    fn a_burst_of_rename_saves_is_one_run_at_once_and_one_after(
+        gaps in prop::collection::vec(0u64..QUIET.0, 1..12),
+        which in prop::collection::vec(any::<u8>(), 12),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        s.handle_file_arrival(Millis(now), source(which[0]), Arrival::Replaced);
+        let mut runs = drive(&mut s, now, now).len();
+        prop_assert_eq!(runs, 1, "the first save runs at once");
+        for (i, gap) in gaps.iter().enumerate() {
+            now += gap;
+            s.handle_file_arrival(Millis(now), source(which[i + 1]), Arrival::Replaced);
+            runs += drive(&mut s, now, now).len();
+        }
+        prop_assert_eq!(runs, 1, "the rest of the burst waits");
+        prop_assert_eq!(s.poll_timeout(), Some(Millis(now + QUIET.0)));
+        prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1, "one run after the burst");
+    }
+
+    /// A burst of rename saves — each its own run at once — still makes no more than two runs
+    /// when it lands inside one run: the run under way and one follow-up.
+    #[test]
+    fn rename_saves_during_a_run_make_one_follow_up(
+        gaps in prop::collection::vec(0u64..QUIET.0, 1..12),
+        which in prop::collection::vec(any::<u8>(), 12),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        s.handle_file_arrival(Millis(now), source(0), Arrival::Replaced);
+        prop_assert!(s.poll_step().is_some(), "the first save's run starts at once");
+        for (i, gap) in gaps.iter().enumerate() {
+            now += gap;
+            s.handle_file_arrival(Millis(now), source(which[i]), Arrival::Replaced);
+            prop_assert!(s.poll_step().is_none(), "one run at a time");
+        }
+        s.handle_reconcile_done(Millis(now), Outcome::Ok);
+        prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1, "one follow-up");
     }
 }

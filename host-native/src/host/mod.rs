@@ -4,10 +4,10 @@
 //! [`Host::run`] owns all state and reacts to one input at a time:
 //! 1. start: load every input, then reconcile (run #1 of the kernel's
 //!    [`ReloadScheduler`]);
-//! 2. a watched file changes → `handle_file_change` (with whether the file parses now); the
-//!    scheduler's quiet window (all changed files parse) or trailing debounce (one does not)
-//!    decides when a reload runs (edits during a run → exactly one
-//!    follow-up);
+//! 2. a watched file changes → `handle_file_arrival` (whether the file parses now, and whether
+//!    it was renamed into place); the scheduler applies a rename save at once, waits its quiet
+//!    window after a write in place that parses, and its trailing debounce while a file does
+//!    not parse (edits during a run → exactly one follow-up);
 //! 3. a run reloads only the changed files, asks the kernel whether anything
 //!    MCP-relevant changed ([`hot_reload`]) and for a [`plan`], tears down
 //!    what the plan removes (purging its tools first) and starts the rest in
@@ -37,7 +37,7 @@ mod status;
 use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::lsp::LspAction;
 use mcp_reconcile_kernel::plan::{plan, Mode, Online, Plan};
-use mcp_reconcile_kernel::reload::{FileSource, ReloadScheduler};
+use mcp_reconcile_kernel::reload::{Arrival, ReloadScheduler};
 use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
 use tokio::sync::{mpsc, oneshot};
 
@@ -57,6 +57,7 @@ use crate::launch::Launch;
 use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
+use crate::watcher::Change;
 
 /// How long a gateway's catalog and route requests wait for the start pass
 /// before they are answered with the servers connected so far.
@@ -325,7 +326,7 @@ impl<B: Backend> Host<B> {
     /// reconciles on file events and control requests, supervises servers.
     pub async fn run(
         mut self,
-        mut files: mpsc::UnboundedReceiver<FileSource>,
+        mut files: mpsc::UnboundedReceiver<Change>,
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let mut files_open = true;
@@ -344,10 +345,15 @@ impl<B: Backend> Host<B> {
                 report = self.backend.next() => self.handle_report(report),
                 report = self.lsp.next() => self.handle_lsp_report(report),
                 source = files.recv(), if files_open => match source {
-                    Some(source) => {
+                    Some(Change { source, renamed }) => {
                         let now = self.now();
                         let complete = pass::off_the_loop(|| self.inputs.complete(&source));
-                        self.scheduler.handle_file_change(now, source, complete);
+                        let arrival = match (complete, renamed) {
+                            (false, _) => Arrival::Partial,
+                            (true, false) => Arrival::Written,
+                            (true, true) => Arrival::Replaced,
+                        };
+                        self.scheduler.handle_file_arrival(now, source, arrival);
                     }
                     None => files_open = false,
                 },
