@@ -46,6 +46,12 @@ pub fn install(exe: PathBuf) {
     let _ = EXE.set(exe);
 }
 
+/// Whether this process starts the watchdog ([`install`]): then it, not each leader's death
+/// signal, is what stops the servers of a host that dies (see [`crate::transport`]'s spawn).
+pub(crate) fn installed() -> bool {
+    EXE.get().is_some()
+}
+
 /// Lists the process group `pgid` with the watchdog, starting it first if needed. Without
 /// [`install`], or if the watchdog cannot start (logged), only the leaders' death signal is
 /// left.
