@@ -87,6 +87,7 @@ pub fn session_view(server: &str, config: &ServerConfig, catalog: &Catalog) -> C
         prompts,
         resources: catalog.resources.clone(),
         resource_templates: catalog.resource_templates.clone(),
+        digests: std::sync::OnceLock::new(),
     }
 }
 
@@ -324,8 +325,7 @@ mod tests {
                 Prompt::new("greet", None::<String>, None),
                 Prompt::new("bad\nprompt", None::<String>, None),
             ],
-            resources: Vec::new(),
-            resource_templates: Vec::new(),
+            ..Catalog::default()
         };
         let kept = drop_invalid_names("srv", catalog);
         let names: Vec<&str> = kept.tools.iter().map(|t| t.name.as_ref()).collect();

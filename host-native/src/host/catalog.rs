@@ -14,6 +14,7 @@ use crate::inputs::Snapshot;
 use crate::transport::{Caller, Catalog, Prompt, Resource, ResourceTemplate, Tool};
 use crate::view::{
     lists_template, own_prompt_name, own_tool_name, pick_resource, resource_match, session_view,
+    tool_enabled,
 };
 
 /// Which lists of the merged catalog changed.
@@ -243,13 +244,47 @@ impl<B: Backend> Host<B> {
         catalog
     }
 
+    /// One fingerprint per list of [`Self::merged_catalog`], without building it: the merged
+    /// catalog is a function of, in server order, each connected server's name, whether it
+    /// owns its prefix, and its session view — which is its listing's tools that its entry
+    /// enables, its prompts and its resources. So those, with each listing's cached
+    /// [`Digests`](crate::transport::Digests), are hashed. A change of the merged catalog
+    /// always changes its fingerprint; the converse may rarely not hold (a resource another
+    /// server already lists changed), which costs an unneeded `list_changed`, never a missed one.
+    pub(super) fn catalog_digests(&self) -> (u64, u64, u64) {
+        let owners = PrefixOwners::admitted(&self.desired, &self.gating);
+        let mut hashers: [std::collections::hash_map::DefaultHasher; 3] = Default::default();
+        for (name, live, _) in self.connected() {
+            if !owners.owns(name) {
+                continue;
+            }
+            let listing = live.catalog.digests();
+            for hasher in &mut hashers {
+                name.hash(hasher);
+            }
+            let [tools, prompts, resources] = &mut hashers;
+            for (tool, digest) in live.catalog.tools.iter().zip(&listing.tools) {
+                if tool_enabled(live.config, &tool.name) {
+                    digest.hash(tools);
+                }
+            }
+            // The end of this server's tools: the next server's name cannot look like one.
+            u64::MAX.hash(tools);
+            listing.prompts.hash(prompts);
+            listing.resources.hash(resources);
+        }
+        self.lsp.any_configured().hash(&mut hashers[0]);
+        let [tools, prompts, resources] = hashers;
+        (tools.finish(), prompts.finish(), resources.finish())
+    }
+
     /// The merged catalog for a client; from the first one on, changes are
     /// announced relative to it.
     pub(super) fn hand_out_catalog(&mut self) -> MergedCatalog {
         let catalog = self.merged_catalog();
         if !self.announcing {
             self.announcing = true;
-            self.catalog_digest = digests(&catalog);
+            self.catalog_digest = self.catalog_digests();
             self.catalog_dirty = false;
         }
         catalog
@@ -273,7 +308,7 @@ impl<B: Backend> Host<B> {
         if !self.announcing || !std::mem::take(&mut self.catalog_dirty) {
             return;
         }
-        let now = digests(&self.merged_catalog());
+        let now = self.catalog_digests();
         let was = std::mem::replace(&mut self.catalog_digest, now);
         let change = CatalogChange {
             tools: now.0 != was.0,
@@ -356,22 +391,4 @@ impl<B: Backend> Host<B> {
             )
         })
     }
-}
-
-/// One digest per list of the merged catalog (order-sensitive).
-pub(crate) fn digests(catalog: &MergedCatalog) -> (u64, u64, u64) {
-    fn digest<T: serde::Serialize>(items: &[T]) -> u64 {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for item in items {
-            serde_json::to_string(item)
-                .unwrap_or_default()
-                .hash(&mut hasher);
-        }
-        hasher.finish()
-    }
-    (
-        digest(&catalog.tools),
-        digest(&catalog.prompts),
-        digest(&catalog.resources) ^ digest(&catalog.resource_templates).rotate_left(1),
-    )
 }

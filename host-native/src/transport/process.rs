@@ -496,7 +496,11 @@ mod tests {
 
         assert_eq!(lookup("srv", &path(&[&plain, &bin])), Some(bin.join("srv")));
         assert_eq!(lookup("srv", &path(&[&plain])), None, "no match");
-        assert_eq!(lookup("./srv", &path(&[&bin])), None, "a path is not looked up");
+        assert_eq!(
+            lookup("./srv", &path(&[&bin])),
+            None,
+            "a path is not looked up"
+        );
         assert_eq!(lookup("srv", &None), None, "no PATH");
         // A relative entry depends on the child's directory: left to the spawn.
         assert_eq!(lookup("srv", &path(&[Path::new("rel"), &bin])), None);
