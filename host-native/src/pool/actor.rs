@@ -77,7 +77,7 @@ pub(super) struct HeldConn {
     pub(super) server: String,
     /// The connection id the session holds it by.
     pub(super) id: ConnectionId,
-    pub(super) catalog: Catalog,
+    pub(super) catalog: Arc<Catalog>,
     /// Set while connected.
     pub(super) caller: Option<transport::Caller>,
     /// Its supervision state.

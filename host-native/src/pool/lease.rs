@@ -35,7 +35,7 @@ use mcp_reconcile_kernel::plan::Mode;
 /// A held connection as last seen in the pool.
 struct Mirrored {
     id: ConnectionId,
-    catalog: Catalog,
+    catalog: Arc<Catalog>,
     caller: Option<Caller>,
     health: Supervision,
     pid: Option<u32>,

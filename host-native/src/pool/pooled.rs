@@ -18,7 +18,9 @@ pub(super) struct Pooled(pub(super) Mcp);
 impl ConnectionKind for Pooled {
     type Config = (ServerConfig, Option<Arc<Launch>>);
     type Connection = Connection;
-    type Catalog = Catalog;
+    /// Shared: every session's view of a connection is a copy of the pool's (a refresh copies
+    /// the whole view), and a listing is not changed after it is stored.
+    type Catalog = Arc<Catalog>;
     type Event = ConnEvent;
 
     fn start(
@@ -40,8 +42,8 @@ impl ConnectionKind for Pooled {
         Mcp::retire(connection)
     }
 
-    fn catalog(connection: &Connection) -> Catalog {
-        Mcp::catalog(connection)
+    fn catalog(connection: &Connection) -> Arc<Catalog> {
+        Arc::new(Mcp::catalog(connection))
     }
 
     fn pid(connection: &Connection) -> Option<u32> {
@@ -52,7 +54,12 @@ impl ConnectionKind for Pooled {
         Mcp::spawns_process(config)
     }
 
-    fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
-        Mcp::event(event)
+    fn event(event: ConnEvent) -> (u64, Event<Arc<Catalog>>) {
+        let (generation, event) = Mcp::event(event);
+        let event = match event {
+            Event::CatalogChanged(catalog) => Event::CatalogChanged(Arc::new(catalog)),
+            Event::Closed(error) => Event::Closed(error),
+        };
+        (generation, event)
     }
 }

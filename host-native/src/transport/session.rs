@@ -137,6 +137,14 @@ where
 
 /// Lists every page of tools, prompts and resources the server has capabilities for, within
 /// the caps of [`list_pages`].
+/// A listing as it is kept: without the names that cannot be offered, with its digests
+/// computed now, so that every copy made of it (a pool's session views) carries them.
+fn offered(server: &str, catalog: Catalog) -> Catalog {
+    let catalog = drop_invalid_names(server, catalog);
+    catalog.digests();
+    catalog
+}
+
 pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, ListError> {
     let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
     let offers =
@@ -198,7 +206,7 @@ pub(super) fn start(
     pid: Option<u32>,
 ) -> Connection {
     let ctx = Arc::new(ctx);
-    let catalog = drop_invalid_names(&ctx.name, catalog);
+    let catalog = offered(&ctx.name, catalog);
     let peer = service.peer().clone();
     let progress = service.service().progress.clone();
     let relister = tokio::spawn(follow_list_changes(
@@ -247,7 +255,7 @@ async fn follow_list_changes(
         }
         match tokio::time::timeout(RELIST_TIMEOUT, list_catalog(&peer)).await {
             Ok(Ok(catalog)) => {
-                let catalog = drop_invalid_names(&ctx.name, catalog);
+                let catalog = offered(&ctx.name, catalog);
                 tracing::info!(server = %ctx.name, tools = catalog.tools.len(), "catalog changed");
                 let event = ConnEvent::CatalogChanged {
                     server: ctx.name.clone(),

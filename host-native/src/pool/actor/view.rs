@@ -8,7 +8,7 @@ use mcp_reconcile_kernel::Millis;
 
 use super::{Actor, HeldConn, Key};
 use crate::pool::PooledStatus;
-use crate::transport::{Catalog, Connection};
+use crate::transport::Connection;
 
 impl Actor {
     pub(super) fn view(&self, session: &str) -> Vec<HeldConn> {
@@ -37,7 +37,7 @@ impl Actor {
                     version: self.versions.get(key).copied().unwrap_or(0),
                 };
                 if self.standbys.get(key).is_some_and(|owner| owner != session) {
-                    held.catalog = Catalog::default();
+                    held.catalog = std::sync::Arc::default();
                     held.caller = None;
                     held.health = Supervision::connecting(0, false);
                 }
