@@ -4,8 +4,9 @@
 // Run through `bash bench/reload.sh` (it builds, installs the peers and enters a loopback-only
 // network namespace); this file expects to be inside that namespace already.
 //
-// Systems: `ours` (mcp-reconcile watch), `ours-full` (the same with --full-restart), `mcp-hub`
-// (npm, pinned in bench/peers). Saves: `rename` (write a temporary file beside it, rename it over
+// Systems: `ours` (mcp-reconcile watch), `ours-daemon` (`serve` on the per-user daemon, driven by
+// a real MCP client: bench/daemon.mjs), `ours-full` (watch --full-restart), `mcp-hub` (npm) and
+// `magg` (PyPI), both pinned in bench/peers; a many-sessions daemon run (bench/daemon.mjs). Saves: `rename` (write a temporary file beside it, rename it over
 // the settings file: what most editors do) and `in-place` (truncate and write the file itself:
 // two events, the first showing an empty file); each system gets `--reps` edits of each kind.
 // Per rep: save the file, then
@@ -25,6 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { runDaemon, runMany, SDK_VERSION, httpClient } from "./daemon.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "..");
@@ -36,9 +38,13 @@ function opt(name, fallback) {
   return i >= 0 ? argv[i + 1] : (process.env[`BENCH_${name.toUpperCase().replace(/-/g, "_")}`] ?? fallback);
 }
 const options = {
-  sizes: opt("sizes", "5,20,50").split(",").map(Number),
-  reps: Number(opt("reps", "15")),
-  systems: opt("systems", "ours,ours-full,mcp-hub").split(","),
+  sizes: opt("sizes", "5,50,200").split(",").map(Number),
+  reps: Number(opt("reps", "10")),
+  systems: opt("systems", "ours,ours-daemon,mcp-hub,magg").split(","),
+  // Edits with calls in flight on the changed server (daemon path), after the timed edits.
+  inflightReps: Number(opt("inflight-reps", "3")),
+  // One daemon with S sessions × M servers, half shared ("" to skip): "10x50".
+  many: opt("many", "10x50"),
   saves: opt("saves", "rename,in-place").split(","),
   // Unset: the host's defaults (settle detection: --quiet-ms 25, --debounce-ms 300).
   debounce: opt("debounce-ms", null) === null ? null : Number(opt("debounce-ms")),
@@ -57,6 +63,12 @@ const bin = {
 for (const [k, p] of Object.entries(bin)) {
   if (!fs.existsSync(p)) throw new Error(`${k} not found at ${p}: run bash bench/reload.sh (it builds and installs everything)`);
 }
+// magg (PyPI, Python ≥ 3.12) is installed by bench/reload.sh where such a Python exists.
+const maggBin = path.join(root, "bench/peers/.venv-magg/bin/magg");
+if (!fs.existsSync(maggBin) && options.systems.includes("magg")) {
+  process.stderr.write(`magg not installed (${maggBin}): skipped; bench/reload.sh installs it where python3.12 or newer exists\n`);
+  options.systems = options.systems.filter((s) => s !== "magg");
+}
 
 // A unique tag in every process's environment, so cleanup finds every process this run started.
 const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "mcp-reload-bench-"));
@@ -64,6 +76,9 @@ const TAG = `MCP_RELOAD_BENCH=${runDir}`;
 const tagEnv = { MCP_RELOAD_BENCH: runDir };
 const CLK_TCK = 100;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** A full collection now (bench/reload.sh runs node with --expose-gc), so that none falls into
+ * the next timed edit. */
+const quiesce = () => globalThis.gc?.();
 const now = () => performance.now();
 
 // ---------------------------------------------------------------- processes and /proc
@@ -185,6 +200,14 @@ function settings(n, dir, changed, variant) {
   }
   servers.everything = { command: process.execPath, args: [bin.everything, "stdio"], env: { ...tagEnv } };
   return JSON.stringify({ mcpServers: servers }, null, 2) + "\n";
+}
+
+/** The same servers in magg's format (`servers`, each with a `source` and a tool `prefix`). */
+function maggSettings(n, dir, changed, variant) {
+  const servers = JSON.parse(settings(n, dir, changed, variant)).mcpServers;
+  const out = {};
+  for (const [name, entry] of Object.entries(servers)) out[name] = { source: `local:${name}`, prefix: name, ...entry };
+  return JSON.stringify({ servers: out }, null, 2) + "\n";
 }
 
 // ---------------------------------------------------------------- status pollers
@@ -344,6 +367,29 @@ async function startSystem(kind, n, dir, file) {
     const lines = new LineWaiter(child.stdout);
     status = () => hubStatus(port);
     applied = (timeoutMs) => lines.next(/"message":"Updated server '([^']+)'"/, timeoutMs);
+  } else if (kind === "magg") {
+    // magg starts each server at the first request that needs it (the status poll's
+    // tools/list), notices a config edit by its file watcher and restarts only the changed
+    // server; its "applied" line is logged at DEBUG. Nothing here may reach the network.
+    const port = 38000 + n;
+    const maggEnv = { ...env, MAGG_LOG_LEVEL: "DEBUG", MAGG_AUTO_RELOAD: "true", FASTMCP_CHECK_FOR_UPDATES: "off", FASTMCP_SHOW_SERVER_BANNER: "false" };
+    child = spawn(maggBin, ["--config", file, "serve", "--http", "--host", "127.0.0.1", "--port", String(port), "--no-banner"], { cwd: dir, env: maggEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const lines = new LineWaiter(child.stderr);
+    let client = null;
+    status = async () => {
+      client ??= await httpClient(`http://127.0.0.1:${port}/mcp`);
+      const { tools } = await client.listTools();
+      const out = {};
+      for (const t of tools) {
+        const name = t.name.slice(0, Math.max(0, t.name.indexOf("_")));
+        if (name && !name.startsWith("magg")) out[name] = { tools: (out[name]?.tools ?? 0) + 1 };
+      }
+      return out;
+    };
+    applied = (timeoutMs) => lines.next(/Configuration reload complete/, timeoutMs);
+    const sys = { kind, child, status, applied, exited: new Promise((r) => child.on("exit", r)), stderr: () => lines.lines.slice(-20).map((l) => l.line).join("\n") };
+    started.add(child.pid);
+    return sys;
   } else {
     throw new Error(`unknown system ${kind}`);
   }
@@ -428,7 +474,8 @@ async function runSystem(kind, n) {
   const changed = fixtureName(Math.floor(n / 2));
   const markerOf = (name) => path.join(dir, `${name}.marker`);
   let variant = 0;
-  fs.writeFileSync(file, settings(n, dir, changed, variant));
+  const format = kind === "magg" ? maggSettings : settings;
+  fs.writeFileSync(file, format(n, dir, changed, variant));
   const t0 = now();
   const sys = await startSystem(kind, n, dir, file);
   const result = { system: kind, n, reps: [], errors: [] };
@@ -449,14 +496,17 @@ async function runSystem(kind, n) {
     const tReps0 = now();
     const plan = options.saves.flatMap((save) => [...Array(options.reps).keys()].map((rep) => ({ save, rep })));
     for (const { save, rep } of plan) {
-      await sleep(400 + ((rep * 37) % 200)); // settle, de-phased from any timer
+      // The snapshot first, then the pause: reading /proc makes garbage, and a collection in
+      // this process while an edit is timed would be counted against the host.
       const pidsBefore = serverPids(sys.child.pid);
       const markersBefore = Object.fromEntries(names.filter((x) => x !== "everything").map((x) => [x, markerCount(markerOf(x))]));
+      await sleep(400 + ((rep * 37) % 200)); // settle, de-phased from any timer
+      quiesce();
       poller.take();
       variant ^= 1;
       const expectTools = variant ? 3 : 2;
       const appliedP = sys.applied(15_000);
-      const text = settings(n, dir, changed, variant);
+      const text = format(n, dir, changed, variant);
       let tWrite;
       if (save === "rename") {
         const tmp = `${file}.bench~`;
@@ -470,7 +520,9 @@ async function runSystem(kind, n) {
       const applied = await appliedP;
       // Changed server listed again with its new tool count.
       let tTools = null;
-      const deadline = now() + 15_000;
+      // 5 s: every host but magg shows it within a second; magg sometimes never does (an
+      // in-place save read half-written), and the wait would only stretch the run.
+      const deadline = now() + 5_000;
       while (tTools === null && now() < deadline) {
         const hit = poller.samples.find((s) => s.t > tWrite && s.state[changed]?.tools === expectTools);
         if (hit) tTools = hit.t;
@@ -581,6 +633,8 @@ function machine() {
     hostVersion: spawnSync(bin.host, ["--version"], { encoding: "utf8" }).stdout.trim(),
     mcpHub: hubVersion,
     serverEverything: everythingVersion,
+    mcpSdkClient: SDK_VERSION,
+    magg: fs.existsSync(maggBin) ? spawnSync(path.join(path.dirname(maggBin), "python"), ["-c", "import importlib.metadata as m; print(m.version('magg'))"], { encoding: "utf8" }).stdout.trim() : null,
     loadBefore: os.loadavg(),
   };
 }
@@ -591,16 +645,28 @@ async function main() {
   process.stderr.write(`machine: ${out.machine.cpuModel}, ${out.machine.cores} cores, load ${out.machine.loadBefore.map((x) => x.toFixed(2)).join(" ")}\n`);
   out.floor = await floor();
   process.stderr.write(`floor: spawn→initialize median ${fmt(out.floor.initializeMs.median)} ms, →tools/list ${fmt(out.floor.toolsListMs.median)} ms\n`);
+  const ctx = { bin, runDir, tagEnv, options, started, now, sleep, quiesce, fmt, summary, serverPids, hostUsage, LineWaiter, cleanup };
   for (const n of options.sizes) {
     for (const kind of options.systems) {
       process.stderr.write(`${kind}, N = ${n} fixture servers + server-everything\n`);
       try {
-        out.runs.push(await runSystem(kind, n));
+        out.runs.push(kind === "ours-daemon" ? await runDaemon(ctx, n) : await runSystem(kind, n));
       } catch (e) {
         process.stderr.write(`  ${kind} N=${n} failed: ${e.stack ?? e}\n`);
         out.runs.push({ system: kind, n, failed: String(e.message ?? e) });
         await cleanup();
       }
+    }
+  }
+  if (options.many) {
+    const [sessions, servers] = options.many.split("x").map(Number);
+    process.stderr.write(`ours-daemon-many: ${sessions} sessions × ${servers} servers, half shared, on one daemon\n`);
+    try {
+      out.many = await runMany(ctx, { sessions, servers, shared: Math.floor(servers / 2) });
+    } catch (e) {
+      process.stderr.write(`  many sessions failed: ${e.stack ?? e}\n`);
+      out.many = { failed: String(e.message ?? e) };
+      await cleanup();
     }
   }
   out.machine.loadAfter = os.loadavg();

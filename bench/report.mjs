@@ -27,8 +27,8 @@ const settle =
     ? `settle detection with the host's defaults (--quiet-ms ${data.options.quiet ?? 25}, --debounce-ms 300)`
     : `--debounce-ms ${data.options.debounce}${data.options.quiet ? `, --quiet-ms ${data.options.quiet}` : ""}`;
 
-const LABEL = { ours: "mcp-reconcile", "ours-full": "mcp-reconcile --full-restart", "mcp-hub": `mcp-hub ${data.machine.mcpHub}` };
-const COLOR = { ours: "#1b7f3b", "ours-full": "#c2410c", "mcp-hub": "#2563eb" };
+const LABEL = { ours: "mcp-reconcile watch", "ours-daemon": "mcp-reconcile serve (daemon)", "ours-full": "mcp-reconcile --full-restart", "mcp-hub": `mcp-hub ${data.machine.mcpHub}`, magg: `magg ${data.machine.magg ?? ""}`.trim() };
+const COLOR = { ours: "#1b7f3b", "ours-daemon": "#65a30d", "ours-full": "#c2410c", "mcp-hub": "#2563eb", magg: "#9333ea" };
 const runs = data.runs.filter((r) => !r.failed);
 const sizes = [...new Set(data.runs.map((r) => r.n))];
 const systems = [...new Set(data.runs.map((r) => r.system))];
@@ -54,7 +54,8 @@ for (const n of sizes) {
     }
     for (const save of saves) {
       const s = of(r, save);
-      md += `| ${n} | ${LABEL[system]} | ${save} | ${spread(s.appliedMs)} | ${spread(s.toolsMs)} | ${f(s.restarted.median)} (${f(s.restartedUnchanged.median)}; max ${f(s.restartedUnchanged.max)}) | ${f(s.unchangedGapMs.median)} / ${f(s.unchangedGapMs.max)} | ${f(s.changedGapMs.median)} / ${f(s.changedGapMs.max)} |\n`;
+      const gap = (g) => (g ? `${f(g.median)} / ${f(g.max)}` : "calls: see below");
+      md += `| ${n} | ${LABEL[system]} | ${save} | ${spread(s.appliedMs)} | ${spread(s.toolsMs)} | ${f(s.restarted.median)} (${f(s.restartedUnchanged.median)}; max ${f(s.restartedUnchanged.max)}) | ${gap(s.unchangedGapMs)} | ${gap(s.changedGapMs)} |\n`;
     }
   }
 }
@@ -63,7 +64,7 @@ md += "| N | system | host RSS MiB | host CPU idle % | host CPU ms per edit wind
 for (const n of sizes) {
   for (const system of systems) {
     const r = get(system, n);
-    if (r) md += `| ${n} | ${LABEL[system]} | ${f(r.rssKb / 1024, 1)} | ${f(r.idleCpuPct, 2)} | ${f(r.cpuMsPerRep, 0)} | ${f(r.summary.pollIntervalMs.median, 1)} |\n`;
+    if (r && !r.failed) md += `| ${n} | ${LABEL[system]} | ${f(r.rssKb / 1024, 1)} | ${f(r.idleCpuPct, 2)} | ${f(r.cpuMsPerRep, 1)} | ${f(r.summary.pollIntervalMs?.median, 1)} |\n`;
   }
 }
 md += "\nmcp-reconcile against mcp-hub (median write→applied), and above the floor (median write→applied − median bare spawn→initialize: settle detection, reading and planning, stopping nothing yet, starting the new process):\n\n";
@@ -76,6 +77,58 @@ for (const n of sizes) {
     md += `| ${n} | ${save} | ${ratio(ours && of(ours, save).appliedMs.median, hub && of(hub, save).appliedMs.median)} | ${ratio(ours && of(ours, save).toolsMs.median, hub && of(hub, save).toolsMs.median)} | ${ours ? f(of(ours, save).appliedMs.median - floorInit, 1) : "—"} |\n`;
   }
 }
+// ---------------------------------------------------------------- the daemon path
+const daemonRuns = sizes.map((n) => get("ours-daemon", n)).filter(Boolean);
+if (daemonRuns.length) {
+  md += "\nThrough `serve` on the per-user daemon, timed by a real MCP client (TypeScript SDK " + (data.machine.mcpSdkClient ?? "") + "): write → the session's pass line, → `notifications/tools/list_changed` at the client, → the client's next `tools/list` answer showing the changed server's new tool; and what a `tools/list` costs that client when nothing changed:\n\n";
+  md += "| N | save | write→applied ms | write→list_changed ms | write→tools/list ms | idle tools/list ms | restarted (unchanged) | daemon RSS MiB | daemon + serve CPU ms per edit |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const r of daemonRuns) {
+    for (const save of saves) {
+      const s = of(r, save);
+      md += `| ${r.n} | ${save} | ${spread(s.appliedMs, 1)} | ${spread(s.listChangedMs, 1)} | ${spread(s.toolsMs, 1)} | ${f(r.idleListMs?.median, 1)} | ${f(s.restarted.median)} (${f(s.restartedUnchanged.max)}) | ${f(r.rssKb / 1024, 1)} | ${f(r.cpuMsPerRep, 1)} |\n`;
+    }
+  }
+}
+const inflight = [...daemonRuns.map((r) => [`serve (daemon), N = ${r.n}`, r.inflight]), ...(data.many && !data.many.failed ? [[`${data.many.sessions} sessions × ${data.many.servers} servers`, data.many.inflight]] : [])];
+if (inflight.some(([, reps]) => reps?.length)) {
+  md += "\nCalls in flight across the changed server's make-before-break switch (`sleep` 25 ms, one every 4 ms from 40 ms before the save to 200 ms after):\n\n| where | edits | calls | errors |\n|---|---:|---:|---:|\n";
+  for (const [where, reps] of inflight) {
+    if (!reps?.length) continue;
+    md += `| ${where} | ${reps.length} | ${reps.reduce((a, r) => a + r.calls, 0)} | ${reps.reduce((a, r) => a + r.errors.length, 0)} |\n`;
+  }
+}
+if (data.many) {
+  const m = data.many;
+  if (m.failed) md += `\nMany sessions: failed: ${m.failed}\n`;
+  else {
+    md += `\nOne daemon, ${m.sessions} sessions × ${m.servers} servers (${m.shared} of each shared by all): ${m.connections} server processes. An edit of one server of the first session:\n\n`;
+    md += "| save | write→list_changed ms | write→tools/list ms | restarted (unchanged) | other sessions' list_changed |\n|---|---:|---:|---:|---:|\n";
+    for (const save of saves) {
+      const s = m.bySave[save];
+      md += `| ${save} | ${spread(s.listChangedMs, 1)} | ${spread(s.toolsMs, 1)} | ${f(s.restarted.median)} (${f(s.restartedUnchanged.max)}) | ${f(s.othersListChanged.max)} |\n`;
+    }
+    md += `\nDaemon RSS ${f(m.idleRssKb / 1024, 1)} MiB idle with ${m.connections} connections; growth from ${m.growth[0].connections} to ${m.growth.at(-1).connections} connections: **${f(m.rssKbPerConnection, 1)} KiB per connection** (its session's share included); idle CPU ${f(m.idleCpuPct, 2)} %; CPU per edit ${f(m.cpuMsPerRep, 1)} ms.\n`;
+  }
+}
+
+// ---------------------------------------------------------------- peer ratios
+md += "\nRatios against the peers, median write→applied (the peer's own \"applied\" line) and write→tools (the changed server's new tools seen by a poll), same run:\n\n";
+const peers = systems.filter((x) => x === "mcp-hub" || x === "magg");
+md += `| N | save | ${peers.map((p) => `${LABEL[p]} / mcp-reconcile watch, applied | … tools`).join(" | ")} | serve (daemon): write→tools/list vs ${peers.map((p) => LABEL[p]).join(", ")} write→tools |\n|---:|---|${peers.map(() => "---:|---:|").join("")}---:|\n`;
+for (const n of sizes) {
+  for (const save of saves) {
+    const ours = get("ours", n);
+    const daemon = get("ours-daemon", n);
+    const ratio = (a, b) => (a && b ? `${(a / b).toFixed(1)}×` : "—");
+    const cells = peers.map((p) => {
+      const peer = get(p, n);
+      return `${ratio(peer && of(peer, save).appliedMs.median, ours && of(ours, save).appliedMs.median)} | ${ratio(peer && of(peer, save).toolsMs.median, ours && of(ours, save).toolsMs.median)}`;
+    });
+    const daemonCell = peers.map((p) => ratio(get(p, n) && of(get(p, n), save).toolsMs.median, daemon && of(daemon, save).toolsMs.median)).join(", ");
+    md += `| ${n} | ${save} | ${cells.join(" | ")} | ${daemonCell} |\n`;
+  }
+}
+
 fs.writeFileSync(mdOut, md);
 process.stdout.write(md);
 
@@ -85,7 +138,8 @@ const H = 460;
 const panel = { top: 90, bottom: 360, width: 420 };
 const panels = [
   { x: 70, title: "write → applied (median, whiskers p10–p90), ms", value: (r, save) => of(r, save).appliedMs },
-  { x: 560, title: "changed server's longest tool gap (median, whisker max), ms", value: (r, save) => ({ median: of(r, save).changedGapMs.median, p10: of(r, save).changedGapMs.median, p90: of(r, save).changedGapMs.max }) },
+  // The daemon path has no status poll (its tool stays answering: see the in-flight calls).
+  { x: 560, title: "changed server's longest tool gap (median, whisker max), ms", value: (r, save) => ({ median: of(r, save).changedGapMs?.median ?? NaN, p10: of(r, save).changedGapMs?.median ?? NaN, p90: of(r, save).changedGapMs?.max ?? NaN }) },
 ];
 const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;");
 const shade = (system, save) => (save === saves[0] ? COLOR[system] : `${COLOR[system]}88`);
