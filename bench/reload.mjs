@@ -6,9 +6,10 @@
 //
 // Systems: `ours` (mcp-reconcile watch), `ours-daemon` (`serve` on the per-user daemon, driven by
 // a real MCP client: bench/daemon.mjs), `ours-full` (watch --full-restart), `mcp-hub` (npm) and
-// `magg` (PyPI), both pinned in bench/peers; a many-sessions daemon run (bench/daemon.mjs). Saves: `rename` (write a temporary file beside it, rename it over
-// the settings file: what most editors do) and `in-place` (truncate and write the file itself:
-// two events, the first showing an empty file); each system gets `--reps` edits of each kind.
+// `magg` (PyPI), both pinned in bench/peers; a many-sessions daemon run (bench/daemon.mjs).
+// Saves: `rename` (write a temporary file beside it, rename it over the settings file: what most
+// editors do) and `in-place` (truncate and write the file itself: two events, the first showing
+// an empty file); each system gets `--reps` edits of each kind.
 // Per rep: save the file, then
 //   applied   — the host's own "done" line on stdout (ours: `reconcile #k`, mcp-hub: `Updated
 //               server`), timestamped on arrival here;

@@ -220,10 +220,12 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
                     }
                 }
             }
-            for (id, changed) in state.rearm() {
-                hits.entry(id)
-                    .or_default()
-                    .extend(changed.into_iter().map(Change::of));
+            if event.need_rescan() || reshapes(&event.kind) {
+                for (id, changed) in state.rearm() {
+                    hits.entry(id)
+                        .or_default()
+                        .extend(changed.into_iter().map(Change::of));
+                }
             }
             for (id, hit) in hits {
                 if let Some(sub) = state.subs.get(&id).filter(|_| !hit.is_empty()) {
@@ -317,6 +319,17 @@ fn ignored(kind: &EventKind) -> bool {
         EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => true,
         _ => false,
     }
+}
+
+/// Whether an event can change which directories cover a file: anything but writes to a file's
+/// content. (An editor's save writes a temporary file beside the watched one, often in several
+/// writes: re-arming after each — a `canonicalize` per watched file — delayed the rename that
+/// follows them.)
+fn reshapes(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Modify(ModifyKind::Data(_)) | EventKind::Access(_)
+    )
 }
 
 /// Which directories must be watched for the files, and which event paths
