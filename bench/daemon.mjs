@@ -161,6 +161,15 @@ async function callsAcross(ctx, session, tool, saveNow, { everyMs = 4, fromMs = 
   return { calls: calls.length, errors };
 }
 
+/** The daemon's CPU over 3 s with nothing happening (after 1 s to settle), and its RSS then. */
+async function idleUsage(ctx, pid) {
+  await ctx.sleep(1000);
+  const before = ctx.hostUsage(pid);
+  await ctx.sleep(3000);
+  const after = ctx.hostUsage(pid);
+  return { idleCpuPct: ((after.cpuMs - before.cpuMs) / 3000) * 100, idleRssKb: after.rssKb };
+}
+
 function servedBy(ctx, pid) {
   return pid ? ctx.serverPids(pid) : {};
 }
@@ -193,12 +202,7 @@ export async function runDaemon(ctx, n) {
     const daemon = daemonPid(runtime);
     if (!daemon) throw new Error("no daemon process found");
     result.connections = Object.keys(servedBy(ctx, daemon)).length;
-    await ctx.sleep(1000);
-    const idle0 = ctx.hostUsage(daemon);
-    await ctx.sleep(3000);
-    const idle1 = ctx.hostUsage(daemon);
-    result.idleCpuPct = ((idle1.cpuMs - idle0.cpuMs) / 3000) * 100;
-    result.idleRssKb = idle1.rssKb;
+    Object.assign(result, await idleUsage(ctx, daemon));
     // What a `tools/list` costs the client when nothing changes: client → serve → daemon → back.
     const rtts = [];
     for (let i = 0; i < 20; i++) {
@@ -304,12 +308,7 @@ export async function runMany(ctx, { sessions = 10, servers = 50, shared = 25 } 
       result.growth.push({ sessions: k + 1, connections: Object.keys(servedBy(ctx, daemon)).length, rssKb: ctx.hostUsage(daemon).rssKb });
     }
     result.connections = Object.keys(servedBy(ctx, daemon)).length;
-    await ctx.sleep(1000);
-    const idle0 = ctx.hostUsage(daemon);
-    await ctx.sleep(3000);
-    const idle1 = ctx.hostUsage(daemon);
-    result.idleCpuPct = ((idle1.cpuMs - idle0.cpuMs) / 3000) * 100;
-    result.idleRssKb = idle1.rssKb;
+    Object.assign(result, await idleUsage(ctx, daemon));
     // The edited session is the first; the others must not hear of it.
     const [{ session, file }, ...others] = open;
     const changed = changedOf(0);
