@@ -46,15 +46,24 @@ pub fn install(exe: PathBuf) {
     let _ = EXE.set(exe);
 }
 
-/// Whether this process starts the watchdog ([`install`]): then it, not each leader's death
-/// signal, is what stops the servers of a host that dies (see [`crate::transport`]'s spawn).
-pub(crate) fn installed() -> bool {
-    EXE.get().is_some()
+/// Whether a watchdog runs for this process — started now if [`install`] was called and none
+/// runs yet. Then it, not each leader's death signal, is what stops the servers of a host that
+/// dies (see [`crate::transport`]'s spawn); `false` without [`install`], or when it cannot start
+/// (logged).
+pub(crate) fn ready() -> bool {
+    let Some(exe) = EXE.get() else {
+        return false;
+    };
+    let mut watchdog = WATCHDOG.lock().unwrap_or_else(PoisonError::into_inner);
+    if watchdog.child.is_none() {
+        watchdog.respawn(exe);
+    }
+    watchdog.child.is_some()
 }
 
 /// Lists the process group `pgid` with the watchdog, starting it first if needed. Without
 /// [`install`], or if the watchdog cannot start (logged), only the leaders' death signal is
-/// left.
+/// left ([`ready`] said so before the spawn).
 pub fn track(pgid: Pid) {
     let Some(exe) = EXE.get() else {
         return;

@@ -27,7 +27,7 @@
 //! The death signal needs code between fork and exec, which makes the standard library *fork* the
 //! host — copying its page tables and making every page the host writes next fault and copy — at
 //! a cost that grows with the host (12–17 ms per spawn beside 200 servers, against 3–7 ms without).
-//! With the watchdog installed, the spawn is a `posix_spawn` (`CLONE_VM | CLONE_VFORK`: nothing
+//! While the watchdog runs, the spawn is a `posix_spawn` (`CLONE_VM | CLONE_VFORK`: nothing
 //! copied): the program is looked up in the child's `PATH` here ([`lookup`]), as `execvp` would,
 //! since the standard library forks for a bare name whose `PATH` the child's environment sets.
 //! What that gives up: a host killed in the microseconds between a spawn and the watchdog hearing
@@ -95,7 +95,7 @@ impl ChildProcess {
         server: &str,
     ) -> std::io::Result<(Self, Pipes)> {
         let program = config.str_field("command").unwrap_or_default();
-        let fast = crate::reaper::installed();
+        let fast = crate::reaper::ready();
         let program = match fast.then(|| lookup(program, &child_path(config, launch))) {
             Some(Some(found)) => found.into_os_string(),
             _ => program.into(),
