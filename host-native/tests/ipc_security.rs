@@ -365,6 +365,9 @@ fn a_watchdog_that_died_is_replaced_and_still_covers_the_older_servers() {
         nix::unistd::Pid::from_raw(i32::try_from(watchdog).expect("pid")),
         nix::sys::signal::Signal::SIGKILL,
     );
+    // The host learns of a dead watchdog when it next writes to it: make sure it is dead by
+    // then (a rename save is applied at once, sooner than a SIGKILL may land under load).
+    wait_until("the watchdog to die", || !alive(u64::from(watchdog)));
     // The next server's spawn finds the watchdog gone and starts another.
     let second = p.path("second.pid");
     p.write_settings(json!({"mcpServers": {
