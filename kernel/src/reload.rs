@@ -127,7 +127,10 @@ pub struct ReloadCounts {
 /// # Rules
 ///
 /// * Every file event restarts one shared trailing debounce; the changed
-///   sources accumulate, and the next run takes them all.
+///   sources accumulate, and the next run takes them all. With settle
+///   detection ([`ReloadScheduler::with_quiet`]) its length follows the least
+///   settled pending source ([`Arrival`]): the full debounce, the quiet
+///   window, or none for a lone rename save.
 /// * When the debounce runs out, or on a manual reload, a run is requested.
 ///   A manual reload skips the debounce: it cancels a pending one (the run it
 ///   requests takes that debounce's sources) and never waits for one.
