@@ -436,7 +436,8 @@ export class LspExecutor {
     };
     if (!this.#trustedFolder) return { ...status, state: "skipped", reason: "untrusted_folder" };
     if (!live) {
-      return planned?.action === "skip" ? { ...status, state: "skipped", reason: plannedReason } : status;
+      // Not started (skip) or stopped (disconnect) for a reason such as its approval.
+      return plannedReason ? { ...status, state: "skipped", reason: plannedReason } : status;
     }
     const { view } = this.#supervise(name, live.supervision, "view");
     return {
