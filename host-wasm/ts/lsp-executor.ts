@@ -31,24 +31,10 @@ import { extname, resolve } from "node:path";
 import type { Diagnostic } from "vscode-languageserver-protocol";
 
 import { kernel } from "./kernel.js";
-import type {
-  Approvals,
-  LspEntry,
-  LspPlan,
-  LspPlanAction,
-  LspServers,
-  Online,
-  Reason,
-  ServerConfig,
-  Status,
-  Supervised,
-  SupervisionEvent,
-  SupervisionState,
-} from "./kernel.js";
+import type { Approvals, LspEntry, LspPlan, LspPlanAction, LspServers, Online, Reason, Status } from "./kernel.js";
 import { LspConnection, LspStartError } from "./lsp-connection.js";
+import { LspOnline } from "./lsp-online.js";
 
-/** The default `maxRestarts` (SPEC §14.1). */
-const DEFAULT_MAX_RESTARTS = 8;
 /** How long {@link LspExecutor.diagnostics} waits for a publish by default. */
 const DEFAULT_DIAGNOSTICS_TIMEOUT_MS = 20_000;
 
@@ -115,30 +101,14 @@ export interface LspServerStatus {
   settingsPushes: number;
 }
 
-interface Live {
-  /** The entry it runs with: started with, then reconfigured to. */
-  config: LspEntry;
-  /** The kernel's supervision state (SPEC §9): the policy is the kernel's. */
-  supervision: SupervisionState;
-  /** Identifies one start, so a stale close of an older one is ignored. */
-  generation: number;
-  connection?: LspConnection;
-  /** Documents an earlier process had open, to open on the next one. */
-  reopen: Array<{ path: string; languageId: string }>;
-}
-
 export class LspExecutor {
   readonly #projectRoot: string;
   readonly #now: () => number;
-  readonly #seed: (name: string) => number;
+  readonly #online: LspOnline;
   readonly #env: Record<string, string | undefined> | undefined;
   readonly #clientInfo: { name: string; version: string } | undefined;
   readonly #onEvent: (event: LspExecutorEvent) => void;
   #trustedFolder: boolean;
-  #live = new Map<string, Live>();
-  #seeds = new Map<string, number>();
-  #spawns = new Map<string, number>();
-  #generation = 0;
   #queue: Promise<unknown> = Promise.resolve();
   #desired: LspServers = {};
   #planned = new Map<string, LspPlanAction>();
@@ -147,7 +117,7 @@ export class LspExecutor {
     this.#projectRoot = options.projectRoot;
     this.#trustedFolder = options.trustedFolder ?? true;
     this.#now = options.now ?? Date.now;
-    this.#seed = options.seed ?? (() => Math.floor(Math.random() * 2 ** 53));
+    this.#online = new LspOnline(this.#now, options.seed ?? (() => Math.floor(Math.random() * 2 ** 53)));
     this.#env = options.env;
     this.#clientInfo = options.clientInfo;
     this.#onEvent = options.onEvent ?? (() => {});
@@ -171,29 +141,12 @@ export class LspExecutor {
 
   /** The kernel's view of what runs, in start order. */
   online(): Online {
-    const online: Online = {};
-    for (const [name, live] of this.#live) {
-      const s = live.supervision;
-      online[name] = {
-        // The plan reads any entry as written; `LspEntry` and `ServerConfig` differ only in `scope`'s values.
-        config: structuredClone(live.config) as ServerConfig,
-        status: s.status,
-        ...(s.attempts ? { attempts: s.attempts } : {}),
-        ...(s.retryAt != null ? { retryAt: s.retryAt } : {}),
-        ...(s.crashLoop ? { crashLoop: true } : s.status === "failed" ? { crashLoop: false } : {}),
-      };
-    }
-    return online;
+    return this.#online.online();
   }
 
   /** The earliest `retryAt` of a failed server that will be retried, if any. */
   nextRetryAt(): number | undefined {
-    let next: number | undefined;
-    for (const { supervision: s } of this.#live.values()) {
-      if (s.status !== "failed" || s.crashLoop || s.retryAt == null) continue;
-      next = next === undefined ? s.retryAt : Math.min(next, s.retryAt);
-    }
-    return next;
+    return this.#online.nextRetryAt();
   }
 
   /** Every configured language server, in map order, as of the last reconcile. */
@@ -217,7 +170,7 @@ export class LspExecutor {
     for (const [name, entry] of Object.entries(this.#desired)) {
       const languageId = languageOf(entry, extension);
       if (languageId === undefined) continue;
-      const live = this.#live.get(name);
+      const live = this.#online.get(name);
       if (live?.connection) {
         // An edit waiting for approval leaves the approved config running: route as it does.
         const running = languageOf(live.config, extension) ?? languageId;
@@ -235,9 +188,12 @@ export class LspExecutor {
   /** Stops every language server (at shutdown). */
   close(): Promise<void> {
     const run = this.#queue.then(async () => {
-      const names = [...this.#live.keys()];
-      await Promise.allSettled(names.map((name) => this.#stop(name)));
-      this.#live.clear();
+      await Promise.allSettled(
+        this.#online.names().map(async (name) => {
+          await this.#stop(name);
+          this.#online.delete(name);
+        }),
+      );
     });
     this.#queue = run.catch(() => undefined);
     return run;
@@ -246,7 +202,7 @@ export class LspExecutor {
   async #run(desired: LspServers, approvals: Approvals): Promise<LspReconcileReport> {
     const plan = kernel.lspPlan({
       desired,
-      online: this.online(),
+      online: this.#online.online(),
       approvals,
       projectRoot: this.#projectRoot,
       trustedFolder: this.#trustedFolder,
@@ -272,7 +228,7 @@ export class LspExecutor {
         if (action.action === "disconnect") {
           await timed(action, async () => {
             await this.#stop(action.name);
-            this.#live.delete(action.name);
+            this.#online.delete(action.name);
           });
         } else if (action.action === "restart") {
           await this.#stop(action.name);
@@ -299,43 +255,29 @@ export class LspExecutor {
     };
   }
 
-  /**
-   * Starts `name` from its desired entry. A retry keeps counting failures; a
-   * new server or a new seed starts from zero.
-   */
+  /** Starts `name` from its desired entry; a retry keeps counting failures. */
   async #start(name: string, retry: boolean): Promise<void> {
     const config = this.#desired[name] ?? {};
-    const earlier = this.#live.get(name);
-    const generation = ++this.#generation;
-    const live: Live = {
-      config,
-      generation,
-      supervision: this.#supervise(name, retry ? earlier?.supervision : undefined, "start").supervision,
-      reopen: earlier?.reopen ?? [],
-    };
-    this.#live.set(name, live);
-    this.#spawns.set(name, (this.#spawns.get(name) ?? 0) + 1);
+    const live = this.#online.begin(name, config, retry);
     let connection: LspConnection;
     try {
       connection = await LspConnection.start({
         name,
         entry: config,
         projectRoot: this.#projectRoot,
-        onClosed: (error) => this.#closed(name, generation, error),
+        onClosed: (error) => this.#closed(name, live.generation, error),
         ...(this.#env ? { env: this.#env } : {}),
         ...(this.#clientInfo ? { clientInfo: this.#clientInfo } : {}),
       });
     } catch (e) {
       const error = e instanceof Error ? e.message : String(e);
-      if (this.#live.get(name) === live) {
-        const unsupported = e instanceof LspStartError && e.unsupported;
-        this.#fail(name, live, "failed", error, unsupported);
+      if (this.#online.current(name, live)) {
+        this.#online.fail(name, live, "failed", error, e instanceof LspStartError && e.unsupported);
       }
       this.#onEvent({ type: "failed", server: name, error });
       throw e;
     }
-    live.connection = connection;
-    live.supervision = this.#supervise(name, live.supervision, "connected").supervision;
+    this.#online.connected(name, live, connection);
     this.#onEvent({ type: "connected", server: name, pid: connection.pid });
     const reopen = live.reopen;
     live.reopen = [];
@@ -347,79 +289,36 @@ export class LspExecutor {
 
   /** Applies `name`'s new live fields; a server that is not running is started with them. */
   async #reconfigure(name: string, changed: string[]): Promise<void> {
-    const live = this.#live.get(name);
+    const live = this.#online.get(name);
     const config = this.#desired[name] ?? {};
     if (!live?.connection) return this.#start(name, false);
     live.config = config;
     if (changed.includes("settings")) {
-      const settings = config.settings ?? {};
-      await live.connection.reconfigure(settings);
+      await live.connection.reconfigure(config.settings ?? {});
       this.#onEvent({ type: "reconfigured", server: name, settingsPushes: live.connection.settingsPushes });
     }
   }
 
   /** Stops `name`'s running process, if any, keeping its record. */
   async #stop(name: string): Promise<void> {
-    const live = this.#live.get(name);
-    const connection = live?.connection;
-    if (!live || !connection) return;
-    live.reopen = [...connection.openDocuments(), ...live.reopen];
-    delete live.connection;
+    const connection = this.#online.detach(name);
+    if (!connection) return;
     await connection.stop();
     this.#onEvent({ type: "closed", server: name, requested: true });
   }
 
   /** An end nobody asked for of the process started as `generation`. */
   #closed(name: string, generation: number, error: Error): void {
-    const live = this.#live.get(name);
+    const live = this.#online.get(name);
     if (live?.generation !== generation) return;
-    if (live.connection) live.reopen = [...live.connection.openDocuments(), ...live.reopen];
-    delete live.connection;
-    this.#fail(name, live, "closed", error.message, false);
+    this.#online.detach(name);
+    this.#online.fail(name, live, "closed", error.message);
     this.#onEvent({ type: "closed", server: name, requested: false, error: error.message });
   }
 
-  /**
-   * One failure, stepped by the kernel; then the entry's own policy
-   * (`restartOnCrash`, `maxRestarts`), which SPEC §14.2 leaves to the host:
-   * a server that may not start again is parked, so it plans as `crash_loop`.
-   */
-  #fail(name: string, live: Live, event: "failed" | "closed", error: string, unsupported: boolean): void {
-    live.supervision = this.#supervise(name, live.supervision, event, { error, unsupported }).supervision;
-    const max = live.config.maxRestarts;
-    const limit = typeof max === "number" && Number.isFinite(max) && max >= 0 ? max : DEFAULT_MAX_RESTARTS;
-    const exhausted = live.config.restartOnCrash === false || (live.supervision.attempts ?? 0) >= Math.max(1, limit);
-    if (exhausted) live.supervision = this.#supervise(name, live.supervision, "park").supervision;
-  }
-
-  /** One step of the kernel's supervision policy for `name`. */
-  #supervise(
-    name: string,
-    supervision: SupervisionState | undefined,
-    event: SupervisionEvent,
-    failure: { error?: string; unsupported?: boolean } = {},
-  ): Supervised {
-    return kernel.supervise({
-      ...(supervision === undefined ? {} : { supervision }),
-      event,
-      now: this.#now(),
-      seed: this.#seedOf(name),
-      ...(failure.error === undefined ? {} : { error: failure.error }),
-      ...(failure.unsupported ? { unsupported: true } : {}),
-    });
-  }
-
-  #seedOf(name: string): number {
-    let seed = this.#seeds.get(name);
-    if (seed === undefined) {
-      seed = this.#seed(name);
-      this.#seeds.set(name, seed);
-    }
-    return seed;
-  }
-
   #statusOf(name: string, entry: LspEntry): LspServerStatus {
-    const live = this.#live.get(name);
+    const live = this.#online.get(name);
+    const view = this.#online.view(name);
     const planned = this.#planned.get(name);
     const plannedReason = planned && "reason" in planned ? (planned.reason ?? null) : null;
     const status: LspServerStatus = {
@@ -427,7 +326,7 @@ export class LspExecutor {
       state: "disconnected",
       reason: null,
       pid: null,
-      spawns: this.#spawns.get(name) ?? 0,
+      spawns: this.#online.spawns(name),
       attempts: 0,
       lastError: null,
       retryInMs: null,
@@ -435,11 +334,10 @@ export class LspExecutor {
       settingsPushes: 0,
     };
     if (!this.#trustedFolder) return { ...status, state: "skipped", reason: "untrusted_folder" };
-    if (!live) {
+    if (!live || !view) {
       // Not started (skip) or stopped (disconnect) for a reason such as its approval.
       return plannedReason ? { ...status, state: "skipped", reason: plannedReason } : status;
     }
-    const { view } = this.#supervise(name, live.supervision, "view");
     return {
       ...status,
       state: view.state,

@@ -1,0 +1,186 @@
+/**
+ * The language servers an {@link LspExecutor} holds, as the kernel sees them:
+ * per name the entry it runs with, its connection, and the kernel's
+ * supervision state (SPEC §9). Every step of supervision is the kernel's
+ * `supervise`; the one rule of the host's own is the entry's
+ * `restartOnCrash` / `maxRestarts`, which SPEC §14.2 leaves to the host.
+ */
+import { kernel } from "./kernel.js";
+import type {
+  LspEntry,
+  Online,
+  ServerConfig,
+  SupervisionEvent,
+  SupervisionState,
+  SupervisionView,
+} from "./kernel.js";
+import type { LspConnection } from "./lsp-connection.js";
+
+/** The default `maxRestarts` (SPEC §14.1). */
+const DEFAULT_MAX_RESTARTS = 8;
+
+/** A document to open again on the process that replaces the one that had it open. */
+export interface Reopen {
+  path: string;
+  languageId: string;
+}
+
+/** One held server. */
+export interface LiveServer {
+  /** The entry it runs with: started with, then reconfigured to. */
+  config: LspEntry;
+  /** The kernel's supervision state. */
+  supervision: SupervisionState;
+  /** Identifies one start, so a stale close of an older one is ignored. */
+  generation: number;
+  connection?: LspConnection;
+  /** Documents an earlier process had open, to open on the next one. */
+  reopen: Reopen[];
+}
+
+export class LspOnline {
+  readonly #now: () => number;
+  readonly #seed: (name: string) => number;
+  readonly #live = new Map<string, LiveServer>();
+  readonly #seeds = new Map<string, number>();
+  readonly #spawns = new Map<string, number>();
+  #generation = 0;
+
+  constructor(now: () => number, seed: (name: string) => number) {
+    this.#now = now;
+    this.#seed = seed;
+  }
+
+  get(name: string): LiveServer | undefined {
+    return this.#live.get(name);
+  }
+
+  names(): string[] {
+    return [...this.#live.keys()];
+  }
+
+  /** Forgets `name` (its server is stopped). */
+  delete(name: string): void {
+    this.#live.delete(name);
+  }
+
+  /** How many times a process of `name` was started. */
+  spawns(name: string): number {
+    return this.#spawns.get(name) ?? 0;
+  }
+
+  /** The plan's `online` input, in start order. */
+  online(): Online {
+    const online: Online = {};
+    for (const [name, live] of this.#live) {
+      const s = live.supervision;
+      online[name] = {
+        // The plan reads any entry as written; `LspEntry` and `ServerConfig` differ only in `scope`'s values.
+        config: structuredClone(live.config) as ServerConfig,
+        status: s.status,
+        ...(s.attempts ? { attempts: s.attempts } : {}),
+        ...(s.retryAt != null ? { retryAt: s.retryAt } : {}),
+        ...(s.crashLoop ? { crashLoop: true } : s.status === "failed" ? { crashLoop: false } : {}),
+      };
+    }
+    return online;
+  }
+
+  /** The earliest `retryAt` of a failed server that will be retried, if any. */
+  nextRetryAt(): number | undefined {
+    let next: number | undefined;
+    for (const { supervision: s } of this.#live.values()) {
+      if (s.status !== "failed" || s.crashLoop || s.retryAt == null) continue;
+      next = next === undefined ? s.retryAt : Math.min(next, s.retryAt);
+    }
+    return next;
+  }
+
+  /**
+   * A start of `name` with `config` begins. A retry keeps counting failures;
+   * a new server or a new seed starts from zero. Documents an earlier process
+   * had open are carried over.
+   */
+  begin(name: string, config: LspEntry, retry: boolean): LiveServer {
+    const earlier = this.#live.get(name);
+    const live: LiveServer = {
+      config,
+      generation: ++this.#generation,
+      supervision: this.#step(name, retry ? earlier?.supervision : undefined, "start"),
+      reopen: earlier?.reopen ?? [],
+    };
+    this.#live.set(name, live);
+    this.#spawns.set(name, this.spawns(name) + 1);
+    return live;
+  }
+
+  /** Whether `live` is still the current record of `name`. */
+  current(name: string, live: LiveServer): boolean {
+    return this.#live.get(name) === live;
+  }
+
+  /** The start of `live` succeeded. */
+  connected(name: string, live: LiveServer, connection: LspConnection): void {
+    live.connection = connection;
+    live.supervision = this.#step(name, live.supervision, "connected");
+  }
+
+  /**
+   * Takes `name`'s connection out of its record (to stop it, or because it
+   * ended), remembering the documents it had open.
+   */
+  detach(name: string): LspConnection | undefined {
+    const live = this.#live.get(name);
+    const connection = live?.connection;
+    if (!live || !connection) return undefined;
+    live.reopen = [...connection.openDocuments(), ...live.reopen];
+    delete live.connection;
+    return connection;
+  }
+
+  /**
+   * A start failed (`failed`) or a running process ended by itself
+   * (`closed`): one step of the kernel's policy, then the entry's own — a
+   * server that may not start again is parked, so it plans as `crash_loop`.
+   */
+  fail(name: string, live: LiveServer, event: "failed" | "closed", error: string, unsupported = false): void {
+    live.supervision = this.#step(name, live.supervision, event, { error, unsupported });
+    const max = live.config.maxRestarts;
+    const limit = typeof max === "number" && Number.isFinite(max) && max >= 0 ? max : DEFAULT_MAX_RESTARTS;
+    const exhausted = live.config.restartOnCrash === false || (live.supervision.attempts ?? 0) >= Math.max(1, limit);
+    if (exhausted) live.supervision = this.#step(name, live.supervision, "park");
+  }
+
+  /** How `name`'s supervision shows now. */
+  view(name: string): SupervisionView | undefined {
+    const live = this.#live.get(name);
+    if (!live) return undefined;
+    return kernel.supervise({ supervision: live.supervision, event: "view", now: this.#now() }).view;
+  }
+
+  /** One step of the kernel's supervision policy for `name`. */
+  #step(
+    name: string,
+    supervision: SupervisionState | undefined,
+    event: SupervisionEvent,
+    failure: { error?: string; unsupported?: boolean } = {},
+  ): SupervisionState {
+    return kernel.supervise({
+      ...(supervision === undefined ? {} : { supervision }),
+      event,
+      now: this.#now(),
+      seed: this.#seedOf(name),
+      ...(failure.error === undefined ? {} : { error: failure.error }),
+      ...(failure.unsupported ? { unsupported: true } : {}),
+    }).supervision;
+  }
+
+  #seedOf(name: string): number {
+    let seed = this.#seeds.get(name);
+    if (seed === undefined) {
+      seed = this.#seed(name);
+      this.#seeds.set(name, seed);
+    }
+    return seed;
+  }
+}
