@@ -46,7 +46,13 @@ function track(pgid: number): void {
     exitHook = true;
     // Synchronous by necessity: nothing asynchronous runs in an `exit` handler.
     process.on("exit", () => {
-      for (const group of running) signalGroup(group, "SIGKILL");
+      for (const group of running) {
+        try {
+          signalGroup(group, "SIGKILL");
+        } catch {
+          // Nothing more can be done while the host exits.
+        }
+      }
     });
   }
 }
