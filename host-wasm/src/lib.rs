@@ -25,6 +25,8 @@ use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::ErrorKind;
 use wasm_bindgen::prelude::*;
 
+mod values;
+
 /// The kernel's request and result types, `Ops`, `Request` and `Response`.
 #[wasm_bindgen(typescript_custom_section)]
 const KERNEL_TYPES: &'static str = include_str!("../generated/kernel.d.ts");
@@ -48,28 +50,46 @@ pub fn evaluate(#[wasm_bindgen(unchecked_param_type = "Request")] request: JsVal
 
 /// Runs `op` on the request object's fields; the `ok` value or a thrown error.
 fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
-    let text = stringify(&request).map_err(|m| throwable(ErrorKind::InvalidJson, &m))?;
-    let fields = match json::parse(&text) {
-        Ok(Value::Object(fields)) => fields,
-        Ok(other) => {
+    let fields = fields_from_text(op, &request)?;
+    let ok = run(op, &fields)?;
+    result_as_text(&ok)
+}
+
+/// The request's fields, through `JSON.stringify` and the kernel's parser.
+fn fields_from_text(op: &str, request: &JsValue) -> Result<Object, JsValue> {
+    let text = stringify(request).map_err(|m| throwable(ErrorKind::InvalidJson, &m))?;
+    match json::parse(&text) {
+        Ok(value) => fields_of(op, value),
+        Err(e) => {
+            let message = format!("request is not JSON: {e}");
+            Err(throwable(ErrorKind::InvalidJson, &message))
+        }
+    }
+}
+
+/// The fields of a request that must be an object.
+fn fields_of(op: &str, request: Value) -> Result<Object, JsValue> {
+    match request {
+        Value::Object(fields) => Ok(fields),
+        other => {
             let message = format!(
                 "the `{op}` request must be an object of its fields, found {}",
                 abbreviate(&other.to_json())
             );
-            return Err(throwable(ErrorKind::InvalidRequest, &message));
+            Err(throwable(ErrorKind::InvalidRequest, &message))
         }
-        Err(e) => {
-            let message = format!("request is not JSON: {e}");
-            return Err(throwable(ErrorKind::InvalidJson, &message));
-        }
-    };
-    match mcp_reconcile_kernel::evaluate_op(op, &fields) {
-        Ok(ok) => {
-            let text = ok.to_json();
-            JSON::parse(&text).map_err(|_| unparsable(&text))
-        }
-        Err(error) => Err(throwable(error.kind, &error.message)),
     }
+}
+
+/// The kernel's `ok` value for `op`, or its error as a thrown `Error`.
+fn run(op: &str, fields: &Object) -> Result<Value, JsValue> {
+    mcp_reconcile_kernel::evaluate_op(op, fields).map_err(|e| throwable(e.kind, &e.message))
+}
+
+/// The result as plain JS values, through the kernel's JSON text and `JSON.parse`.
+fn result_as_text(ok: &Value) -> Result<JsValue, JsValue> {
+    let text = ok.to_json();
+    JSON::parse(&text).map_err(|_| unparsable(&text))
 }
 
 /// `JSON.stringify(value)`, or why there is no JSON text for it.
