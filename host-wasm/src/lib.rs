@@ -5,7 +5,10 @@
 //! the answer back into plain JS objects with `JSON.parse`. Going through JSON
 //! text on both sides keeps numbers, key order and escapes exactly as the
 //! native CLI has them, so `JSON.stringify(evaluate(r))` is byte for byte the
-//! line `mcp-reconcile eval` prints for `JSON.stringify(r)`.
+//! line `mcp-reconcile eval` prints for `JSON.stringify(r)`. The one
+//! exception: a typed export whose result is a string, a boolean, a number or
+//! `null` makes it in place with `serde-wasm-bindgen`, skipping the text and
+//! `JSON.parse` of a scalar, which cannot differ ([`values`], issue 27).
 //!
 //! * [`evaluate`] takes any request and returns the §10 response object
 //!   (`{ok}` or `{error: {kind, message}}`); it never throws.
@@ -52,7 +55,7 @@ pub fn evaluate(#[wasm_bindgen(unchecked_param_type = "Request")] request: JsVal
 fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
     let fields = fields_from_text(op, &request)?;
     let ok = run(op, &fields)?;
-    result_as_text(&ok)
+    values::result_to_js(&ok)
 }
 
 /// The request's fields, through `JSON.stringify` and the kernel's parser.

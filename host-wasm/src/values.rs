@@ -8,7 +8,12 @@
 //! [`Serializer::json_compatible`]), with no text and no `JSON.parse`.
 //! `bench/wasm-ab.mjs` times both ways against each other and compares their
 //! results byte for byte; `docs/BENCHMARKS.md` has the numbers and what was
-//! decided from them.
+//! decided from them: requests cross as JSON text (as JS values they took
+//! 1.3–1.9× as long, and differ on `undefined` members, `toJSON`, lone
+//! surrogates, `NaN` and nesting past the parser's limit), results that are
+//! objects or arrays too (1.0–1.4× as long as JS values, and an object made
+//! in place loses a `__proto__` key); a scalar result is made in place
+//! ([`result_to_js`]), 2–20 % off a one-server call.
 
 use mcp_reconcile_kernel::json::{Object, Value};
 use mcp_reconcile_kernel::ErrorKind;
@@ -25,8 +30,9 @@ const RESULT_AS_VALUE: u32 = 2;
 
 /// For the A/B benchmark: op number `op` (its index in the facade's op
 /// list) on `request`'s fields, each side crossing the way `mode` says
-/// (bit 0: the request as a JS value, bit 1: the result; 0 is what the
-/// typed export does). Returns the `ok` value; throws as a typed export does.
+/// (bit 0: the request as a JS value, bit 1: the result, objects too; 0 is
+/// JSON text both ways, as every typed export crossed before issue 27).
+/// Returns the `ok` value; throws as a typed export does.
 #[wasm_bindgen(js_name = crossAb, skip_typescript)]
 #[doc(hidden)]
 pub fn cross_ab(op: u32, request: JsValue, mode: u32) -> Result<JsValue, JsValue> {
@@ -43,6 +49,16 @@ pub fn cross_ab(op: u32, request: JsValue, mode: u32) -> Result<JsValue, JsValue
         result_as_text(&ok)
     } else {
         result_as_value(&ok)
+    }
+}
+
+/// A typed export's result for JS: a string, boolean, number or `null` made
+/// in place by `serde-wasm-bindgen`, the same JS value `JSON.parse` of its
+/// text gives; an object or array through JSON text and `JSON.parse`.
+pub(crate) fn result_to_js(ok: &Value) -> Result<JsValue, JsValue> {
+    match ok {
+        Value::Object(_) | Value::Array(_) => result_as_text(ok),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => result_as_value(ok),
     }
 }
 
