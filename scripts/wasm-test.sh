@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and tests the wasm facade and the TypeScript bridge from a clean
 # clone: setup -> wasm build (+ purity checks) -> native CLI (for parity) ->
-# npm ci -> tsc -> node --test (vectors, native/wasm parity, facade contract,
+# npm ci -> build (ESM + CJS) -> node --test (vectors, native/wasm parity, facade contract,
 # live MCP servers).
 #
 # Vectors come from ../shared/vectors beside the checkout (or
@@ -32,8 +32,8 @@ cd host-wasm
 step "npm ci"
 npm ci --no-audit --no-fund
 
-step "tsc"
-npx tsc -p tsconfig.json
+step "build (tsc: ES modules and types; esbuild: the CommonJS side)"
+npm run --silent build
 
 step "node --test"
 node --test dist/test/
