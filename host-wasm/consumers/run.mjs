@@ -1,0 +1,183 @@
+// Consumes the packed package the way users do, never the source tree: `npm pack`, install the
+// tarball into a scratch project, and run one consumer per way of loading it. Each runs
+// scenario.cjs (connectionId, hotReload, plan) and must print exactly what the native CLI
+// answers for the same steps.
+//
+//   node consumers/run.mjs            (from host-wasm/, after `npm run build`)
+//
+// Consumers: Node ESM, Node CJS, TypeScript NodeNext strict (ESM and .cts), an esbuild ESM
+// bundle and an esbuild CJS bundle each run from a directory with nothing beside them, and a
+// browser page, a module worker and a bundler-free page in headless Chromium (Debian's
+// `chromium`), served on 127.0.0.1. Fails when the tarball outgrows its budget.
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { extname, join, normalize, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const hostWasm = resolve(here, "..");
+const repoRoot = resolve(hostWasm, "..");
+const nativeCli = process.env.MCP_RECONCILE_BIN ?? join(repoRoot, "target", "debug", "mcp-reconcile");
+const bin = (name) => join(hostWasm, "node_modules", ".bin", name);
+
+/**
+ * What `npm pack` may weigh: the wasm module is carried twice (base64, in the ES module and in
+ * the single-file CommonJS kernel), about 270 KB of the packed size each.
+ */
+const BUDGET = { packed: 640 * 1024, unpacked: 1900 * 1024 };
+
+const scratch = mkdtempSync(join(tmpdir(), "mcp-reconcile-consumers-"));
+const elsewhere = mkdtempSync(join(tmpdir(), "mcp-reconcile-elsewhere-"));
+const failures = [];
+let chromium;
+
+function run(command, args, options = {}) {
+  const r = spawnSync(command, args, { encoding: "utf8", maxBuffer: 1 << 26, timeout: 300_000, ...options });
+  if (r.status !== 0) {
+    throw new Error(`${[command, ...args].join(" ")} failed (${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  }
+  return r.stdout;
+}
+
+/** The kernel as the native CLI answers it: one `mcp-reconcile eval` per call. */
+const nativeKernel = new Proxy(
+  {},
+  {
+    get: (_, op) => (request) => {
+      const line = run(nativeCli, ["eval"], { input: `${JSON.stringify({ op, ...request })}\n` });
+      const response = JSON.parse(line);
+      if (!("ok" in response)) throw new Error(`native ${String(op)}: ${line}`);
+      return response.ok;
+    },
+  },
+);
+
+function check(name, got, expected) {
+  const ok = got === expected;
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}`);
+  if (!ok) failures.push(`${name}:\n  got:      ${got}\n  expected: ${expected}`);
+}
+
+function pack() {
+  const [info] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", scratch], { cwd: hostWasm }));
+  console.log(`tarball ${info.filename}: ${(info.size / 1024).toFixed(0)} KB packed, ${(info.unpackedSize / 1024).toFixed(0)} KB unpacked, ${info.files.length} files`);
+  if (info.size > BUDGET.packed || info.unpackedSize > BUDGET.unpacked) {
+    failures.push(`the tarball outgrew its budget (${BUDGET.packed} packed, ${BUDGET.unpacked} unpacked): ${info.size}, ${info.unpackedSize}`);
+  }
+  const shipped = info.files.map((f) => f.path);
+  for (const unwanted of [/^ts\//, /^dist\/test\//, /^dist\/example\//, /\.map$/, /\.wasm$/, /^consumers\//]) {
+    const hit = shipped.find((p) => unwanted.test(p));
+    if (hit) failures.push(`the tarball ships ${hit}`);
+  }
+  return join(scratch, info.filename);
+}
+
+function install(tarball) {
+  const own = JSON.parse(readFileSync(join(hostWasm, "package.json"), "utf8"));
+  writeFileSync(
+    join(scratch, "package.json"),
+    JSON.stringify({
+      private: true,
+      dependencies: { "mcp-reconcile": `file:${tarball}`, "@types/node": own.devDependencies["@types/node"] },
+    }),
+  );
+  run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], { cwd: scratch });
+  cpSync(here, scratch, { recursive: true, filter: (p) => !p.endsWith("run.mjs") });
+}
+
+function bundle(entry, out, ...flags) {
+  run(bin("esbuild"), [entry, "--bundle", `--outfile=${out}`, "--log-level=error", ...flags], { cwd: scratch });
+}
+
+/** Serves the scratch project on 127.0.0.1 and opens it in headless Chromium; resolves with what the page posts. */
+async function browser(expectedNames) {
+  const results = new Map();
+  let done;
+  const finished = new Promise((r) => (done = r));
+  const server = createServer((req, res) => {
+    if (req.method === "POST" && req.url.startsWith("/result/")) {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        results.set(req.url.slice("/result/".length), body);
+        res.end();
+        if (results.has("error") || expectedNames.every((n) => results.has(n))) done();
+      });
+      return;
+    }
+    const path = normalize(join(scratch, decodeURIComponent(new URL(req.url, "http://x").pathname)));
+    if (!path.startsWith(scratch) || !existsSync(path)) {
+      res.writeHead(404).end();
+      return;
+    }
+    const type = { ".html": "text/html", ".js": "text/javascript", ".cjs": "text/javascript" }[extname(path)];
+    res.writeHead(200, { "content-type": type ?? "application/octet-stream" }).end(readFileSync(path));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}/browser/index.html`;
+  const profile = join(elsewhere, "chromium-profile");
+  // Its own process group, so a stop ends its helpers too. Root needs --no-sandbox.
+  chromium = spawn(
+    "chromium",
+    ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+      `--user-data-dir=${profile}`, url],
+    { detached: true, stdio: "ignore" },
+  );
+  const timeout = setTimeout(done, 60_000);
+  await finished;
+  clearTimeout(timeout);
+  stopChromium();
+  server.close();
+  return results;
+}
+
+function stopChromium() {
+  if (chromium?.pid && chromium.exitCode === null) {
+    try {
+      process.kill(-chromium.pid, "SIGKILL");
+    } catch {}
+  }
+}
+
+try {
+  const expected = createRequire(import.meta.url)("./scenario.cjs")(nativeKernel);
+  const id = JSON.parse(expected).id;
+  install(pack());
+
+  check("node ESM", run("node", ["node-esm/main.js"], { cwd: scratch }).trim(), expected);
+  check("node CJS", run("node", ["node-cjs/main.js"], { cwd: scratch }).trim(), expected);
+
+  run(bin("tsc"), ["-p", "ts-nodenext"], { cwd: scratch });
+  check("TypeScript NodeNext strict", run("node", ["ts-nodenext/out/main.js"], { cwd: scratch }).trim(), expected);
+
+  // The banner is for the MCP SDK's CommonJS dependencies (cross-spawn requires
+  // child_process), as every ES module bundle of CommonJS code for Node needs; the package
+  // itself needs nothing (the browser bundles below have no banner).
+  const requireBanner = "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+  bundle("bundle-esm/main.js", join(elsewhere, "app.mjs"), "--platform=node", "--format=esm", requireBanner);
+  check("esbuild ESM bundle, run elsewhere", run("node", ["app.mjs"], { cwd: elsewhere }).trim(), expected);
+  bundle("bundle-cjs/main.js", join(elsewhere, "app.cjs"), "--platform=node", "--format=cjs");
+  check("esbuild CJS bundle, run elsewhere", run("node", ["app.cjs"], { cwd: elsewhere }).trim(), expected);
+
+  bundle("browser/page.js", "browser/page.bundle.js", "--platform=browser", "--format=esm");
+  bundle("browser/worker.js", "browser/worker.bundle.js", "--platform=browser", "--format=esm");
+  const seen = await browser(["page", "worker", "native-esm"]);
+  if (seen.has("error")) failures.push(`the browser reported: ${seen.get("error")}`);
+  check("browser page (bundled)", seen.get("page"), expected);
+  check("browser module worker (bundled)", seen.get("worker"), expected);
+  check("browser page, no bundler", seen.get("native-esm"), id);
+} catch (e) {
+  failures.push(e instanceof Error ? e.message : String(e));
+} finally {
+  stopChromium();
+  rmSync(scratch, { recursive: true, force: true });
+  rmSync(elsewhere, { recursive: true, force: true });
+}
+
+if (failures.length > 0) {
+  console.error(`\n${failures.length} failure(s):\n${failures.join("\n")}`);
+  process.exit(1);
+}
