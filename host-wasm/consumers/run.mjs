@@ -8,9 +8,10 @@
 // Consumers: Node ESM, Node CJS, TypeScript NodeNext strict (ESM and .cts), an esbuild ESM
 // bundle and an esbuild CJS bundle each run from a directory with nothing beside them, and a
 // browser page, a module worker and a bundler-free page in headless Chromium (Debian's
-// `chromium`), served on 127.0.0.1. Fails when the tarball outgrows its budget.
+// `chromium`), served on 127.0.0.1. And the README's first-reconcile block, as printed there,
+// against a real MCP server. Fails when the tarball outgrows its budget.
 import { spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -134,6 +135,40 @@ async function browser(expectedNames) {
   return results;
 }
 
+/**
+ * The README's "install and first reconcile" block, run as it is printed, against the
+ * `server-everything` MCP server: it must connect it and list its tools.
+ */
+async function readmeExample() {
+  const readme = readFileSync(join(hostWasm, "README.md"), "utf8");
+  const block = readme.split("<!-- first-reconcile")[1]?.match(/```js\n([\s\S]*?)```/)?.[1];
+  if (block === undefined) throw new Error("README.md has no first-reconcile js block");
+  const lines = block.trimEnd().split("\n").length;
+  if (lines >= 20) failures.push(`the README's first reconcile takes ${lines} lines, not under 20`);
+  const dir = join(scratch, "readme");
+  mkdirSync(dir);
+  writeFileSync(join(dir, "main.mjs"), block);
+  const everything = join(hostWasm, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js");
+  const settings = { mcpServers: { everything: { command: process.execPath, args: [everything, "stdio"] } } };
+  writeFileSync(join(dir, "settings.json"), JSON.stringify(settings));
+  // Its own process group: a hang is ended with the servers it started.
+  const child = spawn("node", ["main.mjs"], { cwd: dir, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (c) => (out += c));
+  child.stderr.on("data", (c) => (out += c));
+  const timer = setTimeout(() => process.kill(-child.pid, "SIGKILL"), 120_000);
+  const code = await new Promise((r) => child.on("exit", (c, signal) => r(c ?? signal)));
+  clearTimeout(timer);
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {}
+  const [first, second] = out.trim().split("\n");
+  const tools = Number(/^(\d+) tools$/.exec(second ?? "")?.[1] ?? 0);
+  const ok = code === 0 && first === "connect everything ok" && tools > 0;
+  console.log(`${ok ? "ok  " : "FAIL"} README first reconcile (${lines} lines): ${out.trim().replaceAll("\n", "; ")}`);
+  if (!ok) failures.push(`the README example exited ${code}:\n${out}`);
+}
+
 function stopChromium() {
   if (chromium?.pid && chromium.exitCode === null) {
     try {
@@ -169,6 +204,8 @@ try {
   check("browser page (bundled)", seen.get("page"), expected);
   check("browser module worker (bundled)", seen.get("worker"), expected);
   check("browser page, no bundler", seen.get("native-esm"), id);
+
+  await readmeExample();
 } catch (e) {
   failures.push(e instanceof Error ? e.message : String(e));
 } finally {
