@@ -5,8 +5,9 @@
 //
 //   node consumers/run.mjs            (from host-wasm/, after `npm run build`)
 //
-// Consumers: Node ESM, Node CJS, TypeScript NodeNext strict (ESM and .cts), an esbuild ESM
-// bundle and an esbuild CJS bundle each run from a directory with nothing beside them, and a
+// Consumers: Node ESM, Node CJS, TypeScript NodeNext strict (ESM and .cts), esbuild ESM and CJS
+// bundles, a rollup ES module bundle of the kernel and a webpack CommonJS bundle of everything,
+// each bundle run from a directory with nothing beside it, and a
 // browser page, a module worker and a bundler-free page in headless Chromium (Debian's
 // `chromium`), served on 127.0.0.1. And the README's first-reconcile block, as printed there,
 // against a real MCP server. Fails when the tarball outgrows its budget.
@@ -15,7 +16,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { extname, join, normalize, resolve } from "node:path";
+import { basename, extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -87,6 +88,36 @@ function install(tarball) {
   );
   run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], { cwd: scratch });
   cpSync(here, scratch, { recursive: true, filter: (p) => !p.endsWith("run.mjs") });
+}
+
+/** The bundlers' own APIs, from host-wasm's pinned devDependencies. */
+const tools = createRequire(join(hostWasm, "package.json"));
+
+async function rollup(entry, out) {
+  const { rollup: bundler } = tools("rollup");
+  const { nodeResolve } = tools("@rollup/plugin-node-resolve");
+  const commonjs = tools("@rollup/plugin-commonjs");
+  const build = await bundler({
+    input: join(scratch, entry),
+    plugins: [nodeResolve(), commonjs()],
+    onwarn: (w) => failures.push(`rollup: ${w.message}`),
+  });
+  await build.write({ file: out, format: "es" });
+  await build.close();
+}
+
+async function webpack(entry, out) {
+  const compiler = tools("webpack")({
+    mode: "production",
+    target: "node",
+    context: scratch,
+    entry: `./${entry}`,
+    output: { path: resolve(out, ".."), filename: basename(out), library: { type: "commonjs2" } },
+    optimization: { minimize: false },
+  });
+  const stats = await new Promise((ok, fail) => compiler.run((e, s) => (e ? fail(e) : ok(s))));
+  await new Promise((r) => compiler.close(r));
+  if (stats.hasErrors()) throw new Error(`webpack: ${stats.toString("errors-only")}`);
 }
 
 function bundle(entry, out, ...flags) {
@@ -196,6 +227,10 @@ try {
   check("esbuild ESM bundle, run elsewhere", run("node", ["app.mjs"], { cwd: elsewhere }).trim(), expected);
   bundle("bundle-cjs/main.js", join(elsewhere, "app.cjs"), "--platform=node", "--format=cjs");
   check("esbuild CJS bundle, run elsewhere", run("node", ["app.cjs"], { cwd: elsewhere }).trim(), expected);
+  await rollup("bundle-rollup/main.js", join(elsewhere, "rollup.mjs"));
+  check("rollup ESM bundle (kernel), run elsewhere", run("node", ["rollup.mjs"], { cwd: elsewhere }).trim(), expected);
+  await webpack("bundle-webpack/main.js", join(elsewhere, "webpack.cjs"));
+  check("webpack CJS bundle, run elsewhere", run("node", ["webpack.cjs"], { cwd: elsewhere }).trim(), expected);
 
   bundle("browser/page.js", "browser/page.bundle.js", "--platform=browser", "--format=esm");
   bundle("browser/worker.js", "browser/worker.bundle.js", "--platform=browser", "--format=esm");
