@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Builds the wasm facade into host-wasm/pkg/ (wasm-bindgen --target nodejs)
+# Builds the wasm facade into host-wasm/pkg/ (wasm-bindgen --target web: an ES
+# module whose `initSync` takes the module's bytes; no default `.wasm` path,
+# so no bundler goes looking for a file the package does not ship), writes
+# the module's bytes as an ES module beside it (host-wasm/scripts/inline-wasm.mjs)
 # and checks purity: the kernel alone imports nothing from its host, and the
 # facade imports only wasm-bindgen's own glue.
 #
@@ -21,9 +24,10 @@ RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKE
   /usr/bin/cargo build --locked --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
   --release -p mcp-reconcile-wasm -p mcp-reconcile-purity-probe --target-dir "$target_dir"
 
-echo "==> wasm-bindgen --target nodejs"
+echo "==> wasm-bindgen --target web"
 rm -rf host-wasm/pkg
-wasm-bindgen --target nodejs --out-dir host-wasm/pkg "$out/mcp_reconcile_wasm.wasm"
+wasm-bindgen --target web --omit-default-module-path --out-dir host-wasm/pkg "$out/mcp_reconcile_wasm.wasm"
+node host-wasm/scripts/inline-wasm.mjs
 
 echo "==> purity"
 purity() { cargo run --locked -q -p mcp-reconcile-wasm-purity -- "$@"; }
