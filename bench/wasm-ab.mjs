@@ -1,12 +1,14 @@
 // The A/B of issue 27: JSON text against JS values (serde-wasm-bindgen) across the wasm boundary,
 // in one Node process, interleaved, for the one-server ops and the whole-session ops at N servers.
 //
+//   MCP_WASM_AB=1 bash scripts/wasm-build.sh && (cd host-wasm && npm run build)
 //   node bench/wasm-ab.mjs [--sizes 10,100,1000] [--rounds 10] [--batch-ms 25] [--out FILE]
 //
-// Every op goes through the facade's hidden `crossAb(op, request, mode)`, which is the typed export
-// with each side's crossing chosen by `mode`: 0 = JSON text both ways (what the typed exports did
-// before issue 27), 1 = the request as a JS value, 2 = the result as a JS value, 3 = both as JS
-// values. The typed export itself is timed too. Each round times every path of every case once, in
+// Every op goes through the facade's hidden `crossAb(op, request, mode)` (cargo feature `ab`), which
+// is the typed export with each side's crossing chosen by `mode`: 0 = JSON text both ways (what the
+// typed exports did before issue 27), 1 = the request as a JS value, 2 = the result as a JS value
+// (objects too), 3 = both as JS values. The typed export itself is timed too (since issue 27: JSON
+// text in, a scalar result made in place, an object or array result through JSON text). Each round times every path of every case once, in
 // an order that rotates from round to round; the table gives the median µs per call over the rounds,
 // the spread (min–max over the rounds) and the ratio to the JSON path (median of the per-round
 // ratios, and their min–max).
@@ -17,7 +19,6 @@
 // members, `toJSON`, nesting past the parser's limit). Differences are printed and written to the
 // result file; a path that differs on an op class cannot be adopted for it.
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -34,10 +35,14 @@ const sizes = opt("sizes", "10,100,1000").split(",").map(Number);
 const rounds = Number(opt("rounds", "10"));
 const batchMs = Number(opt("batch-ms", "25"));
 const out = path.resolve(opt("out", path.join(root, "bench/results/wasm-ab.json")));
-const pkg = path.join(root, "host-wasm/pkg/mcp_reconcile_wasm.js");
-if (!fs.existsSync(pkg)) throw new Error(`${pkg} is missing: run bash scripts/wasm-build.sh`);
-const wasm = createRequire(import.meta.url)(pkg);
-if (typeof wasm.crossAb !== "function") throw new Error("this build has no crossAb export");
+// The package's wasm module with every raw export (`dist/wasm.js`, as `npm run build` in host-wasm
+// writes it), from a build with the A/B's export: MCP_WASM_AB=1 bash scripts/wasm-build.sh.
+const entry = path.join(root, "host-wasm/dist/wasm.js");
+if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: build the package (host-wasm: npm run build)`);
+const wasm = await import(entry);
+if (typeof wasm.crossAb !== "function") {
+  throw new Error("this build has no crossAb export: MCP_WASM_AB=1 bash scripts/wasm-build.sh, then npm run build in host-wasm");
+}
 
 // The facade's op numbers are the order of its `ops!` list, which is the kernel's OPS order.
 const OPS = [

@@ -28,6 +28,8 @@ use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::ErrorKind;
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "ab")]
+mod ab;
 mod values;
 
 /// The kernel's request and result types, `Ops`, `Request` and `Response`.
