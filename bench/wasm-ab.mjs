@@ -320,6 +320,14 @@ console.error(`${differences.length} differences from the typed export`);
 for (const d of differences) {
   console.error(`  ${d.op}${d.n ? ` N=${d.n}` : ""} (${d.input}) ${d.path}:\n    got   ${d.got}\n    typed ${d.typed}`);
 }
+const grouped = new Map();
+for (const d of differences) {
+  const key = `${d.path}: ${d.input}`;
+  grouped.set(key, [...(grouped.get(key) ?? []), `${d.op}${d.n ? `@${d.n}` : ""}`]);
+}
+console.error("differences by path and input:");
+for (const [key, ops] of grouped) console.error(`  ${key} -> ${ops.join(", ")}`);
+if (differences.length === 0) console.error("  none");
 
 const timedPaths = [{ name: "typed", mode: -1 }, ...PATHS];
 const fn = (c, p) => {
@@ -366,6 +374,8 @@ for (let r = 0; r < rounds; r++) {
 const results = {
   node: process.version,
   cpu: `${os.cpus()[0]?.model} × ${os.cpus().length}`,
+  os: `${os.type()} ${os.release()}`,
+  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
   when: new Date().toISOString(),
   rounds,
   batchMs,
@@ -375,8 +385,8 @@ const results = {
 };
 const fmt = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 const lines = [
-  "| class | op | N | typed µs | JSON text µs (min–max) | JS values µs (min–max) | JS values / JSON | request as value / JSON | result as value / JSON |",
-  "|---|---|---|---|---|---|---|---|---|",
+  "| class | op | N | JSON text µs (min–max) | JS values µs (min–max) | JS values / JSON | request as value / JSON | result as value / JSON | typed export µs | typed / JSON |",
+  "|---|---|---|---|---|---|---|---|---|---|",
 ];
 const r = (x) => `${x.median.toFixed(2)}× (${x.min.toFixed(2)}–${x.max.toFixed(2)})`;
 for (const c of cases) {
@@ -399,7 +409,7 @@ for (const c of cases) {
   const m = row.medianUs;
   const span = (name) => `${fmt(m[name])} (${fmt(row.minUs[name])}–${fmt(row.maxUs[name])})`;
   lines.push(
-    `| ${c.class} | \`${c.op}\` | ${c.class === "one-server" ? "—" : c.n} | ${fmt(m.typed)} | ${span("json")} | ${span("value")} | **${r(row.ratio.value)}** | ${r(row.ratio["value-in"])} | ${r(row.ratio["value-out"])} |`,
+    `| ${c.class} | \`${c.op}\` | ${c.class === "one-server" ? "—" : c.n} | ${span("json")} | ${span("value")} | **${r(row.ratio.value)}** | ${r(row.ratio["value-in"])} | ${r(row.ratio["value-out"])} | ${fmt(m.typed)} | ${r(row.ratio.typed)} |`,
   );
 }
 console.log(lines.join("\n"));
