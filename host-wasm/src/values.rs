@@ -4,14 +4,15 @@
 //! the kernel's [`Value`] and write a result as plain JS objects and arrays,
 //! with no JSON text on either side. `bench/wasm-ab.mjs` timed that against
 //! JSON text and compared the two byte for byte (`docs/BENCHMARKS.md`,
-//! "serde-wasm-bindgen A/B (issue 27)"): requests read in place took 1.3–1.9×
+//! "serde-wasm-bindgen A/B (issue 27)"): requests read in place took 1.4–1.9×
 //! as long and differ on `undefined` members, `toJSON`, lone surrogates,
 //! `NaN` and nesting past the parser's limit; object and array results
 //! written in place took up to 1.4× as long and lose `__proto__` keys (the
 //! key is assigned, which sets the prototype). Only a scalar result — a
 //! string, boolean, number or `null`, the answer of every one-server op — is
-//! faster in place (2–20 % off the call) and cannot differ, so that is all
-//! that crosses this way. The A/B's own export is in `ab.rs` (feature `ab`).
+//! faster in place (1–6 % off the call, 19 % for `matchPattern`) and cannot
+//! differ, so that is all that crosses this way. The A/B's own export is in
+//! `ab.rs` (feature `ab`).
 
 use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::ErrorKind;
