@@ -163,6 +163,16 @@ async function browser(expectedNames) {
   clearTimeout(timeout);
   stopChromium();
   server.close();
+  // Every process of this browser (its profile is on each command line) must be gone.
+  for (let i = 0; ; i++) {
+    const left = spawnSync("pgrep", ["-f", profile], { encoding: "utf8" }).stdout.trim();
+    if (left === "") break;
+    if (i === 100) {
+      failures.push(`Chromium processes outlived the test: ${left.replaceAll("\n", " ")}`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
   return results;
 }
 
