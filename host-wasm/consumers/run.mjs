@@ -163,6 +163,16 @@ async function browser(expectedNames) {
   clearTimeout(timeout);
   stopChromium();
   server.close();
+  // Every process of this browser (its profile is on each command line) must be gone.
+  for (let i = 0; ; i++) {
+    const left = spawnSync("pgrep", ["-f", profile], { encoding: "utf8" }).stdout.trim();
+    if (left === "") break;
+    if (i === 100) {
+      failures.push(`Chromium processes outlived the test: ${left.replaceAll("\n", " ")}`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
   return results;
 }
 
@@ -200,12 +210,12 @@ async function readmeExample() {
   if (!ok) failures.push(`the README example exited ${code}:\n${out}`);
 }
 
+/** Kills Chromium's whole group: its helper processes outlive the browser process itself. */
 function stopChromium() {
-  if (chromium?.pid && chromium.exitCode === null) {
-    try {
-      process.kill(-chromium.pid, "SIGKILL");
-    } catch {}
-  }
+  if (chromium?.pid === undefined) return;
+  try {
+    process.kill(-chromium.pid, "SIGKILL");
+  } catch {}
 }
 
 try {
@@ -235,6 +245,7 @@ try {
   bundle("browser/page.js", "browser/page.bundle.js", "--platform=browser", "--format=esm");
   bundle("browser/worker.js", "browser/worker.bundle.js", "--platform=browser", "--format=esm");
   const seen = await browser(["page", "worker", "native-esm"]);
+  if (seen.size === 0) failures.push("Chromium posted no result within 60 s (is Debian's chromium installed?)");
   if (seen.has("error")) failures.push(`the browser reported: ${seen.get("error")}`);
   check("browser page (bundled)", seen.get("page"), expected);
   check("browser module worker (bundled)", seen.get("worker"), expected);
