@@ -6,8 +6,8 @@
 //! text on both sides keeps numbers, key order and escapes exactly as the
 //! native CLI has them, so `JSON.stringify(evaluate(r))` is byte for byte the
 //! line `mcp-reconcile eval` prints for `JSON.stringify(r)`. The one
-//! exception: a typed export whose result is a string, a boolean, a number or
-//! `null` makes it in place with `serde-wasm-bindgen`, skipping the text and
+//! exception: a typed export whose result is a string, a boolean or `null`
+//! makes it in place with `serde-wasm-bindgen`, skipping the text and
 //! `JSON.parse` of a scalar, which cannot differ ([`values`], issue 27).
 //!
 //! * [`evaluate`] takes any request and returns the §10 response object
