@@ -128,12 +128,12 @@ export class LspConnection {
       if (!(e instanceof LspEntryError)) throw e;
       throw fail(`was not started: ${e.message}`, e.unsupported);
     }
-    let process: GroupProcess;
+    let child: GroupProcess;
     try {
-      process = await GroupProcess.spawn({
+      child = await GroupProcess.spawn({
         command: start.command,
         args: start.args,
-        env: { ...stringsOf(options.env ?? globalThis.process.env), ...start.env },
+        env: { ...stringsOf(options.env ?? process.env), ...start.env },
         cwd: start.workspaceFolder,
       });
     } catch (e) {
@@ -141,8 +141,8 @@ export class LspConnection {
         `could not start \`${start.command}\`: ${(e as Error).message}; check \`command\`, \`workspaceFolder\` and PATH`,
       );
     }
-    const rpc = createMessageConnection(new StreamMessageReader(process.stdout), new StreamMessageWriter(process.stdin));
-    const connection = new LspConnection(options, start, process, rpc);
+    const rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    const connection = new LspConnection(options, start, child, rpc);
     const ended = connection.#answer();
     rpc.listen();
 
@@ -171,20 +171,22 @@ export class LspConnection {
       } catch (e) {
         connection.#stopping = true;
         rpc.dispose();
-        await process.stop();
-        throw fail(`went away right after \`initialize\` (${(e as Error).message})${withStderr(process)}`);
+        child.stdin.end();
+        await child.stop();
+        throw fail(`went away right after \`initialize\` (${(e as Error).message})${withStderr(child)}`);
       }
       void ended.then((why) => connection.#closed(why, options.onClosed));
       return connection;
     }
     // The process usually exited: its status and last words explain the failure.
     connection.#stopping = true;
-    const status = await process.waitExit(SETTLE_MS);
+    const status = await child.waitExit(SETTLE_MS);
     rpc.dispose();
-    await process.stop();
-    await process.stderrSettled(SETTLE_MS);
+    child.stdin.end();
+    await child.stop();
+    await child.stderrSettled(SETTLE_MS);
     const exited = status === undefined ? "; stopped it" : `; the process exited (${status})`;
-    throw fail(`${failure}${exited}${withStderr(process)}`);
+    throw fail(`${failure}${exited}${withStderr(child)}`);
   }
 
   /** The server's process id (the leader of its process group). */
@@ -407,8 +409,8 @@ function folderName(folder: string): string {
 }
 
 /** `; stderr:` and the tail when there is one, else nothing. */
-function withStderr(process: GroupProcess): string {
-  const tail = process.stderrTail();
+function withStderr(child: GroupProcess): string {
+  const tail = child.stderrTail();
   return tail.trim() === "" ? "" : `; stderr:\n${tail.trimEnd()}`;
 }
 

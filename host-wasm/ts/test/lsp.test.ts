@@ -345,6 +345,30 @@ test("a language server that cannot start is retried with the kernel's backoff",
   }),
 );
 
+test("a missing program and a silent one fail to start, redacted, and leave nothing", TEST, () =>
+  withProject(async (p) => {
+    // A length no other process uses, to find this one in /proc afterwards.
+    const nap = String(1_000_000 + process.pid);
+    const report = await p.reconcile({
+      ghost: user({ command: "/nonexistent/language-server" }),
+      // `sleep` reads nothing and never answers `initialize`.
+      mute: user({ command: "sleep", args: [nap], startupTimeout: 300, env: { TOKEN: "hunter2-secret" } }),
+    });
+    const [ghost, mute] = report.outcomes.map((o) => o.error ?? "");
+    assert.match(ghost ?? "", /language server `ghost` could not start `\/nonexistent\/language-server`/);
+    assert.match(mute ?? "", /language server `mute` did not answer `initialize` within 300 ms/);
+    assert.doesNotMatch(JSON.stringify(p.executor.status()), /hunter2-secret/);
+    const sleeping = readdirSync("/proc").filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8") === `sleep\0${nap}\0`;
+      } catch {
+        return false;
+      }
+    });
+    assert.deepEqual(sleeping, [], "the silent server was stopped");
+  }),
+);
+
 test("a server that crashes is reported, then restarted after the backoff with its documents", TEST, () =>
   withProject(async (p) => {
     const file = p.write("broken.json", '{"a": }\n');
