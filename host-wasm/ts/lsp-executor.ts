@@ -190,8 +190,11 @@ export class LspExecutor {
     const run = this.#queue.then(async () => {
       await Promise.allSettled(
         this.#online.names().map(async (name) => {
-          await this.#stop(name);
-          this.#online.delete(name);
+          try {
+            await this.#stop(name);
+          } finally {
+            this.#online.delete(name);
+          }
         }),
       );
     });
@@ -227,8 +230,12 @@ export class LspExecutor {
       plan.actions.map(async (action) => {
         if (action.action === "disconnect") {
           await timed(action, async () => {
-            await this.#stop(action.name);
-            this.#online.delete(action.name);
+            try {
+              await this.#stop(action.name);
+            } finally {
+              // A stop that failed still leaves the server out of the online state.
+              this.#online.delete(action.name);
+            }
           });
         } else if (action.action === "restart") {
           await this.#stop(action.name);
