@@ -9,7 +9,7 @@
 //! ([`Supervision::forgive`]) — and asks when it is due
 //! ([`Supervision::retry_due`]) and how to show it ([`Supervision::view`]).
 //! Delays come from [`backoff`]; a connection that stayed healthy for
-//! [`HEALTHY_RESET`] starts over.
+//! [`HEALTHY_RESET`](crate::backoff::HEALTHY_RESET) starts over.
 
 use crate::backoff::{attempts_after_health, backoff};
 use crate::gating::Reason;
