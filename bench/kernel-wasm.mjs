@@ -7,7 +7,6 @@
 // DIR holds the requests `cargo bench -p mcp-reconcile-kernel --bench kernel_inputs -- --out DIR`
 // writes (the same inputs the criterion bench times natively). `bash bench/kernel.sh` runs it all.
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -23,9 +22,10 @@ const inputs = opt("inputs");
 if (!inputs) throw new Error("usage: node bench/kernel-wasm.mjs --inputs DIR [--out FILE] [--sizes LIST]");
 const out = path.resolve(opt("out", path.join(root, "bench/results/kernel-wasm.json")));
 const sizes = opt("sizes", "10,100,1000,10000,100000").split(",").map(Number);
-const pkg = path.join(root, "host-wasm/pkg/mcp_reconcile_wasm.js");
-if (!fs.existsSync(pkg)) throw new Error(`${pkg} is missing: run bash scripts/wasm-build.sh`);
-const wasm = createRequire(import.meta.url)(pkg);
+// The package's kernel entry point (`mcp-reconcile/kernel`), as built by scripts/wasm-test.sh.
+const entry = path.join(root, "host-wasm/dist/kernel.js");
+if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: run bash scripts/wasm-test.sh`);
+const { kernel: wasm } = await import(entry);
 
 const OPS = ["plan", "connectionId", "approvalHash", "settingsDiff", "hotReload"];
 const PER_SERVER = new Set(["connectionId", "approvalHash"]);

@@ -16,7 +16,7 @@ echo "==> criterion (native)" >&2
 MCP_BENCH_SIZES="$sizes" cargo bench --locked -p mcp-reconcile-kernel --bench kernel
 echo "==> the same requests as JSON" >&2
 cargo bench --locked -q -p mcp-reconcile-kernel --bench kernel_inputs -- --out "$inputs"
-[ -f host-wasm/pkg/mcp_reconcile_wasm.js ] || bash scripts/wasm-build.sh
+[ -f host-wasm/dist/kernel.js ] || bash scripts/wasm-test.sh
 echo "==> wasm under Node" >&2
 node bench/kernel-wasm.mjs --inputs "$inputs" --sizes "$sizes"
 node bench/kernel-summary.mjs

@@ -7,13 +7,16 @@
 #   download that target here).
 # * wasm-bindgen-cli at exactly the version of the `wasm-bindgen` crate pinned
 #   in Cargo.toml: the CLI refuses modules made by any other version.
+# * Debian's chromium: host-wasm/consumers/run.mjs loads the packed package in
+#   a headless browser page and worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/bin/rustc ] || [ ! -x /usr/bin/cargo ] || [ ! -d /usr/lib/rustlib/src/rust/library ]; then
+if [ ! -x /usr/bin/rustc ] || [ ! -x /usr/bin/cargo ] || [ ! -d /usr/lib/rustlib/src/rust/library ] \
+  || ! command -v chromium >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
-  apt-get install -y --no-install-recommends rustc-web cargo-web rust-web-src
+  apt-get install -y --no-install-recommends rustc-web cargo-web rust-web-src chromium
 fi
 
 version=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml)

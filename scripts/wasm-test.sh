@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and tests the wasm facade and the TypeScript bridge from a clean
 # clone: setup -> wasm build (+ purity checks) -> native CLI (for parity) ->
-# npm ci -> tsc -> node --test (vectors, native/wasm parity, facade contract,
-# live MCP servers).
+# npm ci -> build (ESM + CJS) -> node --test (vectors, native/wasm parity,
+# facade contract, live MCP servers) -> npm pack, and the tarball in one
+# scratch project per kind of consumer (host-wasm/consumers/run.mjs).
 #
 # Vectors come from ../shared/vectors beside the checkout (or
 # $MCP_RECONCILE_VECTORS) and tests/vectors.
@@ -32,9 +33,12 @@ cd host-wasm
 step "npm ci"
 npm ci --no-audit --no-fund
 
-step "tsc"
-npx tsc -p tsconfig.json
+step "build (tsc: ES modules and types; esbuild: the CommonJS side)"
+npm run --silent build
 
 step "node --test"
 node --test dist/test/
+
+step "the packed tarball in every kind of consumer (Node ESM/CJS, TypeScript, bundles, Chromium)"
+node consumers/run.mjs
 step ""

@@ -5,7 +5,10 @@
 //! the answer back into plain JS objects with `JSON.parse`. Going through JSON
 //! text on both sides keeps numbers, key order and escapes exactly as the
 //! native CLI has them, so `JSON.stringify(evaluate(r))` is byte for byte the
-//! line `mcp-reconcile eval` prints for `JSON.stringify(r)`.
+//! line `mcp-reconcile eval` prints for `JSON.stringify(r)`. The one
+//! exception: a typed export whose result is a string, a boolean or `null`
+//! makes it in place with `serde-wasm-bindgen`, skipping the text and
+//! `JSON.parse` of a scalar, which cannot differ ([`values`], issue 27).
 //!
 //! * [`evaluate`] takes any request and returns the §10 response object
 //!   (`{ok}` or `{error: {kind, message}}`); it never throws.
@@ -24,6 +27,10 @@ use js_sys::{Reflect, JSON};
 use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::ErrorKind;
 use wasm_bindgen::prelude::*;
+
+#[cfg(feature = "ab")]
+mod ab;
+mod values;
 
 /// The kernel's request and result types, `Ops`, `Request` and `Response`.
 #[wasm_bindgen(typescript_custom_section)]
@@ -48,28 +55,46 @@ pub fn evaluate(#[wasm_bindgen(unchecked_param_type = "Request")] request: JsVal
 
 /// Runs `op` on the request object's fields; the `ok` value or a thrown error.
 fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
-    let text = stringify(&request).map_err(|m| throwable(ErrorKind::InvalidJson, &m))?;
-    let fields = match json::parse(&text) {
-        Ok(Value::Object(fields)) => fields,
-        Ok(other) => {
+    let fields = fields_from_text(op, &request)?;
+    let ok = run(op, &fields)?;
+    values::result_to_js(&ok)
+}
+
+/// The request's fields, through `JSON.stringify` and the kernel's parser.
+fn fields_from_text(op: &str, request: &JsValue) -> Result<Object, JsValue> {
+    let text = stringify(request).map_err(|m| throwable(ErrorKind::InvalidJson, &m))?;
+    match json::parse(&text) {
+        Ok(value) => fields_of(op, value),
+        Err(e) => {
+            let message = format!("request is not JSON: {e}");
+            Err(throwable(ErrorKind::InvalidJson, &message))
+        }
+    }
+}
+
+/// The fields of a request that must be an object.
+fn fields_of(op: &str, request: Value) -> Result<Object, JsValue> {
+    match request {
+        Value::Object(fields) => Ok(fields),
+        other => {
             let message = format!(
                 "the `{op}` request must be an object of its fields, found {}",
                 abbreviate(&other.to_json())
             );
-            return Err(throwable(ErrorKind::InvalidRequest, &message));
+            Err(throwable(ErrorKind::InvalidRequest, &message))
         }
-        Err(e) => {
-            let message = format!("request is not JSON: {e}");
-            return Err(throwable(ErrorKind::InvalidJson, &message));
-        }
-    };
-    match mcp_reconcile_kernel::evaluate_op(op, &fields) {
-        Ok(ok) => {
-            let text = ok.to_json();
-            JSON::parse(&text).map_err(|_| unparsable(&text))
-        }
-        Err(error) => Err(throwable(error.kind, &error.message)),
     }
+}
+
+/// The kernel's `ok` value for `op`, or its error as a thrown `Error`.
+fn run(op: &str, fields: &Object) -> Result<Value, JsValue> {
+    mcp_reconcile_kernel::evaluate_op(op, fields).map_err(|e| throwable(e.kind, &e.message))
+}
+
+/// The result as plain JS values, through the kernel's JSON text and `JSON.parse`.
+fn result_as_text(ok: &Value) -> Result<JsValue, JsValue> {
+    let text = ok.to_json();
+    JSON::parse(&text).map_err(|_| unparsable(&text))
 }
 
 /// `JSON.stringify(value)`, or why there is no JSON text for it.

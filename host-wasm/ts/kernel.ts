@@ -5,11 +5,14 @@
  * types (`host-wasm/generated/kernel.d.ts`, which wasm-bindgen puts into
  * `pkg/mcp_reconcile_wasm.d.ts`); this file only re-exports them and adds the
  * few generic helpers TypeScript needs.
+ *
+ * This module and what it imports are the kernel alone: no Node API, so it
+ * runs in a browser or a worker too (`import … from "mcp-reconcile/kernel"`).
  */
-import * as wasm from "../pkg/mcp_reconcile_wasm.js";
-import type { ErrorKind, Ops, Response } from "../pkg/mcp_reconcile_wasm.js";
+import * as wasm from "./wasm.js";
+import type { ErrorKind, Ops, Response } from "./wasm.js";
 
-export type * from "../pkg/mcp_reconcile_wasm.js";
+export type * from "./wasm.js";
 
 /** The name of one op. */
 export type Op = keyof Ops;

@@ -97,6 +97,42 @@ test("results are plain objects in ECMAScript property order, __proto__ an own k
   assertPlain(kernel.gating({ servers: {}, settings: { allowed: ["a"] }, approvals: {}, projectRoot: "/r" }));
 });
 
+test("a scalar result made in place is the one JSON text gives", () => {
+  // Typed exports make string, boolean and null results with serde-wasm-bindgen;
+  // `evaluate` still goes through JSON text. Inputs JSON text and JS values might
+  // disagree on must still give the same answer.
+  const env = JSON.parse('{"Z":"z","__proto__":"own","10":"ten","2":"two","Ω":"ω"}');
+  const config = {
+    command: "nöde 日本 🚀",
+    args: ["a\u0000b", "\u2028", "\u{1f600}", "quote\"back\\slash"],
+    env,
+    timeout: 1e21,
+    extra: { neg0: -0, tenth: 0.1, tiny: 5e-324, undef: undefined },
+  };
+  const requests = [
+    { op: "connectionId", name: "é::__proto__", config },
+    { op: "sessionKey", name: "2", config },
+    { op: "approvalHash", config },
+    { op: "transportOf", config },
+    { op: "serversEqual", a: { x: config }, b: { x: { ...config, extra: { neg0: 0, tenth: 0.1, tiny: 5e-324 } } } },
+    { op: "matchPattern", pattern: "ü*", name: "über" },
+    { op: "unavailableReason", name: "x", merged: { x: config }, gating: { excluded: ["x"] }, removed: [] },
+    { op: "toolNotFound", tool: "mcp__x__t", merged: {}, gating: {}, removed: [] },
+    { op: "connectionId", name: "a", config: { command: "\ud800" } },
+  ] as const;
+  for (const request of requests) {
+    const run = kernel[request.op] as (fields: unknown) => unknown;
+    let got: string;
+    try {
+      got = JSON.stringify({ ok: run(request) });
+    } catch (e) {
+      assert.ok(isKernelFailure(e));
+      got = JSON.stringify({ error: { kind: e.kind, message: e.message } });
+    }
+    assert.equal(got, JSON.stringify(evaluate(request)), request.op);
+  }
+});
+
 test("cost of a call through JSON text (reported, not asserted)", (t) => {
   const servers: Record<string, unknown> = {};
   for (let i = 0; i < 50; i++) servers[`s${i}`] = { command: "node", args: [`srv${i}.js`], env: { A: "1" } };

@@ -3,14 +3,18 @@
  * the same requests — every vector request, plus seeded random ones
  * including malformed — go to `mcp-reconcile eval` and to the wasm
  * `evaluate`, and `JSON.stringify` of each wasm response must equal the
- * native response line.
+ * native response line. The typed exports (`kernel.connectionId(fields)`,
+ * …), whose scalar results cross as JS values rather than JSON text, must
+ * answer each request with an op alike too: `{ok: result}`, or the thrown
+ * error's `{error: {kind, message}}`.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { evaluate } from "../index.js";
+import { evaluate, isKernelFailure, kernel } from "../index.js";
+import type { Op } from "../index.js";
 import { loadVectors, nativeCli } from "./paths.js";
 import { Rng, randomRequests } from "./random.js";
 
@@ -42,6 +46,36 @@ function same(requests: unknown[], label: string): void {
     }
   });
   assert.equal(mismatches.length, 0, `${label}: ${mismatches.length} of ${requests.length} differ:\n${mismatches.slice(0, 10).join("\n")}`);
+  sameTyped(requests, lines, expected, label);
+}
+
+/** The typed export's answer to an object request with a known op, as a response line. */
+function typed(request: unknown): string | undefined {
+  if (request === null || typeof request !== "object" || Array.isArray(request)) return undefined;
+  const op = (request as { op?: unknown }).op;
+  if (typeof op !== "string" || !Object.hasOwn(kernel, op)) return undefined;
+  const run = kernel[op as Op] as (fields: unknown) => unknown;
+  try {
+    return JSON.stringify({ ok: run(request) });
+  } catch (e) {
+    assert.ok(isKernelFailure(e), `${op} threw ${String(e)}`);
+    return JSON.stringify({ error: { kind: e.kind, message: e.message } });
+  }
+}
+
+function sameTyped(requests: unknown[], lines: string[], expected: string[], label: string): void {
+  const mismatches: string[] = [];
+  let checked = 0;
+  requests.forEach((request, i) => {
+    const got = typed(request);
+    if (got === undefined) return;
+    checked++;
+    if (got !== expected[i]) {
+      mismatches.push(`request ${lines[i]}\n  typed:  ${got}\n  native: ${expected[i]}`);
+    }
+  });
+  assert.ok(checked > 0 || requests.length < 10, `${label}: no request went to a typed export`);
+  assert.equal(mismatches.length, 0, `${label} (typed exports): ${mismatches.length} of ${checked} differ:\n${mismatches.slice(0, 10).join("\n")}`);
 }
 
 test("every vector request answers alike natively and in wasm", () => {

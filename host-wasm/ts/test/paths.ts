@@ -1,9 +1,10 @@
 /** Where the tests find the repository, its vectors and the native CLI. */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** `host-wasm/` (this file runs from `host-wasm/dist/test/`). */
-export const hostWasm = resolve(__dirname, "..", "..");
+export const hostWasm = resolve(fileURLToPath(import.meta.url), "..", "..", "..");
 /** The repository root. */
 export const repoRoot = resolve(hostWasm, "..");
 
