@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit / property / conformance-vector
 # / end-to-end tests against real MCP servers, a short run of every fuzz
-# target, and the wasm package under Node (vectors, native/wasm parity, live
-# servers). Installs what it needs first (idempotently), so it runs on a
-# fresh machine.
+# target, the published crates (docs without warnings, their examples run
+# against real processes and a real MCP server, a publish dry run), and the
+# wasm package under Node (vectors, native/wasm parity, live servers).
+# Installs what it needs first (idempotently), so it runs on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,50 @@ if [ "$(id -u)" = 0 ]; then
     cargo test -p mcp-reconcile --locked --no-fail-fast \
         --test daemon_security --test ipc_security --test private_files -- --ignored
 fi
+
+step "crates: docs, examples, publish dry-run"
+# Each published crate ships real copies of the root's license texts.
+for crate in kernel host-native; do
+    cmp LICENSE-MIT "$crate/LICENSE-MIT" && cmp LICENSE-APACHE "$crate/LICENSE-APACHE"
+done
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p mcp-reconcile-kernel -p mcp-reconcile
+# The examples must do their work, not just compile: each line named must be in the output.
+expect_lines() {
+    local output=$1 pattern
+    shift
+    for pattern in "$@"; do
+        if ! grep -qE -- "$pattern" <<<"$output"; then
+            printf '%s\n--- no line matches: %s\n' "$output" "$pattern" >&2
+            return 1
+        fi
+    done
+}
+output=$(cargo run -q --locked -p mcp-reconcile-kernel --example embed_kernel)
+expect_lines "$output" \
+    '^  connect +notes +spawned' \
+    '^  skip +lint +not started \(pending_approval\)' \
+    '^  connect +lint +spawned' \
+    '^  retry +broken +failed \(attempt 2' \
+    '^  reconnect +search +env changed; spawned' \
+    '^  disconnect +broken +stopped \(removed\)' \
+    '^converged: 4 processes running'
+cargo build -q --locked -p mcp-reconcile-fixture
+target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+output=$(MCP_RECONCILE_FIXTURE="$target_dir/debug/mcp-fixture-server" \
+    cargo run -q --locked -p mcp-reconcile --example embed_session)
+expect_lines "$output" \
+    '^  connect +notes +tools echo' \
+    '^mcp__notes__echo -> hello$' \
+    '^  connect +math +tools add' \
+    '^  keep +notes' \
+    '^mcp__math__add -> 5$' \
+    '^notes kept its process across the edit' \
+    '^stopped every server$'
+# Without a server to connect to, it says how to run it and succeeds.
+output=$(env -u MCP_RECONCILE_FIXTURE cargo run -q --locked -p mcp-reconcile --example embed_session)
+expect_lines "$output" '^usage: embed_session SERVER'
+# `--allow-dirty`: the suite checks the work tree as it is, committed or not.
+cargo publish --dry-run --locked --allow-dirty -p mcp-reconcile-kernel -p mcp-reconcile
 
 step "fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
 bash scripts/fuzz.sh "$FUZZ_SECONDS"

@@ -56,3 +56,8 @@ pub mod token_store_file;
 pub mod transport;
 pub mod view;
 pub mod watcher;
+
+/// The README's code runs as a doctest, so the usage it shows keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

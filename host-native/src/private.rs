@@ -233,7 +233,7 @@ pub fn create_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// Why another user could change the file or directory `path` (after symlinks) or replace it
 /// in its directory: it (or its directory) belongs to a user other than us and root, or is
-/// writable by others — by the group unless it is ours alone ([`group_is_private`]), and for the
+/// writable by others — by the group unless it is ours alone (`group_is_private`), and for the
 /// directory only when it is not sticky. `None` when only we (or root) can. A path that
 /// cannot be read is `None`: the caller's own read reports it.
 pub fn foreign_writer(path: &Path) -> Option<String> {

@@ -63,7 +63,7 @@ pub(crate) fn ready() -> bool {
 
 /// Lists the process group `pgid` with the watchdog, starting it first if needed. Without
 /// [`install`], or if the watchdog cannot start (logged), only the leaders' death signal is
-/// left ([`ready`] said so before the spawn).
+/// left (`ready` said so before the spawn).
 pub fn track(pgid: Pid) {
     let Some(exe) = EXE.get() else {
         return;

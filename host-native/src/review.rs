@@ -7,7 +7,7 @@
 //! unexpanded with a note that it expands from the user's environment —
 //! never the expanded secret — and, loudly, when the entry replaces one of the
 //! user's own servers of the same name. Every byte is escaped for the
-//! terminal ([`display::safe`]).
+//! terminal ([`display::safe`](crate::display::safe)).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

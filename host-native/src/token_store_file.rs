@@ -1,7 +1,7 @@
 //! The token files on disk: where they are ([`TokenFile`]); read, changed and written back
 //! atomically under the directory lock (the approvals store's helpers: a new 0600 file renamed
 //! over the old one, so a reader sees the old file or the new one, never a part, and a symlink
-//! is replaced, not followed); the refresh lock ([`lock_file`]).
+//! is replaced, not followed); the refresh lock (`lock_file`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -308,15 +308,16 @@ export type LspPlan = {
  */
 export type LspPlanAction = { "action": "connect",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
-     * Its seed id.
+     * The seed id of the process to start: `<name>::<digest>` of its seed
+     * fields, the ones only a restart can change.
      */
     to: LspSeedId, } | { "action": "restart",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -332,7 +333,7 @@ export type LspPlanAction = { "action": "connect",
      */
     changed: Array<string>, } | { "action": "reconfigure",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -340,7 +341,7 @@ export type LspPlanAction = { "action": "connect",
      */
     changed: Array<string>, } | { "action": "retry",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -348,7 +349,7 @@ export type LspPlanAction = { "action": "connect",
      */
     attempt: number, } | { "action": "disconnect",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -356,7 +357,7 @@ export type LspPlanAction = { "action": "connect",
      */
     reason: Reason, } | { "action": "keep",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -365,7 +366,7 @@ export type LspPlanAction = { "action": "connect",
      */
     reason?: Reason, } | { "action": "skip",
     /**
-     * The server.
+     * The language server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -473,7 +474,8 @@ export type OnlineEntry = {
      */
     config: ServerConfig,
     /**
-     * Its current state.
+     * Its current state; with `attempts`, `retry_at`, `crash_loop` and `needs_auth` it
+     * decides between keep, retry and skip.
      */
     status: Status,
     /**
@@ -591,15 +593,16 @@ export type Plan = {
  */
 export type PlanAction = { "action": "connect",
     /**
-     * The server.
+     * The server's name: its key in the desired or online map.
      */
     name: string,
     /**
-     * Its connection id.
+     * The id of the connection to start: `<name>::<fingerprint>` of the
+     * config's identity fields, so an edit that leaves them alone keeps it.
      */
     to: ConnectionId, } | { "action": "reconnect",
     /**
-     * The server.
+     * The server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -615,7 +618,7 @@ export type PlanAction = { "action": "connect",
      */
     changed: Array<string>, } | { "action": "retry",
     /**
-     * The server.
+     * The server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -623,7 +626,7 @@ export type PlanAction = { "action": "connect",
      */
     attempt: number, } | { "action": "disconnect",
     /**
-     * The server.
+     * The server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -631,11 +634,11 @@ export type PlanAction = { "action": "connect",
      */
     reason: Reason, } | { "action": "keep",
     /**
-     * The server.
+     * The server's name: its key in the desired or online map.
      */
     name: string, } | { "action": "skip",
     /**
-     * The server.
+     * The server's name: its key in the desired or online map.
      */
     name: string,
     /**
@@ -838,7 +841,8 @@ export type SupervisionEvent = "start" | "connected" | "failed" | "closed" | "fo
  */
 export type SupervisionState = {
     /**
-     * Its state.
+     * Where the connection is in its life: starting, up, failed (see `attempts` and
+     * `retry_at`) or closed without a failure.
      */
     status: Status,
     /**
@@ -888,7 +892,7 @@ export type SupervisionView = {
      */
     reason: Reason | null,
     /**
-     * Consecutive failures.
+     * Consecutive failures since the connection was last healthy for long enough.
      */
     attempts: number,
     /**
@@ -897,7 +901,8 @@ export type SupervisionView = {
      */
     retryInMs: number | null,
     /**
-     * The last error.
+     * The last error, as the host recorded it (already redacted); cleared once the
+     * connection is up again.
      */
     lastError: string | null,
 };

@@ -35,7 +35,8 @@ pub struct Previous {
 pub struct HotReload {
     /// Servers or gating changed: reconcile and adopt `next`.
     pub reconcile: bool,
-    /// The assembled servers.
+    /// The desired servers assembled from the new layers: what the session adopts
+    /// (and plans against) when `reconcile` is set.
     pub servers: Servers,
     /// The gating computed for them.
     pub gating: Gating,

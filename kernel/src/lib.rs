@@ -53,3 +53,8 @@ pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
 pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
 pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
 pub use time::Millis;
+
+/// The README's code runs as a doctest, so the usage it shows keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -221,7 +221,8 @@ impl LspScope {
 pub struct LspEntry {
     /// The entry's fields.
     pub config: Object,
-    /// User or project.
+    /// Whether the user's file or the project's `.lsp.json` wrote it; a project entry
+    /// needs approval.
     pub scope: LspScope,
 }
 
@@ -300,14 +301,15 @@ pub fn lsp_servers_from_value(value: &Value) -> Result<LspServers, String> {
 pub enum LspAction {
     /// Start a server that is not online.
     Connect {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
-        /// Its seed id.
+        /// The seed id of the process to start: `<name>::<digest>` of its seed
+        /// fields, the ones only a restart can change.
         to: LspSeedId,
     },
     /// Stop the running process and start one with the new seed.
     Restart {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
         /// The running server's seed id.
         from: LspSeedId,
@@ -319,28 +321,28 @@ pub enum LspAction {
     /// Apply the new live fields to the running process (push `settings`,
     /// re-route, adopt the new policy); no restart.
     Reconfigure {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
         /// The live fields that differ, sorted by UTF-16 code units.
         changed: Vec<String>,
     },
     /// Start a failed or disconnected server again (with the new live fields).
     Retry {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
         /// The attempt number this start is (`attempts + 1`).
         attempt: u64,
     },
     /// Stop the server.
     Disconnect {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
         /// `removed`, `rejected` or `pending_approval`.
         reason: Reason,
     },
     /// Leave the server alone.
     Keep {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
         /// `pending_approval` when it keeps running its last approved config
         /// while an edit waits for approval; else not set.
@@ -350,7 +352,7 @@ pub enum LspAction {
     },
     /// Do not start the server now.
     Skip {
-        /// The server.
+        /// The language server's name: its key in the desired or online map.
         name: String,
         /// `pending_approval`, `rejected`, `backing_off` or `crash_loop`.
         reason: Reason,

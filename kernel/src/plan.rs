@@ -90,7 +90,8 @@ impl Status {
 pub struct OnlineEntry {
     /// The config the connection was started with (not the desired one).
     pub config: ServerConfig,
-    /// Its current state.
+    /// Its current state; with `attempts`, `retry_at`, `crash_loop` and `needs_auth` it
+    /// decides between keep, retry and skip.
     pub status: Status,
     /// Consecutive failures (SPEC §9).
     #[cfg_attr(feature = "ts", ts(as = "Option<u32>", optional = nullable))]
@@ -136,14 +137,15 @@ pub type Online = Object<OnlineEntry>;
 pub enum Action {
     /// Start a connection that is not online.
     Connect {
-        /// The server.
+        /// The server's name: its key in the desired or online map.
         name: String,
-        /// Its connection id.
+        /// The id of the connection to start: `<name>::<fingerprint>` of the
+        /// config's identity fields, so an edit that leaves them alone keeps it.
         to: ConnectionId,
     },
     /// Purge the server's tools, stop the old connection, start the new one.
     Reconnect {
-        /// The server.
+        /// The server's name: its key in the desired or online map.
         name: String,
         /// The running connection's id.
         from: ConnectionId,
@@ -154,26 +156,26 @@ pub enum Action {
     },
     /// Start a failed or disconnected connection again.
     Retry {
-        /// The server.
+        /// The server's name: its key in the desired or online map.
         name: String,
         /// The attempt number this start is (`attempts + 1`).
         attempt: u64,
     },
     /// Purge the server's tools and stop its connection.
     Disconnect {
-        /// The server.
+        /// The server's name: its key in the desired or online map.
         name: String,
         /// Why it may not stay (`removed` or a denial reason).
         reason: Reason,
     },
     /// Leave the connection alone.
     Keep {
-        /// The server.
+        /// The server's name: its key in the desired or online map.
         name: String,
     },
     /// Do not start the server now.
     Skip {
-        /// The server.
+        /// The server's name: its key in the desired or online map.
         name: String,
         /// Why (a denial reason, `backing_off` or `crash_loop`).
         reason: Reason,
@@ -292,7 +294,7 @@ pub enum PlanError {
     /// A config has no identity (the TypeScript host throws on it).
     #[error("server \"{name}\" has no identity: {source}")]
     Identity {
-        /// The server.
+        /// The server whose config has no identity.
         name: String,
         /// What is wrong with its config.
         source: IdentityError,

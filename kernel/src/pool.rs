@@ -70,7 +70,7 @@ pub enum Acquire {
 /// The answer to [`Pool::release`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Release {
-    /// Other holds remain.
+    /// Other holds remain: the connection stays open.
     Held {
         /// Holds after this release.
         refcount: u32,
@@ -88,7 +88,7 @@ pub enum Release {
 /// A connection the host must close now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Close {
-    /// The connection.
+    /// The connection to close: no session has held it since its drain deadline.
     pub id: ConnectionId,
 }
 

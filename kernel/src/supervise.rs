@@ -9,7 +9,7 @@
 //! ([`Supervision::forgive`]) — and asks when it is due
 //! ([`Supervision::retry_due`]) and how to show it ([`Supervision::view`]).
 //! Delays come from [`backoff`]; a connection that stayed healthy for
-//! [`HEALTHY_RESET`] starts over.
+//! [`HEALTHY_RESET`](crate::backoff::HEALTHY_RESET) starts over.
 
 use crate::backoff::{attempts_after_health, backoff};
 use crate::gating::Reason;
@@ -25,7 +25,8 @@ use crate::time::Millis;
     ts(rename = "SupervisionState", rename_all = "camelCase")
 )]
 pub struct Supervision {
-    /// Its state.
+    /// Where the connection is in its life: starting, up, failed (see `attempts` and
+    /// `retry_at`) or closed without a failure.
     pub status: Status,
     /// Consecutive failures (drives the backoff).
     #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
@@ -66,12 +67,13 @@ pub struct View {
     /// Why a failed connection is not up: `unsupported_transport`,
     /// `needs_auth`, `crash_loop` or `backing_off`; not set otherwise.
     pub reason: Option<Reason>,
-    /// Consecutive failures.
+    /// Consecutive failures since the connection was last healthy for long enough.
     pub attempts: u32,
     /// Milliseconds until a failed connection is retried (not set when it is
     /// not failed or will not be retried on a timer).
     pub retry_in_ms: Option<u64>,
-    /// The last error.
+    /// The last error, as the host recorded it (already redacted); cleared once the
+    /// connection is up again.
     pub last_error: Option<String>,
 }
 

@@ -1,9 +1,9 @@
 //! One attached session of the daemon: a session ([`Host`]) whose MCP connections are its
-//! holds on the daemon's [`SharedPool`] ([`Lease`]), served as MCP on the client's connection,
+//! holds on the daemon's [`SharedPool`] ([`Lease`](crate::pool::Lease)), served as MCP on the client's connection,
 //! and released when the connection closes. It is the same engine `watch --no-daemon` and
 //! `serve --no-daemon` run — inputs, scheduler, grace, waiters, approvals, catalog, routing,
 //! status, language servers — with another backend. The daemon's list of them is the
-//! [`Registry`](super::registry::Registry).
+//! `Registry` (`daemon/registry.rs`).
 //!
 //! 1. resolve the client's files in its environment; make the session with its [`Launch`]
 //!    (project root, environment, token file) and start it;

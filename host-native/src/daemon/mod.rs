@@ -16,7 +16,7 @@
 //!   ([`attached`]: the session engine on a [`Lease`](crate::pool::Lease)): its own admission,
 //!   approvals (its project root), tool filters and catalog; its stdio servers spawned with
 //!   *its* environment in *its* project root ([`crate::launch`]). What needs approval is sent
-//!   as an [`attached::HINT`] notification for the person (the bridge prints it). The session
+//!   as an [`attached::EVENT`] notification for the person (the bridge prints it). The session
 //!   lives as long as the connection: when the client goes, it releases what it held and the
 //!   pool drains those connections.
 //! * **Other requests.** [`DaemonRequest::Status`] lists sessions and connections with their

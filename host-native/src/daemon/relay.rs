@@ -7,7 +7,7 @@
 //!   session (the new session's `initialize` answer is swallowed: the client has its own);
 //! * the ids of the client's requests not answered yet;
 //! * the resources it subscribed to and the log level it last set, sent again to a new
-//!   session (ids of the relay's own, [`REPLAYED`]; their answers are swallowed) — else a
+//!   session (ids of the relay's own, `REPLAYED`; their answers are swallowed) — else a
 //!   restarted daemon's servers would forget them without the client knowing.
 //!
 //! When the daemon connection ends while the client is still there (the daemon died or was

@@ -14,7 +14,7 @@ use crate::session::Session;
 /// request passes [`http_guard::check`](crate::http_guard::check) first (Host, Origin, bearer
 /// token, session cap); sessions idle for `guard.session_idle` are closed. Connections are
 /// bounded by `guard.connections` (a header-read timeout, a cap on open connections: see
-/// [`connections`](super::connections)). Returns the bound address; the server stops when
+/// `gateway/connections.rs`). Returns the bound address; the server stops when
 /// `stop` is cancelled.
 ///
 /// # Errors

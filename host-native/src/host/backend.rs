@@ -3,7 +3,7 @@
 //! drive loop, the scheduler, the grace, the waiters, approvals, catalog, routing, status,
 //! language servers) is the session's own, written once in [`super::Host`].
 //!
-//! * [`Own`]: the session's own [`Supervisor`] (`watch --no-daemon`, `serve --no-daemon`, an
+//! * [`Own`]: the session's own `Supervisor` (`watch --no-daemon`, `serve --no-daemon`, an
 //!   embedding host): it starts, retries and stops its processes itself.
 //! * the pool's `Lease`: the session's holds on the shared pool (a daemon session):
 //!   the pool starts, shares, supervises and drains the processes; the session asks it to
@@ -98,7 +98,7 @@ pub trait Backend: Send + 'static {
     fn shutdown(self) -> impl std::future::Future<Output = ()> + Send;
 }
 
-/// A session's own processes: its [`Supervisor`], keyed by server name.
+/// A session's own processes: its `Supervisor`, keyed by server name.
 pub struct Own(Supervisor<String, Mcp>);
 
 impl Backend for Own {

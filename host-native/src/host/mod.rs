@@ -9,7 +9,7 @@
 //!    window after a write in place that parses, and its trailing debounce while a file does
 //!    not parse (edits during a run → exactly one follow-up);
 //! 3. a run reloads only the changed files, asks the kernel whether anything
-//!    MCP-relevant changed ([`hot_reload`]) and for a [`plan`], tears down
+//!    MCP-relevant changed ([`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload)) and for a [`plan`], tears down
 //!    what the plan removes (purging its tools first) and starts the rest in
 //!    parallel (bounded), without blocking the loop: status requests are
 //!    answered while servers are still connecting;

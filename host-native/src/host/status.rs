@@ -96,7 +96,7 @@ pub struct ServerStatus {
     pub retry_in_ms: Option<u64>,
 }
 
-/// The answer to [`Control::Status`].
+/// The answer to [`Control::Status`](crate::host::Control::Status).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StatusReport {
     /// Every configured server, in map order.

@@ -54,7 +54,7 @@ pub(crate) fn shown_name(name: &str) -> String {
 }
 
 /// `catalog` without the tools and prompts whose names cannot be offered ([`name_problem`]),
-/// with one warning per dropped name (the first [`MAX_NAME_WARNINGS`] of a listing, then one
+/// with one warning per dropped name (the first `MAX_NAME_WARNINGS` of a listing, then one
 /// line with the count of the rest).
 pub fn drop_invalid_names(server: &str, mut catalog: Catalog) -> Catalog {
     let mut dropped = 0usize;

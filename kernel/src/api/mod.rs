@@ -10,8 +10,8 @@
 //! one codec per op (the record, and a function from it to a typed result
 //! that calls the domain function), `encode` writes results as JSON, `error`
 //! maps domain errors onto [`ErrorKind`]s, and this file is the op table.
-//! With the `ts` feature, [`typescript`] declares the request and result
-//! types of that table in TypeScript.
+//! With the `ts` feature, the `typescript` module declares the request and
+//! result types of that table in TypeScript.
 
 mod encode;
 mod error;

@@ -24,7 +24,7 @@ pub struct LspStart {
     /// Absolute, inside the project root; the server's cwd, `rootUri` and only workspace folder.
     pub workspace_folder: PathBuf,
     /// The project root, absolute: the only files the language tools read lie inside it, after
-    /// every symbolic link (see [`super::super::confined`]).
+    /// every symbolic link (see `lsp/confined.rs`).
     pub project_root: PathBuf,
     pub initialization_options: Option<serde_json::Value>,
     /// Pushed whole with `workspace/didChangeConfiguration`; answers `workspace/configuration`.
