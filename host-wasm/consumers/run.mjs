@@ -10,7 +10,7 @@
 // each bundle run from a directory with nothing beside it, and a
 // browser page, a module worker and a bundler-free page in headless Chromium (Debian's
 // `chromium`), served on 127.0.0.1. And the README's first-reconcile block, as printed there,
-// against a real MCP server. Fails when the tarball outgrows its budget.
+// against a real MCP server; its language-server block is type-checked. Fails when the tarball outgrows its budget.
 import { spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -226,6 +226,12 @@ try {
   check("node ESM", run("node", ["node-esm/main.js"], { cwd: scratch }).trim(), expected);
   check("node CJS", run("node", ["node-cjs/main.js"], { cwd: scratch }).trim(), expected);
 
+  // The README's language-server block is compiled with it (strict, as printed), not run.
+  const lspBlock = readFileSync(join(hostWasm, "README.md"), "utf8")
+    .split("## Language servers")[1]
+    ?.match(/```ts\n([\s\S]*?)```/)?.[1];
+  if (lspBlock === undefined) throw new Error("README.md has no language-server ts block");
+  writeFileSync(join(scratch, "ts-nodenext", "readme-lsp.ts"), `${lspBlock}export {};\n`);
   run(bin("tsc"), ["-p", "ts-nodenext"], { cwd: scratch });
   check("TypeScript NodeNext strict", run("node", ["ts-nodenext/out/main.js"], { cwd: scratch }).trim(), expected);
 
