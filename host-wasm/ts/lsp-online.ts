@@ -15,6 +15,7 @@ import type {
   SupervisionView,
 } from "./kernel.js";
 import type { LspConnection } from "./lsp-connection.js";
+import { earliestRetry, onlineEntry } from "./supervision.js";
 
 /** The default `maxRestarts` (SPEC §14.1). */
 const DEFAULT_MAX_RESTARTS = 8;
@@ -73,27 +74,15 @@ export class LspOnline {
   online(): Online {
     const online: Online = {};
     for (const [name, live] of this.#live) {
-      const s = live.supervision;
-      online[name] = {
-        // The plan reads any entry as written; `LspEntry` and `ServerConfig` differ only in `scope`'s values.
-        config: structuredClone(live.config) as ServerConfig,
-        status: s.status,
-        ...(s.attempts ? { attempts: s.attempts } : {}),
-        ...(s.retryAt != null ? { retryAt: s.retryAt } : {}),
-        ...(s.crashLoop ? { crashLoop: true } : s.status === "failed" ? { crashLoop: false } : {}),
-      };
+      // The plan reads any entry as written; `LspEntry` and `ServerConfig` differ only in `scope`'s values.
+      online[name] = onlineEntry(structuredClone(live.config) as ServerConfig, live.supervision);
     }
     return online;
   }
 
   /** The earliest `retryAt` of a failed server that will be retried, if any. */
   nextRetryAt(): number | undefined {
-    let next: number | undefined;
-    for (const { supervision: s } of this.#live.values()) {
-      if (s.status !== "failed" || s.crashLoop || s.retryAt == null) continue;
-      next = next === undefined ? s.retryAt : Math.min(next, s.retryAt);
-    }
-    return next;
+    return earliestRetry([...this.#live.values()].map((live) => live.supervision));
   }
 
   /**

@@ -21,6 +21,7 @@
  * Calls are queued: one reconcile runs at a time, each on the latest state.
  */
 import { kernel } from "./kernel.js";
+import { earliestRetry, onlineEntry } from "./supervision.js";
 import type {
   Gating,
   Mode,
@@ -91,15 +92,8 @@ interface Live {
 }
 
 /** What the plan sees of a live connection. */
-function entryOf({ config, supervision: s }: Live): OnlineEntry {
-  return {
-    config,
-    status: s.status,
-    ...(s.attempts ? { attempts: s.attempts } : {}),
-    ...(s.retryAt != null ? { retryAt: s.retryAt } : {}),
-    ...(s.crashLoop ? { crashLoop: true } : s.status === "failed" ? { crashLoop: false } : {}),
-    ...(s.needsAuth ? { needsAuth: true } : {}),
-  };
+function entryOf({ config, supervision }: Live): OnlineEntry {
+  return onlineEntry(config, supervision);
 }
 
 export class Reconciler {
@@ -140,12 +134,7 @@ export class Reconciler {
 
   /** The earliest `retryAt` of a failed, not crash-looping server, if any. */
   nextRetryAt(): number | undefined {
-    let next: number | undefined;
-    for (const { supervision: s } of this.#live.values()) {
-      if (s.status !== "failed" || s.crashLoop || s.retryAt == null) continue;
-      next = next === undefined ? s.retryAt : Math.min(next, s.retryAt);
-    }
-    return next;
+    return earliestRetry([...this.#live.values()].map((live) => live.supervision));
   }
 
   /** Sets whether the folder is trusted, for the next reconcile. */
