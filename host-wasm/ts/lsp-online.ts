@@ -15,7 +15,8 @@ import type {
   SupervisionView,
 } from "./kernel.js";
 import type { LspConnection } from "./lsp-connection.js";
-import { earliestRetry, onlineEntry } from "./supervision.js";
+import { SupervisionSteps, earliestRetry, onlineEntry } from "./supervision.js";
+import type { Failure } from "./supervision.js";
 
 /** The default `maxRestarts` (SPEC §14.1). */
 const DEFAULT_MAX_RESTARTS = 8;
@@ -41,15 +42,14 @@ export interface LiveServer {
 
 export class LspOnline {
   readonly #now: () => number;
-  readonly #seed: (name: string) => number;
+  readonly #steps: SupervisionSteps;
   readonly #live = new Map<string, LiveServer>();
-  readonly #seeds = new Map<string, number>();
   readonly #spawns = new Map<string, number>();
   #generation = 0;
 
   constructor(now: () => number, seed: (name: string) => number) {
     this.#now = now;
-    this.#seed = seed;
+    this.#steps = new SupervisionSteps(now, seed);
   }
 
   get(name: string): LiveServer | undefined {
@@ -152,24 +152,8 @@ export class LspOnline {
     name: string,
     supervision: SupervisionState | undefined,
     event: SupervisionEvent,
-    failure: { error?: string; unsupported?: boolean } = {},
+    failure: Failure = {},
   ): SupervisionState {
-    return kernel.supervise({
-      ...(supervision === undefined ? {} : { supervision }),
-      event,
-      now: this.#now(),
-      seed: this.#seedOf(name),
-      ...(failure.error === undefined ? {} : { error: failure.error }),
-      ...(failure.unsupported ? { unsupported: true } : {}),
-    }).supervision;
-  }
-
-  #seedOf(name: string): number {
-    let seed = this.#seeds.get(name);
-    if (seed === undefined) {
-      seed = this.#seed(name);
-      this.#seeds.set(name, seed);
-    }
-    return seed;
+    return this.#steps.step(name, supervision, event, failure).supervision;
   }
 }

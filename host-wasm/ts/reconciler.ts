@@ -21,7 +21,7 @@
  * Calls are queued: one reconcile runs at a time, each on the latest state.
  */
 import { kernel } from "./kernel.js";
-import { earliestRetry, onlineEntry } from "./supervision.js";
+import { SupervisionSteps, earliestRetry, onlineEntry } from "./supervision.js";
 import type {
   Gating,
   Mode,
@@ -100,11 +100,10 @@ export class Reconciler {
   readonly #executor: Executor;
   readonly #mode: Mode;
   readonly #now: () => number;
-  readonly #seed: (name: string) => number;
+  readonly #steps: SupervisionSteps;
   readonly #parallelism: number;
   #trustedFolder: boolean;
   #live = new Map<string, Live>();
-  #seeds = new Map<string, number>();
   #generation = 0;
   #queue: Promise<unknown> = Promise.resolve();
   #desired: Servers = {};
@@ -116,7 +115,7 @@ export class Reconciler {
     this.#mode = options.mode ?? "session";
     this.#trustedFolder = options.trustedFolder ?? true;
     this.#now = options.now ?? Date.now;
-    this.#seed = options.seed ?? (() => Math.floor(Math.random() * 2 ** 53));
+    this.#steps = new SupervisionSteps(this.#now, options.seed ?? (() => Math.floor(Math.random() * 2 ** 53)));
     this.#parallelism = Math.max(1, options.parallelism ?? 4);
   }
 
@@ -281,22 +280,7 @@ export class Reconciler {
     event: SupervisionEvent,
     error?: string,
   ): Supervised {
-    return kernel.supervise({
-      ...(supervision === undefined ? {} : { supervision }),
-      event,
-      now: this.#now(),
-      seed: this.#seedOf(name),
-      ...(error === undefined ? {} : { error }),
-    });
-  }
-
-  #seedOf(name: string): number {
-    let seed = this.#seeds.get(name);
-    if (seed === undefined) {
-      seed = this.#seed(name);
-      this.#seeds.set(name, seed);
-    }
-    return seed;
+    return this.#steps.step(name, supervision, event, error === undefined ? {} : { error });
   }
 
   #outcome(action: PlanAction, started: Map<PlanAction, number>, error?: unknown): Outcome {
