@@ -23,6 +23,7 @@
 
 mod files;
 mod lsp;
+mod own_gateway;
 mod paths;
 mod session_id;
 mod shell_words;
@@ -438,6 +439,11 @@ impl Inputs {
         {
             layer.servers = self.mcp_json.written();
         }
+        // The file each layer came from, for what is said about its entries.
+        let mut files: Vec<PathBuf> = self.settings.iter().map(|f| f.path.clone()).collect();
+        files.push(self.mcp_json.kind.label());
+        files.extend(self.cli_configs.iter().map(|c| c.kind.label()));
+        files.push(frozen.current.file.clone().unwrap_or_default());
         match &frozen.parsed {
             Some(Ok(config)) => {
                 let from_workspace = frozen.current.kind == Some(LayerSource::Workspace);
@@ -460,6 +466,14 @@ impl Inputs {
             }),
             None => {}
         }
+        own_gateway::drop_own_entries(
+            &mut layers,
+            &mut written_layers,
+            &files,
+            self.env.vars.get("PATH").map(String::as_str),
+            &self.env.cwd,
+            &mut errors,
+        );
         if current.text != frozen.current.text {
             errors.push(InputError {
                 file: current

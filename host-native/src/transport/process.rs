@@ -329,7 +329,7 @@ fn child_path(config: &ServerConfig, launch: Option<&Launch>) -> Option<std::ffi
 /// keeps the bare name, so the standard library's own lookup and its error apply — for a name
 /// with a `/`, no `PATH`, a relative or empty entry before the match (those depend on the
 /// child's directory), or no match.
-fn lookup(program: &str, path: &Option<std::ffi::OsString>) -> Option<PathBuf> {
+pub(crate) fn lookup(program: &str, path: &Option<std::ffi::OsString>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     if program.is_empty() || program.contains('/') {
         return None;

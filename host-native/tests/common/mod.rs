@@ -760,6 +760,11 @@ impl Served {
         self.client.as_ref().expect("client open")
     }
 
+    /// The pid of the `serve` process.
+    pub fn pid(&self) -> u32 {
+        self.group.0
+    }
+
     /// serve's stderr so far.
     pub fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
