@@ -48,6 +48,7 @@ import type { MessageConnection } from "vscode-jsonrpc/node";
 
 import type { LspEntry } from "./kernel.js";
 import { Documents } from "./lsp-documents.js";
+import { framingGuard } from "./lsp-framing.js";
 import type { OpenDocument } from "./lsp-documents.js";
 import { LspEntryError, readEntry, readInProject, redact, secretsOf } from "./lsp-entry.js";
 import type { LspStart } from "./lsp-entry.js";
@@ -141,7 +142,9 @@ export class LspConnection {
         `could not start \`${start.command}\`: ${(e as Error).message}; check \`command\`, \`workspaceFolder\` and PATH`,
       );
     }
-    const rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    // Every byte passes the framing bound first: a message over 64 MiB fails this connection.
+    const guarded = child.stdout.pipe(framingGuard(name));
+    const rpc = createMessageConnection(new StreamMessageReader(guarded), new StreamMessageWriter(child.stdin));
     const connection = new LspConnection(options, start, child, rpc);
     const ended = connection.#answer();
     rpc.listen();

@@ -519,3 +519,60 @@ test("a server that ignores shutdown, exit and SIGTERM is killed with its group"
     );
   }),
 );
+
+/**
+ * A Node script as a language server: answers `initialize`, then, once a
+ * document is opened, announces a message of 99 999 999 999 bytes and streams
+ * filler. `vscode-jsonrpc` alone would buffer all of it.
+ */
+const HUGE_SERVER = `
+let buffered = Buffer.alloc(0);
+const send = (message) => {
+  const body = Buffer.from(JSON.stringify({ jsonrpc: "2.0", ...message }));
+  process.stdout.write("Content-Length: " + body.length + "\\r\\n\\r\\n");
+  process.stdout.write(body);
+};
+process.stdin.on("data", (chunk) => {
+  buffered = Buffer.concat([buffered, chunk]);
+  for (;;) {
+    const end = buffered.indexOf("\\r\\n\\r\\n");
+    if (end < 0) return;
+    const length = Number(/content-length: *(\\d+)/i.exec(buffered.subarray(0, end).toString())[1]);
+    if (buffered.length < end + 4 + length) return;
+    const message = JSON.parse(buffered.subarray(end + 4, end + 4 + length).toString());
+    buffered = buffered.subarray(end + 4 + length);
+    if (message.method === "initialize") send({ id: message.id, result: { capabilities: { textDocumentSync: 1 } } });
+    if (message.method === "textDocument/didOpen") {
+      process.stdout.write("Content-Length: 99999999999\\r\\n\\r\\n");
+      const filler = Buffer.alloc(1 << 20, 32);
+      setInterval(() => process.stdout.write(filler), 10);
+    }
+  }
+});
+`;
+
+test("a server that announces a message over 64 MiB fails only its own connection", TEST, () =>
+  withProject(async (p) => {
+    const script = p.write("huge-server.cjs", HUGE_SERVER);
+    const desired = {
+      huge: user({ command: process.execPath, args: [script], extensionToLanguage: { ".txt": "plaintext" } }),
+      json: user(jsonEntry(true)),
+    };
+    assertAllOk(await p.reconcile(desired));
+    const file = p.write("notes.txt", "text\n");
+    void p.executor.diagnostics(file, WAIT).catch(() => {});
+    await until("the huge server's end is reported", () =>
+      p.events.some((e) => e.type === "closed" && e.server === "huge" && !e.requested),
+    );
+    const closed = p.events.find((e) => e.type === "closed" && e.server === "huge" && !e.requested);
+    assert.match(
+      (closed as { error: string }).error,
+      /language server `huge` announced a message of 99999999999 bytes, over the limit of 64 MiB/,
+    );
+    assert.equal(p.status("huge").state, "failed");
+    // The other server answers as before.
+    const broken = p.write("broken.json", '{"a": }\n');
+    assert.ok((await p.executor.diagnostics(broken, WAIT)).length > 0);
+    assert.equal(p.status("json").state, "connected");
+  }),
+);
