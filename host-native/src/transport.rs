@@ -448,7 +448,11 @@ async fn connect_sse(
             .await
             .map_err(|e| HandshakeFailure {
                 kind: ConnectErrorKind::Handshake,
-                what: format!("could not open its SSE stream: {}", describe(&e)),
+                what: format!(
+                    "could not open its SSE stream: {}{}",
+                    describe(&e),
+                    streamable_type_hint(config)
+                ),
                 in_initialize: false,
             })?;
         handshake(
@@ -460,6 +464,19 @@ async fn connect_sse(
     };
     let outcome = tokio::time::timeout(opts.handshake_timeout, attempt).await;
     finish_remote(ctx, opts, outcome, relist, failure, &url)
+}
+
+/// For a `url` entry whose `type` is another client's name for streamable HTTP (Claude Code's
+/// `http` / `streamable-http`, Cline's `streamableHttp`): where this layout looks for that
+/// transport. Here `url` is legacy SSE, so such a server fails to open a stream.
+fn streamable_type_hint(config: &ServerConfig) -> &'static str {
+    match config.str_field("type") {
+        Some("http" | "streamable-http" | "streamableHttp") => {
+            "; its `\"type\"` names streamable HTTP, which this file's format reads from \
+             `httpUrl` (`url` means legacy SSE here): rename `url` to `httpUrl`"
+        }
+        _ => "",
+    }
 }
 
 fn check_http_url(url: &str) -> Result<(), String> {

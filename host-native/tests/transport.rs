@@ -713,3 +713,29 @@ async fn everything_over_legacy_sse() {
     assert!(!error.contains("sse-token-1"), "{error}");
     conn.close().await;
 }
+
+/// Claude Code's `{"type": "http", "url": …}` (and its other spellings) in a file of our format
+/// is a `url` entry, legacy SSE: against a streamable HTTP server it fails, and the error says
+/// where this format reads streamable HTTP from. Without such a `type`, no hint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_entry_typed_as_streamable_http_fails_with_the_httpurl_hint() {
+    let server = common::HttpFixture::start(&["--http", "127.0.0.1:0"]);
+    let hint = "rename `url` to `httpUrl`";
+    for kind in ["http", "streamable-http", "streamableHttp"] {
+        let cfg = config(json!({"type": kind, "url": server.url}));
+        let (opts, _rx) = options(HANDSHAKE);
+        let error = connect("remote", &cfg, opts).await.expect_err("SSE fails");
+        assert!(
+            error.message.contains("could not open its SSE stream") && error.message.contains(hint),
+            "{kind}: {error}"
+        );
+    }
+    let (opts, _rx) = options(HANDSHAKE);
+    let error = connect("remote", &config(json!({"url": server.url})), opts)
+        .await
+        .expect_err("SSE fails");
+    assert!(!error.message.contains(hint), "{error}");
+    // Under `httpUrl` the same server connects.
+    let (conn, _rx) = connect_ok("remote", &config(json!({"httpUrl": server.url}))).await;
+    conn.close().await;
+}
