@@ -28,8 +28,8 @@ fn myself() -> Option<(u64, u64)> {
 }
 
 /// Whether `config` starts this executable's `serve`. `session_path` is the `PATH` a server of
-/// this session starts with unless its entry sets one; `cwd` is where a relative command is
-/// found.
+/// this session starts with unless its entry sets one; `cwd` is the session's directory, where a
+/// relative command (or the entry's relative `cwd`) is found.
 pub(super) fn runs_own_serve(
     config: &ServerConfig,
     session_path: Option<&str>,
@@ -53,7 +53,12 @@ pub(super) fn runs_own_serve(
         return false;
     };
     let program = if command.contains('/') {
-        Some(cwd.join(command))
+        // Relative to where the server runs: its own `cwd` (itself relative to the session's).
+        let dir = match config.str_field("cwd").filter(|c| !c.is_empty()) {
+            Some(own) => cwd.join(own),
+            None => cwd.to_path_buf(),
+        };
+        Some(dir.join(command))
     } else {
         let path = match config.get("env") {
             Some(Value::Object(env)) => match env.get("PATH") {
