@@ -1308,3 +1308,34 @@ fn asking_watch(
     let stdin = watch.stdin.take().expect("stdin");
     (Group::new(watch), stdin)
 }
+
+/// `serve` never adopts itself on the daemon either: the session's files are read there, and an
+/// entry that runs this binary's `serve` is skipped with the same line, never started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_session_skips_an_entry_that_runs_serve_itself() {
+    let p = Project::new();
+    let rt = Runtime::new(&p);
+    p.write_settings(json!({"mcpServers": {
+        "notes": p.server("notes", "echo"),
+        // Its own HOME and runtime dir keep a regression inside this test.
+        "reconcile": {"command": cli().to_string_lossy(), "args": ["serve", "--layout", "qwen"],
+                      "env": {"HOME": p.path("home").to_string_lossy(),
+                              "XDG_RUNTIME_DIR": rt.dir.to_string_lossy()}},
+    }}));
+    let daemon = start_daemon(&p, &rt);
+    let one = attach(&p, &rt, &[]).await;
+    wait_until_async("notes connects", || p.spawns("notes") == 1).await;
+    let tools = one.tool_names().await;
+    assert!(tools.contains(&"mcp__notes__echo".to_owned()), "{tools:?}");
+    assert!(
+        tools.iter().all(|t| !t.starts_with("mcp__reconcile__")),
+        "{tools:?}"
+    );
+    let log = || fs::read_to_string(p.path("serve.log")).unwrap_or_default();
+    wait_until_async("the skip on the client's stderr", || {
+        log().contains("server `reconcile` runs this gateway itself")
+    })
+    .await;
+    assert_eq!(nested_serves(daemon.id()), Vec::<u32>::new(), "{}", log());
+    one.close().await;
+}
