@@ -82,6 +82,12 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_CONFORMANCE_REFERENCE", value_parser = BoolishValueParser::new())]
     pub conformance_reference: bool,
 
+    /// With `--conformance-reference`: also speak MCP 2026-07-28 (stateless requests,
+    /// `server/discover`, input-required results, `subscriptions/listen`) and offer what its
+    /// scenarios ask for. Without it the fixture is a legacy server (up to 2025-11-25).
+    #[arg(long, env = "FIXTURE_MODERN", requires = "conformance_reference", value_parser = BoolishValueParser::new())]
+    pub modern: bool,
+
     /// With `--oauth`: how long an access token lives, in seconds.
     #[arg(
         long,

@@ -25,11 +25,12 @@ use crate::faults::GARBAGE;
 use crate::server::{Catalog, Fixture};
 
 /// How the HTTP endpoint behaves.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Mode {
     Mcp,
-    /// `--conformance-reference`: what the conformance suite's server scenarios ask for.
-    Reference,
+    /// `--conformance-reference`: what the conformance suite's server scenarios ask for; with
+    /// the 2026-07-28 additions under `--modern`.
+    Reference(Option<std::sync::Arc<crate::modern::Modern>>),
     /// Accepts every request and never responds.
     Hang,
     /// Responds 200 with a body that is not JSON-RPC.
@@ -71,10 +72,10 @@ pub async fn serve(
                 None => mcp,
             }
         }
-        Mode::Reference => Router::new().nest_service(
+        Mode::Reference(modern) => Router::new().nest_service(
             "/mcp",
             StreamableHttpService::new(
-                || Ok(crate::reference::Reference::default()),
+                move || Ok(crate::reference::Reference::new(modern.clone())),
                 Arc::new(LocalSessionManager::default()),
                 StreamableHttpServerConfig::default(),
             ),

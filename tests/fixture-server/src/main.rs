@@ -14,6 +14,7 @@ mod asks;
 mod cli;
 mod faults;
 mod http;
+mod modern;
 mod oauth;
 mod reference;
 mod server;
@@ -98,7 +99,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let catalog = Arc::new(Catalog::from_args(&args));
     if let Some(addr) = args.http {
         let mode = if args.conformance_reference {
-            http::Mode::Reference
+            http::Mode::Reference(args.modern.then(modern::Modern::new))
         } else if args.hang_handshake {
             http::Mode::Hang
         } else if args.garbage {
@@ -122,7 +123,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         return faults::answer_with_garbage().await;
     }
     if args.conformance_reference {
-        return serve_stdio(reference::Reference::default()).await;
+        let modern = args.modern.then(modern::Modern::new);
+        return serve_stdio(reference::Reference::new(modern)).await;
     }
     serve_stdio(Fixture::new(catalog)).await
 }

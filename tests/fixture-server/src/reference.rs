@@ -1,5 +1,6 @@
 //! `--conformance-reference`: the tools, prompts and resources the official MCP conformance
-//! suite's server scenarios ask for (`@modelcontextprotocol/conformance` 0.1.13; each
+//! suite's server scenarios ask for (`@modelcontextprotocol/conformance` 0.1.13 and, with
+//! `--modern`, 0.2.0-alpha.12's 2026-07-28 ones: `modern.rs`; each
 //! scenario's text says what it needs), so the suite can run against this fixture directly
 //! and through `mcp-reconcile serve` in front of it.
 //!
@@ -12,6 +13,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams,
     CompleteResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
@@ -21,7 +23,9 @@ use rmcp::model::{
     ReadResourceResult, ServerCapabilities, ServerConfig, ServerRequest, SetLevelRequestParams,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
+
+use crate::modern::Modern;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -31,16 +35,26 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z
 /// A WAV header with no samples.
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 
-/// One connection's state: its log level.
+/// One connection's state: its log level, and (`--modern`) the 2026-07-28 additions shared
+/// by every connection of the process.
 #[derive(Clone, Debug)]
 pub struct Reference {
     level: Arc<Mutex<LoggingLevel>>,
+    modern: Option<Arc<Modern>>,
 }
 
 impl Default for Reference {
     fn default() -> Self {
+        Reference::new(None)
+    }
+}
+
+impl Reference {
+    /// A legacy reference server (up to 2025-11-25), or with `modern` also a 2026-07-28 one.
+    pub fn new(modern: Option<Arc<Modern>>) -> Self {
         Reference {
             level: Arc::new(Mutex::new(LoggingLevel::Debug)),
+            modern,
         }
     }
 }
@@ -50,12 +64,25 @@ fn severity(level: LoggingLevel) -> u8 {
     level as u8
 }
 
-fn read<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+pub(crate) fn read<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
+/// `value` read as a result that says it is complete (`resultType`, which 2026-07-28 requires;
+/// rmcp drops it for a client of an older version).
+pub(crate) fn complete<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
+    if let Some(object) = value.as_object_mut() {
+        object.insert("resultType".into(), json!("complete"));
+    }
+    read(value)
+}
+
+pub(crate) fn complete_tool(text: String) -> Result<CallToolResponse, ErrorData> {
+    complete::<CallToolResult>(json!({"content": [{"type": "text", "text": text}]})).map(Into::into)
+}
+
 fn text_result(text: String) -> Result<CallToolResponse, ErrorData> {
-    read::<CallToolResult>(json!({"content": [{"type": "text", "text": text}]})).map(Into::into)
+    complete_tool(text)
 }
 
 fn tools() -> Value {
@@ -83,10 +110,17 @@ fn tools() -> Value {
          "inputSchema": {
              "$schema": "https://json-schema.org/draft/2020-12/schema",
              "type": "object",
-             "$defs": {"address": {"type": "object", "properties": {
+             "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
                  "street": {"type": "string"}, "city": {"type": "string"}}}},
              "properties": {"name": {"type": "string"},
-                            "address": {"$ref": "#/$defs/address"}},
+                            "address": {"$ref": "#/$defs/address"},
+                            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                            "phone": {"type": "string"}, "email": {"type": "string"}},
+             "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+             "if": {"properties": {"contactMethod": {"const": "phone"}},
+                    "required": ["contactMethod"]},
+             "then": {"required": ["phone"]},
+             "else": {"required": ["email"]},
              "additionalProperties": false}},
     ])
 }
@@ -204,8 +238,10 @@ impl Reference {
                 return text_result("Logging test completed".into());
             }
             "test_error_handling" => {
-                return read::<CallToolResult>(json!({"isError": true, "content": [{"type": "text",
-                    "text": "This tool intentionally returns an error for testing"}]}))
+                return complete::<CallToolResult>(
+                    json!({"isError": true, "content": [{"type": "text",
+                    "text": "This tool intentionally returns an error for testing"}]}),
+                )
                 .map(Into::into)
             }
             "test_tool_with_progress" => {
@@ -287,7 +323,7 @@ impl Reference {
                 ))
             }
         };
-        read::<CallToolResult>(json!({"content": content})).map(Into::into)
+        complete::<CallToolResult>(json!({"content": content})).map(Into::into)
     }
 }
 
@@ -310,9 +346,26 @@ impl ServerHandler for Reference {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        std::borrow::Cow::Borrowed(if self.modern.is_some() {
+            ProtocolVersion::KNOWN_VERSIONS
+        } else {
+            ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
+        })
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.modern.as_ref().map(|m| m.accepted(requested))
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        match &self.modern {
+            Some(modern) => modern.listen(subscription).await,
+            None => subscription.cancelled().await,
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -320,7 +373,11 @@ impl ServerHandler for Reference {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        read(json!({"tools": tools()}))
+        let mut tools = tools();
+        if let (Some(modern), Some(list)) = (&self.modern, tools.as_array_mut()) {
+            list.extend(modern.tools());
+        }
+        complete(json!({"tools": tools}))
     }
 
     async fn call_tool(
@@ -328,6 +385,11 @@ impl ServerHandler for Reference {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(modern) = &self.modern {
+            if let Some(response) = modern.call(&request, &context).await {
+                return response;
+            }
+        }
         let args = request.arguments.unwrap_or_default();
         self.run(&request.name, &args, &context).await
     }
@@ -337,7 +399,7 @@ impl ServerHandler for Reference {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        read(json!({"prompts": [
+        let mut prompts = json!([
             {"name": "test_simple_prompt", "description": "A simple prompt."},
             {"name": "test_prompt_with_arguments", "description": "A prompt with arguments.",
              "arguments": [
@@ -348,7 +410,12 @@ impl ServerHandler for Reference {
              "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed",
                             "required": true}]},
             {"name": "test_prompt_with_image", "description": "A prompt with an image."}
-        ]}))
+        ]);
+        if let (Some(_), Some(list)) = (&self.modern, prompts.as_array_mut()) {
+            list.push(json!({"name": "test_input_required_result_prompt",
+                             "description": "A prompt that asks for its context first."}));
+        }
+        complete(json!({"prompts": prompts}))
     }
 
     async fn get_prompt(
@@ -356,6 +423,9 @@ impl ServerHandler for Reference {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if let Some(response) = self.modern.as_ref().and_then(|m| m.prompt(&request)) {
+            return response;
+        }
         let args = request.arguments.unwrap_or_default();
         let arg = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
         let text =
@@ -382,7 +452,7 @@ impl ServerHandler for Reference {
                 ))
             }
         };
-        read::<GetPromptResult>(json!({"messages": messages})).map(Into::into)
+        complete::<GetPromptResult>(json!({"messages": messages})).map(Into::into)
     }
 
     async fn list_resources(
@@ -390,7 +460,7 @@ impl ServerHandler for Reference {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        read(json!({"resources": [
+        complete(json!({"resources": [
             {"uri": "test://static-text", "name": "static-text",
              "description": "A static text resource.", "mimeType": "text/plain"},
             {"uri": "test://static-binary", "name": "static-binary",
@@ -405,7 +475,7 @@ impl ServerHandler for Reference {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        read(json!({"resourceTemplates": [
+        complete(json!({"resourceTemplates": [
             {"uriTemplate": "test://template/{id}/data", "name": "template-data",
              "description": "Data for an id.", "mimeType": "application/json"}
         ]}))
@@ -433,14 +503,15 @@ impl ServerHandler for Reference {
                     json!({"uri": uri, "mimeType": "application/json", "text": data.to_string()})
                 }
                 _ => {
+                    // -32602 naming the URI, as 2026-07-28 (SEP-2164) asks.
                     return Err(ErrorData::resource_not_found(
                         format!("no resource `{uri}`"),
-                        None,
-                    ))
+                        Some(json!({"uri": uri})),
+                    ));
                 }
             },
         };
-        read::<ReadResourceResult>(json!({"contents": [contents]})).map(Into::into)
+        complete::<ReadResourceResult>(json!({"contents": [contents]})).map(Into::into)
     }
 
     #[allow(deprecated)]
@@ -472,7 +543,7 @@ impl ServerHandler for Reference {
             .into_iter()
             .filter(|v| v.starts_with(&typed))
             .collect();
-        read(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+        complete(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
     }
 
     async fn set_level(
