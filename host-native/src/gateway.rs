@@ -30,9 +30,10 @@ use rmcp::model::{
 };
 // Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); clients and servers of the
 // versions the gateway speaks use it.
+use rmcp::model::SubscriptionFilter;
 #[allow(deprecated)]
 use rmcp::model::{SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams};
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
@@ -42,6 +43,7 @@ use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
 
 mod connections;
+mod era;
 mod forward;
 mod http;
 pub use http::serve_http;
@@ -51,6 +53,8 @@ pub use http::serve_http;
 pub struct Gateway<S = HostHandle> {
     session: Arc<S>,
     clients: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    /// The `subscriptions/listen` streams of 2026-07-28 clients.
+    listeners: era::Listeners,
     /// `serve --passthrough NAME`: only this server, under its own names.
     only: Option<Arc<str>>,
 }
@@ -60,6 +64,7 @@ impl<S> Clone for Gateway<S> {
         Gateway {
             session: Arc::clone(&self.session),
             clients: Arc::clone(&self.clients),
+            listeners: self.listeners.clone(),
             only: self.only.clone(),
         }
     }
@@ -77,6 +82,7 @@ impl<S: Session> Gateway<S> {
         Gateway {
             session: Arc::new(session),
             clients: Arc::new(Mutex::new(Vec::new())),
+            listeners: era::Listeners::default(),
             only: None,
         }
     }
@@ -230,8 +236,10 @@ impl<S: Session> Gateway<S> {
                 clients.retain(|peer| !peer.is_transport_closed());
                 clients.clone()
             };
+            let listening = self.listeners.announce(&change).await;
             tracing::info!(
                 clients = clients.len(),
+                listening,
                 tools = change.tools,
                 prompts = change.prompts,
                 resources = change.resources,
@@ -299,11 +307,23 @@ impl<S: Session> ServerHandler for Gateway<S> {
             })
     }
 
-    /// Versions that begin with `initialize`, where `list_changed` is a plain notification.
+    /// Both eras (SPEC §16): the versions that begin with `initialize`, and 2026-07-28's
+    /// stateless requests.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(era::Listeners::accepted(requested))
+    }
+
+    /// A 2026-07-28 client's stream of list changes: open until the client ends it.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.listeners.listen(subscription).await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -328,7 +348,9 @@ impl<S: Session> ServerHandler for Gateway<S> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.visible().await?.tools))
+        Ok(ListToolsResult::with_all_items(self.visible().await?.tools)
+            .with_ttl_ms(era::FRESH_MS)
+            .with_cache_scope(era::SCOPE))
     }
 
     async fn call_tool(
@@ -353,7 +375,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
                     Err(format!("this gateway offers no tool `{}`", request.name))
                 }
             });
-        let result = match route {
+        let mut result = match route {
             Ok(route) => {
                 tracing::info!(tool = %name, server = %route.server, "forwarding tools/call");
                 self.forward_call(route, request, context).await
@@ -363,6 +385,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 CallToolResult::error(vec![ContentBlock::text(message)])
             }
         };
+        era::complete(&mut result.result_type);
         Ok(result.into())
     }
 
@@ -371,9 +394,11 @@ impl<S: Session> ServerHandler for Gateway<S> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(
-            self.visible().await?.prompts,
-        ))
+        Ok(
+            ListPromptsResult::with_all_items(self.visible().await?.prompts)
+                .with_ttl_ms(era::FRESH_MS)
+                .with_cache_scope(era::SCOPE),
+        )
     }
 
     async fn get_prompt(
@@ -399,7 +424,10 @@ impl<S: Session> ServerHandler for Gateway<S> {
             params = params.with_arguments(arguments);
         }
         match route.caller.asking(context.peer).get_prompt(params).await {
-            Ok(result) => Ok(result.into()),
+            Ok(mut result) => {
+                era::complete(&mut result.result_type);
+                Ok(result.into())
+            }
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
         }
@@ -440,7 +468,10 @@ impl<S: Session> ServerHandler for Gateway<S> {
             prompt.name = route.name.clone();
         }
         match route.caller.asking(context.peer).complete(request).await {
-            Ok(result) => Ok(result),
+            Ok(mut result) => {
+                era::complete(&mut result.result_type);
+                Ok(result)
+            }
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
         }
@@ -485,7 +516,9 @@ impl<S: Session> ServerHandler for Gateway<S> {
         let templates = self.visible().await?.resource_templates;
         Ok(ListResourceTemplatesResult::with_all_items(
             templates.into_iter().map(|(_, t)| t).collect(),
-        ))
+        )
+        .with_ttl_ms(era::FRESH_MS)
+        .with_cache_scope(era::SCOPE))
     }
 
     async fn subscribe(
@@ -509,9 +542,11 @@ impl<S: Session> ServerHandler for Gateway<S> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(
-            self.visible().await?.resources,
-        ))
+        Ok(
+            ListResourcesResult::with_all_items(self.visible().await?.resources)
+                .with_ttl_ms(era::FRESH_MS)
+                .with_cache_scope(era::SCOPE),
+        )
     }
 
     async fn read_resource(
@@ -519,6 +554,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
         let route = self
             .session
             .route(Target::Resource(request.uri.clone()))
@@ -531,14 +567,22 @@ impl<S: Session> ServerHandler for Gateway<S> {
                     Err(format!("this gateway offers no resource `{}`", request.uri))
                 }
             })
-            .map_err(|message| ErrorData::resource_not_found(message, None))?;
+            .map_err(|message| {
+                // 2026-07-28 (SEP-2164): -32602 (rmcp's code for a modern client) naming the URI.
+                ErrorData::resource_not_found(message, Some(serde_json::json!({"uri": uri})))
+            })?;
         match route
             .caller
             .asking(context.peer)
             .read_resource(request)
             .await
         {
-            Ok(result) => Ok(result.into()),
+            Ok(mut result) => {
+                era::complete(&mut result.result_type);
+                result.ttl_ms.get_or_insert(era::FRESH_MS);
+                result.cache_scope.get_or_insert(era::SCOPE);
+                Ok(result.into())
+            }
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
         }

@@ -251,6 +251,10 @@ impl Modern {
             "test_trigger_tool_change" => {
                 *self.changed.lock().unwrap_or_else(PoisonError::into_inner) = true;
                 self.announce_tools().await;
+                // A legacy client (a gateway in front of this server) hears it the old way.
+                if context.meta.protocol_version().is_none() {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
                 complete_tool("The tool list changed.".to_owned())
             }
             "test_added_by_trigger" => complete_tool("added".to_owned()),

@@ -1,0 +1,95 @@
+//! What `serve` does differently for a client of MCP 2026-07-28 (SPEC §16): the listen
+//! streams a hot reload is announced on, and the cache hints and `resultType` its results
+//! carry. rmcp answers `server/discover`, validates each stateless request's `_meta` and
+//! headers, and drops what an older client must not see (`resultType: "complete"`, cache
+//! hints); the gateway says what only it knows.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CacheScope, PromptListChangedNotification, ResourceListChangedNotification, ResultType,
+    ServerNotification, SubscriptionFilter, ToolListChangedNotification,
+};
+use rmcp::service::{SubscriptionContext, SubscriptionSendError, SubscriptionSink};
+
+use crate::host::CatalogChange;
+
+/// How long a client may treat a list or a read as fresh. The catalog follows the settings
+/// files, so the next edit may change any list at any moment: a short time, and every change
+/// is announced when it happens (`list_changed`, or on a listen stream).
+pub const FRESH_MS: u64 = 1_000;
+
+/// Whose a cached list is: this user's (it depends on their settings and approvals).
+pub const SCOPE: CacheScope = CacheScope::Private;
+
+/// The `subscriptions/listen` streams of modern clients, each with the filter it accepted.
+#[derive(Clone, Default)]
+pub struct Listeners(Arc<Mutex<Vec<SubscriptionSink>>>);
+
+impl Listeners {
+    /// The part of `requested` the gateway serves: the three list changes. Resource updates
+    /// on a listen stream are not relayed yet, so they are left out of the acknowledgement.
+    pub fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
+        let mut accepted = requested.clone();
+        accepted.resource_subscriptions = None;
+        accepted
+    }
+
+    /// Keeps `subscription` until its client cancels it or the transport closes.
+    pub async fn listen(&self, subscription: SubscriptionContext) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(subscription.sink().clone());
+        subscription.cancelled().await;
+        let id = subscription.sink().id().clone();
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|sink| *sink.id() != id);
+    }
+
+    /// Each list `change` names, to every stream that asked for it; returns how many streams
+    /// were open.
+    pub async fn announce(&self, change: &CatalogChange) -> usize {
+        let sinks: Vec<SubscriptionSink> = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut closed = Vec::new();
+        for sink in &sinks {
+            let accepted = sink.accepted();
+            let mut notes = Vec::new();
+            if change.tools && accepted.tools_list_changed == Some(true) {
+                notes.push(ServerNotification::ToolListChangedNotification(
+                    ToolListChangedNotification::default(),
+                ));
+            }
+            if change.prompts && accepted.prompts_list_changed == Some(true) {
+                notes.push(ServerNotification::PromptListChangedNotification(
+                    PromptListChangedNotification::default(),
+                ));
+            }
+            if change.resources && accepted.resources_list_changed == Some(true) {
+                notes.push(ServerNotification::ResourceListChangedNotification(
+                    ResourceListChangedNotification::default(),
+                ));
+            }
+            for note in notes {
+                if let Err(SubscriptionSendError::SubscriptionClosed) = sink.send(note).await {
+                    closed.push(sink.id().clone());
+                    break;
+                }
+            }
+        }
+        let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|sink| !closed.contains(sink.id()));
+        open.len()
+    }
+}
+
+/// `result_type` as a complete result says it, unless the server said otherwise.
+pub fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
+}
