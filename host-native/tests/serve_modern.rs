@@ -3,6 +3,13 @@
 //! (`--no-daemon`) and through the daemon: it discovers the gateway, lists and calls tools
 //! of a legacy upstream server, gets complete results with cache hints, and hears a hot
 //! reload's new tool on a `subscriptions/listen` stream that asked for tool changes only.
+//!
+//! And translation across eras: a legacy server's `elicitation/create` and `roots/list` during
+//! such a client's call reach it as input-required results (rmcp's client answers them through
+//! its handler and calls again), and a tampered `requestState` is refused with `-32602`.
+
+// Roots are deprecated by SEP-2577 (2026-07-28); a legacy server still asks for them.
+#![allow(deprecated)]
 
 mod common;
 
@@ -13,10 +20,15 @@ use std::time::Duration;
 
 use common::*;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, Implementation, ListRootsResult,
+    PaginatedRequestParams, ProtocolVersion, Root, RootsCapabilities, ServerNotification,
+    SubscriptionFilter,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService, ServiceError,
+};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,9 +41,13 @@ async fn a_modern_client_uses_a_daemon_session_and_hears_a_hot_reload_on_its_lis
     modern_client_round(&[]).await;
 }
 
-async fn modern_client_round(serve_flags: &[&str]) {
-    let p = Project::new();
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+/// `serve` with `serve_flags` over stdio, a 2026-07-28 client (`handler`) discovered on it;
+/// the process group is killed when the guard drops.
+async fn discover<H: ClientHandler>(
+    p: &Project,
+    serve_flags: &[&str],
+    handler: H,
+) -> (RunningService<RoleClient, H>, KillGroup) {
     let log = p.path("serve.log");
     let mut command = std::process::Command::new(cli());
     command
@@ -46,21 +62,16 @@ async fn modern_client_round(serve_flags: &[&str]) {
     let mut child = tokio::process::Command::from(command)
         .spawn()
         .expect("serve starts");
-    let _group = KillGroup(child.id().expect("a pid"));
     let stdout = child.stdout.take().expect("stdout");
     let stdin = child.stdin.take().expect("stdin");
 
-    let config = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("modern-test", "0"),
-    )
-    .with_protocol_version(ProtocolVersion::V_2026_07_28);
+    let group = KillGroup(child.id().expect("a pid"));
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
     let client = tokio::time::timeout(
         PATIENCE,
-        config.serve_with_lifecycle((stdout, stdin), lifecycle),
+        handler.serve_with_lifecycle((stdout, stdin), lifecycle),
     )
     .await
     .expect("discovery in time")
@@ -72,6 +83,20 @@ async fn modern_client_round(serve_flags: &[&str]) {
     });
     let info = client.peer_info().expect("the gateway's discover result");
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    // The child is reaped with the group; its handle may go.
+    drop(child);
+    (client, group)
+}
+
+async fn modern_client_round(serve_flags: &[&str]) {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let config = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("modern-test", "0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2026_07_28);
+    let (client, _group) = discover(&p, serve_flags, config).await;
 
     // Lists carry cache hints; the legacy upstream's tool is there, and answers.
     let tools = client
@@ -136,5 +161,108 @@ async fn modern_client_round(serve_flags: &[&str]) {
     assert_eq!(p.spawns("a"), 1, "the untouched server kept its process");
 
     let _ = stream.cancel().await;
+    let _ = client.cancel().await;
+}
+
+/// A 2026-07-28 client that answers what a server asks: a name, and one root.
+#[derive(Clone)]
+struct Answering;
+
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ann"})))
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(ListRootsResult::new(vec![Root::new(
+            "file:///work/answering",
+        )]))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
+        capabilities.roots = Some(RootsCapabilities::default());
+        ClientConfig::new(capabilities, Implementation::new("answering", "0"))
+            .with_protocol_version(ProtocolVersion::V_2026_07_28)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_results() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "ask,roots")}}));
+    let (client, _group) = discover(&p, &["--no-daemon"], Answering).await;
+    let call = |name: &str, args: serde_json::Value| {
+        CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default())
+    };
+
+    // rmcp's client meets the input-required result, asks its handler, and calls again.
+    let asked = client
+        .call_tool(call("mcp__a__ask", json!({"text": "who are you?"})))
+        .await
+        .expect("tools/call completes after one round of input");
+    let text = serde_json::to_string(&asked.content).unwrap_or_default();
+    assert!(text.contains("action=accept name=Ann"), "{asked:?}");
+    let roots = client
+        .call_tool(call("mcp__a__roots", json!({})))
+        .await
+        .expect("tools/call completes after one round of input");
+    let text = serde_json::to_string(&roots.content).unwrap_or_default();
+    assert!(text.contains("file:///work/answering"), "{roots:?}");
+
+    // One round by hand: the question, then a tampered state, then the real one.
+    let first = client
+        .call_tool_once(call("mcp__a__ask", json!({"text": "again?"})))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::InputRequired(required) = first else {
+        panic!("an input-required result: {first:?}");
+    };
+    let requests = required.input_requests.clone().unwrap_or_default();
+    let (key, _) = requests.iter().next().expect("one question");
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let state = required.request_state.clone().expect("a requestState");
+    let mut tampered = state.clone();
+    tampered.insert(tampered.len() / 2, 'x');
+    let answer = json!({"action": "accept", "content": {"name": "Bob"}});
+    let responses = || {
+        [(key.clone(), answer.clone())]
+            .into_iter()
+            .collect::<rmcp::model::InputResponses>()
+    };
+    let refused = client
+        .call_tool_once(
+            call("mcp__a__ask", json!({"text": "again?"}))
+                .with_input_responses(responses())
+                .with_request_state(tampered),
+        )
+        .await;
+    match refused {
+        Err(ServiceError::McpError(error)) => assert_eq!(error.code.0, -32602, "{error:?}"),
+        other => panic!("a tampered requestState is refused: {other:?}"),
+    }
+    let done = client
+        .call_tool_once(
+            call("mcp__a__ask", json!({"text": "again?"}))
+                .with_input_responses(responses())
+                .with_request_state(state),
+        )
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Complete(done) = done else {
+        panic!("the call completes: {done:?}");
+    };
+    let text = serde_json::to_string(&done.content).unwrap_or_default();
+    assert!(text.contains("action=accept name=Bob"), "{done:?}");
     let _ = client.cancel().await;
 }
