@@ -426,6 +426,9 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 }
             })
             .map_err(|message| ErrorData::invalid_params(message, None))?;
+        if era::is_modern(&context) && route.caller.is_modern() {
+            return self.translator.pass_prompt(route, request, context).await;
+        }
         let mut params = GetPromptRequestParams::new(route.name.clone());
         if let Some(arguments) = request.arguments {
             params = params.with_arguments(arguments);

@@ -9,8 +9,9 @@ use crate::host::{LspServerStatus, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
 /// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`;
-/// also `transport`, `resources`, `attempts`, `retryInMs` (and `authorizedUntil`, which the
-/// `status` command adds from the token file).
+/// also `transport`, `resources`, `attempts`, `retryInMs`, `protocol` (the MCP revision a live
+/// connection speaks) (and `authorizedUntil`, which the `status` command adds from the token
+/// file).
 pub fn status_json(s: &ServerStatus) -> Value {
     json!({
         "kind": "mcp",
@@ -23,6 +24,7 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "prompts": s.prompts,
         "resources": s.resources,
         "pid": s.pid,
+        "protocol": s.protocol,
         "spawns": s.spawns,
         "attempts": s.attempts,
         "lastError": s.last_error,

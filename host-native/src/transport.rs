@@ -29,6 +29,7 @@ mod ordered;
 pub(crate) mod process;
 mod progress;
 mod relay;
+mod rounds;
 pub use relay::{Question, Questions};
 mod remote;
 mod session;
@@ -62,7 +63,7 @@ pub use digest::{digest, Digests};
 use oauth::oauth_manager;
 use progress::ProgressRouter;
 use remote::{Failure, Watched};
-use session::{handshake, start, Ending, Handler, HandshakeFailure, Service};
+use session::{handshake, start, Ending, Handler, HandshakeFailure, Opening, Service};
 use stdio::connect_stdio;
 use subscribe::Subscribing;
 
@@ -259,6 +260,7 @@ impl Connection {
             progress: self.progress.clone(),
             asker: None,
             questions: None,
+            meta: None,
         }
     }
 
@@ -380,43 +382,26 @@ async fn connect_http(
     let (bearer, custom) = remote::split_bearer(headers);
     let mut http_config =
         StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(custom);
-    let failure = Failure::default();
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone(), &ctx);
     let oauth = oauth_manager(&mut ctx, config, &url, &opts, &client)
         .await
         .map_err(|what| ctx.error(ConnectErrorKind::Spawn, &what))?;
     let refusal = oauth.refusal;
-    let outcome = match oauth.manager {
+    let (outcome, failure) = match oauth.manager {
         Some((manager, store)) => {
             // The authorization manager adds the bearer token (and refreshes it) itself. A
             // challenge the server answers with (a `401`, or a `403` asking for more scope,
             // now or later in the session) is kept beside the tokens: `mcp-reconcile auth
             // NAME` seeds its discovery and scopes from it.
-            let (client, subscribed) =
-                Subscribing::new(rmcp::transport::auth::AuthClient::new(client, manager));
-            let transport = Watched::new(
-                StreamableHttpClientTransport::with_client(client, http_config),
-                failure.clone(),
-                &ctx.name,
-                Some(store),
-            );
-            let handshake = handshake(handler, transport, Some(subscribed));
-            tokio::time::timeout(opts.handshake_timeout, handshake).await
+            let client = rmcp::transport::auth::AuthClient::new(client, manager);
+            open_http(client, http_config, handler, &ctx.name, Some(store), &opts).await
         }
         None => {
             if let Some(token) = bearer {
                 http_config = http_config.auth_header(token);
             }
-            let (client, subscribed) = Subscribing::new(client);
-            let transport = Watched::new(
-                StreamableHttpClientTransport::with_client(client, http_config),
-                failure.clone(),
-                &ctx.name,
-                None,
-            );
-            let handshake = handshake(handler, transport, Some(subscribed));
-            tokio::time::timeout(opts.handshake_timeout, handshake).await
+            open_http(client, http_config, handler, &ctx.name, None, &opts).await
         }
     };
     if failure.auth_required() && !matches!(outcome, Ok(Ok(_))) {
@@ -428,6 +413,69 @@ async fn connect_http(
         return Err(ctx.error(ConnectErrorKind::NeedsAuth, &format!("at {url} {what}")));
     }
     finish_remote(ctx, opts, outcome, relist, failure, &url)
+}
+
+/// How long the `server/discover` probe of a streamable HTTP server may take before the host
+/// opens a legacy session instead (at most half the handshake wait).
+const PROBE_WAIT: Duration = Duration::from_secs(3);
+
+type Opened = Result<Result<(Service, Catalog), HandshakeFailure>, tokio::time::error::Elapsed>;
+
+/// Opens a streamable HTTP session (SPEC §16): `server/discover` first, and on any refusal a
+/// legacy `initialize` on a fresh transport (nothing of the probe's is kept: a stateless POST
+/// leaves no session behind). Returns the outcome and the failure record of the transport the
+/// connection runs on.
+async fn open_http<C>(
+    client: C,
+    http_config: StreamableHttpClientTransportConfig,
+    handler: Handler,
+    name: &str,
+    store: Option<crate::auth::TokenStore>,
+    opts: &ConnectOptions,
+) -> (Opened, Failure)
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    let deadline = tokio::time::Instant::now() + opts.handshake_timeout;
+    let probe_failure = Failure::default();
+    let probe = {
+        let (client, subscribed) = Subscribing::new(client.clone());
+        let transport = Watched::new(
+            StreamableHttpClientTransport::with_client(client, http_config.clone()),
+            probe_failure.clone(),
+            name,
+            store.clone(),
+        );
+        let wait = PROBE_WAIT.min(opts.handshake_timeout / 2);
+        let opened = handshake(
+            handler.clone(),
+            transport,
+            Some(subscribed),
+            Opening::Discover,
+        );
+        tokio::time::timeout(wait, opened).await
+    };
+    match probe {
+        Ok(Ok(opened)) => return (Ok(Ok(opened)), probe_failure),
+        Ok(Err(refused)) => {
+            tracing::debug!(server = %name, "legacy session: server/discover {}", refused.what);
+        }
+        Err(_) => tracing::debug!(server = %name, "legacy session: server/discover unanswered"),
+    }
+    let failure = Failure::default();
+    let (client, subscribed) = Subscribing::new(client);
+    let transport = Watched::new(
+        StreamableHttpClientTransport::with_client(client, http_config),
+        failure.clone(),
+        name,
+        store,
+    );
+    let opened = handshake(handler, transport, Some(subscribed), Opening::Initialize);
+    (tokio::time::timeout_at(deadline, opened).await, failure)
 }
 
 async fn connect_sse(
@@ -461,6 +509,7 @@ async fn connect_sse(
             Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
             Watched::new(transport, failure.clone(), &ctx.name, None),
             None,
+            Opening::Initialize,
         )
         .await
     };

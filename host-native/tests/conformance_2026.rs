@@ -7,10 +7,11 @@
 //! Three runs of every scenario the requirement set scores:
 //! * the fixture's `--conformance-reference --modern` mode alone: every one passes (what a
 //!   modern upstream offers is right, so a failure through `serve` is the gateway's);
-//! * `serve --http --passthrough ref` in front of that modern upstream, and
-//! * in front of the legacy reference (up to 2025-11-25):
-//!   every one passes but those listed with their reason in [`NOT_THROUGH_SERVE_YET`] (and in
-//!   the README), which must still fail, so the list is kept true in both directions.
+//! * `serve --http --passthrough ref` in front of that modern upstream (streamable HTTP):
+//!   every one passes;
+//! * in front of the legacy reference (up to 2025-11-25, stdio): every one passes but those
+//!   listed with their reason in [`NOT_THROUGH_SERVE_LEGACY`] (and in the README), which must
+//!   still fail, so the list is kept true in both directions.
 
 mod common;
 
@@ -26,27 +27,31 @@ use common::{output_text, workspace_root, KillGroup};
 /// suite is not the pinned one.
 const SCORED: usize = 37;
 
-/// Why the gateway's host reaches every upstream server as a legacy client for now, and what
-/// that costs a modern client of `serve` (issue 24, item 3: the host as a modern client).
-const LEGACY_HOP: &str = "the host connects to every upstream server with `initialize` (a \
-    legacy session), so a server's input-required results and the client's own `_meta` \
-    capabilities do not cross the hop";
+/// Why a scenario cannot pass through `serve` in front of the legacy reference server: the
+/// suite calls tools of its own (`test_input_required_result_*`, `test_missing_capability`)
+/// and checks their input-request keys and request state, and a legacy server has no such
+/// tools. What a legacy server asks through requests of its own reaches a 2026-07-28 client
+/// as input-required results under the gateway's keys (host-native/tests/serve_modern.rs).
+const NO_SUCH_TOOL: &str = "the legacy reference server has none of the suite's 2026-07-28 \
+    tools; a legacy server's own questions are translated instead (serve_modern.rs)";
 
-/// Scored scenarios that do not pass through `serve`, with why, for each kind of upstream.
-const NOT_THROUGH_SERVE_YET: [(&str, &str); 11] = [
-    // `test_missing_capability` must see that the *client* declared no sampling; the host's
-    // legacy session declares it for every client.
-    ("server-stateless", LEGACY_HOP),
-    ("input-required-result-basic-elicitation", LEGACY_HOP),
-    ("input-required-result-basic-sampling", LEGACY_HOP),
-    ("input-required-result-basic-list-roots", LEGACY_HOP),
-    ("input-required-result-request-state", LEGACY_HOP),
-    ("input-required-result-multiple-input-requests", LEGACY_HOP),
-    ("input-required-result-multi-round", LEGACY_HOP),
-    ("input-required-result-non-tool-request", LEGACY_HOP),
-    ("input-required-result-result-type", LEGACY_HOP),
-    ("input-required-result-tampered-state", LEGACY_HOP),
-    ("input-required-result-capability-check", LEGACY_HOP),
+/// Scored scenarios that do not pass through `serve` in front of the legacy upstream, with why
+/// (the README lists them). In front of a modern upstream every scored scenario passes.
+const NOT_THROUGH_SERVE_LEGACY: [(&str, &str); 11] = [
+    ("server-stateless", NO_SUCH_TOOL),
+    ("input-required-result-basic-elicitation", NO_SUCH_TOOL),
+    ("input-required-result-basic-sampling", NO_SUCH_TOOL),
+    ("input-required-result-basic-list-roots", NO_SUCH_TOOL),
+    ("input-required-result-request-state", NO_SUCH_TOOL),
+    (
+        "input-required-result-multiple-input-requests",
+        NO_SUCH_TOOL,
+    ),
+    ("input-required-result-multi-round", NO_SUCH_TOOL),
+    ("input-required-result-non-tool-request", NO_SUCH_TOOL),
+    ("input-required-result-result-type", NO_SUCH_TOOL),
+    ("input-required-result-tampered-state", NO_SUCH_TOOL),
+    ("input-required-result-capability-check", NO_SUCH_TOOL),
 ];
 
 /// The suite's Node and entry point; fails with what to do when `scripts/setup.sh` has not
@@ -135,25 +140,38 @@ fn the_modern_reference_fixture_passes_every_scored_scenario() {
     assert!(failed.is_empty(), "failed: {failed:?}\n{log}");
 }
 
+/// In front of the modern reference over streamable HTTP (the host opens it with
+/// `server/discover`): every scored scenario passes, input-required results and the client's
+/// own `_meta` included.
 #[test]
 fn through_serve_in_front_of_a_modern_upstream() {
-    through_serve(&["--conformance-reference", "--modern"]);
+    let mut upstream = common::HttpFixture::start(&[
+        "--http",
+        "127.0.0.1:0",
+        "--conformance-reference",
+        "--modern",
+    ]);
+    through_serve(&serde_json::json!({"httpUrl": upstream.url}), &[]);
+    upstream.stop();
 }
 
+/// In front of the legacy reference over stdio: all but [`NOT_THROUGH_SERVE_LEGACY`].
 #[test]
 fn through_serve_in_front_of_a_legacy_upstream() {
-    through_serve(&["--conformance-reference"]);
+    through_serve(
+        &serde_json::json!({
+            "command": common::fixture(),
+            "args": ["--conformance-reference"],
+        }),
+        &NOT_THROUGH_SERVE_LEGACY,
+    );
 }
 
-/// `serve --http --no-auth --passthrough ref` in front of the stdio fixture started with
-/// `fixture_args`: every scored scenario passes but the [`NOT_THROUGH_SERVE_YET`] ones, which
-/// must still fail.
-fn through_serve(fixture_args: &[&str]) {
+/// `serve --http --no-auth --passthrough ref` in front of the server `entry`: every scored
+/// scenario passes but the `expected` ones, which must still fail.
+fn through_serve(entry: &serde_json::Value, expected: &[(&str, &str)]) {
     let p = common::Project::new();
-    p.write_settings(serde_json::json!({"mcpServers": {"ref": {
-        "command": common::fixture(),
-        "args": fixture_args,
-    }}}));
+    p.write_settings(serde_json::json!({"mcpServers": {"ref": entry}}));
     let mut serve = Command::new(common::cli())
         .args([
             "serve",
@@ -180,13 +198,11 @@ fn through_serve(fixture_args: &[&str]) {
     let _ = serve.wait();
     let mut wrong = Vec::new();
     for (scenario, passed) in &results {
-        let listed = NOT_THROUGH_SERVE_YET
-            .iter()
-            .any(|(name, _)| name == scenario);
+        let listed = expected.iter().any(|(name, _)| name == scenario);
         match (listed, passed) {
             (false, false) => wrong.push(format!("{scenario} fails through serve")),
             (true, true) => wrong.push(format!(
-                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_YET and the README"
+                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_LEGACY and the README"
             )),
             _ => {}
         }

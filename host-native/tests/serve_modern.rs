@@ -266,3 +266,37 @@ async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_resu
     assert!(text.contains("action=accept name=Bob"), "{done:?}");
     let _ = client.cancel().await;
 }
+
+/// The other way across: a legacy client (it began with `initialize`) calls a tool of a
+/// 2026-07-28 server (streamable HTTP, opened with `server/discover`) that answers with an
+/// input-required result. The host asks the client with an `elicitation/create` of its own,
+/// and calls the server again with the answer and the server's `requestState`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_servers_input_required_result_reaches_a_legacy_client_as_a_request() {
+    let mut upstream = HttpFixture::start(&[
+        "--http",
+        "127.0.0.1:0",
+        "--conformance-reference",
+        "--modern",
+    ]);
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"m": {"httpUrl": upstream.url}}}));
+    let mut served = Served::start(&p).await;
+    let result = served
+        .call("mcp__m__test_input_required_result_elicitation", json!({}))
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text = serde_json::to_string(&result.content).unwrap_or_default();
+    assert!(text.contains("Hello, "), "{result:?}");
+    let mut asked = None;
+    while let Ok(heard) = served.heard.try_recv() {
+        if let Heard::Elicited(message) = heard {
+            asked = Some(message);
+        }
+    }
+    assert_eq!(asked.as_deref(), Some("What is your name?"));
+    let status = p.server_status("m").expect("m in status");
+    assert_eq!(status["protocol"], "2026-07-28", "{status}");
+    drop(served);
+    upstream.stop();
+}

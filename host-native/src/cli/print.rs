@@ -145,6 +145,9 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         if let Some(pid) = s.get("pid").and_then(Value::as_u64) {
             let _ = write!(line, " pid {pid}");
         }
+        if let Some(protocol) = s.get("protocol").and_then(Value::as_str) {
+            let _ = write!(line, " MCP {}", safe(protocol));
+        }
         if let Some(approval) = s.get("approval").and_then(Value::as_str) {
             let _ = write!(line, " [{}]", safe(approval));
         }

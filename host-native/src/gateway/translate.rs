@@ -1,4 +1,7 @@
-//! A call of a client of MCP 2026-07-28 across to a legacy server (SPEC §16): what the server
+//! A call of a client of MCP 2026-07-28 (SPEC §16). To a 2026-07-28 server it passes through
+//! (`pass_call`, `pass_prompt`): the client's `_meta`, `inputResponses` and the server's own
+//! `requestState` go up, the server's input-required results come back with their questions
+//! as they are. Across to a legacy server it is translated: what the server
 //! asks while the call runs (`elicitation/create`, `sampling/createMessage`, `roots/list`)
 //! cannot be sent to such a client as a request of its own. The gateway answers the client's
 //! `tools/call` with an input-required result carrying the questions, keeps the server's call
@@ -17,9 +20,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, ProgressNotificationParam,
-    RequestStateCodec, SealOptions, ServerRequest,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ProgressNotificationParam, RequestMetaObject, RequestStateCodec, SealOptions,
+    ServerRequest,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -72,6 +76,35 @@ impl Drop for Waiting {
     }
 }
 
+/// What a sealed `requestState` names.
+enum Payload {
+    /// A legacy server's call waiting here for the client's input.
+    Parked(u64),
+    /// A 2026-07-28 server's own state, to hand back to it.
+    Upstream(String),
+}
+
+/// Longest `requestState` of a server's that the gateway hands on.
+pub const MAX_UPSTREAM_STATE: usize = 64 * 1024;
+
+fn stale() -> ErrorData {
+    ErrorData::invalid_params(
+        "no call waits for this requestState: it ended or expired; call again without it",
+        None,
+    )
+}
+
+/// The client's own request `_meta` a 2026-07-28 server must see: what it declared and the
+/// log level it asked for (the host's own would claim capabilities the client lacks).
+fn client_meta(context: &RequestContext<RoleServer>) -> RequestMetaObject {
+    let mut meta = RequestMetaObject::new();
+    meta.set_client_capabilities(context.meta.client_capabilities().unwrap_or_default());
+    if let Some(level) = context.meta.log_level() {
+        meta.set_log_level(level);
+    }
+    meta
+}
+
 /// What happened while a call was driven.
 enum Event {
     Progress(ProgressNotificationParam),
@@ -112,19 +145,28 @@ impl Translator {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let binding = format!("{}\u{0}{}", route.server, route.name);
-        let mut waiting = match request.request_state.as_deref() {
-            Some(state) => {
-                let id = self.open(state, &binding)?;
-                let mut waiting = self.take(id).ok_or_else(|| {
-                    ErrorData::invalid_params(
-                        "no call waits for this requestState: it ended or expired; call the \
-                         tool again",
-                        None,
-                    )
-                })?;
+        let opened = request
+            .request_state
+            .as_deref()
+            .map(|state| self.open(state, &binding))
+            .transpose()?;
+        if route.caller.is_modern() {
+            let state = match opened {
+                Some(Payload::Upstream(state)) => Some(state),
+                Some(Payload::Parked(_)) => return Err(stale()),
+                None => None,
+            };
+            return self
+                .pass_call(route, request, state, context, &binding)
+                .await;
+        }
+        let mut waiting = match opened {
+            Some(Payload::Parked(id)) => {
+                let mut waiting = self.take(id).ok_or_else(stale)?;
                 waiting.answer(request.input_responses.as_ref());
                 waiting
             }
+            Some(Payload::Upstream(_)) => return Err(stale()),
             None => self.start(&route, request, &context, binding),
         };
         let token = context.meta.get_progress_token();
@@ -164,6 +206,140 @@ impl Translator {
                 }
             }
         }
+    }
+
+    /// A 2026-07-28 client's call to a 2026-07-28 server: passed through with the client's
+    /// own `_meta`, `inputResponses` and (unsealed) `requestState`; an input-required result
+    /// comes back with the server's questions as they are and its state sealed.
+    async fn pass_call(
+        &self,
+        route: Route,
+        request: CallToolRequestParams,
+        state: Option<String>,
+        context: RequestContext<RoleServer>,
+        binding: &str,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut params = CallToolRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        params.input_responses = request.input_responses;
+        params.request_state = state;
+        let caller = route
+            .caller
+            .clone()
+            .asking(context.peer.clone())
+            .with_client_meta(client_meta(&context));
+        let (progress_tx, mut progress) = mpsc::unbounded_channel();
+        let cancel = context.ct.child_token();
+        let mut call = tokio::spawn(async move {
+            caller
+                .call_tool_once(params, Some(progress_tx), cancel)
+                .await
+        });
+        let token = context.meta.get_progress_token();
+        let mut last = f64::NEG_INFINITY;
+        let joined = loop {
+            tokio::select! {
+                biased;
+                Some(update) = progress.recv() => {
+                    relay_progress(&context, token.as_ref(), &mut last, update).await;
+                }
+                joined = &mut call => break joined,
+            }
+        };
+        while let Ok(update) = progress.try_recv() {
+            relay_progress(&context, token.as_ref(), &mut last, update).await;
+        }
+        match joined {
+            Ok(Ok(CallToolResponse::InputRequired(mut required))) => {
+                required.request_state = match required.request_state.take() {
+                    Some(upstream) => Some(self.seal_upstream(&upstream, binding)?),
+                    None => None,
+                };
+                Ok(required.into())
+            }
+            Ok(Ok(response)) => Ok(response),
+            // The client must see that it lacks a capability (it may declare it and retry):
+            // the server's protocol error, not a tool error.
+            Ok(Err(CallError::Mcp(error)))
+                if error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+            {
+                Err(error)
+            }
+            Ok(Err(error)) => Ok(call_outcome(&route, Ok(Err(error))).into()),
+            Err(join) => Ok(call_outcome(&route, Err(join)).into()),
+        }
+    }
+
+    /// [`Translator::pass_call`] for `prompts/get`.
+    ///
+    /// # Errors
+    /// A `requestState` that fails its check, or the server's own error.
+    pub async fn pass_prompt(
+        &self,
+        route: Route,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let binding = format!("{}\u{0}prompt\u{0}{}", route.server, route.name);
+        let state = match request
+            .request_state
+            .as_deref()
+            .map(|state| self.open(state, &binding))
+            .transpose()?
+        {
+            Some(Payload::Upstream(state)) => Some(state),
+            Some(Payload::Parked(_)) => return Err(stale()),
+            None => None,
+        };
+        let mut params = GetPromptRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        params.input_responses = request.input_responses;
+        params.request_state = state;
+        let caller = route
+            .caller
+            .clone()
+            .asking(context.peer.clone())
+            .with_client_meta(client_meta(&context));
+        match caller.get_prompt_once(params).await {
+            Ok(GetPromptResponse::InputRequired(mut required)) => {
+                required.request_state = match required.request_state.take() {
+                    Some(upstream) => Some(self.seal_upstream(&upstream, &binding)?),
+                    None => None,
+                };
+                Ok(required.into())
+            }
+            Ok(response) => Ok(response),
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
+    /// The server's own `requestState`, sealed for the client to carry (bounded).
+    fn seal_upstream(&self, upstream: &str, binding: &str) -> Result<String, ErrorData> {
+        if upstream.len() > MAX_UPSTREAM_STATE {
+            return Err(ErrorData::internal_error(
+                format!("the server's requestState is over {MAX_UPSTREAM_STATE} bytes"),
+                None,
+            ));
+        }
+        self.seal(&format!("u:{upstream}"), binding).ok_or_else(|| {
+            ErrorData::internal_error("mcp-reconcile has no key to seal the request state", None)
+        })
+    }
+
+    fn seal(&self, payload: &str, binding: &str) -> Option<String> {
+        Some(
+            self.codec.as_ref()?.seal_with(
+                payload.as_bytes(),
+                &SealOptions::new()
+                    .associated_data(binding.as_bytes())
+                    .ttl(KEEP),
+            ),
+        )
     }
 
     fn start(
@@ -224,7 +400,7 @@ impl Translator {
             .collect();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let state = codec.seal_with(
-            id.to_string().as_bytes(),
+            format!("p:{id}").as_bytes(),
             &SealOptions::new()
                 .associated_data(waiting.binding.as_bytes())
                 .ttl(KEEP),
@@ -248,12 +424,16 @@ impl Translator {
         InputRequiredResult::new(Some(requests), Some(state)).into()
     }
 
-    fn open(&self, state: &str, binding: &str) -> Result<u64, ErrorData> {
+    fn open(&self, state: &str, binding: &str) -> Result<Payload, ErrorData> {
         self.codec
             .as_ref()
             .and_then(|codec| codec.open_with(state, binding.as_bytes()).ok())
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .and_then(|id| id.parse().ok())
+            .and_then(|payload| match payload.split_once(':') {
+                Some(("p", id)) => id.parse().ok().map(Payload::Parked),
+                Some(("u", upstream)) => Some(Payload::Upstream(upstream.to_owned())),
+                _ => None,
+            })
             .ok_or_else(|| {
                 ErrorData::invalid_params(
                     "requestState failed its integrity check (altered, expired, or issued for \

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::catalog::prefix_taken;
 use super::{Backend, Host, PrefixOwners};
 use crate::inputs::InputError;
+use crate::transport::Caller;
 use crate::view::tool_enabled;
 
 /// How a server (or language server) shows in `status`.
@@ -85,6 +86,10 @@ pub struct ServerStatus {
     pub resources: usize,
     /// Process id of a live stdio server.
     pub pid: Option<u32>,
+    /// The MCP revision the connection speaks (SPEC §16): `2026-07-28` for a server that
+    /// answered `server/discover`, else the version `initialize` agreed on.
+    #[serde(default)]
+    pub protocol: Option<String>,
     /// How many times this session started the server's process.
     pub spawns: u64,
     /// Consecutive failures.
@@ -128,6 +133,7 @@ impl ServerStatus {
             prompts: 0,
             resources: 0,
             pid: None,
+            protocol: None,
             spawns: 0,
             attempts: 0,
             last_error: None,
@@ -271,6 +277,7 @@ impl<B: Backend> Host<B> {
             status.prompts = live.catalog.prompts.len();
             status.resources = live.catalog.resources.len();
             status.pid = live.pid;
+            status.protocol = live.caller.as_ref().and_then(Caller::protocol_version);
         }
         Some(status)
     }

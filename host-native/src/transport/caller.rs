@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
-    GetPromptResult, ProgressNotificationParam, ReadResourceRequest, ReadResourceRequestParams,
-    ReadResourceResult, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+    CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, ProgressNotificationParam,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult, RequestMetaObject,
+    ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 // Logging and resources/subscribe are deprecated by protocol 2026-07-28; servers behind the
 // gateway speak earlier versions and use them.
@@ -79,6 +80,9 @@ pub struct Caller {
     pub(super) asker: Option<Peer<RoleServer>>,
     /// For a client of MCP 2026-07-28: where the server's requests during these go instead.
     pub(super) questions: Option<Questions>,
+    /// The client's own `_meta` (capabilities, log level) sent with each request instead of
+    /// the host's, when a 2026-07-28 client's request passes through to a 2026-07-28 server.
+    pub(super) meta: Option<RequestMetaObject>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -107,6 +111,14 @@ impl Caller {
         &self.ctx.name
     }
 
+    /// The MCP revision the connection speaks (SPEC §16): `2026-07-28` after
+    /// `server/discover`, else what `initialize` agreed on.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
     /// This caller for requests made on behalf of `client`: what the server asks the client
     /// while one runs (elicitation, sampling, roots) and its log messages go to `client`.
     #[must_use]
@@ -124,10 +136,19 @@ impl Caller {
         self
     }
 
+    /// This caller passing the client's own request `_meta` (its capabilities and log level)
+    /// to a 2026-07-28 server instead of the host's.
+    #[must_use]
+    pub fn with_client_meta(mut self, meta: RequestMetaObject) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
     /// Forwards `tools/call` (`params.name` is the server's own tool name). Each progress
     /// notification of the server for this call is sent to `progress` (with the server's
     /// token; the receiver substitutes its own). Cancelling `cancel` sends
-    /// `notifications/cancelled` to the server and fails the call.
+    /// `notifications/cancelled` to the server and fails the call. A 2026-07-28 server's
+    /// input-required results are answered by this caller's client (`rounds.rs`).
     ///
     /// # Errors
     /// See [`CallError`]. A tool that ran and failed is a result with `is_error`, not an error.
@@ -137,16 +158,37 @@ impl Caller {
         progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, CallError> {
+        self.call_tool_rounds(params, progress, cancel).await
+    }
+
+    /// One `tools/call` round: a 2026-07-28 server's input-required result is returned as it
+    /// is.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn call_tool_once(
+        &self,
+        params: CallToolRequestParams,
+        progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResponse, CallError> {
         let what = format!("tools/call `{}`", params.name);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         match self.request(&what, request, progress, cancel).await? {
-            ServerResult::CallToolResult(result) => Ok(result),
-            ServerResult::EmptyResult(_) => Ok(CallToolResult::success(Vec::new())),
+            ServerResult::CallToolResult(result) => Ok(result.into()),
+            ServerResult::InputRequiredResult(result) => Ok(result.into()),
+            ServerResult::EmptyResult(_) => Ok(CallToolResult::success(Vec::new()).into()),
             _ => Err(self.unexpected(&what)),
         }
     }
 
-    /// Forwards `prompts/get`.
+    /// Whether the server speaks 2026-07-28 with this host (it answered `server/discover`).
+    pub fn is_modern(&self) -> bool {
+        super::session::is_modern(&self.peer)
+    }
+
+    /// Forwards `prompts/get`; a 2026-07-28 server's input-required results are answered by
+    /// this caller's client.
     ///
     /// # Errors
     /// See [`CallError`].
@@ -154,13 +196,25 @@ impl Caller {
         &self,
         params: GetPromptRequestParams,
     ) -> Result<GetPromptResult, CallError> {
+        self.get_prompt_rounds(params).await
+    }
+
+    /// One `prompts/get` round: an input-required result is returned as it is.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn get_prompt_once(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, CallError> {
         let what = format!("prompts/get `{}`", params.name);
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         match self
             .request(&what, request, None, CancellationToken::new())
             .await?
         {
-            ServerResult::GetPromptResult(result) => Ok(result),
+            ServerResult::GetPromptResult(result) => Ok(result.into()),
+            ServerResult::InputRequiredResult(result) => Ok(result.into()),
             _ => Err(self.unexpected(&what)),
         }
     }
@@ -284,7 +338,7 @@ impl Caller {
             .is_some_and(|info| info.capabilities.logging.is_some())
     }
 
-    fn unexpected(&self, what: &str) -> CallError {
+    pub(super) fn unexpected(&self, what: &str) -> CallError {
         CallError::Failed(self.ctx.error(
             ConnectErrorKind::Call,
             &format!(
@@ -342,7 +396,11 @@ impl Caller {
         };
         let mut handle = match self
             .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(request, {
+                let mut options = PeerRequestOptions::no_options();
+                options.meta.clone_from(&self.meta);
+                options
+            })
             .await
         {
             Ok(handle) => handle,

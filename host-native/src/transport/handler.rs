@@ -29,7 +29,7 @@ use super::{Ctx, ElicitationResponder, SERVICE_CLOSE};
 /// The client side of the session: answers the server's notifications.
 #[derive(Clone)]
 pub(super) struct Handler {
-    relist: Arc<Notify>,
+    pub(super) relist: Arc<Notify>,
     pub(super) progress: ProgressRouter,
     elicitation: Option<ElicitationResponder>,
     /// The real clients the server's requests and log messages are relayed to.
@@ -170,7 +170,7 @@ impl ClientHandler for Handler {
         let relayed =
             rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
         let wait = self.askers.limits().elicitation;
-        match relay(&owner, relayed, wait, &context).await {
+        match relay(&owner, relayed, wait, &context.ct).await {
             Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
             Err(Relay::TimedOut) => {
@@ -209,7 +209,7 @@ impl ClientHandler for Handler {
             rmcp::model::CreateMessageRequest::new(params),
         );
         let wait = self.askers.limits().sampling;
-        match relay(&owner, relayed, wait, &context).await {
+        match relay(&owner, relayed, wait, &context.ct).await {
             Ok(rmcp::model::ClientResult::CreateMessageResult(result)) => Ok(*result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
             Err(Relay::TimedOut) => refuse(format!("no answer within {} s", wait.as_secs())),
@@ -240,7 +240,7 @@ impl ClientHandler for Handler {
         };
         let relayed = rmcp::model::ServerRequest::ListRootsRequest(Default::default());
         let wait = self.askers.limits().roots;
-        match relay(&owner, relayed, wait, &context).await {
+        match relay(&owner, relayed, wait, &context.ct).await {
             Ok(rmcp::model::ClientResult::ListRootsResult(result)) => Ok(result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
             Err(Relay::TimedOut) => none(format!(
@@ -280,7 +280,7 @@ fn origin(
 }
 
 /// How a relayed request ended without an answer.
-enum Relay {
+pub(super) enum Relay {
     TimedOut,
     Failed(ServiceError),
 }
@@ -288,11 +288,11 @@ enum Relay {
 /// Sends `request` to the `owner`'s client and waits for its answer, at most `wait` in all (a
 /// client that reads nothing holds the send too); the server cancelling its request cancels it
 /// at the client too. A client of 2026-07-28 gets it through its call's question queue.
-async fn relay(
+pub(super) async fn relay(
     owner: &Owner,
     request: rmcp::model::ServerRequest,
     wait: Duration,
-    context: &rmcp::service::RequestContext<RoleClient>,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<rmcp::model::ClientResult, Relay> {
     let deadline = tokio::time::sleep(wait);
     tokio::pin!(deadline);
@@ -305,12 +305,12 @@ async fn relay(
                 sent.map_err(|_| Relay::Failed(ServiceError::TransportClosed))?;
             }
             () = &mut deadline => return Err(Relay::TimedOut),
-            () = context.ct.cancelled() => return Err(cancelled()),
+            () = cancel.cancelled() => return Err(cancelled()),
         }
         return tokio::select! {
             answer = answered => answer.map_err(|_| Relay::Failed(ServiceError::TransportClosed)),
             () = &mut deadline => Err(Relay::TimedOut),
-            () = context.ct.cancelled() => Err(cancelled()),
+            () = cancel.cancelled() => Err(cancelled()),
         };
     }
     let client = &owner.peer;
@@ -319,7 +319,7 @@ async fn relay(
             sent.map_err(Relay::Failed)?
         }
         () = &mut deadline => return Err(Relay::TimedOut),
-        () = context.ct.cancelled() => return Err(cancelled()),
+        () = cancel.cancelled() => return Err(cancelled()),
     };
     tokio::select! {
         answer = &mut handle.rx => match answer {
@@ -331,7 +331,7 @@ async fn relay(
             let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
             Err(Relay::TimedOut)
         }
-        () = context.ct.cancelled() => {
+        () = cancel.cancelled() => {
             let reason = Some("cancelled by the server".to_owned());
             let _ = tokio::time::timeout(SERVICE_CLOSE, handle.cancel(reason)).await;
             Err(cancelled())

@@ -11,9 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, PaginatedRequestParams, PingRequest};
+use rmcp::model::{
+    ClientRequest, PaginatedRequestParams, PingRequest, ProtocolVersion, ServerNotification,
+    SubscriptionFilter,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{RunningService, ServiceError};
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
@@ -49,24 +53,56 @@ pub(super) struct HandshakeFailure {
     pub in_initialize: bool,
 }
 
-/// `initialize`, then the first listing of everything the server has capabilities for. A
-/// streamable HTTP session lists once its standalone stream is open (`subscribed`).
+/// How a connection opens (SPEC §16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Opening {
+    /// `initialize`, a legacy session: stdio and legacy SSE, where a probe a legacy server
+    /// may leave unanswered would cost the whole handshake wait.
+    Initialize,
+    /// `server/discover` only (a 2026-07-28 session); a refusal is an error, and the caller
+    /// opens a legacy session instead (streamable HTTP: `open_http`).
+    Discover,
+}
+
+/// Whether `peer` speaks 2026-07-28 or later with this host (it answered `server/discover`).
+pub(super) fn is_modern(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// `initialize` or `server/discover` ([`Opening`]), then the first listing of everything the
+/// server has capabilities for. A legacy streamable HTTP session lists once its standalone
+/// stream is open (`subscribed`); a modern one opens a `subscriptions/listen` stream for the
+/// list changes first, so no change after the listing is missed.
 pub(super) async fn handshake<T, E, A>(
     handler: Handler,
     transport: T,
     subscribed: Option<Subscribed>,
+    opening: Opening,
 ) -> Result<(Service, Catalog), HandshakeFailure>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
     let ordered = Ordered::new(transport.into_transport(), handler.askers.clone());
-    let service = handler.serve(ordered).await.map_err(|e| HandshakeFailure {
-        kind: ConnectErrorKind::Handshake,
-        what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
-        in_initialize: true,
-    })?;
-    if let Some(subscribed) = subscribed {
+    let relist = handler.relist.clone();
+    let lifecycle = match opening {
+        Opening::Initialize => ClientLifecycleMode::Initialize,
+        Opening::Discover => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    };
+    let service = handler
+        .serve_with_lifecycle(ordered, lifecycle)
+        .await
+        .map_err(|e| HandshakeFailure {
+            kind: ConnectErrorKind::Handshake,
+            what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
+            in_initialize: true,
+        })?;
+    if is_modern(service.peer()) {
+        listen_for_changes(service.peer(), relist).await;
+    } else if let Some(subscribed) = subscribed {
         subscribed.wait().await;
     }
     match list_catalog(service.peer()).await {
@@ -383,6 +419,36 @@ async fn supervise(s: Supervised) {
         error,
     });
 }
+
+/// A modern server's list changes: a `subscriptions/listen` stream whose notifications relist
+/// the server, as `list_changed` does in a legacy session. It ends with the connection. A
+/// server that refuses it is listed again only when the host reconnects it.
+async fn listen_for_changes(peer: &Peer<RoleClient>, relist: Arc<Notify>) {
+    let mut filter = SubscriptionFilter::default();
+    filter.tools_list_changed = Some(true);
+    filter.prompts_list_changed = Some(true);
+    filter.resources_list_changed = Some(true);
+    let listening = tokio::time::timeout(LISTEN_WAIT, peer.listen(filter)).await;
+    let Ok(Ok(mut subscription)) = listening else {
+        tracing::debug!("the server opened no subscriptions/listen stream");
+        return;
+    };
+    tokio::spawn(async move {
+        while let Ok(Some(note)) = subscription.next().await {
+            if matches!(
+                note,
+                ServerNotification::ToolListChangedNotification(_)
+                    | ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_)
+            ) {
+                relist.notify_one();
+            }
+        }
+    });
+}
+
+/// Longest the handshake waits for a modern server to acknowledge its listen stream.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
 
 /// Pings every [`KEEPALIVE_INTERVAL`]; returns why the server stopped answering. An MCP error
 /// reply still proves the server is there.

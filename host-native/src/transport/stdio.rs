@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 pub use super::process::ChildProcess;
-use super::session::{handshake, start, Ending, Handler};
+use super::session::{handshake, start, Ending, Handler, Opening};
 use super::{with_stderr, ConnectError, ConnectErrorKind, ConnectOptions, Connection, Ctx, SETTLE};
 
 /// Starts a stdio server and runs the handshake (see [`super::connect`]).
@@ -42,6 +42,7 @@ pub(super) async fn connect_stdio(
             Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
             transport,
             None,
+            Opening::Initialize,
         ),
     )
     .await;

@@ -31,8 +31,10 @@ use crate::reference::{complete_tool, read};
 pub struct Modern {
     codec: RequestStateCodec,
     listeners: Mutex<Vec<SubscriptionSink>>,
-    /// Whether `test_trigger_tool_change` has added its extra tool.
+    /// Whether `test_trigger_tool_change` has added its extra tool (each call toggles it).
     changed: Mutex<bool>,
+    /// Whether `test_trigger_prompt_change` has added its extra prompt (each call toggles it).
+    prompt_changed: Mutex<bool>,
 }
 
 impl std::fmt::Debug for Modern {
@@ -57,6 +59,7 @@ impl Modern {
             codec: RequestStateCodec::try_new(key.to_vec()).expect("a 32-byte key"),
             listeners: Mutex::new(Vec::new()),
             changed: Mutex::new(false),
+            prompt_changed: Mutex::new(false),
         })
     }
 
@@ -76,6 +79,7 @@ impl Modern {
             "test_streaming_elicitation",
             "test_logging_tool",
             "test_trigger_tool_change",
+            "test_trigger_prompt_change",
         ]
         .into_iter()
         .map(|name| json!({"name": name, "description": name.replace('_', " "), "inputSchema": none}))
@@ -248,14 +252,30 @@ impl Modern {
                 }
                 complete_tool("Logging test completed".to_owned())
             }
-            "test_trigger_tool_change" => {
-                *self.changed.lock().unwrap_or_else(PoisonError::into_inner) = true;
-                self.announce_tools().await;
+            "test_trigger_tool_change" | "test_trigger_prompt_change" => {
+                let tools = name == "test_trigger_tool_change";
+                let flag = if tools {
+                    &self.changed
+                } else {
+                    &self.prompt_changed
+                };
+                {
+                    let mut changed = flag.lock().unwrap_or_else(PoisonError::into_inner);
+                    *changed = !*changed;
+                }
+                self.announce(tools).await;
                 // A legacy client (a gateway in front of this server) hears it the old way.
                 if context.meta.protocol_version().is_none() {
-                    let _ = context.peer.notify_tool_list_changed().await;
+                    let _ = if tools {
+                        context.peer.notify_tool_list_changed().await
+                    } else {
+                        context.peer.notify_prompt_list_changed().await
+                    };
                 }
-                complete_tool("The tool list changed.".to_owned())
+                complete_tool(format!(
+                    "The {} list changed.",
+                    if tools { "tool" } else { "prompt" }
+                ))
             }
             "test_added_by_trigger" => complete_tool("added".to_owned()),
             _ => return None,
@@ -301,9 +321,23 @@ impl Modern {
         subscription.cancelled().await;
     }
 
-    /// `notifications/tools/list_changed` to every open listen stream that asked for it; a
-    /// stream that has ended is forgotten.
-    async fn announce_tools(&self) {
+    /// The extra prompt `test_trigger_prompt_change` adds, while it is there.
+    pub fn prompts(&self) -> Vec<Value> {
+        if *self
+            .prompt_changed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            vec![json!({"name": "test_added_by_trigger",
+                        "description": "added by test_trigger_prompt_change"})]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `notifications/{tools,prompts}/list_changed` to every open listen stream that asked for
+    /// it; a stream that has ended is forgotten.
+    async fn announce(&self, tools: bool) {
         let sinks: Vec<SubscriptionSink> = self
             .listeners
             .lock()
@@ -311,10 +345,20 @@ impl Modern {
             .clone();
         let mut closed = Vec::new();
         for sink in sinks {
-            if sink.accepted().tools_list_changed != Some(true) {
+            let accepted = sink.accepted();
+            let wanted = if tools {
+                accepted.tools_list_changed
+            } else {
+                accepted.prompts_list_changed
+            };
+            if wanted != Some(true) {
                 continue;
             }
-            let note = ServerNotification::ToolListChangedNotification(Default::default());
+            let note = if tools {
+                ServerNotification::ToolListChangedNotification(Default::default())
+            } else {
+                ServerNotification::PromptListChangedNotification(Default::default())
+            };
             if let Err(SubscriptionSendError::SubscriptionClosed) = sink.send(note).await {
                 closed.push(sink.id().clone());
             }

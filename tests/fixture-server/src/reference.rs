@@ -329,9 +329,10 @@ impl Reference {
 
 impl ServerHandler for Reference {
     fn get_info(&self) -> ServerConfig {
+        // `--modern`: `test_trigger_tool_change` changes the list and says so.
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
-            "tools": {"listChanged": false},
-            "prompts": {"listChanged": false},
+            "tools": {"listChanged": self.modern.is_some()},
+            "prompts": {"listChanged": self.modern.is_some()},
             "resources": {"subscribe": true, "listChanged": false},
             "logging": {},
             "completions": {}
@@ -411,9 +412,10 @@ impl ServerHandler for Reference {
                             "required": true}]},
             {"name": "test_prompt_with_image", "description": "A prompt with an image."}
         ]);
-        if let (Some(_), Some(list)) = (&self.modern, prompts.as_array_mut()) {
+        if let (Some(modern), Some(list)) = (&self.modern, prompts.as_array_mut()) {
             list.push(json!({"name": "test_input_required_result_prompt",
                              "description": "A prompt that asks for its context first."}));
+            list.extend(modern.prompts());
         }
         complete(json!({"prompts": prompts}))
     }
