@@ -46,6 +46,7 @@ mod connections;
 mod era;
 mod forward;
 mod http;
+mod priming;
 pub use http::serve_http;
 
 /// The MCP server side of `serve`, in front of the session `S`. Cheap to clone; clones share
