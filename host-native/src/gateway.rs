@@ -47,6 +47,7 @@ mod era;
 mod forward;
 mod http;
 mod priming;
+mod translate;
 pub use http::serve_http;
 
 /// The MCP server side of `serve`, in front of the session `S`. Cheap to clone; clones share
@@ -56,6 +57,8 @@ pub struct Gateway<S = HostHandle> {
     clients: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     /// The `subscriptions/listen` streams of 2026-07-28 clients.
     listeners: era::Listeners,
+    /// 2026-07-28 clients' calls waiting for their input.
+    translator: Arc<translate::Translator>,
     /// `serve --passthrough NAME`: only this server, under its own names.
     only: Option<Arc<str>>,
 }
@@ -66,6 +69,7 @@ impl<S> Clone for Gateway<S> {
             session: Arc::clone(&self.session),
             clients: Arc::clone(&self.clients),
             listeners: self.listeners.clone(),
+            translator: Arc::clone(&self.translator),
             only: self.only.clone(),
         }
     }
@@ -84,6 +88,7 @@ impl<S: Session> Gateway<S> {
             session: Arc::new(session),
             clients: Arc::new(Mutex::new(Vec::new())),
             listeners: era::Listeners::default(),
+            translator: Arc::new(translate::Translator::new()),
             only: None,
         }
     }
@@ -376,18 +381,20 @@ impl<S: Session> ServerHandler for Gateway<S> {
                     Err(format!("this gateway offers no tool `{}`", request.name))
                 }
             });
-        let mut result = match route {
+        let mut response = match route {
             Ok(route) => {
                 tracing::info!(tool = %name, server = %route.server, "forwarding tools/call");
-                self.forward_call(route, request, context).await
+                self.forward_call(route, request, context).await?
             }
             Err(message) => {
                 tracing::info!(tool = %name, "tool not available");
-                CallToolResult::error(vec![ContentBlock::text(message)])
+                CallToolResult::error(vec![ContentBlock::text(message)]).into()
             }
         };
-        era::complete(&mut result.result_type);
-        Ok(result.into())
+        if let CallToolResponse::Complete(result) = &mut response {
+            era::complete(&mut result.result_type);
+        }
+        Ok(response)
     }
 
     async fn list_prompts(

@@ -29,6 +29,7 @@ mod ordered;
 pub(crate) mod process;
 mod progress;
 mod relay;
+pub use relay::{Question, Questions};
 mod remote;
 mod session;
 mod sse;
@@ -257,6 +258,7 @@ impl Connection {
             peer: self.peer.clone(),
             progress: self.progress.clone(),
             asker: None,
+            questions: None,
         }
     }
 

@@ -93,3 +93,11 @@ impl Listeners {
 pub fn complete(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
+
+/// Whether the request comes from a client of 2026-07-28 or later (stateless, no requests of
+/// the server's can be sent to it).
+pub fn is_modern(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}

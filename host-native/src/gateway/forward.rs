@@ -1,7 +1,10 @@
 //! Forwarding a request to the server that serves it: a tool call with the client's progress
 //! and cancellation, and the language tools (SPEC §14.5).
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    ProgressNotificationParam,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use tokio::sync::mpsc;
@@ -14,12 +17,21 @@ use crate::session::Session;
 use crate::transport::CallError;
 
 impl<S: Session> Gateway<S> {
+    /// Forwards a `tools/call` to the server of `route`; a 2026-07-28 client's call goes
+    /// through the [`Translator`](super::translate::Translator), which hands the server's
+    /// questions to it as input-required results.
+    ///
+    /// # Errors
+    /// A 2026-07-28 client's `requestState` that fails its check (`-32602`).
     pub(super) async fn forward_call(
         &self,
         route: Route,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> Result<CallToolResponse, ErrorData> {
+        if super::era::is_modern(&context) {
+            return self.translator.call(route, request, context).await;
+        }
         let mut params = CallToolRequestParams::new(route.name.clone());
         if let Some(arguments) = request.arguments {
             params = params.with_arguments(arguments);
@@ -49,22 +61,7 @@ impl<S: Session> Gateway<S> {
         while let Ok(update) = progress_rx.try_recv() {
             relay_progress(&context, client_token.as_ref(), &mut last, update).await;
         }
-        match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(CallError::Mcp(error))) => {
-                CallToolResult::error(vec![ContentBlock::text(format!(
-                    "server \"{}\" answered tools/call `{}` with an error: {}",
-                    route.server, route.name, error.message
-                ))])
-            }
-            Ok(Err(CallError::Failed(error))) => {
-                CallToolResult::error(vec![ContentBlock::text(error.message)])
-            }
-            Err(join) => CallToolResult::error(vec![ContentBlock::text(format!(
-                "forwarding tools/call `{}` to server \"{}\" failed: {join}",
-                route.name, route.server
-            ))]),
-        }
+        Ok(call_outcome(&route, outcome).into())
     }
 
     /// A language tool (SPEC §14.5): routed by the file's extension to the running language
@@ -105,9 +102,31 @@ impl<S: Session> Gateway<S> {
     }
 }
 
+/// How a forwarded call ended, as the tool result the client gets: the server's error or a
+/// failure to reach it is a tool error that names the server.
+pub(super) fn call_outcome(
+    route: &Route,
+    outcome: Result<Result<CallToolResult, CallError>, tokio::task::JoinError>,
+) -> CallToolResult {
+    match outcome {
+        Ok(Ok(result)) => result,
+        Ok(Err(CallError::Mcp(error))) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "server \"{}\" answered tools/call `{}` with an error: {}",
+            route.server, route.name, error.message
+        ))]),
+        Ok(Err(CallError::Failed(error))) => {
+            CallToolResult::error(vec![ContentBlock::text(error.message)])
+        }
+        Err(join) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "forwarding tools/call `{}` to server \"{}\" failed: {join}",
+            route.name, route.server
+        ))]),
+    }
+}
+
 /// Relays one upstream progress update to the client under its own token; progress must
 /// increase (notifications can overtake each other upstream), so a stale one is dropped.
-async fn relay_progress(
+pub(super) async fn relay_progress(
     context: &RequestContext<RoleServer>,
     token: Option<&rmcp::model::ProgressToken>,
     last: &mut f64,

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::describe::describe_service_error;
 use super::progress::ProgressRouter;
+use super::relay::Questions;
 use super::{ConnectError, ConnectErrorKind, Connection, Ctx, ENDED_WAIT, SERVICE_CLOSE};
 
 /// How many forwarded requests are waiting for an answer on one connection, so a connection
@@ -76,6 +77,8 @@ pub struct Caller {
     /// The real client these requests are made for: the server's own requests during them are
     /// relayed to it.
     pub(super) asker: Option<Peer<RoleServer>>,
+    /// For a client of MCP 2026-07-28: where the server's requests during these go instead.
+    pub(super) questions: Option<Questions>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -109,6 +112,15 @@ impl Caller {
     #[must_use]
     pub fn asking(mut self, client: Peer<RoleServer>) -> Self {
         self.asker = Some(client);
+        self
+    }
+
+    /// This caller for requests of a client of MCP 2026-07-28, which cannot be sent a request:
+    /// what the server asks during them goes to `questions` (see [`Questions`]).
+    #[must_use]
+    pub fn asking_through(mut self, client: Peer<RoleServer>, questions: Questions) -> Self {
+        self.asker = Some(client);
+        self.questions = Some(questions);
         self
     }
 
@@ -310,7 +322,7 @@ impl Caller {
         let asking = self
             .asker
             .clone()
-            .map(|client| self.ctx.askers.enter(client));
+            .map(|client| self.ctx.askers.enter(client, self.questions.clone()));
         let closed = || async {
             // The monitor records why the connection ended (exit status, stderr tail) a moment
             // after the transport closes.

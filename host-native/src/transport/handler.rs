@@ -18,12 +18,12 @@ use rmcp::model::{
     LoggingMessageNotificationParam,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
+use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::Notify;
 
 use super::describe::describe_service_error;
 use super::progress::ProgressRouter;
-use super::relay::{offers, Askers, Unowned};
+use super::relay::{Askers, Owner, Question, Unowned};
 use super::{Ctx, ElicitationResponder, SERVICE_CLOSE};
 
 /// The client side of the session: answers the server's notifications.
@@ -147,8 +147,8 @@ impl ClientHandler for Handler {
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         const WHAT: &str = "elicitation/create";
         let decline = || Ok(ElicitResult::new(ElicitationAction::Decline));
-        let peer = match self.askers.owner(origin(&context)) {
-            Ok(peer) => peer,
+        let owner = match self.askers.owner_of(origin(&context)) {
+            Ok(owner) => owner,
             Err(Unowned::NoClient) => {
                 return Ok(match &self.elicitation {
                     Some(responder) => responder(request).await,
@@ -160,7 +160,7 @@ impl ClientHandler for Handler {
                 return decline();
             }
         };
-        if !offers(&peer, |c| c.elicitation.is_some()) {
+        if !owner.offers(|c| c.elicitation.is_some()) {
             tracing::info!(server = %self.server, "{WHAT} declined: the client of the call does not support it");
             return decline();
         }
@@ -170,7 +170,7 @@ impl ClientHandler for Handler {
         let relayed =
             rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
         let wait = self.askers.limits().elicitation;
-        match relay(&peer, relayed, wait, &context).await {
+        match relay(&owner, relayed, wait, &context).await {
             Ok(rmcp::model::ClientResult::ElicitResult(result)) => Ok(result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
             Err(Relay::TimedOut) => {
@@ -195,11 +195,11 @@ impl ClientHandler for Handler {
                 None,
             ))
         };
-        let peer = match self.askers.owner(origin(&context)) {
-            Ok(peer) => peer,
+        let owner = match self.askers.owner_of(origin(&context)) {
+            Ok(owner) => owner,
             Err(why) => return refuse(why.to_string()),
         };
-        if !offers(&peer, |c| c.sampling.is_some()) {
+        if !owner.offers(|c| c.sampling.is_some()) {
             return refuse("the client of the call does not support sampling".to_owned());
         }
         let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
@@ -209,7 +209,7 @@ impl ClientHandler for Handler {
             rmcp::model::CreateMessageRequest::new(params),
         );
         let wait = self.askers.limits().sampling;
-        match relay(&peer, relayed, wait, &context).await {
+        match relay(&owner, relayed, wait, &context).await {
             Ok(rmcp::model::ClientResult::CreateMessageResult(result)) => Ok(*result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
             Err(Relay::TimedOut) => refuse(format!("no answer within {} s", wait.as_secs())),
@@ -228,11 +228,11 @@ impl ClientHandler for Handler {
             tracing::info!(server = %self.server, "{WHAT} answered with no roots: {why}");
             Ok(ListRootsResult::default())
         };
-        let peer = match self.askers.roots_owner(origin(&context)) {
-            Ok(peer) => peer,
+        let owner = match self.askers.roots_owner(origin(&context)) {
+            Ok(owner) => owner,
             Err(why) => return none(why.to_string()),
         };
-        if !offers(&peer, |c| c.roots.is_some()) {
+        if !owner.offers(|c| c.roots.is_some()) {
             return Ok(ListRootsResult::default());
         }
         let Some(_relaying) = self.askers.relaying(&self.server, WHAT) else {
@@ -240,7 +240,7 @@ impl ClientHandler for Handler {
         };
         let relayed = rmcp::model::ServerRequest::ListRootsRequest(Default::default());
         let wait = self.askers.limits().roots;
-        match relay(&peer, relayed, wait, &context).await {
+        match relay(&owner, relayed, wait, &context).await {
             Ok(rmcp::model::ClientResult::ListRootsResult(result)) => Ok(result),
             Ok(_) => Err(relay_failed(WHAT, ServiceError::UnexpectedResponse)),
             Err(Relay::TimedOut) => none(format!(
@@ -285,11 +285,11 @@ enum Relay {
     Failed(ServiceError),
 }
 
-/// Sends `request` to `client` and waits for its answer, at most `wait` in all (a client that
-/// reads nothing holds the send too); the server cancelling its request cancels it at the
-/// client too.
+/// Sends `request` to the `owner`'s client and waits for its answer, at most `wait` in all (a
+/// client that reads nothing holds the send too); the server cancelling its request cancels it
+/// at the client too. A client of 2026-07-28 gets it through its call's question queue.
 async fn relay(
-    client: &Peer<RoleServer>,
+    owner: &Owner,
     request: rmcp::model::ServerRequest,
     wait: Duration,
     context: &rmcp::service::RequestContext<RoleClient>,
@@ -297,6 +297,23 @@ async fn relay(
     let deadline = tokio::time::sleep(wait);
     tokio::pin!(deadline);
     let cancelled = || Relay::Failed(ServiceError::Cancelled { reason: None });
+    if let Some(questions) = &owner.questions {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let question = Question { request, answer };
+        tokio::select! {
+            sent = questions.queue.send(question) => {
+                sent.map_err(|_| Relay::Failed(ServiceError::TransportClosed))?;
+            }
+            () = &mut deadline => return Err(Relay::TimedOut),
+            () = context.ct.cancelled() => return Err(cancelled()),
+        }
+        return tokio::select! {
+            answer = answered => answer.map_err(|_| Relay::Failed(ServiceError::TransportClosed)),
+            () = &mut deadline => Err(Relay::TimedOut),
+            () = context.ct.cancelled() => Err(cancelled()),
+        };
+    }
+    let client = &owner.peer;
     let mut handle = tokio::select! {
         sent = client.send_request_with_option(request, PeerRequestOptions::no_options()) => {
             sent.map_err(Relay::Failed)?

@@ -40,10 +40,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::LoggingLevel;
-use rmcp::model::{ClientCapabilities, RequestId};
+use rmcp::model::{ClientCapabilities, ClientResult, RequestId, ServerRequest};
 use rmcp::service::InboundStreamOrigin;
 use rmcp::{Peer, RoleServer};
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, oneshot, Notify};
 
 mod queue;
 pub(super) use queue::Relaying;
@@ -110,6 +110,43 @@ impl std::fmt::Display for Unowned {
     }
 }
 
+/// Where the server's questions for a client of MCP 2026-07-28 go. Such a client cannot be
+/// sent a request of the server's; the gateway hands each question to it as an input-required
+/// result and answers with what the client sends back (`gateway/translate.rs`).
+#[derive(Clone, Debug)]
+pub struct Questions {
+    /// What the client declared in its request's `_meta`: it is asked only what it offers.
+    pub capabilities: ClientCapabilities,
+    /// The forwarded call's queue of questions.
+    pub queue: mpsc::Sender<Question>,
+}
+
+/// One question of the server's (`elicitation/create`, `sampling/createMessage`,
+/// `roots/list`) and where its answer goes; dropping `answer` fails the server's request.
+#[derive(Debug)]
+pub struct Question {
+    pub request: ServerRequest,
+    pub answer: oneshot::Sender<ClientResult>,
+}
+
+/// Who a server's request is for: the client's connection, and for a client of 2026-07-28 the
+/// queue its questions go to instead.
+#[derive(Clone)]
+pub struct Owner {
+    pub peer: Peer<RoleServer>,
+    pub questions: Option<Questions>,
+}
+
+impl Owner {
+    /// Whether the client declared what `offers` asks for.
+    pub fn offers(&self, offers: impl Fn(&ClientCapabilities) -> bool) -> bool {
+        match &self.questions {
+            Some(questions) => offers(&questions.capabilities),
+            None => self::offers(&self.peer, offers),
+        }
+    }
+}
+
 /// How long after a client's `notifications/roots/list_changed` the server's `roots/list` on
 /// an idle shared connection is taken to answer it.
 pub const ROOTS_CHANGED_WINDOW: Duration = Duration::from_secs(10);
@@ -154,8 +191,29 @@ struct Inner {
 struct Active {
     id: u64,
     client: Peer<RoleServer>,
+    /// A 2026-07-28 client's question queue.
+    questions: Option<Questions>,
     /// The upstream request, once sent.
     request: Option<RequestId>,
+}
+
+impl Active {
+    fn owner(&self) -> Result<Owner, Unowned> {
+        open(&self.client).map(|peer| Owner {
+            peer,
+            questions: self.questions.clone(),
+        })
+    }
+
+    /// Whether two running requests are the same client's: the same connection, or for
+    /// 2026-07-28 (no connection of its own) the same call's questions.
+    fn is(&self, other: &Active) -> bool {
+        match (&self.questions, &other.questions) {
+            (Some(a), Some(b)) => a.queue.same_channel(&b.queue),
+            (None, None) => same(&self.client, &other.client),
+            _ => false,
+        }
+    }
 }
 
 impl Inner {
@@ -242,7 +300,7 @@ impl Askers {
 
     /// `peer` has a request running on the connection until the guard drops; it is a member
     /// of the connection from now on.
-    pub fn enter(&self, peer: Peer<RoleServer>) -> Asking {
+    pub fn enter(&self, peer: Peer<RoleServer>, questions: Option<Questions>) -> Asking {
         let mut inner = self.lock();
         inner.prune();
         inner.next += 1;
@@ -253,6 +311,7 @@ impl Askers {
         inner.active.push(Active {
             id,
             client: peer,
+            questions,
             request: None,
         });
         Asking {
@@ -264,27 +323,33 @@ impl Askers {
     /// The client a server's request or log message belongs to (see the module docs);
     /// `origin` is where a request arrived, when the transport tells.
     pub fn owner(&self, origin: Option<&InboundStreamOrigin>) -> Result<Peer<RoleServer>, Unowned> {
+        self.owner_of(origin).map(|owner| owner.peer)
+    }
+
+    /// [`Askers::owner`], with the question queue of a 2026-07-28 client's call.
+    pub fn owner_of(&self, origin: Option<&InboundStreamOrigin>) -> Result<Owner, Unowned> {
         let mut inner = self.lock();
         inner.prune();
         if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
             if let Some(active) = inner.active.iter().find(|a| a.request.as_ref() == Some(id)) {
-                return open(&active.client);
+                return active.owner();
             }
         }
-        let mut calling: Vec<&Peer<RoleServer>> = Vec::new();
+        let mut calling: Vec<&Active> = Vec::new();
         for active in &inner.active {
-            if !calling.iter().any(|p| same(p, &active.client)) {
-                calling.push(&active.client);
+            if !calling.iter().any(|a| a.is(active)) {
+                calling.push(active);
             }
         }
         match calling.as_slice() {
-            [one] => return open(one),
+            [one] => return one.owner(),
             [] => {}
             several => return Err(Unowned::Several(several.len())),
         }
+        let questions = None;
         match (inner.members.as_slice(), inner.departed) {
             ([], 0) => Err(Unowned::NoClient),
-            ([one], 0) => open(one),
+            ([one], 0) => open(one).map(|peer| Owner { peer, questions }),
             ([], _) => Err(Unowned::Gone),
             (members, departed) => Err(Unowned::Idle(members.len() + departed)),
         }
@@ -298,13 +363,15 @@ impl Askers {
     /// The owner of a `roots/list` ([`Askers::owner`]); on an idle connection several clients
     /// used, the client whose `roots/list_changed` the server is answering (once, within
     /// [`ROOTS_CHANGED_WINDOW`]).
-    pub fn roots_owner(
-        &self,
-        origin: Option<&InboundStreamOrigin>,
-    ) -> Result<Peer<RoleServer>, Unowned> {
-        match self.owner(origin) {
+    pub fn roots_owner(&self, origin: Option<&InboundStreamOrigin>) -> Result<Owner, Unowned> {
+        match self.owner_of(origin) {
             Err(Unowned::Idle(n)) => match self.lock().roots_changed.take() {
-                Some((client, at)) if at.elapsed() <= ROOTS_CHANGED_WINDOW => open(&client),
+                Some((client, at)) if at.elapsed() <= ROOTS_CHANGED_WINDOW => {
+                    open(&client).map(|peer| Owner {
+                        peer,
+                        questions: None,
+                    })
+                }
                 _ => Err(Unowned::Idle(n)),
             },
             other => other,

@@ -1,0 +1,344 @@
+//! A call of a client of MCP 2026-07-28 across to a legacy server (SPEC §16): what the server
+//! asks while the call runs (`elicitation/create`, `sampling/createMessage`, `roots/list`)
+//! cannot be sent to such a client as a request of its own. The gateway answers the client's
+//! `tools/call` with an input-required result carrying the questions, keeps the server's call
+//! running, and completes the server's pending requests with the `inputResponses` the client
+//! sends when it calls again — as often as the server asks, until the call's result.
+//!
+//! The `requestState` handed to the client only names the waiting call; it is sealed (HMAC,
+//! rmcp's `RequestStateCodec`, a key from the OS RNG per `serve`) and bound to the server and
+//! tool, so a tampered, transplanted or expired one is refused with `-32602`. What waits is
+//! bounded: [`MAX_WAITING`] calls, each at most [`KEEP`] (the time a relayed elicitation may
+//! wait for a person); past either the call is cancelled at the server.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, ProgressNotificationParam,
+    RequestStateCodec, SealOptions, ServerRequest,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::forward::{call_outcome, relay_progress};
+use crate::host::Route;
+use crate::transport::{CallError, Question, Questions};
+
+/// Most calls that may wait for their client's input at once.
+pub const MAX_WAITING: usize = 64;
+/// How long a call waits for its client to come back with the input.
+pub const KEEP: Duration = Duration::from_secs(600);
+
+/// The calls waiting for their client's input.
+pub struct Translator {
+    codec: Option<RequestStateCodec>,
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, Waiting>>,
+}
+
+impl std::fmt::Debug for Translator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Translator").finish_non_exhaustive()
+    }
+}
+
+type Call = JoinHandle<Result<CallToolResult, CallError>>;
+
+/// One server call that asked its client something and waits for the answer.
+struct Waiting {
+    binding: String,
+    call: Call,
+    cancel: CancellationToken,
+    questions: mpsc::Receiver<Question>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    /// The questions handed to the client and not answered yet, by key.
+    asked: Vec<(String, Question)>,
+    keys: u32,
+    since: Instant,
+}
+
+impl Drop for Waiting {
+    /// A call nobody waits for any more is cancelled at the server.
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// What happened while a call was driven.
+enum Event {
+    Progress(ProgressNotificationParam),
+    Asked(Question),
+    Done(Result<Result<CallToolResult, CallError>, tokio::task::JoinError>),
+    Cancelled,
+}
+
+impl Translator {
+    /// A translator with a fresh key; without the OS RNG, a server's questions during a modern
+    /// client's call are declined as before (logged once).
+    pub fn new() -> Self {
+        let codec = random_key()
+            .and_then(|key| RequestStateCodec::try_new(key.to_vec()).ok())
+            .or_else(|| {
+                tracing::warn!(
+                    "no key for request state (/dev/urandom unreadable): a server's questions \
+                     during a 2026-07-28 client's call are declined"
+                );
+                None
+            });
+        Translator {
+            codec,
+            next: AtomicU64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Forwards a 2026-07-28 client's `tools/call` (first or retried with its input) to the
+    /// server of `route`.
+    ///
+    /// # Errors
+    /// `-32602` for a `requestState` that fails its check or names no waiting call.
+    pub async fn call(
+        &self,
+        route: Route,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let binding = format!("{}\u{0}{}", route.server, route.name);
+        let mut waiting = match request.request_state.as_deref() {
+            Some(state) => {
+                let id = self.open(state, &binding)?;
+                let mut waiting = self.take(id).ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        "no call waits for this requestState: it ended or expired; call the \
+                         tool again",
+                        None,
+                    )
+                })?;
+                waiting.answer(request.input_responses.as_ref());
+                waiting
+            }
+            None => self.start(&route, request, &context, binding),
+        };
+        let token = context.meta.get_progress_token();
+        let mut last = f64::NEG_INFINITY;
+        loop {
+            if !waiting.asked.is_empty() {
+                return Ok(self.park(waiting));
+            }
+            let event = tokio::select! {
+                biased;
+                Some(update) = waiting.progress.recv() => Event::Progress(update),
+                Some(question) = waiting.questions.recv() => Event::Asked(question),
+                joined = &mut waiting.call => Event::Done(joined),
+                () = context.ct.cancelled() => Event::Cancelled,
+            };
+            match event {
+                Event::Progress(update) => {
+                    relay_progress(&context, token.as_ref(), &mut last, update).await;
+                }
+                Event::Asked(question) => {
+                    waiting.ask(question);
+                    while let Ok(more) = waiting.questions.try_recv() {
+                        waiting.ask(more);
+                    }
+                }
+                Event::Done(joined) => {
+                    while let Ok(update) = waiting.progress.try_recv() {
+                        relay_progress(&context, token.as_ref(), &mut last, update).await;
+                    }
+                    return Ok(call_outcome(&route, joined).into());
+                }
+                Event::Cancelled => {
+                    return Err(ErrorData::internal_error(
+                        "the client cancelled the call",
+                        None,
+                    ))
+                }
+            }
+        }
+    }
+
+    fn start(
+        &self,
+        route: &Route,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        binding: String,
+    ) -> Waiting {
+        let mut params = CallToolRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        // Without a key there is no safe way to hand a question over: the server is answered
+        // as when no client can be asked.
+        let (queue, questions) = mpsc::channel(8);
+        let caller = route.caller.clone();
+        let caller = match self.codec {
+            Some(_) => caller.asking_through(
+                context.peer.clone(),
+                Questions {
+                    capabilities: context.client_capabilities().unwrap_or_default(),
+                    queue,
+                },
+            ),
+            None => caller,
+        };
+        let (progress_tx, progress) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let call =
+            tokio::spawn(async move { caller.call_tool(params, Some(progress_tx), stop).await });
+        Waiting {
+            binding,
+            call,
+            cancel,
+            questions,
+            progress,
+            asked: Vec::new(),
+            keys: 0,
+            since: Instant::now(),
+        }
+    }
+
+    /// Keeps `waiting` for its client's next call and tells the client what to answer.
+    fn park(&self, waiting: Waiting) -> CallToolResponse {
+        let Some(codec) = &self.codec else {
+            return CallToolResult::error(vec![ContentBlock::text(
+                "the server asked for input, and mcp-reconcile has no key to hand the question \
+                 over with",
+            )])
+            .into();
+        };
+        let requests: InputRequests = waiting
+            .asked
+            .iter()
+            .filter_map(|(key, question)| Some((key.clone(), input_request(&question.request)?)))
+            .collect();
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let state = codec.seal_with(
+            id.to_string().as_bytes(),
+            &SealOptions::new()
+                .associated_data(waiting.binding.as_bytes())
+                .ttl(KEEP),
+        );
+        let mut map = self
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.retain(|_, w| w.since.elapsed() < KEEP && !w.call.is_finished());
+        if map.len() >= MAX_WAITING {
+            tracing::warn!(
+                "{MAX_WAITING} calls already wait for their client's input; one more is cancelled"
+            );
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "the server asked for input, and {MAX_WAITING} calls already wait for theirs; \
+                 call again later"
+            ))])
+            .into();
+        }
+        map.insert(id, waiting);
+        InputRequiredResult::new(Some(requests), Some(state)).into()
+    }
+
+    fn open(&self, state: &str, binding: &str) -> Result<u64, ErrorData> {
+        self.codec
+            .as_ref()
+            .and_then(|codec| codec.open_with(state, binding.as_bytes()).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|id| id.parse().ok())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "requestState failed its integrity check (altered, expired, or issued for \
+                     another tool)",
+                    None,
+                )
+            })
+    }
+
+    fn take(&self, id: u64) -> Option<Waiting> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id)
+    }
+}
+
+impl Waiting {
+    /// Hands `question` to the client under a fresh key; one this client cannot be asked in
+    /// an input-required result is dropped (the server's request fails).
+    fn ask(&mut self, question: Question) {
+        let Some(kind) = kind(&question.request) else {
+            return;
+        };
+        self.keys += 1;
+        self.asked.push((format!("{kind}-{}", self.keys), question));
+    }
+
+    /// Completes each asked question `responses` answers validly; the rest stay asked.
+    fn answer(&mut self, responses: Option<&InputResponses>) {
+        let asked = std::mem::take(&mut self.asked);
+        for (key, question) in asked {
+            match responses
+                .and_then(|r| r.get(&key))
+                .and_then(|value| client_result(&question.request, value))
+            {
+                Some(result) => {
+                    let _ = question.answer.send(result);
+                }
+                None => self.asked.push((key, question)),
+            }
+        }
+    }
+}
+
+fn kind(request: &ServerRequest) -> Option<&'static str> {
+    match request {
+        ServerRequest::ElicitRequest(_) => Some("elicitation"),
+        ServerRequest::CreateMessageRequest(_) => Some("sampling"),
+        ServerRequest::ListRootsRequest(_) => Some("roots"),
+        _ => None,
+    }
+}
+
+fn input_request(request: &ServerRequest) -> Option<InputRequest> {
+    match request {
+        ServerRequest::ElicitRequest(r) => Some(InputRequest::Elicitation(r.clone())),
+        ServerRequest::CreateMessageRequest(r) => Some(InputRequest::CreateMessage(r.clone())),
+        ServerRequest::ListRootsRequest(r) => Some(InputRequest::ListRoots(r.clone())),
+        _ => None,
+    }
+}
+
+/// The client's answer `value` to `request`, when it is one.
+fn client_result(request: &ServerRequest, value: &serde_json::Value) -> Option<ClientResult> {
+    let value = value.clone();
+    Some(match request {
+        ServerRequest::ElicitRequest(_) => {
+            ClientResult::ElicitResult(serde_json::from_value(value).ok()?)
+        }
+        ServerRequest::CreateMessageRequest(_) => {
+            ClientResult::CreateMessageResult(Box::new(serde_json::from_value(value).ok()?))
+        }
+        ServerRequest::ListRootsRequest(_) => {
+            ClientResult::ListRootsResult(serde_json::from_value(value).ok()?)
+        }
+        _ => return None,
+    })
+}
+
+fn random_key() -> Option<[u8; 32]> {
+    use std::io::Read;
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .ok()?;
+    Some(key)
+}

@@ -1,0 +1,268 @@
+//! End-to-end: a client of MCP 2026-07-28 (SPEC §16) — rmcp's own client started with
+//! `server/discover`, never `initialize` — in front of `serve` over stdio, in-process
+//! (`--no-daemon`) and through the daemon: it discovers the gateway, lists and calls tools
+//! of a legacy upstream server, gets complete results with cache hints, and hears a hot
+//! reload's new tool on a `subscriptions/listen` stream that asked for tool changes only.
+//!
+//! And translation across eras: a legacy server's `elicitation/create` and `roots/list` during
+//! such a client's call reach it as input-required results (rmcp's client answers them through
+//! its handler and calls again), and a tampered `requestState` is refused with `-32602`.
+
+// Roots are deprecated by SEP-2577 (2026-07-28); a legacy server still asks for them.
+#![allow(deprecated)]
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, Implementation, ListRootsResult,
+    PaginatedRequestParams, ProtocolVersion, Root, RootsCapabilities, ServerNotification,
+    SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService, ServiceError,
+};
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_client_uses_serve_in_process_and_hears_a_hot_reload_on_its_listen_stream() {
+    modern_client_round(&["--no-daemon"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_client_uses_a_daemon_session_and_hears_a_hot_reload_on_its_listen_stream() {
+    modern_client_round(&[]).await;
+}
+
+/// `serve` with `serve_flags` over stdio, a 2026-07-28 client (`handler`) discovered on it;
+/// the process group is killed when the guard drops.
+async fn discover<H: ClientHandler>(
+    p: &Project,
+    serve_flags: &[&str],
+    handler: H,
+) -> (RunningService<RoleClient, H>, KillGroup) {
+    let log = p.path("serve.log");
+    let mut command = std::process::Command::new(cli());
+    command
+        .arg("serve")
+        .args(serve_flags)
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log).expect("log file"))
+        .process_group(0);
+    let mut child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let stdin = child.stdin.take().expect("stdin");
+
+    let group = KillGroup(child.id().expect("a pid"));
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = tokio::time::timeout(
+        PATIENCE,
+        handler.serve_with_lifecycle((stdout, stdin), lifecycle),
+    )
+    .await
+    .expect("discovery in time")
+    .unwrap_or_else(|e| {
+        panic!(
+            "serve answers server/discover: {e}; log:\n{}",
+            fs::read_to_string(&log).unwrap_or_default()
+        )
+    });
+    let info = client.peer_info().expect("the gateway's discover result");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    // The child is reaped with the group; its handle may go.
+    drop(child);
+    (client, group)
+}
+
+async fn modern_client_round(serve_flags: &[&str]) {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let config = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("modern-test", "0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2026_07_28);
+    let (client, _group) = discover(&p, serve_flags, config).await;
+
+    // Lists carry cache hints; the legacy upstream's tool is there, and answers.
+    let tools = client
+        .list_tools(Some(PaginatedRequestParams::default()))
+        .await
+        .expect("tools/list");
+    let names: Vec<&str> = tools.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["mcp__a__echo"]);
+    assert_eq!(tools.ttl_ms, Some(1_000), "{tools:?}");
+    assert!(tools.cache_scope.is_some(), "{tools:?}");
+    let echoed = client
+        .call_tool(
+            CallToolRequestParams::new("mcp__a__echo").with_arguments(
+                json!({"text": "hi"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        )
+        .await
+        .expect("tools/call");
+    assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
+    assert!(
+        serde_json::to_string(&echoed.content)
+            .unwrap_or_default()
+            .contains("hi"),
+        "{echoed:?}"
+    );
+
+    // A listen stream for tool changes only: an edit that adds a server is announced on it.
+    let mut filter = SubscriptionFilter::default();
+    filter.tools_list_changed = Some(true);
+    let mut stream = client.listen(filter).await.expect("subscriptions/listen");
+    assert_eq!(stream.acknowledged().tools_list_changed, Some(true));
+    assert_eq!(stream.acknowledged().prompts_list_changed, None);
+    p.write_settings(json!({"mcpServers": {
+        "a": p.server("a", "echo"),
+        "b": p.server("b", "add"),
+    }}));
+    let heard = tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .expect("a change on the listen stream in time")
+        .expect("the stream is open")
+        .expect("a notification");
+    assert!(
+        matches!(heard, ServerNotification::ToolListChangedNotification(_)),
+        "{heard:?}"
+    );
+    let mut names = Vec::new();
+    for _ in 0..50 {
+        let tools = client
+            .list_tools(Some(PaginatedRequestParams::default()))
+            .await
+            .expect("tools/list");
+        names = tools.tools.iter().map(|t| t.name.to_string()).collect();
+        if names.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(names, ["mcp__a__echo", "mcp__b__add"]);
+    assert_eq!(p.spawns("a"), 1, "the untouched server kept its process");
+
+    let _ = stream.cancel().await;
+    let _ = client.cancel().await;
+}
+
+/// A 2026-07-28 client that answers what a server asks: a name, and one root.
+#[derive(Clone)]
+struct Answering;
+
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ann"})))
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(ListRootsResult::new(vec![Root::new(
+            "file:///work/answering",
+        )]))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
+        capabilities.roots = Some(RootsCapabilities::default());
+        ClientConfig::new(capabilities, Implementation::new("answering", "0"))
+            .with_protocol_version(ProtocolVersion::V_2026_07_28)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_results() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "ask,roots")}}));
+    let (client, _group) = discover(&p, &["--no-daemon"], Answering).await;
+    let call = |name: &str, args: serde_json::Value| {
+        CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default())
+    };
+
+    // rmcp's client meets the input-required result, asks its handler, and calls again.
+    let asked = client
+        .call_tool(call("mcp__a__ask", json!({"text": "who are you?"})))
+        .await
+        .expect("tools/call completes after one round of input");
+    let text = serde_json::to_string(&asked.content).unwrap_or_default();
+    assert!(text.contains("action=accept name=Ann"), "{asked:?}");
+    let roots = client
+        .call_tool(call("mcp__a__roots", json!({})))
+        .await
+        .expect("tools/call completes after one round of input");
+    let text = serde_json::to_string(&roots.content).unwrap_or_default();
+    assert!(text.contains("file:///work/answering"), "{roots:?}");
+
+    // One round by hand: the question, then a tampered state, then the real one.
+    let first = client
+        .call_tool_once(call("mcp__a__ask", json!({"text": "again?"})))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::InputRequired(required) = first else {
+        panic!("an input-required result: {first:?}");
+    };
+    let requests = required.input_requests.clone().unwrap_or_default();
+    let (key, _) = requests.iter().next().expect("one question");
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let state = required.request_state.clone().expect("a requestState");
+    let mut tampered = state.clone();
+    tampered.insert(tampered.len() / 2, 'x');
+    let answer = json!({"action": "accept", "content": {"name": "Bob"}});
+    let responses = || {
+        [(key.clone(), answer.clone())]
+            .into_iter()
+            .collect::<rmcp::model::InputResponses>()
+    };
+    let refused = client
+        .call_tool_once(
+            call("mcp__a__ask", json!({"text": "again?"}))
+                .with_input_responses(responses())
+                .with_request_state(tampered),
+        )
+        .await;
+    match refused {
+        Err(ServiceError::McpError(error)) => assert_eq!(error.code.0, -32602, "{error:?}"),
+        other => panic!("a tampered requestState is refused: {other:?}"),
+    }
+    let done = client
+        .call_tool_once(
+            call("mcp__a__ask", json!({"text": "again?"}))
+                .with_input_responses(responses())
+                .with_request_state(state),
+        )
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Complete(done) = done else {
+        panic!("the call completes: {done:?}");
+    };
+    let text = serde_json::to_string(&done.content).unwrap_or_default();
+    assert!(text.contains("action=accept name=Bob"), "{done:?}");
+    let _ = client.cancel().await;
+}
