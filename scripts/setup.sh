@@ -2,7 +2,8 @@
 # Installs what the test suite needs. Idempotent: skips what is present.
 #   - rustfmt and clippy (rustup components)
 #   - cargo-fuzz (crates.io)
-#   - server-everything and friends, the JSON / YAML language servers, and the
+#   - server-everything and friends, the JSON / YAML language servers, Gemini CLI
+#     (a real client of serve --http: host-native/tests/gemini_cli.rs), and the
 #     TypeScript compiler host-wasm/tests/typescript.rs checks the generated types
 #     with (npm ci at the repository root)
 #   - pylsp with pyflakes and the Python MCP SDK, in a venv at .venv-test/
@@ -22,9 +23,10 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# Third-party MCP servers for the integration tests and TypeScript for the
+# Third-party MCP servers and Gemini CLI for the integration tests and TypeScript for the
 # generated-types check, at pinned versions.
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
+  || [ ! -f node_modules/@google/gemini-cli/bundle/gemini.js ] \
   || [ ! -x node_modules/.bin/vscode-json-language-server ] \
   || [ ! -x node_modules/.bin/yaml-language-server ] \
   || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -46,6 +46,7 @@ mod connections;
 mod era;
 mod forward;
 mod http;
+mod priming;
 mod translate;
 pub use http::serve_http;
 

@@ -11,7 +11,6 @@
 mod common;
 
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -162,59 +161,6 @@ fn the_python_sdk_over_http_lists_calls_and_follows_edits() {
     );
     served.stop();
     wait_all_stopped(&p);
-}
-
-/// `serve --http 127.0.0.1:0` in its own process group (killed on drop).
-struct ServeHttp {
-    group: Group,
-    url: String,
-    token_file: PathBuf,
-    log: PathBuf,
-}
-
-impl ServeHttp {
-    fn start(p: &Project) -> ServeHttp {
-        let log = p.path("serve.log");
-        let err = fs::File::create(&log).expect("log file");
-        let mut child = Command::new(cli())
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(p.flags())
-            .args(["--debounce-ms", "150"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .expect("serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let group = Group::new(child);
-        let mut lines = BufReader::new(stdout).lines();
-        let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
-        // serve prints the URL, then the path of the token file (never the token).
-        let (url, token_file) = (next(), PathBuf::from(next()));
-        let served = ServeHttp {
-            group,
-            url,
-            token_file,
-            log,
-        };
-        assert!(
-            served.url.starts_with("http://127.0.0.1:") && served.token_file.is_file(),
-            "serve did not print its URL and token file; log:\n{}",
-            served.log()
-        );
-        served
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// SIGTERM and wait: serve stops every server before it exits.
-    fn stop(&mut self) {
-        self.group.signal(nix::sys::signal::Signal::SIGTERM);
-        assert!(self.group.wait_exit(), "serve did not exit on SIGTERM");
-    }
 }
 
 /// Two Python SDK clients, each starting `serve` (the default runtime: a session of the per-user

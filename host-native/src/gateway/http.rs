@@ -14,8 +14,9 @@ use crate::session::Session;
 /// request passes [`http_guard::check`](crate::http_guard::check) first (Host, Origin, bearer
 /// token, session cap); sessions idle for `guard.session_idle` are closed. Connections are
 /// bounded by `guard.connections` (a header-read timeout, a cap on open connections: see
-/// `gateway/connections.rs`). Returns the bound address; the server stops when
-/// `stop` is cancelled.
+/// `gateway/connections.rs`). SSE priming events reach only clients of MCP 2025-11-25 or
+/// later (`gateway/priming.rs`). Returns the bound address; the server stops when `stop` is
+/// cancelled.
 ///
 /// # Errors
 /// A non-loopback address, or the address cannot be bound.
@@ -54,11 +55,17 @@ pub async fn serve_http<S: Session>(
     session_config.keep_alive = Some(guard.session_idle);
     sessions.session_config = session_config;
     let sessions = Arc::new(sessions);
+    let body_limit = config.max_request_body_bytes;
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
     let limits = guard.connections;
     let guard = Arc::new(Guard::new(guard, bound.port(), sessions));
     let router = axum::Router::new()
         .nest_service("/mcp", service)
+        // Innermost: it reads the body of a request only the guard has let through.
+        .layer(axum::middleware::from_fn_with_state(
+            body_limit,
+            super::priming::for_client_era,
+        ))
         .layer(axum::middleware::from_fn(crate::http_guard::session_ended))
         .layer(axum::middleware::from_fn_with_state(guard, check));
     let task = tokio::spawn(super::connections::serve(listener, router, limits, stop));

@@ -19,6 +19,11 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+mod serve_http;
+// Not every test binary starts an HTTP serve.
+#[allow(unused_imports)]
+pub use serve_http::ServeHttp;
+
 /// How long any wait may take before a test fails (generous: CI is noisy).
 pub const PATIENCE: Duration = Duration::from_secs(45);
 

@@ -1,0 +1,254 @@
+//! A real client: Gemini CLI (npm `@google/gemini-cli`, pinned in the root `package.json`;
+//! it speaks MCP 2025-06-18 through the TypeScript SDK it bundles) connected to
+//! `mcp-reconcile serve --http` lists the gateway's tools and calls one of the fixture server's.
+//!
+//! Gemini CLI runs headless (`-p`) on the `node` of `PATH` (Node 20 or later) with a HOME of its
+//! own (`~/.gemini/settings.json`: the gateway as an `httpUrl` server with the bearer token,
+//! API-key auth, no telemetry, no usage statistics, no update checks). Its model API is a fake
+//! one in this test, on 127.0.0.1 (`GOOGLE_GEMINI_BASE_URL`): it answers the first turn with a
+//! call of the gateway's `mcp__notes__echo` and the next with text, and records every request,
+//! so the test sees the tool declarations Gemini CLI offered and the tool's result it sent
+//! back. Nothing leaves loopback.
+//!
+//! Gemini CLI 0.61 dropped every tool of `serve --http` while the gateway sent SSE priming
+//! events to clients older than 2025-11-25 (issue #24): its SDK parsed the empty `data:` as
+//! JSON, failed, and the CLI marked the server disconnected.
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, Uri};
+use axum::response::{IntoResponse, Response};
+use common::*;
+use serde_json::{json, Value};
+
+/// What the model says to end the conversation.
+const DONE: &str = "model-done";
+/// The text the model asks the echo tool to return.
+const ECHOED: &str = "hello-from-model";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_lists_and_calls_the_gateways_tools() {
+    let gemini = gemini();
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"notes": p.server("notes", "echo,add")}}));
+    let mut served = ServeHttp::start(&p);
+    let model = FakeModel::start().await;
+
+    let home = p.path("gemini-home");
+    let workspace = p.path("gemini-workspace");
+    fs::create_dir_all(home.join(".gemini")).expect("gemini home");
+    fs::create_dir_all(&workspace).expect("gemini workspace");
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "mcpServers": {"gateway": {
+            "httpUrl": served.url,
+            "headers": {"Authorization": format!("Bearer {}", served.token())},
+            "trust": true,
+        }},
+    });
+    fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
+
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(&gemini)
+        .args(["-m", "gemini-2.5-flash", "--yolo", "-p"])
+        .arg("Call the echo tool of the gateway.")
+        .current_dir(&workspace)
+        // Nothing of the machine's environment (proxies, Google credentials, a Vertex AI
+        // switch) reaches it: only what it needs to run against the fake API.
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("GEMINI_API_KEY", "not-a-real-key")
+        .env("GOOGLE_GEMINI_BASE_URL", &model.url)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .env("GEMINI_TELEMETRY_ENABLED", "false")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("node starts Gemini CLI");
+    // It may start a second node (to raise its heap limit): the whole group goes on failure.
+    let group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("Gemini CLI did not finish; serve log:\n{}", served.log()))
+        .expect("Gemini CLI runs");
+    group.disarm();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let requests = model.requests();
+    let report = format!(
+        "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}\nmodel requests:\n{}\nserve log:\n{}",
+        output.status,
+        serde_json::to_string_pretty(&requests).unwrap_or_default(),
+        served.log()
+    );
+
+    assert!(output.status.success(), "Gemini CLI failed: {report}");
+    assert!(
+        !stderr.contains("MCP issues detected"),
+        "Gemini CLI had trouble with the gateway: {report}"
+    );
+    let first = requests.first().expect("Gemini CLI asked the model");
+    let offered = declarations(&first["body"]);
+    for tool in ["mcp__notes__echo", "mcp__notes__add"] {
+        assert!(
+            offered.iter().any(|name| name.ends_with(tool)),
+            "{tool} was not offered to the model ({offered:?}): {report}"
+        );
+    }
+    let answered = requests.iter().any(|request| {
+        function_responses(&request["body"]).iter().any(|r| {
+            r["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("mcp__notes__echo"))
+        }) && request["body"].to_string().contains(ECHOED)
+    });
+    assert!(
+        answered,
+        "the echo tool's result did not reach the model: {report}"
+    );
+    assert!(stdout.contains(DONE), "no final answer: {report}");
+    served.stop();
+}
+
+/// Gemini CLI's entry point in `node_modules`, or a failure that says how to install it.
+fn gemini() -> PathBuf {
+    let node = std::process::Command::new("node").arg("--version").output();
+    let version = node
+        .as_ref()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let major: u32 = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        major >= 20,
+        "Gemini CLI needs Node 20 or later on PATH; found {version:?}"
+    );
+    PathBuf::from(installed(
+        "node_modules/@google/gemini-cli/bundle/gemini.js",
+    ))
+}
+
+/// The names of the function declarations a `generateContent` request offers.
+fn declarations(body: &Value) -> Vec<String> {
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    tools
+        .iter()
+        .flat_map(|tool| {
+            tool["functionDeclarations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|declaration| declaration["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The `functionResponse` parts of a request's conversation.
+fn function_responses(body: &Value) -> Vec<Value> {
+    let contents = body["contents"].as_array().cloned().unwrap_or_default();
+    contents
+        .iter()
+        .flat_map(|content| content["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|part| part.get("functionResponse").cloned())
+        .collect()
+}
+
+/// A Gemini model API on 127.0.0.1 that calls the echo tool once, then answers [`DONE`].
+struct FakeModel {
+    url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeModel {
+    async fn start() -> FakeModel {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the fake model API");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(requests.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeModel {
+            url,
+            requests,
+            _server: server,
+        }
+    }
+
+    /// Every request so far: `{"path": …, "body": …}`.
+    fn requests(&self) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// One turn of the model: a call of the echo tool while the conversation has no tool result,
+/// then text. `…:streamGenerateContent?alt=sse` gets it as one SSE event.
+async fn answer(State(requests): State<Arc<Mutex<Vec<Value>>>>, uri: Uri, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    requests
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(json!({"path": uri.to_string(), "body": body}));
+    if uri.path().ends_with(":countTokens") {
+        return json_reply(&json!({"totalTokens": 1}));
+    }
+    let echo = declarations(&body)
+        .into_iter()
+        .find(|name| name.ends_with("mcp__notes__echo"));
+    let part = match echo {
+        Some(name) if function_responses(&body).is_empty() => {
+            json!({"functionCall": {"name": name, "args": {"text": ECHOED}}})
+        }
+        _ => json!({"text": DONE}),
+    };
+    let reply = json!({
+        "candidates": [{
+            "content": {"role": "model", "parts": [part]},
+            "finishReason": "STOP",
+            "index": 0,
+        }],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+    });
+    if uri.query().is_some_and(|q| q.contains("alt=sse")) {
+        let event = format!("data: {reply}\r\n\r\n");
+        return ([(header::CONTENT_TYPE, "text/event-stream")], event).into_response();
+    }
+    json_reply(&reply)
+}
+
+fn json_reply(value: &Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
