@@ -11,7 +11,7 @@
 //!   progress token and cancellation; the session's loop never waits for a server;
 //! * a call to a tool that is not available returns the §4 message (removed, not allowed,
 //!   excluded, awaiting approval, rejected, not connected) as a tool error (`isError: true`);
-//! * after the host announces a catalog change ([`HostEvent::CatalogChanged`]), every client
+//! * after the host announces a catalog change ([`HostEvent::CatalogChanged`](crate::host::HostEvent::CatalogChanged)), every client
 //!   gets `notifications/{tools,prompts,resources}/list_changed` for the lists that changed.
 //!
 //! Over stdio there is one client; over streamable HTTP ([`serve_http`], loopback only, behind
@@ -35,9 +35,8 @@ use rmcp::model::SubscriptionFilter;
 use rmcp::model::{SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use tokio::sync::mpsc;
 
-use crate::host::{HostEvent, HostHandle, MergedCatalog, Route, Target};
+use crate::host::{HostHandle, MergedCatalog, Route, Target};
 use crate::lsp::tools::LspTool;
 use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
@@ -228,41 +227,6 @@ impl<S: Session> Gateway<S> {
     /// The session this gateway fronts.
     pub fn session(&self) -> &S {
         &self.session
-    }
-
-    /// Sends `list_changed` to every connected client for each
-    /// [`HostEvent::CatalogChanged`] in `events`; returns when `events` closes.
-    pub async fn announce(self, mut events: mpsc::UnboundedReceiver<HostEvent>) {
-        while let Some(event) = events.recv().await {
-            let HostEvent::CatalogChanged(change) = event else {
-                continue;
-            };
-            let clients: Vec<Peer<RoleServer>> = {
-                let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-                clients.retain(|peer| !peer.is_transport_closed());
-                clients.clone()
-            };
-            let listening = self.listeners.announce(&change).await;
-            tracing::info!(
-                clients = clients.len(),
-                listening,
-                tools = change.tools,
-                prompts = change.prompts,
-                resources = change.resources,
-                "catalog changed"
-            );
-            for peer in clients {
-                if change.tools {
-                    let _ = peer.notify_tool_list_changed().await;
-                }
-                if change.prompts {
-                    let _ = peer.notify_prompt_list_changed().await;
-                }
-                if change.resources {
-                    let _ = peer.notify_resource_list_changed().await;
-                }
-            }
-        }
     }
 
     async fn catalog(&self) -> Result<MergedCatalog, ErrorData> {

@@ -1,5 +1,6 @@
-//! What `serve` does differently for a client of MCP 2026-07-28 (SPEC §16): the listen
-//! streams a hot reload is announced on, and the cache hints and `resultType` its results
+//! What `serve` does differently for a client of MCP 2026-07-28 (SPEC §16), and how a hot
+//! reload is announced to the clients of both eras ([`Gateway::announce`](super::Gateway)):
+//! the listen streams it is announced on, and the cache hints and `resultType` its results
 //! carry. rmcp answers `server/discover`, validates each stateless request's `_meta` and
 //! headers, and drops what an older client must not see (`resultType: "complete"`, cache
 //! hints); the gateway says what only it knows.
@@ -12,7 +13,10 @@ use rmcp::model::{
 };
 use rmcp::service::{SubscriptionContext, SubscriptionSendError, SubscriptionSink};
 
-use crate::host::CatalogChange;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::mpsc;
+
+use crate::host::{CatalogChange, HostEvent};
 
 /// How long a client may treat a list or a read as fresh. The catalog follows the settings
 /// files, so the next edit may change any list at any moment: a short time, and every change
@@ -100,4 +104,41 @@ pub fn is_modern(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> b
     context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl<S: crate::session::Session> super::Gateway<S> {
+    /// Sends `list_changed` to every connected client for each
+    /// [`HostEvent::CatalogChanged`] in `events`; returns when `events` closes.
+    pub async fn announce(self, mut events: mpsc::UnboundedReceiver<HostEvent>) {
+        while let Some(event) = events.recv().await {
+            let HostEvent::CatalogChanged(change) = event else {
+                continue;
+            };
+            let clients: Vec<Peer<RoleServer>> = {
+                let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+                clients.retain(|peer| !peer.is_transport_closed());
+                clients.clone()
+            };
+            let listening = self.listeners.announce(&change).await;
+            tracing::info!(
+                clients = clients.len(),
+                listening,
+                tools = change.tools,
+                prompts = change.prompts,
+                resources = change.resources,
+                "catalog changed"
+            );
+            for peer in clients {
+                if change.tools {
+                    let _ = peer.notify_tool_list_changed().await;
+                }
+                if change.prompts {
+                    let _ = peer.notify_prompt_list_changed().await;
+                }
+                if change.resources {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+        }
+    }
 }
