@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{output_text, workspace_root, KillGroup};
+use common::{output_text, workspace_root};
 
 const SCENARIOS: [&str; 4] = [
     "initialize",
@@ -114,36 +114,13 @@ const NOT_THROUGH_SERVE_YET: [(&str, &str); 1] = [(
 /// is kept true).
 #[test]
 fn the_server_scenarios_pass_through_serve_passthrough() {
-    use std::io::BufRead;
-    use std::os::unix::process::CommandExt;
     let suite = suite();
     let p = common::Project::new();
     p.write_settings(serde_json::json!({"mcpServers": {"ref": {
         "command": common::fixture(),
         "args": ["--conformance-reference"],
     }}}));
-    let mut serve = Command::new(common::cli())
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--no-auth",
-            "--passthrough",
-            "ref",
-        ])
-        .args(p.flags())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("serve starts");
-    let _group = KillGroup(serve.id());
-    let mut url = String::new();
-    std::io::BufReader::new(serve.stdout.take().expect("stdout"))
-        .read_line(&mut url)
-        .expect("serve prints its URL");
-    let url = url.trim().to_owned();
+    let (group, url) = common::serve_passthrough_no_auth(&p, "ref");
     let mut failed = Vec::new();
     for (scenario, (passed, log)) in server_suite(&suite, &url) {
         let expected = NOT_THROUGH_SERVE_YET
@@ -157,8 +134,7 @@ fn the_server_scenarios_pass_through_serve_passthrough() {
             _ => {}
         }
     }
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(group);
     assert!(failed.is_empty(), "through serve:\n{}", failed.join("\n"));
 }
 

@@ -17,12 +17,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use common::{output_text, workspace_root, KillGroup};
+use common::{output_text, workspace_root};
 
 /// How many scenarios the pinned suite scores for 2026-07-28; a different count means the
 /// suite is not the pinned one.
@@ -54,6 +52,16 @@ const NOT_THROUGH_SERVE_LEGACY: [(&str, &str); 11] = [
     ("input-required-result-tampered-state", NO_SUCH_TOOL),
     ("input-required-result-capability-check", NO_SUCH_TOOL),
 ];
+
+/// Fails naming every scenario of `results` that did not pass.
+fn assert_all_passed(results: &BTreeMap<String, bool>, log: &str) {
+    let failed: Vec<&String> = results
+        .iter()
+        .filter(|(_, p)| !**p)
+        .map(|(s, _)| s)
+        .collect();
+    assert!(failed.is_empty(), "failed: {failed:?}\n{log}");
+}
 
 /// The suite's Node and entry point; fails with what to do when `scripts/setup.sh` has not
 /// installed them.
@@ -153,12 +161,7 @@ fn the_hosts_client_passes_every_scored_client_scenario() {
         SCORED_CLIENT,
         &[("XDG_CONFIG_HOME", config_home.path())],
     );
-    let failed: Vec<&String> = results
-        .iter()
-        .filter(|(_, p)| !**p)
-        .map(|(s, _)| s)
-        .collect();
-    assert!(failed.is_empty(), "failed: {failed:?}\n{log}");
+    assert_all_passed(&results, &log);
 }
 
 #[test]
@@ -171,12 +174,7 @@ fn the_modern_reference_fixture_passes_every_scored_scenario() {
     ]);
     let (results, log) = scored_scenarios(&fixture.url);
     fixture.stop();
-    let failed: Vec<&String> = results
-        .iter()
-        .filter(|(_, p)| !**p)
-        .map(|(s, _)| s)
-        .collect();
-    assert!(failed.is_empty(), "failed: {failed:?}\n{log}");
+    assert_all_passed(&results, &log);
 }
 
 /// In front of the modern reference over streamable HTTP (the host opens it with
@@ -211,30 +209,9 @@ fn through_serve_in_front_of_a_legacy_upstream() {
 fn through_serve(entry: &serde_json::Value, expected: &[(&str, &str)]) {
     let p = common::Project::new();
     p.write_settings(serde_json::json!({"mcpServers": {"ref": entry}}));
-    let mut serve = Command::new(common::cli())
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--no-auth",
-            "--passthrough",
-            "ref",
-        ])
-        .args(p.flags())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("serve starts");
-    let _group = KillGroup(serve.id());
-    let mut url = String::new();
-    std::io::BufReader::new(serve.stdout.take().expect("stdout"))
-        .read_line(&mut url)
-        .expect("serve prints its URL");
-    let (results, log) = scored_scenarios(url.trim());
-    let _ = serve.kill();
-    let _ = serve.wait();
+    let (group, url) = common::serve_passthrough_no_auth(&p, "ref");
+    let (results, log) = scored_scenarios(&url);
+    drop(group);
     let mut wrong = Vec::new();
     for (scenario, passed) in &results {
         let listed = expected.iter().any(|(name, _)| name == scenario);

@@ -94,6 +94,25 @@ fn stale() -> ErrorData {
     )
 }
 
+/// The server's own state a client brought back, for a call that passes through.
+fn upstream_state(opened: Option<Payload>) -> Result<Option<String>, ErrorData> {
+    match opened {
+        Some(Payload::Upstream(state)) => Ok(Some(state)),
+        Some(Payload::Parked(_)) => Err(stale()),
+        None => Ok(None),
+    }
+}
+
+/// The caller for a 2026-07-28 client's request to a 2026-07-28 server: the client is asked
+/// nothing through it (the server returns its questions), and its own `_meta` goes up.
+fn passing(route: &Route, context: &RequestContext<RoleServer>) -> crate::transport::Caller {
+    route
+        .caller
+        .clone()
+        .asking(context.peer.clone())
+        .with_client_meta(client_meta(context))
+}
+
 /// The client's own request `_meta` a 2026-07-28 server must see: what it declared and the
 /// log level it asked for (the host's own would claim capabilities the client lacks).
 fn client_meta(context: &RequestContext<RoleServer>) -> RequestMetaObject {
@@ -151,11 +170,7 @@ impl Translator {
             .map(|state| self.open(state, &binding))
             .transpose()?;
         if route.caller.is_modern() {
-            let state = match opened {
-                Some(Payload::Upstream(state)) => Some(state),
-                Some(Payload::Parked(_)) => return Err(stale()),
-                None => None,
-            };
+            let state = upstream_state(opened)?;
             return self
                 .pass_call(route, request, state, context, &binding)
                 .await;
@@ -225,11 +240,7 @@ impl Translator {
         }
         params.input_responses = request.input_responses;
         params.request_state = state;
-        let caller = route
-            .caller
-            .clone()
-            .asking(context.peer.clone())
-            .with_client_meta(client_meta(&context));
+        let caller = passing(&route, &context);
         let (progress_tx, mut progress) = mpsc::unbounded_channel();
         let cancel = context.ct.child_token();
         let mut call = tokio::spawn(async move {
@@ -252,12 +263,8 @@ impl Translator {
             relay_progress(&context, token.as_ref(), &mut last, update).await;
         }
         match joined {
-            Ok(Ok(CallToolResponse::InputRequired(mut required))) => {
-                required.request_state = match required.request_state.take() {
-                    Some(upstream) => Some(self.seal_upstream(&upstream, binding)?),
-                    None => None,
-                };
-                Ok(required.into())
+            Ok(Ok(CallToolResponse::InputRequired(required))) => {
+                Ok(self.sealed(required, binding)?.into())
             }
             Ok(Ok(response)) => Ok(response),
             // The client must see that it lacks a capability (it may declare it and retry):
@@ -283,39 +290,39 @@ impl Translator {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let binding = format!("{}\u{0}prompt\u{0}{}", route.server, route.name);
-        let state = match request
+        let opened = request
             .request_state
             .as_deref()
             .map(|state| self.open(state, &binding))
-            .transpose()?
-        {
-            Some(Payload::Upstream(state)) => Some(state),
-            Some(Payload::Parked(_)) => return Err(stale()),
-            None => None,
-        };
+            .transpose()?;
         let mut params = GetPromptRequestParams::new(route.name.clone());
         if let Some(arguments) = request.arguments {
             params = params.with_arguments(arguments);
         }
         params.input_responses = request.input_responses;
-        params.request_state = state;
-        let caller = route
-            .caller
-            .clone()
-            .asking(context.peer.clone())
-            .with_client_meta(client_meta(&context));
-        match caller.get_prompt_once(params).await {
-            Ok(GetPromptResponse::InputRequired(mut required)) => {
-                required.request_state = match required.request_state.take() {
-                    Some(upstream) => Some(self.seal_upstream(&upstream, &binding)?),
-                    None => None,
-                };
-                Ok(required.into())
+        params.request_state = upstream_state(opened)?;
+        match passing(&route, &context).get_prompt_once(params).await {
+            Ok(GetPromptResponse::InputRequired(required)) => {
+                Ok(self.sealed(required, &binding)?.into())
             }
             Ok(response) => Ok(response),
             Err(CallError::Mcp(error)) => Err(error),
             Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
         }
+    }
+
+    /// A 2026-07-28 server's input-required result as its client gets it: the questions as
+    /// they are, the server's own `requestState` sealed.
+    fn sealed(
+        &self,
+        mut required: InputRequiredResult,
+        binding: &str,
+    ) -> Result<InputRequiredResult, ErrorData> {
+        required.request_state = match required.request_state.take() {
+            Some(upstream) => Some(self.seal_upstream(&upstream, binding)?),
+            None => None,
+        };
+        Ok(required)
     }
 
     /// The server's own `requestState`, sealed for the client to carry (bounded).

@@ -948,3 +948,33 @@ pub fn conformance_client() -> PathBuf {
     assert!(status.success(), "building the conformance client failed");
     profile_dir.join("examples/conformance_client")
 }
+
+/// `serve --http 127.0.0.1:0 --no-auth --passthrough NAME` for the project `p`, in its own
+/// process group (killed and reaped when the guard drops): the guard and the URL it printed.
+pub fn serve_passthrough_no_auth(p: &Project, name: &str) -> (Group, String) {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let mut serve = Command::new(cli())
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--passthrough",
+            name,
+        ])
+        .args(p.flags())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("serve starts");
+    let stdout = serve.stdout.take().expect("stdout");
+    let group = Group::new(serve);
+    let mut url = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut url)
+        .expect("serve prints its URL");
+    (group, url.trim().to_owned())
+}
