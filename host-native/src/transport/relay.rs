@@ -119,6 +119,8 @@ pub struct Questions {
     pub capabilities: ClientCapabilities,
     /// The forwarded call's queue of questions.
     pub queue: mpsc::Sender<Question>,
+    /// The log level the request asked for in its `_meta`; without one, no log messages.
+    pub log_level: Option<LoggingLevel>,
 }
 
 /// One question of the server's (`elicitation/create`, `sampling/createMessage`,
@@ -320,13 +322,9 @@ impl Askers {
         }
     }
 
-    /// The client a server's request or log message belongs to (see the module docs);
-    /// `origin` is where a request arrived, when the transport tells.
-    pub fn owner(&self, origin: Option<&InboundStreamOrigin>) -> Result<Peer<RoleServer>, Unowned> {
-        self.owner_of(origin).map(|owner| owner.peer)
-    }
-
-    /// [`Askers::owner`], with the question queue of a 2026-07-28 client's call.
+    /// The client a server's request or log message belongs to (see the module docs), with
+    /// the question queue of a 2026-07-28 client's call; `origin` is where a request arrived,
+    /// when the transport tells.
     pub fn owner_of(&self, origin: Option<&InboundStreamOrigin>) -> Result<Owner, Unowned> {
         let mut inner = self.lock();
         inner.prune();
@@ -360,7 +358,7 @@ impl Askers {
         self.lock().roots_changed = Some((client.clone(), tokio::time::Instant::now()));
     }
 
-    /// The owner of a `roots/list` ([`Askers::owner`]); on an idle connection several clients
+    /// The owner of a `roots/list` ([`Askers::owner_of`]); on an idle connection several clients
     /// used, the client whose `roots/list_changed` the server is answering (once, within
     /// [`ROOTS_CHANGED_WINDOW`]).
     pub fn roots_owner(&self, origin: Option<&InboundStreamOrigin>) -> Result<Owner, Unowned> {

@@ -922,3 +922,29 @@ pub fn nested_serves(parent: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Builds the conformance suite's client (`examples/conformance_client.rs`) next to this
+/// test's binaries and returns its path.
+pub fn conformance_client() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .expect("target/<profile>");
+    let target_dir = profile_dir.parent().expect("target dir");
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "mcp-reconcile",
+            "--example",
+            "conformance_client",
+        ])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the conformance client failed");
+    profile_dir.join("examples/conformance_client")
+}
