@@ -3,9 +3,11 @@
 #   - rustfmt and clippy (rustup components)
 #   - cargo-fuzz (crates.io)
 #   - server-everything and friends, the JSON / YAML language servers, Gemini CLI
-#     (a real client of serve --http: host-native/tests/gemini_cli.rs), and the
-#     TypeScript compiler host-wasm/tests/typescript.rs checks the generated types
-#     with (npm ci at the repository root)
+#     (a real client of serve --http: host-native/tests/gemini_cli.rs), the
+#     TypeScript SDKs 2.x and 1.x (real clients of both MCP eras:
+#     host-native/tests/ts_clients.rs), and the TypeScript compiler
+#     host-wasm/tests/typescript.rs checks the generated types with (npm ci at the
+#     repository root)
 #   - pylsp with pyflakes and the Python MCP SDK, in a venv at .venv-test/
 #     (scripts/lsp-test-requirements.txt, scripts/mcp-client-test-requirements.txt)
 #   - the MCP conformance suite's 2026-07-28 prerelease with its own Node 22
@@ -23,10 +25,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# Third-party MCP servers and Gemini CLI for the integration tests and TypeScript for the
-# generated-types check, at pinned versions.
+# Third-party MCP servers, Gemini CLI and the TypeScript MCP SDKs for the integration tests and
+# TypeScript for the generated-types check, at pinned versions.
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ ! -f node_modules/@google/gemini-cli/bundle/gemini.js ] \
+  || [ ! -f node_modules/@modelcontextprotocol/client/package.json ] \
+  || [ ! -f node_modules/@modelcontextprotocol/sdk/package.json ] \
   || [ ! -x node_modules/.bin/vscode-json-language-server ] \
   || [ ! -x node_modules/.bin/yaml-language-server ] \
   || [ package-lock.json -nt node_modules/.package-lock.json ]; then
