@@ -46,6 +46,7 @@ mod era;
 mod forward;
 mod http;
 mod priming;
+mod tasks;
 mod translate;
 pub use http::serve_http;
 
@@ -257,6 +258,14 @@ impl<S: Session> ServerHandler for Gateway<S> {
         // `logging/setLevel` goes to every server that offers logging; their messages come
         // back with the server named in `logger`.
         capabilities.logging = Some(Default::default());
+        // The tasks extension: a server's tasks pass through to the client (gateway/tasks.rs).
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-reconcile",
@@ -311,6 +320,30 @@ impl<S: Session> ServerHandler for Gateway<S> {
         for caller in callers {
             caller.asking(context.peer.clone()).roots_changed().await;
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.translator.tasks.get(request).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.translator.tasks.update(request).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.translator.tasks.cancel(request).await
     }
 
     async fn list_tools(

@@ -43,6 +43,8 @@ pub const KEEP: Duration = Duration::from_secs(600);
 
 /// The calls waiting for their client's input.
 pub struct Translator {
+    /// Which server owns each task a client was handed (the tasks extension passes through).
+    pub tasks: super::tasks::TaskOwners,
     codec: Option<RequestStateCodec>,
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, Waiting>>,
@@ -117,7 +119,7 @@ fn passing(route: &Route, context: &RequestContext<RoleServer>) -> crate::transp
 /// log level it asked for (the host's own would claim capabilities the client lacks).
 fn client_meta(context: &RequestContext<RoleServer>) -> RequestMetaObject {
     let mut meta = RequestMetaObject::new();
-    meta.set_client_capabilities(context.meta.client_capabilities().unwrap_or_default());
+    meta.set_client_capabilities(context.client_capabilities().unwrap_or_default());
     if let Some(level) = context.meta.log_level() {
         meta.set_log_level(level);
     }
@@ -146,6 +148,7 @@ impl Translator {
                 None
             });
         Translator {
+            tasks: super::tasks::TaskOwners::default(),
             codec,
             next: AtomicU64::new(1),
             waiting: Mutex::new(HashMap::new()),
@@ -241,6 +244,7 @@ impl Translator {
         params.input_responses = request.input_responses;
         params.request_state = state;
         let caller = passing(&route, &context);
+        let owner = caller.clone();
         let (progress_tx, mut progress) = mpsc::unbounded_channel();
         let cancel = context.ct.child_token();
         let mut call = tokio::spawn(async move {
@@ -265,6 +269,10 @@ impl Translator {
         match joined {
             Ok(Ok(CallToolResponse::InputRequired(required))) => {
                 Ok(self.sealed(required, binding)?.into())
+            }
+            Ok(Ok(CallToolResponse::Task(created))) => {
+                self.tasks.owned(&created.task.task_id, owner);
+                Ok(CallToolResponse::Task(created))
             }
             Ok(Ok(response)) => Ok(response),
             // The client must see that it lacks a capability (it may declare it and retry):

@@ -177,9 +177,24 @@ impl Caller {
         match self.request(&what, request, progress, cancel).await? {
             ServerResult::CallToolResult(result) => Ok(result.into()),
             ServerResult::InputRequiredResult(result) => Ok(result.into()),
+            ServerResult::CreateTaskResult(result) => Ok(result.into()),
             ServerResult::EmptyResult(_) => Ok(CallToolResult::success(Vec::new()).into()),
             _ => Err(self.unexpected(&what)),
         }
+    }
+
+    /// Forwards `request` as it is and returns the server's answer as it is: the requests
+    /// about a task the server owns (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn forward(
+        &self,
+        what: &str,
+        request: ClientRequest,
+    ) -> Result<ServerResult, CallError> {
+        self.request(what, request, None, CancellationToken::new())
+            .await
     }
 
     /// Whether the server speaks 2026-07-28 with this host (it answered `server/discover`).

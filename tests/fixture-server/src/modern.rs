@@ -20,6 +20,7 @@ use rmcp::model::{
     SubscriptionFilter,
 };
 use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSendError, SubscriptionSink};
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 
@@ -35,6 +36,8 @@ pub struct Modern {
     changed: Mutex<bool>,
     /// Whether `test_trigger_prompt_change` has added its extra prompt (each call toggles it).
     prompt_changed: Mutex<bool>,
+    /// The tasks of `slow_compute`, `failing_job` and `protocol_error_job` (SEP-2663).
+    pub tasks: TaskManager,
 }
 
 impl std::fmt::Debug for Modern {
@@ -60,6 +63,7 @@ impl Modern {
             listeners: Mutex::new(Vec::new()),
             changed: Mutex::new(false),
             prompt_changed: Mutex::new(false),
+            tasks: TaskManager::new(),
         })
     }
 
@@ -84,6 +88,32 @@ impl Modern {
         .into_iter()
         .map(|name| json!({"name": name, "description": name.replace('_', " "), "inputSchema": none}))
         .collect();
+        // The tasks extension's fixtures (SEP-2663): one sync tool, three that run as tasks.
+        tools.push(
+            json!({"name": "greet", "description": "Says hello, at once.",
+            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}),
+        );
+        for (name, support, description) in [
+            (
+                "slow_compute",
+                "optional",
+                "Sleeps `seconds`, then answers; a task when it may be.",
+            ),
+            (
+                "failing_job",
+                "required",
+                "Fails as a tool after a moment; always a task.",
+            ),
+            (
+                "protocol_error_job",
+                "required",
+                "Fails as a protocol error; always a task.",
+            ),
+        ] {
+            tools.push(json!({"name": name, "description": description,
+                "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+                "execution": {"taskSupport": support}}));
+        }
         if *self.changed.lock().unwrap_or_else(PoisonError::into_inner) {
             tools.push(json!({"name": "test_added_by_trigger",
                               "description": "added by test_trigger_tool_change",
@@ -278,8 +308,75 @@ impl Modern {
                 ))
             }
             "test_added_by_trigger" => complete_tool("added".to_owned()),
+            "greet" => complete_tool(format!(
+                "Hello, {}!",
+                request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("world")
+            )),
+            "slow_compute" | "failing_job" | "protocol_error_job" => {
+                self.task_tool(request, context)
+            }
             _ => return None,
         })
+    }
+
+    /// A tool of the tasks extension: a task when the request's client declared the
+    /// extension; `slow_compute` runs at once otherwise, the others need a task (`-32021`).
+    fn task_tool(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let seconds = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("seconds"))
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+            .clamp(0.0, 60.0);
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        let name = request.name.to_string();
+        if !declared {
+            if name == "slow_compute" {
+                return complete_tool(format!("computed in {seconds} s"));
+            }
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        let task = self.tasks.spawn(TaskOptions::new(), move |task| {
+            Box::pin(async move {
+                let wait = std::time::Duration::from_secs_f64(match name.as_str() {
+                    "slow_compute" => seconds,
+                    _ => 0.2,
+                });
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = task.cancelled() => return Err(TaskExit::Cancelled),
+                }
+                match name.as_str() {
+                    "failing_job" => read::<rmcp::model::CallToolResult>(json!({"isError": true,
+                        "content": [{"type": "text", "text": "the job failed"}]}))
+                    .map_err(TaskExit::from),
+                    "protocol_error_job" => Err(TaskExit::Error(ErrorData::internal_error(
+                        "the job broke",
+                        None,
+                    ))),
+                    _ => read::<rmcp::model::CallToolResult>(json!({"resultType": "complete",
+                        "content": [{"type": "text", "text": format!("computed in {seconds} s")}]}))
+                    .map_err(TaskExit::from),
+                }
+            })
+        });
+        Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+            task,
+        )))
     }
 
     /// `prompts/get` for the prompt that needs input; `None` for any other name.

@@ -30,6 +30,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
+/// `tasks/*` of a legacy reference server: it has no tasks.
+fn no_tasks() -> ErrorData {
+    ErrorData::invalid_params("this server runs no tasks", None)
+}
+
 /// A 1×1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 /// A WAV header with no samples.
@@ -338,6 +343,21 @@ impl ServerHandler for Reference {
             "completions": {}
         }))
         .unwrap_or_default();
+        let capabilities = match &self.modern {
+            // The tasks extension (SEP-2663): `slow_compute` and friends run as tasks.
+            Some(_) => {
+                let mut capabilities = capabilities;
+                capabilities
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert(
+                        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                        Default::default(),
+                    );
+                capabilities
+            }
+            None => capabilities,
+        };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-fixture-reference",
@@ -359,6 +379,37 @@ impl ServerHandler for Reference {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         self.modern.as_ref().map(|m| m.accepted(requested))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let modern = self.modern.as_ref().ok_or_else(no_tasks)?;
+        Ok(rmcp::model::GetTaskResult::new(
+            modern.tasks.get_task(&request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let modern = self.modern.as_ref().ok_or_else(no_tasks)?;
+        modern
+            .tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let modern = self.modern.as_ref().ok_or_else(no_tasks)?;
+        modern.tasks.cancel_task(&request.task_id)
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
