@@ -2,8 +2,9 @@
 //! scenarios ask a server for beyond the older ones (`@modelcontextprotocol/conformance`
 //! 0.2.0-alpha.12, each scenario's text): tools that answer with input-required results
 //! (SEP-2322) and carry integrity-protected request state, the diagnostic tools of the
-//! stateless scenario (SEP-2575), a prompt that needs input, and list-changed notifications on
-//! `subscriptions/listen` streams.
+//! stateless scenario (SEP-2575), a prompt that needs input, list-changed notifications on
+//! `subscriptions/listen` streams, and the tasks extension's tools on rmcp's `TaskManager`
+//! (SEP-2663: tasks that finish, fail, break, ask for input inside, or follow an input round).
 //!
 //! The request state is sealed with rmcp's `RequestStateCodec` under a key read from the OS
 //! RNG at start-up, bound to the tool it was issued for, so a tampered or transplanted state
@@ -36,7 +37,7 @@ pub struct Modern {
     changed: Mutex<bool>,
     /// Whether `test_trigger_prompt_change` has added its extra prompt (each call toggles it).
     prompt_changed: Mutex<bool>,
-    /// The tasks of `slow_compute`, `failing_job` and `protocol_error_job` (SEP-2663).
+    /// The tasks of the tasks extension's tools (SEP-2663).
     pub tasks: TaskManager,
 }
 
@@ -108,6 +109,21 @@ impl Modern {
                 "protocol_error_job",
                 "required",
                 "Fails as a protocol error; always a task.",
+            ),
+            (
+                "confirm_delete",
+                "required",
+                "Asks for a confirmation inside its task.",
+            ),
+            (
+                "multi_input",
+                "required",
+                "Asks two questions at once inside its task.",
+            ),
+            (
+                "test_tool_with_task",
+                "required",
+                "Asks a name first, then runs as a task.",
             ),
         ] {
             tools.push(json!({"name": name, "description": description,
@@ -317,9 +333,31 @@ impl Modern {
                     .and_then(Value::as_str)
                     .unwrap_or("world")
             )),
-            "slow_compute" | "failing_job" | "protocol_error_job" => {
-                self.task_tool(request, context)
-            }
+            "slow_compute" | "failing_job" | "protocol_error_job" | "confirm_delete"
+            | "multi_input" => self.task_tool(request, context),
+            // Input first (an input-required result), then a task that uses it.
+            "test_tool_with_task" => match answered(responses, "user_name") {
+                None => needs(
+                    json!({"user_name": elicit("What is your name?", "name", "string")}),
+                    None,
+                ),
+                Some(answer) => {
+                    let name = answer["content"]["name"]
+                        .as_str()
+                        .unwrap_or("stranger")
+                        .to_owned();
+                    let task = self.tasks.spawn(TaskOptions::new(), move |_| {
+                        Box::pin(async move {
+                            read::<rmcp::model::CallToolResult>(json!({"resultType": "complete",
+                                "content": [{"type": "text", "text": format!("Hello, {name}!")}]}))
+                            .map_err(TaskExit::from)
+                        })
+                    });
+                    Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+                        task,
+                    )))
+                }
+            },
             _ => return None,
         })
     }
@@ -359,6 +397,41 @@ impl Modern {
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = task.cancelled() => return Err(TaskExit::Cancelled),
+                }
+                let ask = |key: &'static str, message: &'static str| {
+                    let request = serde_json::from_value::<rmcp::model::InputRequest>(elicit(
+                        message,
+                        "confirmed",
+                        "boolean",
+                    ));
+                    let task = task.clone();
+                    async move {
+                        let request = request.map_err(|e| {
+                            TaskExit::Error(ErrorData::internal_error(e.to_string(), None))
+                        })?;
+                        task.request_input(key, request).await
+                    }
+                };
+                match name.as_str() {
+                    "confirm_delete" => {
+                        let answer = ask("confirm", "Delete the file?").await?;
+                        return read::<rmcp::model::CallToolResult>(
+                            json!({"resultType": "complete",
+                            "content": [{"type": "text", "text": format!("confirm: {answer}")}]}),
+                        )
+                        .map_err(TaskExit::from);
+                    }
+                    "multi_input" => {
+                        let (first, second) =
+                            tokio::join!(ask("first", "First?"), ask("second", "Second?"));
+                        let (first, second) = (first?, second?);
+                        return read::<rmcp::model::CallToolResult>(
+                            json!({"resultType": "complete",
+                            "content": [{"type": "text", "text": format!("{first} {second}")}]}),
+                        )
+                        .map_err(TaskExit::from);
+                    }
+                    _ => {}
                 }
                 match name.as_str() {
                     "failing_job" => read::<rmcp::model::CallToolResult>(json!({"isError": true,
