@@ -181,12 +181,7 @@ fn the_hosts_client_passes_every_scored_client_scenario() {
 
 #[test]
 fn the_modern_reference_fixture_passes_every_scored_scenario() {
-    let mut fixture = common::HttpFixture::start(&[
-        "--http",
-        "127.0.0.1:0",
-        "--conformance-reference",
-        "--modern",
-    ]);
+    let mut fixture = common::HttpFixture::modern_reference();
     let (results, log) = scored_scenarios(&fixture.url);
     fixture.stop();
     assert_all_passed(&results, &log);
@@ -197,12 +192,7 @@ fn the_modern_reference_fixture_passes_every_scored_scenario() {
 /// own `_meta` included.
 #[test]
 fn through_serve_in_front_of_a_modern_upstream() {
-    let mut upstream = common::HttpFixture::start(&[
-        "--http",
-        "127.0.0.1:0",
-        "--conformance-reference",
-        "--modern",
-    ]);
+    let mut upstream = common::HttpFixture::modern_reference();
     through_serve(&serde_json::json!({"httpUrl": upstream.url}), &[]);
     upstream.stop();
 }
@@ -213,12 +203,7 @@ fn through_serve_in_front_of_a_modern_upstream() {
 /// input-required round before one included). Every tasks scenario passes.
 #[test]
 fn the_tasks_extension_passes_through_serve() {
-    let mut upstream = common::HttpFixture::start(&[
-        "--http",
-        "127.0.0.1:0",
-        "--conformance-reference",
-        "--modern",
-    ]);
+    let mut upstream = common::HttpFixture::modern_reference();
     let p = common::Project::new();
     p.write_settings(serde_json::json!({"mcpServers": {"ref": {"httpUrl": upstream.url}}}));
     let (group, url) = common::serve_passthrough_no_auth(&p, "ref");

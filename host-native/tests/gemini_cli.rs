@@ -129,21 +129,7 @@ async fn gemini_cli_lists_and_calls_the_gateways_tools() {
 
 /// Gemini CLI's entry point in `node_modules`, or a failure that says how to install it.
 fn gemini() -> PathBuf {
-    let node = std::process::Command::new("node").arg("--version").output();
-    let version = node
-        .as_ref()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let major: u32 = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
-    assert!(
-        major >= 20,
-        "Gemini CLI needs Node 20 or later on PATH; found {version:?}"
-    );
+    require_node_20("Gemini CLI");
     PathBuf::from(installed(
         "node_modules/@google/gemini-cli/bundle/gemini.js",
     ))

@@ -305,12 +305,7 @@ async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_resu
 /// and calls the server again with the answer and the server's `requestState`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modern_servers_input_required_result_reaches_a_legacy_client_as_a_request() {
-    let mut upstream = HttpFixture::start(&[
-        "--http",
-        "127.0.0.1:0",
-        "--conformance-reference",
-        "--modern",
-    ]);
+    let mut upstream = HttpFixture::modern_reference();
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"m": {"httpUrl": upstream.url}}}));
     let mut served = Served::start(&p).await;

@@ -30,12 +30,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modern_and_a_legacy_typescript_client_share_one_serve_across_a_hot_reload() {
     let script = script();
-    let mut upstream = HttpFixture::start(&[
-        "--http",
-        "127.0.0.1:0",
-        "--conformance-reference",
-        "--modern",
-    ]);
+    let mut upstream = HttpFixture::modern_reference();
     let p = Project::new();
     let servers = |added: bool| {
         let mut servers = json!({
@@ -201,21 +196,7 @@ async fn a_modern_and_a_legacy_typescript_client_share_one_serve_across_a_hot_re
 
 /// The script, after checking that Node 20 or later is on `PATH` and both SDKs are installed.
 fn script() -> PathBuf {
-    let version = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let major: u32 = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
-    assert!(
-        major >= 20,
-        "the TypeScript SDKs need Node 20 or later on PATH; found {version:?}"
-    );
+    require_node_20("the TypeScript SDKs");
     installed("node_modules/@modelcontextprotocol/client/package.json");
     installed("node_modules/@modelcontextprotocol/sdk/package.json");
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node/era_clients.mjs")

@@ -435,6 +435,17 @@ pub struct HttpFixture {
 }
 
 impl HttpFixture {
+    /// The fixture's reference server in both eras (`--conformance-reference --modern`):
+    /// what the 2026-07-28 conformance scenarios ask for, on a free loopback port.
+    pub fn modern_reference() -> HttpFixture {
+        HttpFixture::start(&[
+            "--http",
+            "127.0.0.1:0",
+            "--conformance-reference",
+            "--modern",
+        ])
+    }
+
     pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> HttpFixture {
         use std::io::BufRead;
         let mut child = Command::new(fixture())
@@ -977,4 +988,23 @@ pub fn serve_passthrough_no_auth(p: &Project, name: &str) -> (Group, String) {
         .read_line(&mut url)
         .expect("serve prints its URL");
     (group, url.trim().to_owned())
+}
+
+/// Fails unless Node 20 or later is on `PATH`; `who` is what needs it.
+pub fn require_node_20(who: &str) {
+    let version = Command::new("node")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let major: u32 = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        major >= 20,
+        "{who} needs Node 20 or later on PATH; found {version:?}"
+    );
 }
