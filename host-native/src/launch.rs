@@ -10,7 +10,8 @@
 //! the last two into the pool's key.
 //!
 //! Every variable counts except the few in [`NOT_COUNTED`], which describe the terminal or the
-//! shell a command was typed in rather than anything a server reads, and mcp-reconcile's own
+//! shell a command was typed in rather than anything a server reads, the per-session ids MCP
+//! clients hand their servers ([`PER_CLIENT_SESSION`]), and mcp-reconcile's own
 //! (`MCP_RECONCILE_*`, e.g. its log filter); a shared process gets the values of the session
 //! that started it for those.
 //!
@@ -46,6 +47,15 @@ pub const NOT_COUNTED: &[&str] = &[
     "WINDOW",
     "WINDOWID",
 ];
+
+/// Variables an MCP client sets per session of its own for the servers it starts, which no
+/// server is started differently for: two sessions of the same client share a server process
+/// even though each sets its own value (issue 25). Claude Code passes every server its
+/// `CLAUDE_CODE_SESSION_ID`. A shared process sees the value of the session that started it,
+/// as for [`NOT_COUNTED`]; an entry that puts such a variable into its own `env` or `args`
+/// (`${CLAUDE_CODE_SESSION_ID}`) still gets a process per session, since the expanded value is
+/// part of its connection id.
+pub const PER_CLIENT_SESSION: &[&str] = &["CLAUDE_CODE_SESSION_ID"];
 
 /// mcp-reconcile's own variables (not counted either).
 pub const OWN_PREFIX: &str = "MCP_RECONCILE_";
@@ -118,9 +128,11 @@ impl Launch {
 
     /// The variables that decide sharing, in name order.
     pub fn counted(&self) -> impl Iterator<Item = (&String, &String)> + '_ {
-        self.vars
-            .iter()
-            .filter(|(key, _)| !NOT_COUNTED.contains(&key.as_str()) && !key.starts_with(OWN_PREFIX))
+        self.vars.iter().filter(|(key, _)| {
+            !NOT_COUNTED.contains(&key.as_str())
+                && !PER_CLIENT_SESSION.contains(&key.as_str())
+                && !key.starts_with(OWN_PREFIX)
+        })
     }
 }
 
@@ -186,6 +198,22 @@ mod tests {
             ],
         );
         assert_eq!(other_shell.shared_id(&id, &plain), key);
+        // Two sessions of one client (each with its own session id) share the process.
+        let claude = |session: &str| {
+            launch(
+                "/p",
+                &[
+                    ("PATH", "/bin"),
+                    ("TOKEN", "s3"),
+                    ("CLAUDE_CODE_SESSION_ID", session),
+                ],
+            )
+        };
+        assert_eq!(claude("one").shared_id(&id, &plain), key);
+        assert_eq!(
+            claude("one").shared_id(&id, &plain),
+            claude("two").shared_id(&id, &plain)
+        );
         // Another project root is another working directory for a server without `cwd`.
         assert_ne!(
             launch("/q", &[("PATH", "/bin"), ("TOKEN", "s3")]).shared_id(&id, &plain),
