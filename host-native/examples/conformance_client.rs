@@ -70,11 +70,8 @@ async fn run() -> anyhow::Result<()> {
             anyhow::Ok(())
         }
     };
-    // Calls a scenario names in its context (`MCP_CONFORMANCE_CONTEXT`: `toolCalls`).
-    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
+    // Calls a scenario names in its context (`toolCalls`).
+    let context = scenario_context();
     if let Some(calls) = context.get("toolCalls").and_then(|c| c.as_array()) {
         for tool_call in calls {
             let name = tool_call["name"].as_str().unwrap_or_default();
@@ -115,6 +112,14 @@ async fn run() -> anyhow::Result<()> {
     }
     conn.close().await;
     Ok(())
+}
+
+/// What the scenario tells its client (`MCP_CONFORMANCE_CONTEXT`, JSON; `null` without it).
+fn scenario_context() -> serde_json::Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
 }
 
 /// How this client connects: as the host does, with a 10 s handshake.

@@ -466,9 +466,7 @@ where
         Ok(Err(refused)) if probe_failure.auth_required() => {
             return (Ok(Err(refused)), probe_failure)
         }
-        Ok(Err(refused)) => {
-            tracing::debug!(server = %name, "legacy session: server/discover {}", refused.what);
-        }
+        Ok(Err(_)) => tracing::debug!(server = %name, "legacy session: server/discover refused"),
         Err(_) => tracing::debug!(server = %name, "legacy session: server/discover unanswered"),
     }
     let failure = Failure::default();

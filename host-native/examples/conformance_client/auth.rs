@@ -25,10 +25,7 @@ use tokio::sync::mpsc;
 const LOGIN_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(url: &str, scenario: &str) -> anyhow::Result<()> {
-    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
+    let context = super::scenario_context();
     // The client ID metadata document URL the suite's authorization servers expect (a user
     // who hosts one configures it the same way); servers that do not support such documents
     // get a dynamically registered client instead.

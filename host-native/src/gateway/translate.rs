@@ -167,11 +167,7 @@ impl Translator {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let binding = format!("{}\u{0}{}", route.server, route.name);
-        let opened = request
-            .request_state
-            .as_deref()
-            .map(|state| self.open(state, &binding))
-            .transpose()?;
+        let opened = self.opened(request.request_state.as_deref(), &binding)?;
         if route.caller.is_modern() {
             let state = upstream_state(opened)?;
             return self
@@ -298,11 +294,7 @@ impl Translator {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let binding = format!("{}\u{0}prompt\u{0}{}", route.server, route.name);
-        let opened = request
-            .request_state
-            .as_deref()
-            .map(|state| self.open(state, &binding))
-            .transpose()?;
+        let opened = self.opened(request.request_state.as_deref(), &binding)?;
         let mut params = GetPromptRequestParams::new(route.name.clone());
         if let Some(arguments) = request.arguments {
             params = params.with_arguments(arguments);
@@ -438,6 +430,11 @@ impl Translator {
         }
         map.insert(id, waiting);
         InputRequiredResult::new(Some(requests), Some(state)).into()
+    }
+
+    /// What the `requestState` a client brought back names, when it brought one.
+    fn opened(&self, state: Option<&str>, binding: &str) -> Result<Option<Payload>, ErrorData> {
+        state.map(|state| self.open(state, binding)).transpose()
     }
 
     fn open(&self, state: &str, binding: &str) -> Result<Payload, ErrorData> {

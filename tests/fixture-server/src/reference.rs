@@ -334,30 +334,20 @@ impl Reference {
 
 impl ServerHandler for Reference {
     fn get_info(&self) -> ServerConfig {
-        // `--modern`: `test_trigger_tool_change` changes the list and says so.
-        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+        // `--modern`: `test_trigger_tool_change` changes the list and says so, and the tasks
+        // extension's tools run as tasks (SEP-2663).
+        let mut capabilities = json!({
             "tools": {"listChanged": self.modern.is_some()},
             "prompts": {"listChanged": self.modern.is_some()},
             "resources": {"subscribe": true, "listChanged": false},
             "logging": {},
             "completions": {}
-        }))
-        .unwrap_or_default();
-        let capabilities = match &self.modern {
-            // The tasks extension (SEP-2663): `slow_compute` and friends run as tasks.
-            Some(_) => {
-                let mut capabilities = capabilities;
-                capabilities
-                    .extensions
-                    .get_or_insert_with(Default::default)
-                    .insert(
-                        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                        Default::default(),
-                    );
-                capabilities
-            }
-            None => capabilities,
-        };
+        });
+        if self.modern.is_some() {
+            capabilities["extensions"] = json!({rmcp::model::TASKS_EXTENSION_ID: {}});
+        }
+        let capabilities: ServerCapabilities =
+            serde_json::from_value(capabilities).unwrap_or_default();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-fixture-reference",
