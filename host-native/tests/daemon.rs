@@ -47,23 +47,7 @@ impl Runtime {
 }
 
 fn start_daemon(p: &Project, rt: &Runtime) -> Group {
-    let log = fs::File::create(p.path("daemon.log")).expect("log");
-    let child = std::process::Command::new(cli())
-        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
-        .env("XDG_RUNTIME_DIR", &rt.dir)
-        .env("MCP_RECONCILE_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .process_group(0)
-        .spawn()
-        .expect("daemon starts");
-    let start = Instant::now();
-    while std::os::unix::net::UnixStream::connect(rt.socket()).is_err() {
-        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    Group::new(child)
+    common::start_daemon(p, &rt.dir)
 }
 
 /// A `serve` (a daemon session: the default runtime of a stdio `serve`) with a client on its

@@ -33,28 +33,54 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modern_client_uses_serve_in_process_and_hears_a_hot_reload_on_its_listen_stream() {
-    modern_client_round(&["--no-daemon"]).await;
+    modern_client_round(Backend::InProcess).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modern_client_uses_a_daemon_session_and_hears_a_hot_reload_on_its_listen_stream() {
-    modern_client_round(&[]).await;
+    modern_client_round(Backend::Daemon).await;
 }
 
-/// `serve` with `serve_flags` over stdio, a 2026-07-28 client (`handler`) discovered on it;
-/// the process group is killed when the guard drops.
-async fn discover<H: ClientHandler>(
-    p: &Project,
-    serve_flags: &[&str],
-    handler: H,
-) -> (RunningService<RoleClient, H>, KillGroup) {
-    let log = p.path("serve.log");
+/// Where a test's `serve` runs its session: in its own process, or on a daemon.
+#[derive(Clone, Copy)]
+enum Backend {
+    InProcess,
+    Daemon,
+}
+
+/// `serve` for `p` on `backend`; for a daemon session, a daemon of the test's own (in a
+/// private runtime dir) is started and returned, stopped when it drops.
+fn serve_command(p: &Project, backend: Backend) -> (std::process::Command, Option<Group>) {
     let mut command = std::process::Command::new(cli());
     command
         .arg("serve")
-        .args(serve_flags)
         .args(p.flags())
-        .args(["--debounce-ms", "150"])
+        .args(["--debounce-ms", "150"]);
+    let daemon = match backend {
+        Backend::InProcess => {
+            command.arg("--no-daemon");
+            None
+        }
+        Backend::Daemon => {
+            let runtime = p.path("run");
+            fs::create_dir_all(&runtime).expect("runtime dir");
+            command.env("XDG_RUNTIME_DIR", &runtime);
+            Some(start_daemon(p, &runtime))
+        }
+    };
+    (command, daemon)
+}
+
+/// `serve` on `backend` over stdio, a 2026-07-28 client (`handler`) discovered on it; `serve`'s
+/// process group (and the daemon, if any) are stopped when the guards drop.
+async fn discover<H: ClientHandler>(
+    p: &Project,
+    backend: Backend,
+    handler: H,
+) -> (RunningService<RoleClient, H>, (KillGroup, Option<Group>)) {
+    let log = p.path("serve.log");
+    let (mut command, daemon) = serve_command(p, backend);
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&log).expect("log file"))
@@ -85,10 +111,10 @@ async fn discover<H: ClientHandler>(
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
     // The child is reaped with the group; its handle may go.
     drop(child);
-    (client, group)
+    (client, (group, daemon))
 }
 
-async fn modern_client_round(serve_flags: &[&str]) {
+async fn modern_client_round(backend: Backend) {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
     let config = ClientConfig::new(
@@ -96,7 +122,7 @@ async fn modern_client_round(serve_flags: &[&str]) {
         Implementation::new("modern-test", "0"),
     )
     .with_protocol_version(ProtocolVersion::V_2026_07_28);
-    let (client, _group) = discover(&p, serve_flags, config).await;
+    let (client, _group) = discover(&p, backend, config).await;
 
     // Lists carry cache hints; the legacy upstream's tool is there, and answers.
     let tools = client
@@ -211,12 +237,23 @@ impl ClientHandler for Answering {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_results() {
+async fn a_legacy_servers_questions_reach_a_modern_client_in_process() {
+    legacy_server_modern_client(Backend::InProcess).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_servers_questions_reach_a_modern_client_of_a_daemon_session() {
+    legacy_server_modern_client(Backend::Daemon).await;
+}
+
+/// A legacy server's questions reach a 2026-07-28 client as input-required results; a
+/// tampered `requestState` is refused; log messages only at the level the request asks for.
+async fn legacy_server_modern_client(backend: Backend) {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "ask,roots")}}));
     let answering = Answering::default();
     let logs = answering.logs.clone();
-    let (client, _group) = discover(&p, &["--no-daemon"], answering).await;
+    let (client, _group) = discover(&p, backend, answering).await;
     let call = |name: &str, args: serde_json::Value| {
         CallToolRequestParams::new(name.to_owned())
             .with_arguments(args.as_object().cloned().unwrap_or_default())
@@ -304,11 +341,23 @@ async fn a_legacy_servers_questions_reach_a_modern_client_as_input_required_resu
 /// input-required result. The host asks the client with an `elicitation/create` of its own,
 /// and calls the server again with the answer and the server's `requestState`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_modern_servers_input_required_result_reaches_a_legacy_client_as_a_request() {
+async fn a_modern_servers_question_reaches_a_legacy_client_in_process() {
+    modern_server_legacy_client(Backend::InProcess).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_servers_question_reaches_a_legacy_client_of_a_daemon_session() {
+    modern_server_legacy_client(Backend::Daemon).await;
+}
+
+async fn modern_server_legacy_client(backend: Backend) {
     let mut upstream = HttpFixture::modern_reference();
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"m": {"httpUrl": upstream.url}}}));
-    let mut served = Served::start(&p).await;
+    let (mut command, _daemon) = serve_command(&p, backend);
+    let log = p.path("serve.log");
+    command.stderr(fs::File::create(&log).expect("log file"));
+    let mut served = Served::spawn(command, log).await;
     let result = served
         .call("mcp__m__test_input_required_result_elicitation", json!({}))
         .await;
@@ -322,7 +371,18 @@ async fn a_modern_servers_input_required_result_reaches_a_legacy_client_as_a_req
         }
     }
     assert_eq!(asked.as_deref(), Some("What is your name?"));
-    let status = p.server_status("m").expect("m in status");
+    // `status` finds the session where it runs (a daemon session through the test's daemon).
+    let out = std::process::Command::new(cli())
+        .args(["status", "--json"])
+        .args(p.flags())
+        .env("XDG_RUNTIME_DIR", p.path("run"))
+        .output()
+        .expect("status runs");
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status --json");
+    let status = all
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "m"))
+        .expect("m in status");
     assert_eq!(status["protocol"], "2026-07-28", "{status}");
     drop(served);
     upstream.stop();

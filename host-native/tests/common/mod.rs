@@ -1008,3 +1008,28 @@ pub fn require_node_20(who: &str) {
         "{who} needs Node 20 or later on PATH; found {version:?}"
     );
 }
+
+/// A daemon of the test's own, listening in the private runtime dir `runtime` (a `serve` given
+/// `XDG_RUNTIME_DIR=runtime` attaches to it, never to the user's), in its own process group
+/// (killed on drop); it exits soon after its last session.
+pub fn start_daemon(p: &Project, runtime: &Path) -> Group {
+    use std::os::unix::process::CommandExt;
+    let log = fs::File::create(p.path("daemon.log")).expect("log");
+    let child = Command::new(cli())
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env("MCP_RECONCILE_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .expect("daemon starts");
+    let socket = runtime.join("mcp-reconcile/daemon.sock");
+    let start = std::time::Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    Group::new(child)
+}
