@@ -5,7 +5,7 @@
 //! ([`Host::in_pool`](crate::host::Host::in_pool): a daemon session, or a Rust host that shares
 //! one pool between several sessions). [`Gateway`](crate::gateway::Gateway) serves it without
 //! knowing which: the merged catalog, where a request goes, every configured server's status,
-//! and a reconnect.
+//! a reload and a reconnect.
 
 use std::future::Future;
 
@@ -29,6 +29,10 @@ pub trait Session: Send + Sync + 'static {
 
     /// Every configured server's status, in settings order.
     fn status(&self) -> impl Future<Output = Result<StatusReport, SessionGone>> + Send;
+
+    /// Reads the files again now (no debounce) and clears crash loops, as
+    /// `mcp-reconcile reload` does; returns once the pass is queued.
+    fn reload(&self) -> impl Future<Output = Result<(), SessionGone>> + Send;
 
     /// Clears the failure state of `server` (every server when `None`) and restarts it now;
     /// the servers restarted, or why none could be.
@@ -63,6 +67,10 @@ impl Session for HostHandle {
 
     async fn status(&self) -> Result<StatusReport, SessionGone> {
         self.ask(Control::Status).await
+    }
+
+    async fn reload(&self) -> Result<(), SessionGone> {
+        HostHandle::reload(self).await
     }
 
     async fn reconnect(

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::host::HostHandle;
+use crate::host::{HostHandle, SessionGone};
 use crate::ipc::{Answer, SessionRequest};
 
 /// A session as `status` lists it.
@@ -119,43 +119,65 @@ impl Registry {
     /// status or plan of the first (they read the same files), a reload of each, a reconnect
     /// of all of them together.
     pub(crate) async fn ask(&self, id: &str, request: SessionRequest) -> Answer {
-        let targets: Vec<(String, HostHandle)> = {
-            self.lock()
-                .live
-                .values()
-                .filter(|e| e.info.id == id)
-                .map(|e| (e.info.name.clone(), e.session.clone()))
-                .collect()
-        };
-        let Some((_, first)) = targets.first() else {
+        let Some((_, first)) = self.of_file_set(id).into_iter().next() else {
             // Not an error: the command falls back to what the files say.
             return Answer::None(true);
         };
         match request {
             SessionRequest::Status | SessionRequest::Plan => {
-                crate::ipc::handle(request, first).await
+                crate::ipc::handle(request, &first).await
             }
             SessionRequest::Reload => {
-                for (_, session) in &targets {
-                    let _ = session.reload().await;
-                }
+                self.reload(id).await;
                 Answer::Ok(Value::Bool(true))
             }
-            // Asked together: a process these sessions share restarts once; one another
-            // file set's session holds too while it runs is refused with the reason.
-            SessionRequest::Reconnect { name } => {
-                let also = targets.iter().map(|(name, _)| name.clone()).collect();
-                match first.reconnect_with(also, name).await {
-                    Ok(Ok(mut names)) => {
-                        names.sort();
-                        names.dedup();
-                        Answer::json(names)
-                    }
-                    Ok(Err(refusal)) => Answer::Error(refusal),
-                    Err(gone) => Answer::Error(gone.to_string()),
-                }
-            }
+            SessionRequest::Reconnect { name } => match self.reconnect(id, name).await {
+                Some(Ok(Ok(names))) => Answer::json(names),
+                Some(Ok(Err(refusal))) => Answer::Error(refusal),
+                Some(Err(gone)) => Answer::Error(gone.to_string()),
+                None => Answer::None(true),
+            },
         }
+    }
+
+    /// Reloads every session of the file set `id`; how many there were.
+    pub(crate) async fn reload(&self, id: &str) -> usize {
+        let targets = self.of_file_set(id);
+        for (_, session) in &targets {
+            let _ = session.reload().await;
+        }
+        targets.len()
+    }
+
+    /// A reconnect of `name` (every server when `None`) asked by every session of the file
+    /// set `id` together: a process these sessions share restarts once; one another file
+    /// set's session holds too while it runs is refused with the reason. The servers
+    /// restarted (sorted, once each); `None` when no session of `id` runs.
+    pub(crate) async fn reconnect(
+        &self,
+        id: &str,
+        name: Option<String>,
+    ) -> Option<Result<Result<Vec<String>, String>, SessionGone>> {
+        let targets = self.of_file_set(id);
+        let (_, first) = targets.first()?;
+        let also = targets.iter().map(|(name, _)| name.clone()).collect();
+        Some(first.reconnect_with(also, name).await.map(|answer| {
+            answer.map(|mut names| {
+                names.sort();
+                names.dedup();
+                names
+            })
+        }))
+    }
+
+    /// The live sessions of the file set `id`, in name order.
+    fn of_file_set(&self, id: &str) -> Vec<(String, HostHandle)> {
+        self.lock()
+            .live
+            .values()
+            .filter(|e| e.info.id == id)
+            .map(|e| (e.info.name.clone(), e.session.clone()))
+            .collect()
     }
 }
 
