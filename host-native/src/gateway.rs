@@ -12,7 +12,11 @@
 //! * a call to a tool that is not available returns the §4 message (removed, not allowed,
 //!   excluded, awaiting approval, rejected, not connected) as a tool error (`isError: true`);
 //! * after the host announces a catalog change ([`HostEvent::CatalogChanged`](crate::host::HostEvent::CatalogChanged)), every client
-//!   gets `notifications/{tools,prompts,resources}/list_changed` for the lists that changed.
+//!   gets `notifications/{tools,prompts,resources}/list_changed` for the lists that changed;
+//! * what needs a person's attention (a server waiting for approval, a failing one, a broken
+//!   file) reaches the client through MCP too: in the `initialize` instructions, as the
+//!   `mcp_reconcile_status` tool while it lasts, and as a warning log message (`attention`);
+//!   `--manage-tools` adds tools that reload and reconnect, never approve (`manage`).
 //!
 //! Over stdio there is one client; over streamable HTTP ([`serve_http`], loopback only, behind
 //! [`http_guard`](crate::http_guard)) every client session is served by a clone of the same
@@ -23,9 +27,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
     ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
 };
 // Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); clients and servers of the
@@ -41,14 +46,19 @@ use crate::lsp::tools::LspTool;
 use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
 
+mod attention;
 mod connections;
 mod era;
 mod forward;
 mod http;
+mod manage;
+mod offer;
 mod priming;
 mod tasks;
 mod translate;
+pub use attention::STATUS_TOOL;
 pub use http::serve_http;
+pub use manage::{RECONNECT_TOOL, RELOAD_TOOL};
 
 /// The MCP server side of `serve`, in front of the session `S`. Cheap to clone; clones share
 /// the session and the client list.
@@ -61,6 +71,10 @@ pub struct Gateway<S = HostHandle> {
     translator: Arc<translate::Translator>,
     /// `serve --passthrough NAME`: only this server, under its own names.
     only: Option<Arc<str>>,
+    /// `serve --manage-tools`: the status, reload and reconnect tools are always offered.
+    manage: bool,
+    /// What needs attention as last told, and each client's log level.
+    notices: Arc<attention::Notices>,
 }
 
 impl<S> Clone for Gateway<S> {
@@ -71,6 +85,8 @@ impl<S> Clone for Gateway<S> {
             listeners: self.listeners.clone(),
             translator: Arc::clone(&self.translator),
             only: self.only.clone(),
+            manage: self.manage,
+            notices: Arc::clone(&self.notices),
         }
     }
 }
@@ -90,7 +106,17 @@ impl<S: Session> Gateway<S> {
             listeners: era::Listeners::default(),
             translator: Arc::new(translate::Translator::new()),
             only: None,
+            manage: false,
+            notices: Arc::default(),
         }
+    }
+
+    /// Also offers the management tools ([`STATUS_TOOL`] always, [`RELOAD_TOOL`],
+    /// [`RECONNECT_TOOL`]) when `on` (`serve --manage-tools`). None approves or rejects.
+    #[must_use]
+    pub fn with_manage_tools(mut self, on: bool) -> Self {
+        self.manage = on;
+        self
     }
 
     /// A gateway in front of `session` that offers only `server`'s tools, prompts and
@@ -113,116 +139,6 @@ impl<S: Session> Gateway<S> {
     /// Whether `route` leads to a server this gateway offers.
     fn offers(&self, route: &Route) -> bool {
         self.only.as_deref().is_none_or(|only| route.server == only)
-    }
-
-    /// The catalog as this gateway's clients see it: all of it, or (passthrough) the one
-    /// server's entries under their own names.
-    async fn visible(&self) -> Result<MergedCatalog, ErrorData> {
-        let catalog = self.catalog().await?;
-        if self.only.is_none() {
-            return Ok(catalog);
-        }
-        let mut visible = MergedCatalog::default();
-        for mut tool in catalog.tools {
-            if let Some(route) = self.own_route(Target::Tool(tool.name.to_string())).await? {
-                tool.name = route.name.into();
-                visible.tools.push(tool);
-            }
-        }
-        for mut prompt in catalog.prompts {
-            if let Some(route) = self.own_route(Target::Prompt(prompt.name.clone())).await? {
-                prompt.name = route.name;
-                visible.prompts.push(prompt);
-            }
-        }
-        for resource in catalog.resources {
-            if self
-                .own_route(Target::Resource(resource.uri.clone()))
-                .await?
-                .is_some()
-            {
-                visible.resources.push(resource);
-            }
-        }
-        visible.resource_templates = catalog
-            .resource_templates
-            .into_iter()
-            .filter(|(server, _)| self.only.as_deref() == Some(server.as_str()))
-            .collect();
-        Ok(visible)
-    }
-
-    /// `target`'s route when it leads to a server this gateway offers.
-    async fn own_route(&self, target: Target) -> Result<Option<Route>, ErrorData> {
-        Ok(match self.session.route(target).await.map_err(gone)? {
-            Ok(route) if self.offers(&route) => Some(route),
-            _ => None,
-        })
-    }
-
-    /// One caller per server this gateway offers anything of, for which `wanted` holds.
-    async fn callers(&self, wanted: impl Fn(&Caller) -> bool) -> Result<Vec<Caller>, ErrorData> {
-        let catalog = self.visible().await?;
-        let targets = catalog
-            .tools
-            .iter()
-            .map(|t| Target::Tool(t.name.to_string()))
-            .chain(
-                catalog
-                    .prompts
-                    .iter()
-                    .map(|p| Target::Prompt(p.name.clone())),
-            )
-            .chain(
-                catalog
-                    .resources
-                    .iter()
-                    .map(|r| Target::Resource(r.uri.clone())),
-            );
-        let mut callers: Vec<Caller> = Vec::new();
-        for target in targets {
-            let target = match target {
-                Target::Tool(name) => Target::Tool(self.qualify(&name)),
-                Target::Prompt(name) => Target::Prompt(self.qualify(&name)),
-                other => other,
-            };
-            let Ok(route) = self.session.route(target).await.map_err(gone)? else {
-                continue;
-            };
-            if wanted(&route.caller) && !callers.iter().any(|c| c.server() == route.caller.server())
-            {
-                callers.push(route.caller);
-            }
-        }
-        Ok(callers)
-    }
-
-    /// `resources/subscribe` or `unsubscribe`, routed by URI as a read is.
-    async fn subscription(
-        &self,
-        uri: String,
-        subscribe: bool,
-        client: Peer<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let route = self
-            .own_route(Target::Resource(uri.clone()))
-            .await?
-            .ok_or_else(|| {
-                ErrorData::resource_not_found(
-                    format!("this gateway offers no resource `{uri}`"),
-                    None,
-                )
-            })?;
-        match route
-            .caller
-            .asking(client)
-            .subscription(uri, subscribe)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(CallError::Mcp(error)) => Err(error),
-            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
-        }
     }
 
     /// The session this gateway fronts.
@@ -292,6 +208,31 @@ impl<S: Session> ServerHandler for Gateway<S> {
         Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
     }
 
+    /// As rmcp's, with what needs attention at the end of the instructions.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut info = self.negotiate_initialize(&request)?;
+        info.instructions = self.instructions(info.instructions.take()).await;
+        Ok(info)
+    }
+
+    /// As rmcp's, with what needs attention at the end of the instructions.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.instructions = self.instructions(info.instructions.take()).await;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
+        ))
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -351,7 +292,9 @@ impl<S: Session> ServerHandler for Gateway<S> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.visible().await?.tools)
+        let mut tools = self.visible().await?.tools;
+        self.add_own_tools(&mut tools).await?;
+        Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(era::FRESH_MS)
             .with_cache_scope(era::SCOPE))
     }
@@ -361,6 +304,10 @@ impl<S: Session> ServerHandler for Gateway<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(mut result) = self.own_call(&request).await? {
+            era::complete(&mut result.result_type);
+            return Ok(result.into());
+        }
         let name = self.qualify(&request.name);
         if let Some(tool) = LspTool::parse(&name).filter(|_| self.only.is_none()) {
             let arguments = request.arguments.unwrap_or_default();
@@ -493,6 +440,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.notices.set_level(&context.peer, request.level);
         let mut failures = Vec::new();
         for caller in self.callers(Caller::offers_logging).await? {
             let server = caller.server().to_owned();

@@ -96,6 +96,8 @@ enum Front {
         http: Option<(std::net::SocketAddr, Box<HttpGuard>)>,
         /// `--passthrough NAME`: only that server, under its own names.
         passthrough: Option<String>,
+        /// `--manage-tools`: the status, reload and reconnect tools.
+        manage_tools: bool,
     },
 }
 
@@ -130,12 +132,17 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             until_stopped_reloading_on_hup(&control_tx).await;
             (Ok(()), host_task, None)
         }
-        Front::Serve { http, passthrough } => {
+        Front::Serve {
+            http,
+            passthrough,
+            manage_tools,
+        } => {
             let announcements = host.subscribe();
             let gateway = match passthrough {
                 Some(server) => gateway::Gateway::passthrough(handle, &server),
                 None => gateway::Gateway::new(handle),
-            };
+            }
+            .with_manage_tools(manage_tools);
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
             let result = match http {
@@ -229,7 +236,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     run_session(
         inputs,
         HostOptions::default(),
-        Front::Serve { http, passthrough },
+        Front::Serve {
+            http,
+            passthrough,
+            manage_tools: args.manage_tools,
+        },
     )
     .await
 }
@@ -262,6 +273,7 @@ async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
         options: args.layers.options(),
         env,
         events,
+        manage_tools: args.manage_tools,
     })
     .await;
     // Everything the session said reaches stderr before `serve` exits.

@@ -189,6 +189,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = http_guard::DEFAULT_HEADER_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
     pub header_timeout_secs: u64,
+    /// Also offer tools an agent may call to manage the session: mcp_reconcile_status (every
+    /// server, its state, the reason and what to do), mcp_reconcile_reload (read the files
+    /// again now, as `mcp-reconcile reload`) and mcp_reconcile_reconnect (restart one server).
+    /// None of them approves or rejects a server: that stays the user's act.
+    #[arg(long)]
+    pub manage_tools: bool,
     /// Attach to the per-user daemon (started if none runs): the default on
     /// stdio without --passthrough. Servers are shared with every other
     /// session that would start them identically, and several `serve`s for

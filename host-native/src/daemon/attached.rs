@@ -11,8 +11,10 @@
 //!    client's first listing is complete; answer `{"ok":{"session":NAME}}` and serve MCP on
 //!    the rest of the connection;
 //! 3. every [`HostEvent`] goes to the client as one [`EVENT`] notification (the `serve` bridge
-//!    prints what `serve --no-daemon` prints; `watch` prints and asks as in-process), and a
-//!    catalog change as `list_changed`;
+//!    prints what `serve --no-daemon` prints; `watch` prints and asks as in-process), and to
+//!    the gateway's announcer: a catalog change as `list_changed`, and what needs attention
+//!    read again (the gateway's session is a [`Member`]: a reload or reconnect through it
+//!    reaches the sessions of the same files, as the commands do);
 //! 4. when the client closes the connection: unregister, stop the session (its language
 //!    servers stop, its holds are released).
 
@@ -24,6 +26,7 @@ use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 
+use super::member::Member;
 use super::registry::{Entry, Registry, SessionInfo};
 use crate::gateway::Gateway;
 use crate::host::{Host, HostEvent, HostHandle, HostOptions};
@@ -57,6 +60,8 @@ pub struct Attach {
     pub client: String,
     /// Its process id, for `status`.
     pub pid: u32,
+    /// `serve --manage-tools`: the gateway offers the management tools.
+    pub manage_tools: bool,
 }
 
 /// Runs one attached session until its client closes the connection (see the module docs).
@@ -99,6 +104,8 @@ pub(crate) async fn run(
         project_root: inputs.project_root().to_owned(),
         id: inputs.session_id(),
     };
+    let member_id = info.id.clone();
+    let manage_tools = attach.manage_tools;
     let mut host =
         Host::in_pool_launched(inputs, HostOptions::default(), &pool, &name, Some(launch));
     let events = host.subscribe();
@@ -125,7 +132,12 @@ pub(crate) async fn run(
     drop(attaching);
     tracing::info!(session = %name, "attached");
 
-    let gateway = Gateway::new(handle.clone());
+    let member = Member {
+        session: handle.clone(),
+        registry: registry.clone(),
+        id: member_id,
+    };
+    let gateway = Gateway::new(member).with_manage_tools(manage_tools);
     let service = {
         use rmcp::ServiceExt;
         gateway.clone().serve((reader, write)).await
@@ -145,16 +157,17 @@ pub(crate) async fn run(
     let _ = session.await;
 }
 
-/// Sends every event of the session to its client as an [`EVENT`] notification, and catalog
-/// changes to the gateway's announcer.
+/// Sends every event of the session to its client as an [`EVENT`] notification (but a catalog
+/// change, which the client hears as `list_changed`), and every event to the gateway's
+/// announcer.
 async fn forward(
     mut events: mpsc::UnboundedReceiver<HostEvent>,
     client: Peer<RoleServer>,
     announce: mpsc::UnboundedSender<HostEvent>,
 ) {
     while let Some(event) = events.recv().await {
+        let _ = announce.send(event.clone());
         if let HostEvent::CatalogChanged(_) = event {
-            let _ = announce.send(event);
             continue;
         }
         if let HostEvent::ReloadFailed(message) = &event {

@@ -110,8 +110,9 @@ pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<A
 #[error("{0}")]
 pub struct Refused(pub String);
 
-/// Attaches a session for `options` in `env` on `stream`; returns the session's name and the
-/// connection, which now speaks MCP to it.
+/// Attaches a session for `options` in `env` on `stream` (its gateway with the management
+/// tools when `manage_tools`); returns the session's name and the connection, which now
+/// speaks MCP to it.
 ///
 /// # Errors
 /// [`Refused`] (the message says why: e.g. a missing project directory), or the daemon did
@@ -121,6 +122,7 @@ pub async fn attach(
     options: &Options,
     env: HostEnv,
     client: &str,
+    manage_tools: bool,
 ) -> anyhow::Result<(String, BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
     let (read, mut write) = stream.into_split();
     let request = DaemonRequest::Attach {
@@ -128,6 +130,7 @@ pub async fn attach(
         env: Box::new(env),
         client: client.to_owned(),
         pid: std::process::id(),
+        manage_tools,
     };
     write.write_all(request.line()?.as_bytes()).await?;
     let mut reader = BufReader::new(read);

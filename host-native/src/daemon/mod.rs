@@ -36,6 +36,7 @@
 
 pub mod attached;
 pub mod bridge;
+mod member;
 mod registry;
 pub mod relay;
 pub mod wire;
@@ -208,6 +209,7 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
             env,
             client,
             pid,
+            manage_tools,
         }) => {
             attached::run(
                 attached::Attach {
@@ -215,6 +217,7 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
                     env: *env,
                     client,
                     pid,
+                    manage_tools,
                 },
                 pool,
                 registry,

@@ -51,6 +51,8 @@ pub struct Reattach {
     pub env: HostEnv,
     /// Where the session's events go (for the person, never to the MCP client).
     pub events: mpsc::UnboundedSender<HostEvent>,
+    /// `serve --manage-tools`.
+    pub manage_tools: bool,
 }
 
 /// The messages a new session needs to be where the old one was.
@@ -281,8 +283,14 @@ async fn attach_and_replay(
     replay: &Replay,
 ) -> anyhow::Result<(Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
     let stream = bridge::connect_or_start(&again.dir, &again.exe).await?;
-    let (name, reader, mut write) =
-        bridge::attach(stream, &again.options, again.env.clone(), "serve").await?;
+    let (name, reader, mut write) = bridge::attach(
+        stream,
+        &again.options,
+        again.env.clone(),
+        "serve",
+        again.manage_tools,
+    )
+    .await?;
     let mut session = reader.lines();
     if let Some((id, line)) = &replay.initialize {
         write.write_all(format!("{line}\n").as_bytes()).await?;

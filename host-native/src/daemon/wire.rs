@@ -23,6 +23,11 @@ pub enum DaemonRequest {
         client: String,
         /// The attaching process, for `status`.
         pid: u32,
+        /// `serve --manage-tools`: the session's gateway also offers the tools that show the
+        /// status, reload and reconnect (never approve). Left out when false, so a daemon of
+        /// an earlier version reads the request as before.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        manage_tools: bool,
     },
     /// Every session and every connection with the sessions holding it.
     Status,
@@ -70,9 +75,11 @@ mod tests {
             env: Box::new(env),
             client: "serve".into(),
             pid: 7,
+            manage_tools: false,
         };
         let line = attach.line().expect("line");
         assert!(line.ends_with('\n') && !line.trim_end().contains('\n'));
+        assert!(!line.contains("manage_tools"), "left out when off: {line}");
         let back = DaemonRequest::parse(line.as_bytes()).expect("parses");
         let DaemonRequest::Attach { options, env, .. } = back else {
             panic!("an attach");

@@ -108,37 +108,56 @@ pub fn is_modern(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> b
 
 impl<S: crate::session::Session> super::Gateway<S> {
     /// Sends `list_changed` to every connected client for each
-    /// [`HostEvent::CatalogChanged`] in `events`; returns when `events` closes.
+    /// [`HostEvent::CatalogChanged`] in `events`, and after any event reads again what needs
+    /// attention (`attention`: an approval, a failure or a broken file changes it without
+    /// changing the catalog); returns when `events` closes.
     pub async fn announce(self, mut events: mpsc::UnboundedReceiver<HostEvent>) {
         while let Some(event) = events.recv().await {
-            let HostEvent::CatalogChanged(change) = event else {
-                continue;
-            };
-            let clients: Vec<Peer<RoleServer>> = {
-                let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-                clients.retain(|peer| !peer.is_transport_closed());
-                clients.clone()
-            };
-            let listening = self.listeners.announce(&change).await;
-            tracing::info!(
-                clients = clients.len(),
-                listening,
-                tools = change.tools,
-                prompts = change.prompts,
-                resources = change.resources,
-                "catalog changed"
-            );
-            for peer in clients {
-                if change.tools {
-                    let _ = peer.notify_tool_list_changed().await;
-                }
-                if change.prompts {
-                    let _ = peer.notify_prompt_list_changed().await;
-                }
-                if change.resources {
-                    let _ = peer.notify_resource_list_changed().await;
+            // What has queued up meanwhile is taken together: one reading of the status for
+            // all of it.
+            let mut batch = vec![event];
+            while let Ok(more) = events.try_recv() {
+                batch.push(more);
+            }
+            for event in batch {
+                if let HostEvent::CatalogChanged(change) = event {
+                    self.tell(change).await;
                 }
             }
+            self.refresh_attention().await;
         }
+    }
+
+    /// The lists `change` names as changed, to every client: `list_changed` to those of the
+    /// `initialize` era, on the listen streams of 2026-07-28 clients.
+    pub(super) async fn tell(&self, change: CatalogChange) {
+        let clients = self.live_clients();
+        let listening = self.listeners.announce(&change).await;
+        tracing::info!(
+            clients = clients.len(),
+            listening,
+            tools = change.tools,
+            prompts = change.prompts,
+            resources = change.resources,
+            "catalog changed"
+        );
+        for peer in clients {
+            if change.tools {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+            if change.prompts {
+                let _ = peer.notify_prompt_list_changed().await;
+            }
+            if change.resources {
+                let _ = peer.notify_resource_list_changed().await;
+            }
+        }
+    }
+
+    /// The clients that completed the handshake and are still connected.
+    pub(super) fn live_clients(&self) -> Vec<Peer<RoleServer>> {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|peer| !peer.is_transport_closed());
+        clients.clone()
     }
 }

@@ -110,6 +110,10 @@ pub struct StatusReport {
     pub language_servers: Vec<super::LspServerStatus>,
     /// What is broken in the inputs right now.
     pub errors: Vec<String>,
+    /// The project directory the session reads (approvals are keyed by it); empty before the
+    /// first pass has read the files.
+    #[serde(default)]
+    pub project_root: String,
 }
 
 impl ServerStatus {
@@ -193,6 +197,11 @@ impl<B: Backend> Host<B> {
             servers,
             language_servers: self.lsp.status(),
             errors,
+            project_root: self
+                .snapshot
+                .as_ref()
+                .map(|s| s.project_root.clone())
+                .unwrap_or_default(),
         }
     }
 
