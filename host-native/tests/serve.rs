@@ -28,9 +28,18 @@ async fn a_client_sees_qualified_tools_edits_and_the_removed_message() {
     );
     let mut served = Served::start(&p).await;
 
-    // The first listing already has both servers (it waits for the start pass).
+    // The first listing already has both servers (it waits for the start pass), and the
+    // gateway's status tool: the project server waits for approval.
     let names = served.tool_names().await;
-    assert_eq!(names, ["mcp__a__echo", "mcp__b__echo", "mcp__b__add"]);
+    assert_eq!(
+        names,
+        [
+            "mcp__a__echo",
+            "mcp__b__echo",
+            "mcp__b__add",
+            "mcp_reconcile_status"
+        ]
+    );
 
     // Forwarded to b.
     let sum = served.call("mcp__b__add", json!({"a": 2, "b": 3})).await;
@@ -57,7 +66,15 @@ async fn a_client_sees_qualified_tools_edits_and_the_removed_message() {
         served.tools_changed().await;
         names = served.tool_names().await;
     }
-    assert_eq!(names, ["mcp__b__echo", "mcp__b__add", "mcp__c__echo"]);
+    assert_eq!(
+        names,
+        [
+            "mcp__b__echo",
+            "mcp__b__add",
+            "mcp__c__echo",
+            "mcp_reconcile_status"
+        ]
+    );
 
     // The removed server's tool: the "removed" message as a tool error.
     let removed = served.call("mcp__a__echo", json!({"text": "x"})).await;
@@ -171,7 +188,11 @@ async fn a_call_on_a_dying_server_fails_clearly_and_a_pending_one_never_spawns()
         &json!({"mcpServers": {"proj": p.server("proj", "echo")}}),
     );
     let served = Served::start(&p).await;
-    assert_eq!(served.tool_names().await, ["mcp__dying__sleep"]);
+    // The gateway's status tool too: the project server waits for approval.
+    assert_eq!(
+        served.tool_names().await,
+        ["mcp__dying__sleep", "mcp_reconcile_status"]
+    );
     let started = Instant::now();
     let result = served.call("mcp__dying__sleep", json!({"ms": 60000})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
@@ -751,7 +772,11 @@ async fn a_tool_of_a_failing_server_says_what_the_host_knows() {
     );
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo"), "failing": failing}}));
     let served = Served::start(&p).await;
-    assert_eq!(served.tool_names().await, ["mcp__a__echo"]);
+    // The gateway's status tool too: a server is failing.
+    assert_eq!(
+        served.tool_names().await,
+        ["mcp__a__echo", "mcp_reconcile_status"]
+    );
     // Between its retries it backs off; a call that lands while a retry connects hears that.
     served.backing_off("failing", "mcp__failing__echo").await;
     served.close().await;

@@ -663,6 +663,12 @@ pub enum Heard {
     Progress(f64),
     /// A server's `elicitation/create` (relayed by the gateway): its message.
     Elicited(String),
+    /// A `notifications/message`: its level, logger and data (a string's text, else JSON).
+    Log {
+        level: String,
+        logger: Option<String>,
+        data: String,
+    },
 }
 
 /// An MCP client that reports what it hears on `heard` and fills in every form it is asked
@@ -683,6 +689,27 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) {
         let _ = self.heard.send(Heard::Progress(params.progress));
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let data = match params.data {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        let _ = self.heard.send(Heard::Log {
+            level,
+            logger: params.logger,
+            data,
+        });
     }
 
     async fn create_elicitation(
@@ -860,7 +887,7 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::Progress(value))) => return value,
-                Ok(Some(Heard::ToolsChanged | Heard::Elicited(_))) => {}
+                Ok(Some(Heard::ToolsChanged | Heard::Elicited(_) | Heard::Log { .. })) => {}
                 _ => panic!("no progress; log:\n{}", self.log()),
             }
         }
@@ -873,7 +900,7 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::ToolsChanged)) => return,
-                Ok(Some(Heard::Progress(_) | Heard::Elicited(_))) => {}
+                Ok(Some(Heard::Progress(_) | Heard::Elicited(_) | Heard::Log { .. })) => {}
                 _ => panic!("no tools/list_changed; log:\n{}", self.log()),
             }
         }
