@@ -81,10 +81,29 @@ mod tests {
         assert!(line.ends_with('\n') && !line.trim_end().contains('\n'));
         assert!(!line.contains("manage_tools"), "left out when off: {line}");
         let back = DaemonRequest::parse(line.as_bytes()).expect("parses");
-        let DaemonRequest::Attach { options, env, .. } = back else {
+        let DaemonRequest::Attach {
+            options,
+            env,
+            manage_tools,
+            ..
+        } = back
+        else {
             panic!("an attach");
         };
+        assert!(!manage_tools);
         assert_eq!(options.debounce_ms, Some(150));
+        let managed = line.replacen(
+            "\"cmd\":\"attach\"",
+            "\"cmd\":\"attach\",\"manage_tools\":true",
+            1,
+        );
+        assert!(matches!(
+            DaemonRequest::parse(managed.as_bytes()),
+            Ok(DaemonRequest::Attach {
+                manage_tools: true,
+                ..
+            })
+        ));
         assert_eq!(env.vars.get("TOKEN").map(String::as_str), Some("s3cret"));
         assert!(!format!("{env:?}").contains("s3cret"));
         let session = DaemonRequest::parse(
