@@ -47,6 +47,7 @@ use clients::ClientFile;
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
+use mcp_reconcile_kernel::policy::PolicyRule;
 pub(crate) use paths::clean;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use shell_words::server_command_config;
@@ -524,7 +525,7 @@ impl Inputs {
             }),
             None => {}
         }
-        own_gateway::drop_own_entries(
+        let gateways = own_gateway::drop_own_entries(
             &mut layers,
             &mut written_layers,
             &files,
@@ -545,6 +546,19 @@ impl Inputs {
             });
         }
 
+        // An allow rule naming the installed gateway is there so that the client starts only
+        // the gateway; it does not narrow what the gateway reaches.
+        let mut lists = lists;
+        let mut client_policy = client.policy;
+        if !gateways.is_empty() {
+            lists.allowed = without_gateways(lists.allowed.take(), |p| gateways.contains(p));
+            if let Some(policy) = &mut client_policy {
+                policy.allowed = without_gateways(
+                    policy.allowed.take(),
+                    |rule| matches!(rule, PolicyRule::Name(n) if gateways.contains(n)),
+                );
+            }
+        }
         let (mut approvals, problems) = self
             .approvals
             .clone()
@@ -582,7 +596,7 @@ impl Inputs {
             written_layers,
             mcp_json: self.paths.mcp_json.clone(),
             workspace_settings: self.paths.workspace.clone(),
-            client_policies: client.policies,
+            client_policy,
             client_disabled: client.disabled,
             client_approved: if client.approve_all {
                 vec!["*".to_owned()]
@@ -621,6 +635,17 @@ impl Inputs {
             kind: file.map(|(_, kind)| kind),
         }
     }
+}
+
+/// `list` without the items `gateway` says name the installed gateway; a list that named only
+/// the gateway is no list at all.
+fn without_gateways<T>(list: Option<Vec<T>>, gateway: impl Fn(&T) -> bool) -> Option<Vec<T>> {
+    let list = list?;
+    if list.is_empty() {
+        return Some(list);
+    }
+    let kept: Vec<T> = list.into_iter().filter(|item| !gateway(item)).collect();
+    (!kept.is_empty()).then_some(kept)
 }
 
 /// Whether two paths name the same file (lexically, or by real path when

@@ -10,13 +10,17 @@ use super::{names, policy_of, ClientContent};
 /// The fields Claude Code expands `${VAR}` in.
 const EXPANDED: [&str; 5] = ["command", "args", "env", "url", "headers"];
 
-/// One entry as Claude Code reads it: expanded, then its transport normalized.
-fn entry(ctx: &Context<'_>, object: &Object) -> Result<(Object, Object), String> {
+/// One entry as Claude Code reads it: expanded, then its transport normalized; the variables
+/// it uses that are not set (left as written, as Claude Code does) are added to `unset`.
+fn entry(
+    ctx: &Context<'_>,
+    object: &Object,
+    unset: &mut Vec<String>,
+) -> Result<(Object, Object), String> {
     let written = transport(object.clone(), BareUrl::Error)?;
-    let used = transport(
-        ctx.expand_entry(Syntax::Claude, object, Some(&EXPANDED))?,
-        BareUrl::Error,
-    )?;
+    let (expanded, missing) = ctx.expand_entry(Syntax::Claude, object, Some(&EXPANDED))?;
+    unset.extend(missing);
+    let used = transport(expanded, BareUrl::Error)?;
     Ok((used, written))
 }
 
@@ -32,7 +36,21 @@ fn layer(
     match top.get("mcpServers") {
         None | Some(Value::Null) => {}
         Some(Value::Object(map)) => {
-            let (used, written) = entries(map, where_, &mut out.entry_errors, |o| entry(ctx, o));
+            let mut notes = Vec::new();
+            let (used, written) = entries(map, where_, &mut out.entry_errors, |o| {
+                let mut unset = Vec::new();
+                let result = entry(ctx, o, &mut unset);
+                if !unset.is_empty() {
+                    notes.push(unset.join(", "));
+                }
+                result
+            });
+            out.entry_errors.extend(notes.into_iter().map(|vars| {
+                format!(
+                    "{where_}: missing environment variables {vars} — passed on as written, as \
+                     Claude Code does; set them before the session starts"
+                )
+            }));
             out.layers.push((source, used, written));
         }
         Some(other) => out.entry_errors.push(format!(
@@ -110,13 +128,14 @@ pub(super) fn managed(top: &Object, ctx: &Context<'_>) -> ClientContent {
     out
 }
 
-/// A settings file: approvals of `.mcp.json` servers, and in the managed file the policy.
+/// A settings file: approvals of `.mcp.json` servers, and the policy lists (Claude Code
+/// merges them over every settings file; the managed file may keep the allow list to itself).
 pub(super) fn settings(top: &Object, managed: bool) -> ClientContent {
     let mut out = ClientContent::default();
     approvals(top, &mut out);
-    if managed {
-        out.policy = policy_of(top, &mut out.entry_errors);
-    }
+    out.policy = policy_of(top, &mut out.entry_errors);
+    out.managed_allow_only =
+        managed && top.get("allowManagedMcpServersOnly") == Some(&Value::Bool(true));
     out
 }
 
@@ -189,20 +208,44 @@ mod tests {
                 "ok":{"command":"ok","env":{"A":"${MISSING:-d}"}},"n":3}}"#,
         );
         let content = mcp_json(&top, LayerSource::Project, &ctx(&vars));
-        assert_eq!(content.layers[0].1.keys().collect::<Vec<_>>(), ["ok"]);
+        assert_eq!(
+            content.layers[0].1.keys().collect::<Vec<_>>(),
+            ["env", "ok"]
+        );
+        assert_eq!(
+            content.layers[0]
+                .1
+                .get("env")
+                .and_then(|c| c.str_field("command")),
+            Some("${MISSING}"),
+            "an unset variable stays as written"
+        );
         assert_eq!(content.entry_errors.len(), 3, "{:?}", content.entry_errors);
         assert!(content.entry_errors[0].contains("\"remote\""));
-        assert!(content.entry_errors[1].contains("${MISSING}"));
+        assert!(content.entry_errors[2].contains("MISSING"));
     }
 
     #[test]
-    fn only_the_managed_settings_carry_policy() {
-        let top =
-            object(r#"{"deniedMcpServers":[{"serverName":"x"}],"disabledMcpjsonServers":["p"]}"#);
-        assert!(settings(&top, false).policy.is_none());
-        assert_eq!(settings(&top, false).rejected, ["p"]);
-        let policy = settings(&top, true).policy.expect("policy");
+    fn settings_carry_approvals_and_policy() {
+        let top = object(
+            r#"{"deniedMcpServers":[{"serverName":"x"}],"disabledMcpjsonServers":["p"],
+                "allowManagedMcpServersOnly":true}"#,
+        );
+        let user = settings(&top, false);
+        assert_eq!(user.rejected, ["p"]);
+        assert!(!user.managed_allow_only, "only the managed file may say so");
+        let policy = user.policy.expect("policy");
         assert_eq!(policy.denied.len(), 1);
         assert!(policy.allowed.is_none());
+        assert!(settings(&top, true).managed_allow_only);
+        let broken = settings(
+            &object(r#"{"allowedMcpServers":[{"serverName":1}]}"#),
+            false,
+        );
+        assert_eq!(
+            broken.policy.and_then(|p| p.allowed),
+            Some(Vec::new()),
+            "an invalid allow list admits nothing"
+        );
     }
 }

@@ -23,10 +23,8 @@ fn refuse_unread_files(object: &Object) -> Result<(), String> {
 fn entry(ctx: &Context<'_>, object: &Object) -> Result<(Object, Object), String> {
     refuse_unread_files(object)?;
     let written = transport(object.clone(), BareUrl::Http)?;
-    let used = transport(
-        ctx.expand_entry(Syntax::Editor, object, None)?,
-        BareUrl::Http,
-    )?;
+    let (expanded, _) = ctx.expand_entry(Syntax::Editor, object, None)?;
+    let used = transport(expanded, BareUrl::Http)?;
     Ok((used, written))
 }
 

@@ -21,8 +21,8 @@ pub(in crate::inputs) struct Context<'a> {
 /// A variable syntax.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Syntax {
-    /// Claude Code: `${NAME}` and `${NAME:-default}`; an unset variable without a default is
-    /// an error for the entry.
+    /// Claude Code: `${NAME}` and `${NAME:-default}` (`NAME` = `[A-Za-z_][A-Za-z0-9_]*`); an
+    /// unset variable without a default stays as written (and is reported).
     Claude,
     /// Cursor and VS Code: `${env:NAME}` (unset: empty), `${userHome}`, `${workspaceFolder}`,
     /// `${workspaceFolderBasename}`, `${pathSeparator}` / `${/}`; `${input:ID}` (VS Code's
@@ -34,15 +34,28 @@ pub(super) enum Syntax {
 /// Why an entry cannot be expanded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Unexpandable {
-    /// `${NAME}` without a default, and `NAME` is not set.
-    Unset(String),
     /// `${input:ID}`: a value VS Code asks the user for.
     Input(String),
 }
 
+/// Whether `name` is a variable name as Claude Code takes it.
+fn claude_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 impl Context<'_> {
-    /// `text` with `syntax`'s variables replaced.
-    pub(super) fn expand(&self, syntax: Syntax, text: &str) -> Result<String, Unexpandable> {
+    /// `text` with `syntax`'s variables replaced; the unset ones left as written are added to
+    /// `unset`.
+    pub(super) fn expand(
+        &self,
+        syntax: Syntax,
+        text: &str,
+        unset: &mut Vec<String>,
+    ) -> Result<String, Unexpandable> {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(at) = rest.find("${") {
@@ -53,7 +66,7 @@ impl Context<'_> {
                 return Ok(out);
             };
             let inner = &after[..end];
-            match self.resolve(syntax, inner)? {
+            match self.resolve(syntax, inner, unset)? {
                 Some(value) => out.push_str(&value),
                 None => out.push_str(&rest[at..at + 2 + end + 1]),
             }
@@ -63,20 +76,30 @@ impl Context<'_> {
         Ok(out)
     }
 
-    fn resolve(&self, syntax: Syntax, inner: &str) -> Result<Option<String>, Unexpandable> {
+    fn resolve(
+        &self,
+        syntax: Syntax,
+        inner: &str,
+        unset: &mut Vec<String>,
+    ) -> Result<Option<String>, Unexpandable> {
         match syntax {
             Syntax::Claude => {
                 let (name, default) = match inner.split_once(":-") {
                     Some((name, default)) => (name, Some(default)),
                     None => (inner, None),
                 };
-                if name.is_empty() {
+                if !claude_name(name) {
                     return Ok(None);
                 }
                 match (self.vars.get(name), default) {
                     (Some(value), _) => Ok(Some(value.clone())),
                     (None, Some(default)) => Ok(Some(default.to_owned())),
-                    (None, None) => Err(Unexpandable::Unset(name.to_owned())),
+                    (None, None) => {
+                        if !unset.iter().any(|u| u == name) {
+                            unset.push(name.to_owned());
+                        }
+                        Ok(None)
+                    }
                 }
             }
             Syntax::Editor => {
@@ -101,57 +124,56 @@ impl Context<'_> {
     }
 
     /// Every string inside `value`, expanded.
-    pub(super) fn expand_value(
+    fn expand_value(
         &self,
         syntax: Syntax,
         value: &Value,
+        unset: &mut Vec<String>,
     ) -> Result<Value, Unexpandable> {
         Ok(match value {
-            Value::String(s) => Value::String(self.expand(syntax, s)?),
+            Value::String(s) => Value::String(self.expand(syntax, s, unset)?),
             Value::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|item| self.expand_value(syntax, item))
+                    .map(|item| self.expand_value(syntax, item, unset))
                     .collect::<Result<_, _>>()?,
             ),
             Value::Object(map) => Value::Object(
                 map.iter()
-                    .map(|(k, v)| Ok((k.clone(), self.expand_value(syntax, v)?)))
+                    .map(|(k, v)| Ok((k.clone(), self.expand_value(syntax, v, unset)?)))
                     .collect::<Result<Object, _>>()?,
             ),
             other => other.clone(),
         })
     }
 
-    /// `entry` with the string values of `fields` (every field when `None`) expanded; the
-    /// message names the field that could not be.
+    /// `entry` with the string values of `fields` (every field when `None`) expanded, and the
+    /// unset variables left as written; the message names the field that could not be.
     pub(super) fn expand_entry(
         &self,
         syntax: Syntax,
         entry: &Object,
         fields: Option<&[&str]>,
-    ) -> Result<Object, String> {
+    ) -> Result<(Object, Vec<String>), String> {
         let mut out = Object::new();
+        let mut unset = Vec::new();
         for (key, value) in entry {
             let wanted = fields.is_none_or(|f| f.contains(&key.as_str()));
             let value = if wanted {
-                self.expand_value(syntax, value).map_err(|e| match e {
-                    Unexpandable::Unset(name) => format!(
-                        "its \"{key}\" uses ${{{name}}}, which is not set and has no default \
-                         (write ${{{name}:-default}}, or set {name} before the session starts)"
-                    ),
-                    Unexpandable::Input(id) => format!(
-                        "its \"{key}\" uses ${{input:{id}}}, a value VS Code asks you for; \
+                self.expand_value(syntax, value, &mut unset)
+                    .map_err(|e| match e {
+                        Unexpandable::Input(id) => format!(
+                            "its \"{key}\" uses ${{input:{id}}}, a value VS Code asks you for; \
                          nobody can be asked inside mcp-reconcile — put the value in \"env\" \
                          (or ${{env:NAME}}) instead"
-                    ),
-                })?
+                        ),
+                    })?
             } else {
                 value.clone()
             };
             out.insert(key.clone(), value);
         }
-        Ok(out)
+        Ok((out, unset))
     }
 }
 
@@ -176,27 +198,32 @@ mod tests {
     #[test]
     fn claude_takes_braces_and_defaults_only() {
         with(&[("TOKEN", "t"), ("EMPTY", "")], |ctx| {
-            let claude = |s| ctx.expand(Syntax::Claude, s);
-            assert_eq!(claude("a ${TOKEN} b").as_deref(), Ok("a t b"));
-            assert_eq!(claude("$TOKEN").as_deref(), Ok("$TOKEN"));
-            assert_eq!(claude("${NOPE:-x:y}").as_deref(), Ok("x:y"));
+            let claude = |s| {
+                let mut unset = Vec::new();
+                let out = ctx.expand(Syntax::Claude, s, &mut unset).expect("expands");
+                (out, unset)
+            };
+            assert_eq!(claude("a ${TOKEN} b").0, "a t b");
+            assert_eq!(claude("$TOKEN").0, "$TOKEN");
+            assert_eq!(claude("${NOPE:-x:y}").0, "x:y");
+            assert_eq!(claude("${EMPTY:-d}").0, "", "set but empty is set");
+            assert_eq!(claude("${}${unterminated").0, "${}${unterminated");
             assert_eq!(
-                claude("${EMPTY:-d}").as_deref(),
-                Ok(""),
-                "set but empty is set"
+                claude("${1A} ${A-B}").0,
+                "${1A} ${A-B}",
+                "not a name: as written"
             );
             assert_eq!(
-                claude("${}${unterminated").as_deref(),
-                Ok("${}${unterminated")
+                claude("${NOPE}/${NOPE}"),
+                ("${NOPE}/${NOPE}".to_owned(), vec!["NOPE".to_owned()])
             );
-            assert_eq!(claude("${NOPE}"), Err(Unexpandable::Unset("NOPE".into())));
         });
     }
 
     #[test]
     fn editors_take_their_named_variables() {
         with(&[("KEY", "k")], |ctx| {
-            let editor = |s| ctx.expand(Syntax::Editor, s);
+            let editor = |s| ctx.expand(Syntax::Editor, s, &mut Vec::new());
             assert_eq!(editor("${env:KEY}/${env:NONE}").as_deref(), Ok("k/"));
             assert_eq!(editor("${userHome}${/}x").as_deref(), Ok("/home/u/x"));
             assert_eq!(
@@ -237,7 +264,7 @@ mod tests {
                 err.contains("\"env\"") && err.contains("${input:t}"),
                 "{err}"
             );
-            let kept = ctx
+            let (kept, _) = ctx
                 .expand_entry(Syntax::Editor, &entry, Some(&["command"]))
                 .expect("env not expanded");
             assert_eq!(kept, entry);

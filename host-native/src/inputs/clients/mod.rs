@@ -43,10 +43,11 @@ pub(super) enum Format {
     ClaudeMcpJson,
     /// Claude Code's `managed-mcp.json`: the administrator's servers, exclusive when present.
     ClaudeManaged,
-    /// A Claude Code settings file: `.mcp.json` approvals and rejections, and (managed
-    /// settings only) the policy lists.
+    /// A Claude Code settings file: `.mcp.json` approvals and rejections, and the policy
+    /// lists (merged across every settings file, as Claude Code merges them).
     ClaudeSettings {
-        /// The administrator's file, the only one whose policy lists count.
+        /// The administrator's file: its `allowManagedMcpServersOnly` makes its allow list the
+        /// only one.
         managed: bool,
     },
     /// Cursor's `mcp.json` (`mcpServers`; `${env:NAME}`, `${userHome}`, `${workspaceFolder}`).
@@ -69,6 +70,8 @@ pub(super) struct ClientContent {
     pub(super) entry_errors: Vec<String>,
     /// The client's allow and deny rules from this file.
     pub(super) policy: Option<Policy>,
+    /// The administrator's file says only its allow list counts.
+    pub(super) managed_allow_only: bool,
     /// Project entries the client's own files reject (honoured: they stay off).
     pub(super) rejected: Vec<String>,
     /// Project entries the client approved by name only (shown; never approves here).
@@ -272,8 +275,9 @@ pub(super) fn names(value: Option<&Value>) -> Vec<String> {
 pub(super) struct Admission {
     /// The files whose servers count, with their content.
     pub(super) read: Vec<(PathBuf, ClientContent)>,
-    /// Every policy found (each must admit a server).
-    pub(super) policies: Vec<Policy>,
+    /// The client's policy, merged over its files: deny lists concatenated; allow lists
+    /// concatenated (only the administrator's when it says so), not set when no file sets one.
+    pub(super) policy: Option<Policy>,
     /// Servers switched off by their own entry.
     pub(super) disabled: Vec<String>,
     /// Project entries the client rejects.
@@ -294,9 +298,25 @@ impl Admission {
             .map(|(f, _)| f.path.clone());
         let trusted = contents.iter().any(|(_, c)| c.trusts_project);
         let mut out = Admission::default();
+        let managed_only = contents
+            .iter()
+            .any(|(f, c)| c.managed_allow_only && f.scope == LayerSource::System);
+        for (file, content) in &contents {
+            let Some(policy) = &content.policy else {
+                continue;
+            };
+            let merged = out.policy.get_or_insert_with(Policy::default);
+            merged.denied.extend(policy.denied.iter().cloned());
+            let counts = !managed_only || file.scope == LayerSource::System;
+            if let Some(allowed) = policy.allowed.as_ref().filter(|_| counts) {
+                merged
+                    .allowed
+                    .get_or_insert_with(Vec::new)
+                    .extend(allowed.iter().cloned());
+            }
+        }
         for (file, content) in contents {
             errors.extend(file.errors());
-            out.policies.extend(content.policy.clone());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
             if file.needs_trust && !trusted {
                 if has_servers {
