@@ -519,6 +519,7 @@ fn describe_sources(sources: &[FileSource]) -> String {
             FileSource::LspFile(scope) if scope == "project" => ".lsp.json".to_owned(),
             FileSource::LspFile(scope) => format!("{scope} language servers"),
             FileSource::LspApprovals => "language-server approvals".to_owned(),
+            FileSource::DevWatch(server) => format!("sources of {server}"),
         })
         .collect();
     format!("change in {}", names.join(", "))
