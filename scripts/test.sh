@@ -16,6 +16,23 @@ bash scripts/setup.sh
 step "format"
 cargo fmt --all --check
 
+step "README"
+# The README is the front door: what it is, how to start, where the docs are. Reference
+# material goes to docs/ (issue 25, item 7). CI reads the test command from it.
+readme_lines=$(wc -l <README.md)
+if [ "$readme_lines" -ge 120 ]; then
+    echo "README.md has $readme_lines lines; keep it under 120 and move detail into docs/" >&2
+    exit 1
+fi
+for command in \
+    'cargo build -q -p mcp-reconcile-fixture && cargo run -q -p mcp-reconcile -- watch --demo' \
+    'bash scripts/test.sh'; do
+    if ! grep -qxF -- "$command" README.md; then
+        echo "README.md lost the line: $command" >&2
+        exit 1
+    fi
+done
+
 step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

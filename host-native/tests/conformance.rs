@@ -100,7 +100,7 @@ fn the_reference_fixture_passes_every_server_scenario() {
     );
 }
 
-/// Server scenarios that do not pass through `serve --passthrough` yet, with why (the README
+/// Server scenarios that do not pass through `serve --passthrough` yet, with why (docs/SERVE.md
 /// lists them too): the gateway does not relay these parts of the protocol yet (issue 16,
 /// item 1).
 const NOT_THROUGH_SERVE_YET: [(&str, &str); 1] = [(
@@ -129,7 +129,7 @@ fn the_server_scenarios_pass_through_serve_passthrough() {
         match (expected, passed) {
             (false, false) => failed.push(format!("{scenario}:\n{log}")),
             (true, true) => failed.push(format!(
-                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_YET and the README"
+                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_YET and docs/SERVE.md"
             )),
             _ => {}
         }
@@ -205,8 +205,8 @@ fn the_oauth_login_and_client_pass_the_authorization_scenarios() {
     run_scenarios(&AUTH_SCENARIOS);
 }
 
-/// Scenarios the host fails on purpose, with the reason its client must give (the README's
-/// "remote servers" section lists them).
+/// Scenarios the host fails on purpose, with the reason its client must give (docs/REMOTE.md,
+/// "Conformance", lists them).
 const EXPECTED_FAILURES: [(&str, &str); 2] = [
     // The authorization server sits at `…/tenant1` but its metadata says `"issuer": "…"`
     // without the path. RFC 8414 §3.3 says such metadata MUST NOT be used (the mix-up
@@ -243,7 +243,7 @@ fn run_scenarios(scenarios: &[&str]) {
             (None, true) => {}
             (None, false) => failed.push(format!("{scenario}:\n{log}")),
             (Some(_), true) => failed.push(format!(
-                "{scenario} passes now: take it off EXPECTED_FAILURES and the README"
+                "{scenario} passes now: take it off EXPECTED_FAILURES and docs/REMOTE.md"
             )),
             (Some((_, reason)), false) if !log.contains(reason) => failed.push(format!(
                 "{scenario} failed, but not for its listed reason ({reason}):\n{log}"

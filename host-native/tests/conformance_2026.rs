@@ -11,7 +11,7 @@
 //! * `serve --http --passthrough ref` in front of that modern upstream (streamable HTTP):
 //!   every one passes;
 //! * in front of the legacy reference (up to 2025-11-25, stdio): every one passes but those
-//!   listed with their reason in [`NOT_THROUGH_SERVE_LEGACY`] (and in the README), which must
+//!   listed with their reason in [`NOT_THROUGH_SERVE_LEGACY`] (and in docs/SERVE.md), which must
 //!   still fail, so the list is kept true in both directions.
 
 mod common;
@@ -35,7 +35,7 @@ const NO_SUCH_TOOL: &str = "the legacy reference server has none of the suite's 
     tools; a legacy server's own questions are translated instead (serve_modern.rs)";
 
 /// Scored scenarios that do not pass through `serve` in front of the legacy upstream, with why
-/// (the README lists them). In front of a modern upstream every scored scenario passes.
+/// (docs/SERVE.md lists them). In front of a modern upstream every scored scenario passes.
 const NOT_THROUGH_SERVE_LEGACY: [(&str, &str); 11] = [
     ("server-stateless", NO_SUCH_TOOL),
     ("input-required-result-basic-elicitation", NO_SUCH_TOOL),
@@ -252,7 +252,7 @@ fn through_serve(entry: &serde_json::Value, expected: &[(&str, &str)]) {
         match (listed, passed) {
             (false, false) => wrong.push(format!("{scenario} fails through serve")),
             (true, true) => wrong.push(format!(
-                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_LEGACY and the README"
+                "{scenario} passes through serve now: take it off NOT_THROUGH_SERVE_LEGACY and docs/SERVE.md"
             )),
             _ => {}
         }

@@ -47,6 +47,9 @@ pub enum Reason {
     UntrustedFolder,
     /// The host cannot speak this transport.
     UnsupportedTransport,
+    /// Turned off by the client's own configuration (a client layout's policy lists, its
+    /// per-server `enabled = false`; SPEC §15): see [`Gating::blocked`].
+    Blocked,
     /// The server wants an (OAuth) authorization the host does not have:
     /// not retried on a timer until its credentials change, a reconnect or a
     /// config change.
@@ -68,6 +71,7 @@ impl Reason {
             Reason::UntrustedFolder => "untrusted_folder",
             Reason::UnsupportedTransport => "unsupported_transport",
             Reason::NeedsAuth => "needs_auth",
+            Reason::Blocked => "blocked",
         }
     }
 }
@@ -89,6 +93,10 @@ pub struct Gating {
     pub workspace_allowed: Option<Vec<String>>,
     /// Exact names of gated servers not approved for their current config.
     pub pending: Option<Vec<String>>,
+    /// Exact names a client's own configuration turns off (SPEC §15): its allow and deny
+    /// lists ([`crate::policy`]) and its per-server switches. Checked after `excluded`, with
+    /// reason `blocked`; not set equals `[]`. JSON `blocked`.
+    pub blocked: Option<Vec<String>>,
 }
 
 /// Errors reading a gating object from JSON.
@@ -123,6 +131,7 @@ impl Gating {
             cap: string_list(object, "cap")?,
             workspace_allowed: string_list(object, "workspaceAllowed")?,
             pending: string_list(object, "pending")?,
+            blocked: string_list(object, "blocked")?,
         })
     }
 
@@ -149,6 +158,9 @@ impl Gating {
         if let Some(narrow) = &self.workspace_allowed {
             object.insert("workspaceAllowed".into(), list(narrow));
         }
+        if let Some(blocked) = self.blocked.as_ref().filter(|b| !b.is_empty()) {
+            object.insert("blocked".into(), list(blocked));
+        }
         Value::Object(object)
     }
 
@@ -165,6 +177,13 @@ impl Gating {
         self.excluded.as_ref().is_some_and(|l| matches_any(name, l))
     }
 
+    /// Is in `blocked` (exact names): the client's own configuration turns it off.
+    pub fn blocks(&self, name: &str) -> bool {
+        self.blocked
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|b| b == name))
+    }
+
     /// Is in `pending` (exact names).
     pub fn is_pending(&self, name: &str) -> bool {
         self.pending
@@ -173,7 +192,7 @@ impl Gating {
     }
 
     /// Why `name` with `config` is not admitted, first hit of `not_allowed`,
-    /// `excluded`, `pending_approval`, `no_transport`; `None` when admitted.
+    /// `excluded`, `blocked`, `pending_approval`, `no_transport`; `None` when admitted.
     pub fn denial(&self, name: &str, config: &ServerConfig) -> Option<Reason> {
         Gate::new(self).denial(name, config)
     }
@@ -218,6 +237,7 @@ pub fn gating_equal(a: &Gating, b: &Gating) -> bool {
         && strict(&a.allowed, &b.allowed)
         && strict(&a.cap, &b.cap)
         && strict(&a.workspace_allowed, &b.workspace_allowed)
+        && lenient(&a.blocked, &b.blocked)
 }
 
 /// Whether `name` matches `pattern`: `*` is any run of UTF-16 code units
@@ -330,12 +350,13 @@ pub fn gating_with_pending(
         cap: cli_allowed.map(cap_from_cli),
         workspace_allowed: lists.workspace_allowed.as_deref().map(clean_list),
         pending,
+        blocked: None,
     }
 }
 
 /// Why `name` is unavailable (SPEC §4), first hit wins:
 /// `removed` (in `removed`) → not configured (not an own key of `merged`):
-/// `None` → `not_allowed` (fails `cap` or `allowed`) → `excluded` →
+/// `None` → `not_allowed` (fails `cap` or `allowed`) → `excluded` → `blocked` →
 /// `rejected` (only with `approvals` = (store, project root), for a gated
 /// entry whose state is rejected) → `pending_approval` (in `pending`) → `None`.
 pub fn unavailable_reason(
@@ -354,6 +375,9 @@ pub fn unavailable_reason(
     }
     if gating.excludes(name) {
         return Some(Reason::Excluded);
+    }
+    if gating.blocks(name) {
+        return Some(Reason::Blocked);
     }
     if let Some((store, root)) = approvals {
         if config.is_gated() && store.state(root, name, config) == ApprovalState::Rejected {
@@ -418,6 +442,7 @@ pub fn tool_not_found(
         Some(Reason::Removed) => REMOVED,
         Some(Reason::NotAllowed) => ALLOWED,
         Some(Reason::Excluded) => EXCLUDED,
+        Some(Reason::Blocked) => BLOCKED,
         Some(Reason::PendingApproval | Reason::Rejected) => APPROVAL,
         _ => "",
     };
@@ -436,6 +461,11 @@ pub fn tool_not_found(
         Some(Reason::Excluded) => format!(
             "{subject} is unavailable: the MCP server {quoted} is excluded (mcp.excluded), \
              so its tools are not loaded. Remove it from mcp.excluded to use this tool."
+        ),
+        Some(Reason::Blocked) => format!(
+            "{subject} is unavailable: the MCP server {quoted} is turned off by the client's \
+             own configuration (its policy lists, or the server's own enabled switch), so its \
+             tools are not loaded. Change that in the client's files to use this tool."
         ),
         Some(Reason::PendingApproval) => format!(
             "{subject} is unavailable: the MCP server {quoted} is awaiting approval, so its \
@@ -505,7 +535,8 @@ const ALLOWED: &str = "mcp.allowed";
 const EXCLUDED: &str = "mcp.excluded";
 const APPROVAL: &str = "approv";
 const NO_SERVER: &str = "no MCP server";
-const CASE_TOKENS: [&str; 5] = [REMOVED, ALLOWED, EXCLUDED, APPROVAL, NO_SERVER];
+const BLOCKED: &str = "turned off";
+const CASE_TOKENS: [&str; 6] = [REMOVED, ALLOWED, EXCLUDED, APPROVAL, NO_SERVER, BLOCKED];
 
 /// `mcp__<name>__` with every UTF-16 code unit outside `[A-Za-z0-9_-]`
 /// replaced by `_` (a character beyond the BMP becomes `__`), as the host
@@ -583,6 +614,7 @@ pub(crate) struct Gate<'g> {
     workspace_allowed: Option<Patterns<'g>>,
     excluded: Option<Patterns<'g>>,
     pending: HashSet<&'g str>,
+    blocked: HashSet<&'g str>,
 }
 
 impl<'g> Gate<'g> {
@@ -598,6 +630,12 @@ impl<'g> Gate<'g> {
                 .flatten()
                 .map(String::as_str)
                 .collect(),
+            blocked: gating
+                .blocked
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect(),
         }
     }
 
@@ -608,6 +646,8 @@ impl<'g> Gate<'g> {
             Some(Reason::NotAllowed)
         } else if self.excluded.as_ref().is_some_and(|p| p.matches(name)) {
             Some(Reason::Excluded)
+        } else if self.blocked.contains(name) {
+            Some(Reason::Blocked)
         } else if self.pending.contains(name) {
             Some(Reason::PendingApproval)
         } else if config.transport() == Transport::Unknown {

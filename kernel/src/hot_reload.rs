@@ -75,7 +75,7 @@ pub fn hot_reload(
         || !gating_equal(&previous.gating, &gating);
     let promptable: Vec<String> = promptable
         .into_iter()
-        .filter(|name| gating.allows(name) && !gating.excludes(name))
+        .filter(|name| gating.allows(name) && !gating.excludes(name) && !gating.blocks(name))
         .collect();
     let removed = previous.removed.as_ref().map(|before| {
         let left = previous

@@ -26,6 +26,7 @@ pub mod identity;
 pub mod json;
 pub mod lsp;
 pub mod plan;
+pub mod policy;
 pub mod pool;
 pub mod reload;
 pub mod settings;

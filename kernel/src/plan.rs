@@ -803,9 +803,10 @@ mod tests {
             excluded: Some(vec!["*1".into()]),
             pending: Some(vec!["b".into()]),
             workspace_allowed: Some(vec!["a*".into(), "2".into(), "b".into()]),
+            blocked: Some(vec!["a2".into()]),
         };
         let configs = servers(
-            r#"{"a1":{"command":"x"},"ab":{"command":"x"},"b":{"command":"x"},"2":{"url":1},"z":{"command":"x"},"a":{"command":"x"}}"#,
+            r#"{"a1":{"command":"x"},"ab":{"command":"x"},"a2":{"command":"x"},"b":{"command":"x"},"2":{"url":1},"z":{"command":"x"},"a":{"command":"x"}}"#,
         );
         let gate = Gate::new(&gating);
         for (name, config) in &configs {
@@ -813,6 +814,8 @@ mod tests {
                 Some(Reason::NotAllowed)
             } else if gating.excludes(name) {
                 Some(Reason::Excluded)
+            } else if gating.blocks(name) {
+                Some(Reason::Blocked)
             } else if gating.is_pending(name) {
                 Some(Reason::PendingApproval)
             } else if config.transport() == Transport::Unknown {
@@ -830,6 +833,7 @@ mod tests {
             None,
             Some(Reason::NotAllowed),
             Some(Reason::Excluded),
+            Some(Reason::Blocked),
             Some(Reason::PendingApproval),
             Some(Reason::NoTransport),
         ] {

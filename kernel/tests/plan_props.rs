@@ -139,15 +139,30 @@ fn gating() -> impl Strategy<Value = Gating> {
         vec(select(NAMES.to_vec()), 0..3)
             .prop_map(|p| Some(p.into_iter().map(str::to_owned).collect())),
     ];
-    (patterns(2), patterns(3), patterns(4), patterns(3), pending).prop_map(
-        |(excluded, allowed, cap, workspace_allowed, pending)| Gating {
-            excluded,
-            allowed,
-            cap,
-            workspace_allowed,
-            pending,
-        },
+    let blocked = prop_oneof![
+        3 => Just(None),
+        1 =>
+        vec(select(NAMES.to_vec()), 0..2)
+            .prop_map(|b| Some(b.into_iter().map(str::to_owned).collect())),
+    ];
+    (
+        patterns(2),
+        patterns(3),
+        patterns(4),
+        patterns(3),
+        pending,
+        blocked,
     )
+        .prop_map(
+            |(excluded, allowed, cap, workspace_allowed, pending, blocked)| Gating {
+                excluded,
+                allowed,
+                cap,
+                workspace_allowed,
+                pending,
+                blocked,
+            },
+        )
 }
 
 fn mode() -> impl Strategy<Value = Mode> {
@@ -394,7 +409,10 @@ proptest! {
         let mut w = other;
         w.desired.insert(name.to_owned(), build(&wanted));
         w.online.insert(name.to_owned(), live);
-        for list in [&mut w.gating.excluded, &mut w.gating.pending].into_iter().flatten() {
+        for list in [&mut w.gating.excluded, &mut w.gating.pending, &mut w.gating.blocked]
+            .into_iter()
+            .flatten()
+        {
             list.retain(|p| !match_pattern(p, name));
         }
         for list in [&mut w.gating.allowed, &mut w.gating.cap, &mut w.gating.workspace_allowed]

@@ -65,7 +65,7 @@ pub enum Command {
     /// starts it when none runs.
     Daemon(DaemonArgs),
     /// Answer kernel JSON requests: one per stdin line, one response per
-    /// stdout line (see README).
+    /// stdout line (see docs/KERNEL_API.md).
     ///
     /// Example:
     ///   echo '{"op":"connectionId","name":"a","config":{"command":"x"}}' | mcp-reconcile eval
@@ -231,7 +231,7 @@ pub struct DaemonArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub layers: LayerFlags,
-    /// Print a JSON array, one object per server (fields in the README).
+    /// Print a JSON array, one object per server (fields in docs/COMMANDS.md).
     #[arg(long)]
     pub json: bool,
 }

@@ -1,5 +1,5 @@
 //! `watch --events json`: one JSON object per line on stdout for tools that follow a session.
-//! The shapes are documented in the README ("Following a session") and in `watch --help`.
+//! The shapes are documented in docs/COMMANDS.md ("Following a session") and in `watch --help`.
 //!
 //! Secrets are never in an event (errors come redacted from the host, changes from
 //! [`mcp_reconcile::diff`] hide env and header values); every character that could act on a
