@@ -156,15 +156,16 @@ impl Dev {
             }
         }
         // The new watch before the old one goes: directories both need stay watched.
-        self.watch = match dirs.is_empty() {
-            true => None,
-            false => match watcher::watch_dirs(dirs.clone(), self.tx.clone()) {
+        self.watch = if dirs.is_empty() {
+            None
+        } else {
+            match watcher::watch_dirs(dirs.clone(), self.tx.clone()) {
                 Ok(watch) => Some(watch),
                 Err(e) => {
                     problems.extend(specs.iter().map(|s| (s.name.clone(), format!("{e:#}"))));
                     None
                 }
-            },
+            }
         };
         self.armed = specs;
         self.stale = false;
@@ -187,14 +188,7 @@ fn server_dirs(
     for glob in &spec.globs {
         let root = GlobRoot::of(glob);
         let named = base.join(&root.dir);
-        let Ok(real) = named.canonicalize().map_err(drop).and_then(|real| {
-            // A file named as the directory: watch where it lies.
-            if real.is_dir() {
-                Ok(real)
-            } else {
-                Err(())
-            }
-        }) else {
+        let Some(real) = named.canonicalize().ok().filter(|real| real.is_dir()) else {
             // Not there yet: its nearest existing ancestor sees it appear (then the watches
             // are armed again).
             if let Some(ancestor) = named.ancestors().find(|dir| dir.is_dir()) {
@@ -222,13 +216,6 @@ fn server_dirs(
                     real.display()
                 ))
             }
-        }
-        if dirs.len() > left {
-            return Err(format!(
-                "its dev.watch globs need more than the {left} directories left of the \
-                 {MAX_WATCHED_DIRS} a session watches for dev mode; narrow them to the server's \
-                 sources, e.g. \"src/**/*.ts\""
-            ));
         }
     }
     Ok((dirs, patterns))
