@@ -345,7 +345,7 @@ pub struct LayerFlags {
     /// save alone is reloaded at once [default: 25]
     #[arg(long, value_name = "N")]
     pub quiet_ms: Option<u64>,
-    /// Default file set: `default` or `qwen`
+    /// Default file set: `default`, or a client's own files: `qwen`, `gemini`, `claude`, `cursor`, `vscode`, `codex`, `copilot`
     #[arg(long, value_enum, default_value_t = LayoutArg::Default, value_name = "NAME", long_help = LAYOUT_HELP)]
     pub layout: LayoutArg,
     /// Where a running session keeps its socket [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
@@ -385,6 +385,18 @@ pub enum LayoutArg {
     Default,
     /// The TypeScript (qwen-code) CLI's files, to run beside it.
     Qwen,
+    /// Gemini CLI's settings files.
+    Gemini,
+    /// Claude Code's files (`~/.claude.json`, `.mcp.json`, its settings and managed files).
+    Claude,
+    /// Cursor's `mcp.json` files.
+    Cursor,
+    /// VS Code's `mcp.json` files.
+    Vscode,
+    /// Codex's `config.toml` files.
+    Codex,
+    /// Copilot CLI's `mcp-config.json`.
+    Copilot,
 }
 
 impl From<LayoutArg> for Layout {
@@ -392,6 +404,12 @@ impl From<LayoutArg> for Layout {
         match arg {
             LayoutArg::Default => Layout::Default,
             LayoutArg::Qwen => Layout::Qwen,
+            LayoutArg::Gemini => Layout::Gemini,
+            LayoutArg::Claude => Layout::Claude,
+            LayoutArg::Cursor => Layout::Cursor,
+            LayoutArg::Vscode => Layout::Vscode,
+            LayoutArg::Codex => Layout::Codex,
+            LayoutArg::Copilot => Layout::Copilot,
         }
     }
 }

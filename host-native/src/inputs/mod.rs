@@ -21,6 +21,7 @@
 //! [`LayerPaths`]), `files` (the per-file reloaders with their last good
 //! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
 
+mod clients;
 mod files;
 mod lsp;
 mod own_gateway;
@@ -37,10 +38,12 @@ use mcp_reconcile_kernel::lsp::LspScope;
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{
-    Approvals, Layer, LayerSource, Millis, ServerConfig, Servers, DEFAULT_DEBOUNCE, DEFAULT_QUIET,
+    Approvals, Decision, Layer, LayerSource, Millis, ServerConfig, Servers, DEFAULT_DEBOUNCE,
+    DEFAULT_QUIET,
 };
 
 use crate::approvals_store::ApprovalsStore;
+use clients::ClientFile;
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
@@ -75,7 +78,12 @@ pub struct Inputs {
     quiet: Millis,
     cli_allowed: Option<Vec<String>>,
     settings: Vec<SettingsFile>,
-    mcp_json: JsonFile,
+    /// This host's `.mcp.json` (none in layouts whose client does not read one).
+    mcp_json: Option<JsonFile>,
+    /// Another client's own files (SPEC §15).
+    clients: Vec<ClientFile>,
+    /// The project directory as given, before symlinks were resolved.
+    project_given: PathBuf,
     cli_configs: Vec<JsonFile>,
     store: ApprovalsStore,
     approvals: Option<(Approvals, Vec<String>)>,
@@ -138,6 +146,7 @@ impl Inputs {
         };
         let paths = LayerPaths::resolve(flags, &project_dir, &env)?;
         let trusted = !flags.untrusted;
+        let layout = flags.layout;
 
         let mut settings = vec![
             SettingsFile::new(LayerSource::SystemDefaults, paths.system_defaults.clone()),
@@ -150,6 +159,19 @@ impl Inputs {
             ));
         }
         settings.push(SettingsFile::new(LayerSource::System, paths.system.clone()));
+        let clients = clients::client_files(
+            layout,
+            &project_dir,
+            &env,
+            flags.system_settings.as_deref().map(|p| env.absolute(p)),
+        )?;
+        if layout.reads_client_files() {
+            // That client's files are the whole configuration: no settings file of ours.
+            settings.clear();
+        }
+        // Gemini CLI and the client layouts read no `.mcp.json` of this host's format.
+        let mcp_json = matches!(layout, Layout::Default | Layout::Qwen)
+            .then(|| JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())));
 
         let cli_configs = flags
             .mcp_config
@@ -171,8 +193,10 @@ impl Inputs {
             lsp_project: LspFile::new(paths.lsp_json.clone(), LspScope::Project),
             lsp_store: ApprovalsStore::new(paths.lsp_approvals.clone()),
             lsp_approvals: None,
-            layout: flags.layout,
-            mcp_json: JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())),
+            layout,
+            mcp_json,
+            clients,
+            project_given: env.absolute(given),
             store: ApprovalsStore::new(paths.approvals.clone()),
             paths,
             project_dir,
@@ -201,7 +225,10 @@ impl Inputs {
             .iter()
             .map(|f| (f.path.clone(), f.source()))
             .collect();
-        out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
+        if self.mcp_json.is_some() {
+            out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
+        }
+        out.extend(self.clients.iter().map(|f| (f.path.clone(), f.source())));
         out.push((self.paths.approvals.clone(), FileSource::Approvals));
         for file in self.lsp_user.iter().chain([&self.lsp_project]) {
             out.push((file.path.clone(), file.source()));
@@ -227,8 +254,21 @@ impl Inputs {
                 file.reload(&self.expansion_env);
             }
         }
-        if wanted(self.mcp_json.loaded, &FileSource::McpJson) {
-            self.mcp_json.reload(&self.expansion_env, !self.yolo);
+        if let Some(mcp_json) = &mut self.mcp_json {
+            if wanted(mcp_json.loaded, &FileSource::McpJson) {
+                mcp_json.reload(&self.expansion_env, !self.yolo);
+            }
+        }
+        let ctx = clients::Context {
+            vars: &self.env.vars,
+            home: self.env.home.as_deref(),
+            project: &self.project_dir,
+            project_given: &self.project_given,
+        };
+        for file in &mut self.clients {
+            if wanted(file.loaded, &file.source()) {
+                file.reload(&ctx);
+            }
         }
         for config in &mut self.cli_configs {
             let due = match config.kind.source() {
@@ -261,7 +301,8 @@ impl Inputs {
         self.settings
             .iter()
             .map(|f| f.missing)
-            .chain([self.mcp_json.missing])
+            .chain(self.mcp_json.iter().map(|f| f.missing))
+            .chain(self.clients.iter().map(|f| f.missing))
             .any(|m| m == Missing::Held)
     }
 
@@ -276,9 +317,15 @@ impl Inputs {
                 servers.extend(held);
             }
         }
-        if let Some(held) = self.mcp_json.expire_missing() {
+        if let Some(held) = self.mcp_json.as_mut().and_then(JsonFile::expire_missing) {
             sources.push(FileSource::McpJson);
             servers.extend(held);
+        }
+        for file in &mut self.clients {
+            if let Some(held) = file.expire_missing() {
+                sources.push(file.source());
+                servers.extend(held);
+            }
         }
         (sources, servers)
     }
@@ -337,6 +384,9 @@ impl Inputs {
     /// as JSON (an editor's rename-save, or the last write of an in-place one). Bounded and
     /// never waiting, like every read of an input.
     pub fn complete(&self, source: &FileSource) -> bool {
+        if let Some(file) = self.clients.iter().find(|f| &f.source() == source) {
+            return file.complete();
+        }
         let path = match source {
             FileSource::Settings(_) => self
                 .settings
@@ -364,31 +414,55 @@ impl Inputs {
 
     fn snapshot(&mut self) -> Snapshot {
         let mut errors = Vec::new();
+        // Each layer as used, as its file wrote it (what a review shows: `$VAR`s of the
+        // project-controlled ones not expanded), and the file it came from.
         let mut layers = Vec::new();
+        let mut written_layers = Vec::new();
+        let mut files: Vec<PathBuf> = Vec::new();
+        let mut push = |source: LayerSource, servers: Servers, written: Servers, file: PathBuf| {
+            let layer = |servers| Layer {
+                source,
+                servers,
+                extension: None,
+                from_workspace: false,
+            };
+            layers.push(layer(servers));
+            written_layers.push(layer(written));
+            files.push(file);
+        };
         for file in &self.settings {
             errors.extend(file.errors());
-            layers.push(Layer {
-                source: file.kind,
-                servers: file.content().servers,
-                extension: None,
-                from_workspace: false,
-            });
+            let servers = file.content().servers;
+            let written = if file.kind == LayerSource::Workspace {
+                file.written()
+            } else {
+                servers.clone()
+            };
+            push(file.kind, servers, written, file.path.clone());
         }
-        errors.extend(self.mcp_json.errors());
-        layers.push(Layer {
-            source: LayerSource::Project,
-            servers: self.mcp_json.servers(),
-            extension: None,
-            from_workspace: false,
-        });
+        if let Some(mcp_json) = &self.mcp_json {
+            errors.extend(mcp_json.errors());
+            push(
+                LayerSource::Project,
+                mcp_json.servers(),
+                mcp_json.written(),
+                mcp_json.kind.label(),
+            );
+        }
+        let client = clients::Admission::of(&self.clients, &mut errors);
+        for (file, content) in &client.read {
+            for (source, servers, written) in &content.layers {
+                push(*source, servers.clone(), written.clone(), file.clone());
+            }
+        }
         for config in &self.cli_configs {
             errors.extend(config.errors());
-            layers.push(Layer {
-                source: LayerSource::CliConfig,
-                servers: config.servers(),
-                extension: None,
-                from_workspace: false,
-            });
+            push(
+                LayerSource::CliConfig,
+                config.servers(),
+                config.servers(),
+                config.kind.label(),
+            );
         }
 
         let contents: Vec<(LayerSource, Value)> = self
@@ -429,22 +503,6 @@ impl Inputs {
                 written,
             }
         });
-        let mut written_layers = layers.clone();
-        written_layers[..self.settings.len()]
-            .iter_mut()
-            .zip(&self.settings)
-            .filter(|(_, file)| file.kind == LayerSource::Workspace)
-            .for_each(|(layer, file)| layer.servers = file.written());
-        if let Some(layer) = written_layers
-            .iter_mut()
-            .find(|l| l.source == LayerSource::Project)
-        {
-            layer.servers = self.mcp_json.written();
-        }
-        // The file each layer came from, for what is said about its entries.
-        let mut files: Vec<PathBuf> = self.settings.iter().map(|f| f.path.clone()).collect();
-        files.push(self.mcp_json.kind.label());
-        files.extend(self.cli_configs.iter().map(|c| c.kind.label()));
         files.push(frozen.current.file.clone().unwrap_or_default());
         match &frozen.parsed {
             Some(Ok(config)) => {
@@ -489,10 +547,18 @@ impl Inputs {
             });
         }
 
-        let (approvals, problems) = self
+        let (mut approvals, problems) = self
             .approvals
             .clone()
             .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
+        // The client's own rejections of project entries hold here too (SPEC §15): in memory
+        // only, as a rejection of the entry as it is now — the approvals file is not written.
+        let assembled = mcp_reconcile_kernel::assemble(&layers).servers;
+        for name in &client.rejected {
+            if let Some(config) = assembled.get(name).filter(|c| c.is_gated()) {
+                approvals.record(&self.project_root, name, config, Decision::Rejected);
+            }
+        }
         errors.extend(problems.into_iter().map(|problem| InputError {
             file: self.store.path().to_path_buf(),
             message: format!(
@@ -518,6 +584,13 @@ impl Inputs {
             written_layers,
             mcp_json: self.paths.mcp_json.clone(),
             workspace_settings: self.paths.workspace.clone(),
+            client_policies: client.policies,
+            client_disabled: client.disabled,
+            client_approved: if client.approve_all {
+                vec!["*".to_owned()]
+            } else {
+                client.approved_by_name
+            },
             lists,
             cli_allowed: self.cli_allowed.clone(),
             approvals,
