@@ -403,8 +403,7 @@ impl Inputs {
                 .find(|f| &f.source() == source)
                 .map(|f| f.path.clone()),
             FileSource::LspApprovals => Some(self.paths.lsp_approvals.clone()),
-            // Not an input: a server's source file (dev mode).
-            FileSource::DevWatch(_) => None,
+            FileSource::DevWatch(_) => None, // a server's source (dev mode), not an input
         };
         path.is_some_and(|path| {
             matches!(read_text(&path), Ok(Some(text))
