@@ -94,6 +94,38 @@ impl std::fmt::Debug for Launch {
     }
 }
 
+/// The directory a stdio server of `config` runs in: with a session's launch context, its
+/// [`Launch::effective_cwd`]; without one (this process starts it: `watch --no-daemon`, an
+/// embedding host), its `cwd` resolved against `base_dir` (the project directory), else this
+/// process's working directory, which the child inherits. Dev mode's relative globs start
+/// there.
+pub fn server_dir(
+    config: &ServerConfig,
+    base_dir: Option<&Path>,
+    launch: Option<&Launch>,
+) -> PathBuf {
+    let dir = match (launch, config.str_field("cwd").filter(|c| !c.is_empty())) {
+        (Some(launch), _) => launch.effective_cwd(config),
+        (None, Some(cwd)) => resolve_cwd(cwd, base_dir),
+        (None, None) => PathBuf::new(),
+    };
+    if dir.is_absolute() {
+        dir
+    } else {
+        std::env::current_dir().unwrap_or_default().join(dir)
+    }
+}
+
+/// A server's `cwd` as its process gets it without a launch context: a relative one against
+/// `base_dir` (the project directory) when given.
+pub(crate) fn resolve_cwd(cwd: &str, base_dir: Option<&Path>) -> PathBuf {
+    let path = Path::new(cwd);
+    match base_dir {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
 impl Launch {
     /// The directory `config` runs in: its `cwd` (relative to [`Launch::dir`]) or the project
     /// root.
@@ -208,6 +240,39 @@ mod tests {
             raw: Vec::new(),
             tokens: None,
         }
+    }
+
+    #[test]
+    fn relative_cwd_is_resolved_against_the_project_dir() {
+        let base = Path::new("/project");
+        assert_eq!(
+            resolve_cwd("sub/dir", Some(base)),
+            Path::new("/project/sub/dir")
+        );
+        assert_eq!(resolve_cwd("/abs", Some(base)), Path::new("/abs"));
+        assert_eq!(resolve_cwd("rel", None), Path::new("rel"));
+    }
+
+    #[test]
+    fn a_servers_directory_is_where_its_process_runs() {
+        let here = std::env::current_dir().expect("cwd");
+        let base = Path::new("/project");
+        let session = launch("/session", &[]);
+        let plain = config(r#"{"command":"x"}"#);
+        let relative = config(r#"{"command":"x","cwd":"srv"}"#);
+        assert_eq!(server_dir(&plain, Some(base), None), here);
+        assert_eq!(
+            server_dir(&relative, Some(base), None),
+            Path::new("/project/srv")
+        );
+        assert_eq!(
+            server_dir(&plain, Some(base), Some(&session)),
+            Path::new("/session")
+        );
+        assert_eq!(
+            server_dir(&relative, Some(base), Some(&session)),
+            Path::new("/session/srv")
+        );
     }
 
     #[test]

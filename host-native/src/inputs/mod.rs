@@ -404,6 +404,7 @@ impl Inputs {
                 .find(|f| &f.source() == source)
                 .map(|f| f.path.clone()),
             FileSource::LspApprovals => Some(self.paths.lsp_approvals.clone()),
+            FileSource::DevWatch(_) => None, // a server's source (dev mode), not an input
         };
         path.is_some_and(|path| {
             matches!(read_text(&path), Ok(Some(text))
