@@ -40,11 +40,13 @@ use crate::host::{HostHandle, MergedCatalog, Route, Target};
 use crate::lsp::tools::LspTool;
 use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
+pub use naming::ToolNames;
 
 mod connections;
 mod era;
 mod forward;
 mod http;
+mod naming;
 mod priming;
 mod tasks;
 mod translate;
@@ -61,6 +63,8 @@ pub struct Gateway<S = HostHandle> {
     translator: Arc<translate::Translator>,
     /// `serve --passthrough NAME`: only this server, under its own names.
     only: Option<Arc<str>>,
+    /// `serve --tool-names`: how the servers' tools and prompts are named.
+    names: ToolNames,
 }
 
 impl<S> Clone for Gateway<S> {
@@ -71,6 +75,7 @@ impl<S> Clone for Gateway<S> {
             listeners: self.listeners.clone(),
             translator: Arc::clone(&self.translator),
             only: self.only.clone(),
+            names: self.names,
         }
     }
 }
@@ -90,7 +95,15 @@ impl<S: Session> Gateway<S> {
             listeners: era::Listeners::default(),
             translator: Arc::new(translate::Translator::new()),
             only: None,
+            names: ToolNames::Mcp,
         }
+    }
+
+    /// This gateway with its servers' tools and prompts named `names`' way.
+    #[must_use]
+    pub fn with_tool_names(mut self, names: ToolNames) -> Self {
+        self.names = names;
+        self
     }
 
     /// A gateway in front of `session` that offers only `server`'s tools, prompts and
@@ -106,7 +119,7 @@ impl<S: Session> Gateway<S> {
     fn qualify(&self, name: &str) -> String {
         match &self.only {
             Some(server) => crate::view::qualified(server, name),
-            None => name.to_owned(),
+            None => self.names.inward(name),
         }
     }
 
@@ -120,7 +133,7 @@ impl<S: Session> Gateway<S> {
     async fn visible(&self) -> Result<MergedCatalog, ErrorData> {
         let catalog = self.catalog().await?;
         if self.only.is_none() {
-            return Ok(catalog);
+            return Ok(self.names.rename(catalog));
         }
         let mut visible = MergedCatalog::default();
         for mut tool in catalog.tools {

@@ -96,6 +96,8 @@ enum Front {
         http: Option<(std::net::SocketAddr, Box<HttpGuard>)>,
         /// `--passthrough NAME`: only that server, under its own names.
         passthrough: Option<String>,
+        /// `--tool-names`: how the servers' tools and prompts are named.
+        tool_names: gateway::ToolNames,
     },
 }
 
@@ -130,11 +132,15 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             until_stopped_reloading_on_hup(&control_tx).await;
             (Ok(()), host_task, None)
         }
-        Front::Serve { http, passthrough } => {
+        Front::Serve {
+            http,
+            passthrough,
+            tool_names,
+        } => {
             let announcements = host.subscribe();
             let gateway = match passthrough {
                 Some(server) => gateway::Gateway::passthrough(handle, &server),
-                None => gateway::Gateway::new(handle),
+                None => gateway::Gateway::new(handle).with_tool_names(tool_names),
             };
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
             let host_task = tokio::spawn(host.run(file_rx, control_rx));
@@ -229,7 +235,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     run_session(
         inputs,
         HostOptions::default(),
-        Front::Serve { http, passthrough },
+        Front::Serve {
+            http,
+            passthrough,
+            tool_names: args.tool_names.into(),
+        },
     )
     .await
 }
@@ -261,6 +271,7 @@ async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
         exe,
         options: args.layers.options(),
         env,
+        tool_names: args.tool_names.into(),
         events,
     })
     .await;

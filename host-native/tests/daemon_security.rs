@@ -358,7 +358,13 @@ async fn attach(
     let env = mcp_reconcile::inputs::HostEnv::from_process().expect("env");
     tokio::time::timeout(
         PATIENCE,
-        mcp_reconcile::daemon::bridge::attach(stream, &p.options(), env, "test"),
+        mcp_reconcile::daemon::bridge::attach(
+            stream,
+            &p.options(),
+            env,
+            "test",
+            mcp_reconcile::gateway::ToolNames::Mcp,
+        ),
     )
     .await
     .expect("attached in time")

@@ -157,6 +157,11 @@ pub struct ServeArgs {
     /// (no `mcp__NAME__` prefix); hot reload, approvals and supervision work as ever.
     #[arg(long, value_name = "NAME")]
     pub passthrough: Option<String>,
+    /// How the servers' tools and prompts are named: `mcp` (`mcp__SERVER__TOOL`) or `short`
+    /// (`SERVER__TOOL`, for clients that put their own `mcp__GATEWAY__` in front, such as
+    /// Claude Code and Codex)
+    #[arg(long, value_enum, default_value_t = ToolNamesArg::Mcp, value_name = "STYLE", conflicts_with = "passthrough")]
+    pub tool_names: ToolNamesArg,
     /// With --http: accept requests without the bearer token (still loopback only, still
     /// refusing foreign Host and Origin headers). Any local process of any user can then call
     /// every admitted server's tools; meant for clients that cannot send a token, such as the
@@ -373,6 +378,25 @@ impl LayerFlags {
             quiet_ms: self.quiet_ms,
             layout: self.layout.into(),
             state_dir: self.state_dir.clone(),
+        }
+    }
+}
+
+/// `serve --tool-names`.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolNamesArg {
+    /// `mcp__SERVER__TOOL`.
+    #[default]
+    Mcp,
+    /// `SERVER__TOOL`.
+    Short,
+}
+
+impl From<ToolNamesArg> for mcp_reconcile::gateway::ToolNames {
+    fn from(arg: ToolNamesArg) -> Self {
+        match arg {
+            ToolNamesArg::Mcp => Self::Mcp,
+            ToolNamesArg::Short => Self::Short,
         }
     }
 }

@@ -57,6 +57,8 @@ pub struct Attach {
     pub client: String,
     /// Its process id, for `status`.
     pub pid: u32,
+    /// How its gateway names tools and prompts.
+    pub tool_names: crate::gateway::ToolNames,
 }
 
 /// Runs one attached session until its client closes the connection (see the module docs).
@@ -68,6 +70,7 @@ pub(crate) async fn run(
     mut write: OwnedWriteHalf,
 ) {
     let attaching = registry.attaching();
+    let tool_names = attach.tool_names;
     let launch_vars = attach.env.vars.clone();
     let launch_raw = attach.env.raw.clone();
     let inputs = match Inputs::with_env(&attach.options, attach.env) {
@@ -125,7 +128,7 @@ pub(crate) async fn run(
     drop(attaching);
     tracing::info!(session = %name, "attached");
 
-    let gateway = Gateway::new(handle.clone());
+    let gateway = Gateway::new(handle.clone()).with_tool_names(tool_names);
     let service = {
         use rmcp::ServiceExt;
         gateway.clone().serve((reader, write)).await

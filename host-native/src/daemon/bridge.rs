@@ -121,6 +121,7 @@ pub async fn attach(
     options: &Options,
     env: HostEnv,
     client: &str,
+    tool_names: crate::gateway::ToolNames,
 ) -> anyhow::Result<(String, BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
     let (read, mut write) = stream.into_split();
     let request = DaemonRequest::Attach {
@@ -128,6 +129,7 @@ pub async fn attach(
         env: Box::new(env),
         client: client.to_owned(),
         pid: std::process::id(),
+        tool_names,
     };
     write.write_all(request.line()?.as_bytes()).await?;
     let mut reader = BufReader::new(read);

@@ -208,6 +208,7 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
             env,
             client,
             pid,
+            tool_names,
         }) => {
             attached::run(
                 attached::Attach {
@@ -215,6 +216,7 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
                     env: *env,
                     client,
                     pid,
+                    tool_names,
                 },
                 pool,
                 registry,

@@ -49,6 +49,8 @@ pub struct Reattach {
     pub options: Options,
     /// The session's environment.
     pub env: HostEnv,
+    /// How the session's gateway names tools and prompts.
+    pub tool_names: crate::gateway::ToolNames,
     /// Where the session's events go (for the person, never to the MCP client).
     pub events: mpsc::UnboundedSender<HostEvent>,
 }
@@ -281,8 +283,14 @@ async fn attach_and_replay(
     replay: &Replay,
 ) -> anyhow::Result<(Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
     let stream = bridge::connect_or_start(&again.dir, &again.exe).await?;
-    let (name, reader, mut write) =
-        bridge::attach(stream, &again.options, again.env.clone(), "serve").await?;
+    let (name, reader, mut write) = bridge::attach(
+        stream,
+        &again.options,
+        again.env.clone(),
+        "serve",
+        again.tool_names,
+    )
+    .await?;
     let mut session = reader.lines();
     if let Some((id, line)) = &replay.initialize {
         write.write_all(format!("{line}\n").as_bytes()).await?;

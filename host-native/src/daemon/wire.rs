@@ -23,6 +23,9 @@ pub enum DaemonRequest {
         client: String,
         /// The attaching process, for `status`.
         pid: u32,
+        /// How the session's gateway names tools and prompts (`serve --tool-names`).
+        #[serde(default)]
+        tool_names: crate::gateway::ToolNames,
     },
     /// Every session and every connection with the sessions holding it.
     Status,
@@ -70,6 +73,7 @@ mod tests {
             env: Box::new(env),
             client: "serve".into(),
             pid: 7,
+            tool_names: crate::gateway::ToolNames::Short,
         };
         let line = attach.line().expect("line");
         assert!(line.ends_with('\n') && !line.trim_end().contains('\n'));
