@@ -68,6 +68,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Serve(args) if args.attaches() => serve_attached(args).await,
         Command::Serve(args) => serve(args).await,
         Command::Daemon(args) => daemon(args).await,
+        Command::Install(args) => cli::install::install(&args),
+        Command::Uninstall(args) => cli::install::uninstall(&args),
         Command::Status(args) => commands::status(args).await,
         Command::Approve(args) => commands::decide(args, Decision::Approved),
         Command::Reject(args) => commands::decide(args, Decision::Rejected),

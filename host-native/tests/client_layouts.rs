@@ -18,15 +18,25 @@ use serde_json::{json, Value};
 struct Machine {
     dir: tempfile::TempDir,
     layout: &'static str,
+    /// The session's project directory, relative to `dir`.
+    project: &'static str,
 }
 
 impl Machine {
     fn new(layout: &'static str) -> Self {
+        Machine::in_project(layout, "project")
+    }
+
+    fn in_project(layout: &'static str, project: &'static str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        for sub in ["home", "project", "etc"] {
+        for sub in ["home", project, "etc"] {
             fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
         }
-        Machine { dir, layout }
+        Machine {
+            dir,
+            layout,
+            project,
+        }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -38,7 +48,7 @@ impl Machine {
     }
 
     fn project(&self) -> PathBuf {
-        self.path("project")
+        self.path(self.project)
     }
 
     fn marker(&self, name: &str) -> PathBuf {
@@ -297,6 +307,30 @@ fn claude_codes_files_are_read_live() {
     });
 }
 
+/// Claude Code keys a project's local scope by its git root and reads every `.mcp.json` from
+/// the project up: a session in a subdirectory of a repository gets the repository's local
+/// servers and the repository's `.mcp.json` (gated).
+#[test]
+fn claude_finds_the_git_roots_local_scope_and_parent_mcp_json() {
+    let m = Machine::in_project("claude", "repo/sub");
+    let repo = m.path("repo");
+    fs::create_dir_all(repo.join(".git")).expect("git dir");
+    let key = repo.canonicalize().expect("repo");
+    m.write_json(
+        &m.home().join(".claude.json"),
+        &json!({ "projects": { key.to_string_lossy(): { "mcpServers": { "local1": m.server("local1", "echo") } } } }),
+    );
+    m.write_json(
+        &repo.join(".mcp.json"),
+        &json!({ "mcpServers": { "parent": m.server("parent", "echo") } }),
+    );
+    let _watch = m.watch();
+    m.wait(
+        "the repository's local server up, its .mcp.json server pending",
+        |s| state_of(s, "local1") == "connected" && reason(s, "parent") == "pending_approval",
+    );
+}
+
 /// Cursor: `~/.cursor/mcp.json` and the project's `.cursor/mcp.json` with `${env:…}` and
 /// `${workspaceFolder}`; an `envFile` entry refused by name; an edit hot-applied.
 #[test]
@@ -391,7 +425,7 @@ fn codexs_files_are_read_live() {
             "model = \"o3\"\n\n{}{}{}{extra}",
             table("user1", "echo", "startup_timeout_sec = 20"),
             table("off", "echo", "enabled = false"),
-            table("typo", "echo", "comand = \"x\""),
+            table("both", "echo", "url = \"https://127.0.0.1:9/mcp\""),
         )
     };
     let config = m.home().join(".codex/config.toml");
@@ -409,7 +443,11 @@ fn codexs_files_are_read_live() {
         "absent",
         "the project is not trusted yet"
     );
-    assert!(m.log().contains("\"comand\""), "{}", m.log());
+    assert!(
+        m.log().contains("\"both\"") && m.log().contains("\"url\""),
+        "{}",
+        m.log()
+    );
 
     // Trust the project in Codex's own config: its file is read, gated.
     m.write(

@@ -57,6 +57,15 @@ pub enum Command {
     /// Configure it as an MCP client's only server to get hot reload.
     /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
     Serve(ServeArgs),
+    /// Put `serve` in front of a client's servers: adds the gateway to the client's user
+    /// configuration and makes the client start only it, while your servers stay where the
+    /// client's own commands (`claude mcp add`, …) put them and are hot-reloaded from there.
+    /// Keeps the originals; `uninstall` restores them. `--dry-run` shows what would change.
+    Install(InstallArgs),
+    /// Take `serve` out of a client's configuration again: restores the files install
+    /// changed (exactly, when nothing else changed them since; else only install's entries
+    /// come out).
+    Uninstall(InstallArgs),
     /// Run the per-user daemon that a stdio `serve` attaches to: one process per
     /// stdio server for every session that would start it identically. Listens
     /// on $XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock (else
@@ -212,6 +221,43 @@ impl ServeArgs {
     /// stdio without `--passthrough` (an HTTP `serve` already takes many clients).
     pub fn attaches(&self) -> bool {
         self.daemon || (!self.no_daemon && self.http.is_none() && self.passthrough.is_none())
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The client: claude, gemini, qwen or codex
+    #[arg(value_enum)]
+    pub client: ClientArg,
+    /// Show what would change (a diff of each file) and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where install keeps the originals and its record [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A client `install` knows.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientArg {
+    /// Claude Code.
+    Claude,
+    /// Gemini CLI.
+    Gemini,
+    /// qwen-code.
+    Qwen,
+    /// Codex.
+    Codex,
+}
+
+impl From<ClientArg> for mcp_reconcile::install::Client {
+    fn from(arg: ClientArg) -> Self {
+        match arg {
+            ClientArg::Claude => Self::Claude,
+            ClientArg::Gemini => Self::Gemini,
+            ClientArg::Qwen => Self::Qwen,
+            ClientArg::Codex => Self::Codex,
+        }
     }
 }
 

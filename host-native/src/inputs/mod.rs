@@ -42,9 +42,11 @@ use mcp_reconcile_kernel::{Approvals, LayerSource, Millis, DEFAULT_DEBOUNCE, DEF
 use crate::approvals_store::ApprovalsStore;
 use build::FrozenCommand;
 use clients::ClientFile;
+pub use clients::CODEX_MARK;
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
+pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::clean;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 pub use shell_words::shell_words;
@@ -81,6 +83,8 @@ pub struct Inputs {
     clients: Vec<ClientFile>,
     /// The project directory as given, before symlinks were resolved.
     project_given: PathBuf,
+    /// The git repository the project is in (Claude Code keys its local scope by it).
+    git_root: Option<PathBuf>,
     cli_configs: Vec<JsonFile>,
     store: ApprovalsStore,
     approvals: Option<(Approvals, Vec<String>)>,
@@ -194,6 +198,10 @@ impl Inputs {
             mcp_json,
             clients,
             project_given: env.absolute(given),
+            git_root: layout
+                .reads_client_files()
+                .then(|| clients::git_root(&project_dir))
+                .flatten(),
             store: ApprovalsStore::new(paths.approvals.clone()),
             paths,
             project_dir,
@@ -261,6 +269,7 @@ impl Inputs {
             home: self.env.home.as_deref(),
             project: &self.project_dir,
             project_given: &self.project_given,
+            git_root: self.git_root.as_deref(),
         };
         for file in &mut self.clients {
             if wanted(file.loaded, &file.source()) {

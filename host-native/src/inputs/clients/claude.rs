@@ -85,8 +85,10 @@ pub(super) fn state(top: &Object, ctx: &Context<'_>) -> ClientContent {
         .get("projects")
         .and_then(Value::as_object)
         .and_then(|projects| {
-            [ctx.project_given, ctx.project]
-                .iter()
+            // Claude Code's key is the git root (else the real path of its directory).
+            ctx.git_root
+                .into_iter()
+                .chain([ctx.project, ctx.project_given])
                 .find_map(|dir| projects.get(&dir.to_string_lossy()))
         })
         .and_then(Value::as_object);
@@ -159,6 +161,7 @@ mod tests {
             home: Some(Path::new("/home/u")),
             project: Path::new("/real/proj"),
             project_given: Path::new("/link/proj"),
+            git_root: None,
         }
     }
 

@@ -6,27 +6,34 @@ use super::expand::Context;
 use super::normalize::entries;
 use super::ClientContent;
 
-/// The fields Codex accepts in a server table (it refuses any other, and so does this host,
-/// for that entry).
-const FIELDS: [&str; 17] = [
-    "command",
-    "args",
-    "env",
-    "env_vars",
-    "cwd",
-    "url",
-    "bearer_token_env_var",
-    "http_headers",
-    "env_http_headers",
-    "enabled",
-    "required",
-    "enabled_tools",
-    "disabled_tools",
-    "startup_timeout_sec",
-    "startup_timeout_ms",
-    "tool_timeout_sec",
-    "oauth_resource",
-];
+/// The comment `install codex` puts after the `enabled = false` it writes on every server the
+/// gateway reaches: Codex leaves the server to the gateway, and this layout still runs it.
+pub const CODEX_MARK: &str = "mcp-reconcile: reached through the gateway";
+
+/// The servers whose `enabled = false` carries [`CODEX_MARK`].
+fn marked_off(text: &str) -> Vec<String> {
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return Vec::new();
+    };
+    let Some(servers) = doc
+        .get("mcp_servers")
+        .and_then(toml_edit::Item::as_table_like)
+    else {
+        return Vec::new();
+    };
+    servers
+        .iter()
+        .filter(|(_, item)| {
+            item.as_table_like()
+                .and_then(|t| t.get("enabled"))
+                .and_then(toml_edit::Item::as_value)
+                .and_then(|v| v.decor().suffix())
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.contains(CODEX_MARK))
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
 
 /// TOML as JSON: integers become doubles (SPEC §2), dates their text.
 fn json(value: &toml::Value) -> Value {
@@ -45,14 +52,18 @@ fn json(value: &toml::Value) -> Value {
 }
 
 /// One server table in this host's spelling: `url` is streamable HTTP (`httpUrl`), the bearer
-/// token and header variables are read from the session's environment into `headers`, the
-/// tool lists become `includeTools` / `excludeTools`; the other Codex fields stay as written
-/// (they count for identity).
+/// token and header variables (`bearer_token_env_var`, `env_http_headers`) are read from the
+/// session's environment into `headers` with `http_headers`, `enabled_tools` /
+/// `disabled_tools` become `includeTools` / `excludeTools`, `enabled` is the layout's to
+/// decide; every other field (`env_vars`, `startup_timeout_sec`, `required`, and the ones
+/// Codex adds) stays as written and counts for identity — Codex 0.171 accepts unknown fields.
 fn entry(ctx: &Context<'_>, table: &Object) -> Result<(Object, Object), String> {
-    if let Some(unknown) = table.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown field \"{unknown}\" (Codex refuses it too) — remove or fix it"
-        ));
+    if table.contains_key("command") && table.contains_key("url") {
+        return Err(
+            "it has both \"command\" and \"url\" (Codex refuses the whole file then) \
+                    — keep one"
+                .into(),
+        );
     }
     let mut written = table.clone();
     if let Some(url) = written.remove("url") {
@@ -131,12 +142,14 @@ pub(super) fn parse(
     match top.get("mcp_servers") {
         None => {}
         Some(Value::Object(map)) => {
+            let left_to_the_gateway = marked_off(text);
             out.disabled = map
                 .iter()
                 .filter(|(_, t)| {
                     t.as_object().and_then(|t| t.get("enabled")) == Some(&Value::Bool(false))
                 })
                 .map(|(name, _)| name.clone())
+                .filter(|name| !left_to_the_gateway.contains(name))
                 .collect();
             let (used, written) = entries(map, "[mcp_servers]", &mut out.entry_errors, |t| {
                 entry(ctx, t)
@@ -181,6 +194,7 @@ mod tests {
             home: None,
             project: Path::new("/p"),
             project_given: Path::new("/p"),
+            git_root: None,
         };
         let text = r#"
             [mcp_servers.fs]
@@ -198,8 +212,9 @@ mod tests {
             command = "off"
             enabled = false
 
-            [mcp_servers.typo]
-            comand = "x"
+            [mcp_servers.both]
+            command = "x"
+            url = "https://x/mcp"
 
             [projects."/p"]
             trust_level = "trusted"
@@ -222,7 +237,7 @@ mod tests {
             "the review shows the variable's name, not the token"
         );
         assert_eq!(content.disabled, ["off"]);
-        assert!(content.entry_errors[0].contains("\"comand\""));
+        assert!(content.entry_errors[0].contains("\"both\""));
         assert!(content.trusts_project);
     }
 
@@ -234,6 +249,7 @@ mod tests {
             home: None,
             project: Path::new("/p"),
             project_given: Path::new("/p"),
+            git_root: None,
         };
         let err =
             parse("[mcp_servers.a]\ncommand = \n", LayerSource::User, &ctx).expect_err("an error");

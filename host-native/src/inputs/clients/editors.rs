@@ -98,6 +98,7 @@ mod tests {
             home: Some(Path::new("/home/u")),
             project: Path::new("/p"),
             project_given: Path::new("/p"),
+            git_root: None,
         };
         let top = object(
             r#"{"inputs":[{"id":"pat","type":"promptString"}],"servers":{
@@ -128,6 +129,7 @@ mod tests {
             home: None,
             project: Path::new("/p"),
             project_given: Path::new("/p"),
+            git_root: None,
         };
         let top = object(
             r#"{"mcpServers":{"a":{"type":"local","command":"a","tools":["x"]},

@@ -13,9 +13,29 @@ pub(in crate::inputs) struct Context<'a> {
     pub(in crate::inputs) home: Option<&'a Path>,
     /// The canonical project root.
     pub(in crate::inputs) project: &'a Path,
-    /// The project directory as given (before symlinks were resolved): Claude Code keys its
-    /// local scope by the directory it was started in.
+    /// The project directory as given (before symlinks were resolved).
     pub(in crate::inputs) project_given: &'a Path,
+    /// The git repository the project is in (a linked worktree's main repository), real
+    /// path: Claude Code keys a project's local scope by it.
+    pub(in crate::inputs) git_root: Option<&'a Path>,
+}
+
+/// The root of the git repository `dir` is in, as Claude Code finds it: the nearest ancestor
+/// with a `.git` directory or file; for a linked worktree (a `.git` file naming
+/// `…/.git/worktrees/NAME`), the main repository's root. Bounded reads of small files only.
+pub(in crate::inputs) fn git_root(dir: &Path) -> Option<std::path::PathBuf> {
+    let found = dir.ancestors().find(|d| d.join(".git").exists())?;
+    let dot_git = found.join(".git");
+    if dot_git.is_file() {
+        let text = crate::inputs::read_text(&dot_git).ok()??;
+        let gitdir = Path::new(text.trim().strip_prefix("gitdir:")?.trim());
+        let gitdir = found.join(gitdir);
+        // `<main>/.git/worktrees/<name>` → `<main>`.
+        if gitdir.parent()?.file_name()? == "worktrees" {
+            return gitdir.parent()?.parent()?.parent()?.canonicalize().ok();
+        }
+    }
+    found.canonicalize().ok()
 }
 
 /// A variable syntax.
@@ -191,6 +211,7 @@ mod tests {
             home: Some(Path::new("/home/u")),
             project: Path::new("/work/proj"),
             project_given: Path::new("/work/proj"),
+            git_root: None,
         };
         f(&ctx)
     }

@@ -63,16 +63,29 @@ pub(in crate::inputs) fn client_files(
                 ),
                 file(Format::ClaudeState, LayerSource::User, state),
                 file(
-                    Format::ClaudeMcpJson,
-                    LayerSource::Project,
-                    project.join(".mcp.json"),
-                ),
-                file(
                     Format::ClaudeManaged,
                     LayerSource::System,
                     managed.join("managed-mcp.json"),
                 ),
             ]
+            .into_iter()
+            // Every `.mcp.json` from the project up to (not including) `/`; the nearest wins.
+            .chain(
+                project
+                    .ancestors()
+                    .filter(|dir| dir.parent().is_some())
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .map(|dir| {
+                        file(
+                            Format::ClaudeMcpJson,
+                            LayerSource::Project,
+                            dir.join(".mcp.json"),
+                        )
+                    }),
+            )
+            .collect()
         }
         Layout::Cursor => vec![
             file(

@@ -27,7 +27,8 @@ use mcp_reconcile_kernel::policy::{parse_rules, Policy, PolicyRule};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::{LayerSource, Servers, Value};
 
-pub(super) use expand::Context;
+pub use codex::CODEX_MARK;
+pub(super) use expand::{git_root, Context};
 pub(super) use layouts::client_files;
 
 use super::files::{file_errors, kept_note, read_text, Missing};
