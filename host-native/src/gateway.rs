@@ -45,6 +45,7 @@ use crate::host::{HostHandle, MergedCatalog, Route, Target};
 use crate::lsp::tools::LspTool;
 use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
+pub use naming::ToolNames;
 
 mod attention;
 mod connections;
@@ -52,6 +53,7 @@ mod era;
 mod forward;
 mod http;
 mod manage;
+mod naming;
 mod offer;
 mod priming;
 mod tasks;
@@ -75,6 +77,8 @@ pub struct Gateway<S = HostHandle> {
     manage: bool,
     /// What needs attention as last told, and each client's log level.
     notices: Arc<attention::Notices>,
+    /// `serve --tool-names`: how the servers' tools and prompts are named.
+    names: ToolNames,
 }
 
 impl<S> Clone for Gateway<S> {
@@ -87,6 +91,7 @@ impl<S> Clone for Gateway<S> {
             only: self.only.clone(),
             manage: self.manage,
             notices: Arc::clone(&self.notices),
+            names: self.names,
         }
     }
 }
@@ -108,6 +113,7 @@ impl<S: Session> Gateway<S> {
             only: None,
             manage: false,
             notices: Arc::default(),
+            names: ToolNames::Mcp,
         }
     }
 
@@ -116,6 +122,13 @@ impl<S: Session> Gateway<S> {
     #[must_use]
     pub fn with_manage_tools(mut self, on: bool) -> Self {
         self.manage = on;
+        self
+    }
+
+    /// This gateway with its servers' tools and prompts named `names`' way.
+    #[must_use]
+    pub fn with_tool_names(mut self, names: ToolNames) -> Self {
+        self.names = names;
         self
     }
 
@@ -132,7 +145,7 @@ impl<S: Session> Gateway<S> {
     fn qualify(&self, name: &str) -> String {
         match &self.only {
             Some(server) => crate::view::qualified(server, name),
-            None => name.to_owned(),
+            None => self.names.inward(name),
         }
     }
 

@@ -15,6 +15,14 @@
 //! (`MCP_RECONCILE_*`, e.g. its log filter); a shared process gets the values of the session
 //! that started it for those.
 //!
+//! `PATH` counts by what it resolves, not by how it is spelled ([`path_identity`]): Codex
+//! prepends a directory of its own per session (links to its helpers), so two sessions' `PATH`s
+//! never read alike, yet every program either looks up resolves to the same file. Entry by
+//! entry, a small directory (at most [`SMALL_DIR`] entries) counts as the names it holds and the
+//! file (device and inode, after links) each resolves to; any other entry as its path. Two
+//! sessions share a process only when every name any program of it could look up on `PATH`
+//! resolves, in the same order, to the same file.
+//!
 //! `SSL_CERT_FILE` and `SSL_CERT_DIR` count like any other variable, and must: a remote
 //! connection trusts the roots its session names there ([`crate::tls::Trust::of_launch`]), so
 //! two sessions with different trust never share one (when remote connections are pooled).
@@ -86,6 +94,38 @@ impl std::fmt::Debug for Launch {
     }
 }
 
+/// The directory a stdio server of `config` runs in: with a session's launch context, its
+/// [`Launch::effective_cwd`]; without one (this process starts it: `watch --no-daemon`, an
+/// embedding host), its `cwd` resolved against `base_dir` (the project directory), else this
+/// process's working directory, which the child inherits. Dev mode's relative globs start
+/// there.
+pub fn server_dir(
+    config: &ServerConfig,
+    base_dir: Option<&Path>,
+    launch: Option<&Launch>,
+) -> PathBuf {
+    let dir = match (launch, config.str_field("cwd").filter(|c| !c.is_empty())) {
+        (Some(launch), _) => launch.effective_cwd(config),
+        (None, Some(cwd)) => resolve_cwd(cwd, base_dir),
+        (None, None) => PathBuf::new(),
+    };
+    if dir.is_absolute() {
+        dir
+    } else {
+        std::env::current_dir().unwrap_or_default().join(dir)
+    }
+}
+
+/// A server's `cwd` as its process gets it without a launch context: a relative one against
+/// `base_dir` (the project directory) when given.
+pub(crate) fn resolve_cwd(cwd: &str, base_dir: Option<&Path>) -> PathBuf {
+    let path = Path::new(cwd);
+    match base_dir {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
 impl Launch {
     /// The directory `config` runs in: its `cwd` (relative to [`Launch::dir`]) or the project
     /// root.
@@ -111,7 +151,11 @@ impl Launch {
         part(self.effective_cwd(config).as_os_str().as_encoded_bytes());
         for (key, value) in self.counted() {
             part(key.as_bytes());
-            part(value.as_bytes());
+            if key == "PATH" {
+                part(&path_identity(value));
+            } else {
+                part(value.as_bytes());
+            }
         }
         for (key, value) in &self.raw {
             part(key);
@@ -136,6 +180,48 @@ impl Launch {
     }
 }
 
+/// A directory on `PATH` with at most this many entries counts by its content.
+pub const SMALL_DIR: usize = 64;
+
+/// What a `PATH` value resolves: entry by entry, a small directory's names with the file each
+/// resolves to (device and inode, links followed), any other entry its path. Bounded: a
+/// directory is listed only up to [`SMALL_DIR`] + 1 entries.
+pub fn path_identity(path: &str) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut out = Vec::new();
+    for entry in path.split(':') {
+        out.push(0);
+        let listed = std::fs::read_dir(entry).ok().and_then(|dir| {
+            let names: Vec<_> = dir.take(SMALL_DIR + 1).collect::<Result<_, _>>().ok()?;
+            (names.len() <= SMALL_DIR).then_some(names)
+        });
+        let Some(names) = listed.filter(|_| !entry.is_empty()) else {
+            out.extend_from_slice(b"path:");
+            out.extend_from_slice(entry.as_bytes());
+            continue;
+        };
+        let mut files: Vec<(std::ffi::OsString, u64, u64)> = names
+            .iter()
+            .map(|e| {
+                let (dev, ino) = std::fs::metadata(e.path())
+                    .map(|m| (m.dev(), m.ino()))
+                    .unwrap_or((0, 0));
+                (e.file_name(), dev, ino)
+            })
+            .collect();
+        files.sort();
+        out.extend_from_slice(b"dir:");
+        for (name, dev, ino) in files {
+            out.extend_from_slice(name.as_encoded_bytes());
+            out.push(b'=');
+            out.extend_from_slice(&dev.to_le_bytes());
+            out.extend_from_slice(&ino.to_le_bytes());
+            out.push(b'/');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +240,39 @@ mod tests {
             raw: Vec::new(),
             tokens: None,
         }
+    }
+
+    #[test]
+    fn relative_cwd_is_resolved_against_the_project_dir() {
+        let base = Path::new("/project");
+        assert_eq!(
+            resolve_cwd("sub/dir", Some(base)),
+            Path::new("/project/sub/dir")
+        );
+        assert_eq!(resolve_cwd("/abs", Some(base)), Path::new("/abs"));
+        assert_eq!(resolve_cwd("rel", None), Path::new("rel"));
+    }
+
+    #[test]
+    fn a_servers_directory_is_where_its_process_runs() {
+        let here = std::env::current_dir().expect("cwd");
+        let base = Path::new("/project");
+        let session = launch("/session", &[]);
+        let plain = config(r#"{"command":"x"}"#);
+        let relative = config(r#"{"command":"x","cwd":"srv"}"#);
+        assert_eq!(server_dir(&plain, Some(base), None), here);
+        assert_eq!(
+            server_dir(&relative, Some(base), None),
+            Path::new("/project/srv")
+        );
+        assert_eq!(
+            server_dir(&plain, Some(base), Some(&session)),
+            Path::new("/session")
+        );
+        assert_eq!(
+            server_dir(&relative, Some(base), Some(&session)),
+            Path::new("/session/srv")
+        );
     }
 
     #[test]
@@ -236,5 +355,45 @@ mod tests {
         );
         assert!(!key.as_str().contains("s3"));
         assert!(!format!("{base:?}").contains("s3"));
+    }
+
+    #[test]
+    fn per_session_path_directories_that_resolve_alike_do_not_split_the_key() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let tool = tmp.path().join("codex");
+        std::fs::write(&tool, "#!/bin/sh\n").expect("tool");
+        let other = tmp.path().join("other");
+        std::fs::write(&other, "#!/bin/sh\n").expect("other");
+        let session = |name: &str, target: &Path| {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).expect("dir");
+            symlink(target, dir.join("apply_patch")).expect("link");
+            dir.display().to_string()
+        };
+        let (one, two, odd) = (
+            session("s1", &tool),
+            session("s2", &tool),
+            session("s3", &other),
+        );
+        let id = ConnectionId("fs::abc".into());
+        let cfg = config(r#"{"command":"npx"}"#);
+        let key = |path: String| launch("/p", &[("PATH", &path)]).shared_id(&id, &cfg);
+        assert_eq!(
+            key(format!("{one}:/usr/bin")),
+            key(format!("{two}:/usr/bin")),
+            "two sessions' own directories with the same links share"
+        );
+        assert_ne!(
+            key(format!("{one}:/usr/bin")),
+            key(format!("{odd}:/usr/bin")),
+            "a name that resolves to another file splits"
+        );
+        assert_ne!(
+            key(format!("{one}:/usr/bin")),
+            key(format!("/usr/bin:{one}")),
+            "the order of PATH counts"
+        );
+        assert_ne!(key("/usr/bin".into()), key("/bin/x-none".into()));
     }
 }

@@ -39,6 +39,7 @@ pub mod host;
 pub mod http_client;
 pub mod http_guard;
 pub mod inputs;
+pub mod install;
 pub mod ipc;
 pub mod launch;
 pub mod lsp;

@@ -68,6 +68,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Serve(args) if args.attaches() => serve_attached(args).await,
         Command::Serve(args) => serve(args).await,
         Command::Daemon(args) => daemon(args).await,
+        Command::Install(args) => cli::install::install(&args),
+        Command::Uninstall(args) => cli::install::uninstall(&args),
         Command::Status(args) => commands::status(args).await,
         Command::Approve(args) => commands::decide(args, Decision::Approved),
         Command::Reject(args) => commands::decide(args, Decision::Rejected),
@@ -96,6 +98,8 @@ enum Front {
         http: Option<(std::net::SocketAddr, Box<HttpGuard>)>,
         /// `--passthrough NAME`: only that server, under its own names.
         passthrough: Option<String>,
+        /// `--tool-names`: how the servers' tools and prompts are named.
+        tool_names: gateway::ToolNames,
         /// `--manage-tools`: the status, reload and reconnect tools.
         manage_tools: bool,
     },
@@ -135,12 +139,13 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
         Front::Serve {
             http,
             passthrough,
+            tool_names,
             manage_tools,
         } => {
             let announcements = host.subscribe();
             let gateway = match passthrough {
                 Some(server) => gateway::Gateway::passthrough(handle, &server),
-                None => gateway::Gateway::new(handle),
+                None => gateway::Gateway::new(handle).with_tool_names(tool_names),
             }
             .with_manage_tools(manage_tools);
             let announcer = tokio::spawn(gateway.clone().announce(announcements));
@@ -239,6 +244,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Front::Serve {
             http,
             passthrough,
+            tool_names: args.tool_names.into(),
             manage_tools: args.manage_tools,
         },
     )
@@ -272,6 +278,7 @@ async fn serve_attached(args: ServeArgs) -> anyhow::Result<()> {
         exe,
         options: args.layers.options(),
         env,
+        tool_names: args.tool_names.into(),
         events,
         manage_tools: args.manage_tools,
     })

@@ -23,6 +23,9 @@
 //! with whether a file was renamed onto the watched path ([`Change::renamed`]):
 //! what is there then arrived whole, so settle detection need not wait for
 //! more writes.
+//!
+//! Dev mode's directory watches ([`watch_dirs`], in `dirs`) share the same platform watcher:
+//! listed directories, each watched on its own, every event reported by path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,6 +36,9 @@ use mcp_reconcile_kernel::reload::FileSource;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc::UnboundedSender;
+
+mod dirs;
+pub use dirs::{tree, watch_dirs, DirWatch, TooMany};
 
 /// One change of a watched file, as the watcher saw it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,6 +146,8 @@ struct Hub {
 struct HubState {
     watcher: RecommendedWatcher,
     subs: BTreeMap<u64, Sub>,
+    /// Directory watches (dev mode).
+    dirs: BTreeMap<u64, dirs::DirSub>,
     next: u64,
     /// Directories with a live watch (the union of what every watch needs).
     armed: BTreeSet<PathBuf>,
@@ -167,6 +175,7 @@ impl Hub {
             state: Mutex::new(HubState {
                 watcher,
                 subs: BTreeMap::new(),
+                dirs: BTreeMap::new(),
                 next: 0,
                 armed: BTreeSet::new(),
             }),
@@ -203,8 +212,24 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
         };
         let renamed = event.kind == EventKind::Modify(ModifyKind::Name(RenameMode::To));
         let mut sends: Vec<(UnboundedSender<Change>, Vec<Change>)> = Vec::new();
+        let mut dir_sends: Vec<(UnboundedSender<PathBuf>, PathBuf)> = Vec::new();
         {
             let mut state = hub.lock();
+            for path in &event.paths {
+                // A watched directory that is gone took its platform watch with it: forget
+                // it, so the watch is made again if it comes back.
+                if state.armed.contains(path) && !path.is_dir() {
+                    state.armed.remove(path);
+                }
+            }
+            for sub in state.dirs.values() {
+                let paths = event.paths.iter().filter(|path| sub.covers(path));
+                // A lost event queue: every directory may have changed.
+                let lost = sub.dirs.iter().filter(|_| event.need_rescan());
+                for path in paths.chain(lost) {
+                    dir_sends.push((sub.events.clone(), path.clone()));
+                }
+            }
             let mut hits: BTreeMap<u64, Vec<Change>> = BTreeMap::new();
             for (id, sub) in &state.subs {
                 let hit = hits.entry(*id).or_default();
@@ -232,6 +257,9 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
                     sends.push((sub.events.clone(), hit));
                 }
             }
+        }
+        for (events, path) in dir_sends {
+            let _ = events.send(path);
         }
         for (events, hit) in sends {
             let mut seen = BTreeSet::new();
@@ -267,6 +295,9 @@ impl HubState {
         // catches it. Bounded: a few levels can appear at once, no more.
         for _ in 0..8 {
             let mut wanted: BTreeSet<PathBuf> = BTreeSet::new();
+            for sub in self.dirs.values() {
+                wanted.extend(sub.dirs.iter().cloned());
+            }
             for (id, sub) in &mut self.subs {
                 let moved = sub.arming.cover_again(&mut wanted);
                 let list = changed.entry(*id).or_default();

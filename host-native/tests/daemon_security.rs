@@ -358,7 +358,14 @@ async fn attach(
     let env = mcp_reconcile::inputs::HostEnv::from_process().expect("env");
     tokio::time::timeout(
         PATIENCE,
-        mcp_reconcile::daemon::bridge::attach(stream, &p.options(), env, "test", false),
+        mcp_reconcile::daemon::bridge::attach(
+            stream,
+            &p.options(),
+            env,
+            "test",
+            mcp_reconcile::gateway::ToolNames::Mcp,
+            false,
+        ),
     )
     .await
     .expect("attached in time")

@@ -2,7 +2,8 @@
 //! `serve --no-daemon`) and on a lease of the shared pool (a daemon session), must tell its
 //! observers the same things — the same plans, approvals, tool-not-found texts and status —
 //! through add, edit, remove, a failing server, a pending server approved, a settings file
-//! deleted and restored inside the grace and left deleted past it, and a `reload`.
+//! deleted and restored inside the grace and left deleted past it, and a `reload`; and a
+//! dev-mode server restarted for a source edit.
 
 mod common;
 
@@ -120,6 +121,9 @@ impl Run {
                         line.push_str(&format!(" {kind} {}", step.action.name().unwrap_or("")));
                         if let Some(tools) = &step.tools {
                             line.push_str(&format!(" {:?}", tools.after));
+                        }
+                        if let Some(reason) = &step.reason {
+                            line.push_str(&format!(" ({reason})"));
                         }
                         if step.error.is_some() {
                             line.push_str(" failed");
@@ -470,6 +474,50 @@ async fn language_servers_restart_and_reconfigure_alike_on_both_backends() {
     let own = same_on_both(lsp_scenario).await;
     assert!(
         own.iter().any(|l| l == "settings edit: same process true"),
+        "{own:#?}"
+    );
+}
+
+/// Dev mode: a source file the entry's `dev.watch` names is edited; the server is restarted
+/// (a reconnect that says which file), the other keeps its process — on the session's own
+/// supervisor and on the pool alike.
+async fn dev_scenario(backend: Backend) -> Vec<String> {
+    let p = Project::new();
+    let app = p.path("app");
+    fs::create_dir_all(app.join("src")).expect("mkdir");
+    fs::write(app.join("src/x.ts"), "// v0").expect("write");
+    let mut dev = p.server("dev", "echo");
+    dev["cwd"] = json!(app.to_string_lossy());
+    dev["dev"] = json!({"watch": ["src/*.ts"]});
+    p.write_settings(json!({"mcpServers": {"dev": dev, "plain": p.server("plain", "echo")}}));
+    let mut run = Run::start(&p, backend).await;
+    run.pass("start").await;
+    let up = |s: &ServerStatus| s.state == State::Connected && s.pid.is_some();
+    let dev = run.wait_server("dev up", "dev", up).await.pid;
+    let plain = run.wait_server("plain up", "plain", up).await.pid;
+    let tmp = app.join("src/x.ts.tmp~");
+    fs::write(&tmp, "// v1").expect("write");
+    fs::rename(&tmp, app.join("src/x.ts")).expect("rename");
+    run.pass("source changed").await;
+    run.wait_server("dev up again", "dev", |s| up(s) && s.pid != dev)
+        .await;
+    let now = run.wait_server("plain", "plain", up).await.pid;
+    run.note(format!("plain kept its process: {}", now == plain));
+    run.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_edit_restarts_a_dev_server_alike_on_both_backends() {
+    let own = same_on_both(dev_scenario).await;
+    assert!(
+        own.iter().any(|l| {
+            l
+            == "source changed: plan reconnect dev [\"echo\"] (source changed: src/x.ts) missing=[]"
+        }),
+        "{own:#?}"
+    );
+    assert!(
+        own.iter().any(|l| l == "plain kept its process: true"),
         "{own:#?}"
     );
 }

@@ -19,6 +19,7 @@ pub mod api;
 pub mod approvals;
 pub mod backoff;
 pub mod config;
+pub mod dev;
 pub mod gating;
 pub mod hot_reload;
 pub mod identity;

@@ -34,6 +34,9 @@ pub enum FileSource {
     LspFile(String),
     /// The language-server approvals file (SPEC §14.3).
     LspApprovals,
+    /// A source file of the server named, matched by its `dev.watch` globs (dev mode,
+    /// [`crate::dev`]): no input to reload; the run restarts that server.
+    DevWatch(String),
 }
 
 /// How a watched input's change arrived, as far as the host can tell (settle detection).

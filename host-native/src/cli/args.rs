@@ -57,6 +57,15 @@ pub enum Command {
     /// Configure it as an MCP client's only server to get hot reload.
     /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
     Serve(ServeArgs),
+    /// Put `serve` in front of a client's servers: adds the gateway to the client's user
+    /// configuration and makes the client start only it, while your servers stay where the
+    /// client's own commands (`claude mcp add`, …) put them and are hot-reloaded from there.
+    /// Keeps the originals; `uninstall` restores them. `--dry-run` shows what would change.
+    Install(InstallArgs),
+    /// Take `serve` out of a client's configuration again: restores the files install
+    /// changed (exactly, when nothing else changed them since; else only install's entries
+    /// come out).
+    Uninstall(InstallArgs),
     /// Run the per-user daemon that a stdio `serve` attaches to: one process per
     /// stdio server for every session that would start it identically. Listens
     /// on $XDG_RUNTIME_DIR/mcp-reconcile/daemon.sock (else
@@ -157,6 +166,11 @@ pub struct ServeArgs {
     /// (no `mcp__NAME__` prefix); hot reload, approvals and supervision work as ever.
     #[arg(long, value_name = "NAME")]
     pub passthrough: Option<String>,
+    /// How the servers' tools and prompts are named: `mcp` (`mcp__SERVER__TOOL`) or `short`
+    /// (`SERVER__TOOL`, for clients that put their own `mcp__GATEWAY__` in front, such as
+    /// Claude Code and Codex)
+    #[arg(long, value_enum, default_value_t = ToolNamesArg::Mcp, value_name = "STYLE", conflicts_with = "passthrough")]
+    pub tool_names: ToolNamesArg,
     /// With --http: accept requests without the bearer token (still loopback only, still
     /// refusing foreign Host and Origin headers). Any local process of any user can then call
     /// every admitted server's tools; meant for clients that cannot send a token, such as the
@@ -213,6 +227,43 @@ impl ServeArgs {
     /// stdio without `--passthrough` (an HTTP `serve` already takes many clients).
     pub fn attaches(&self) -> bool {
         self.daemon || (!self.no_daemon && self.http.is_none() && self.passthrough.is_none())
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The client: claude, gemini, qwen or codex
+    #[arg(value_enum)]
+    pub client: ClientArg,
+    /// Show what would change (a diff of each file) and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where install keeps the originals and its record [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A client `install` knows.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientArg {
+    /// Claude Code.
+    Claude,
+    /// Gemini CLI.
+    Gemini,
+    /// qwen-code.
+    Qwen,
+    /// Codex.
+    Codex,
+}
+
+impl From<ClientArg> for mcp_reconcile::install::Client {
+    fn from(arg: ClientArg) -> Self {
+        match arg {
+            ClientArg::Claude => Self::Claude,
+            ClientArg::Gemini => Self::Gemini,
+            ClientArg::Qwen => Self::Qwen,
+            ClientArg::Codex => Self::Codex,
+        }
     }
 }
 
@@ -351,7 +402,7 @@ pub struct LayerFlags {
     /// save alone is reloaded at once [default: 25]
     #[arg(long, value_name = "N")]
     pub quiet_ms: Option<u64>,
-    /// Default file set: `default` or `qwen`
+    /// Default file set: `default`, or a client's own files: `qwen`, `gemini`, `claude`, `cursor`, `vscode`, `codex`, `copilot`
     #[arg(long, value_enum, default_value_t = LayoutArg::Default, value_name = "NAME", long_help = LAYOUT_HELP)]
     pub layout: LayoutArg,
     /// Where a running session keeps its socket [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
@@ -383,6 +434,25 @@ impl LayerFlags {
     }
 }
 
+/// `serve --tool-names`.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolNamesArg {
+    /// `mcp__SERVER__TOOL`.
+    #[default]
+    Mcp,
+    /// `SERVER__TOOL`.
+    Short,
+}
+
+impl From<ToolNamesArg> for mcp_reconcile::gateway::ToolNames {
+    fn from(arg: ToolNamesArg) -> Self {
+        match arg {
+            ToolNamesArg::Mcp => Self::Mcp,
+            ToolNamesArg::Short => Self::Short,
+        }
+    }
+}
+
 /// `--layout`: which default files to read (see [`LAYOUT_HELP`]).
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum LayoutArg {
@@ -391,6 +461,18 @@ pub enum LayoutArg {
     Default,
     /// The TypeScript (qwen-code) CLI's files, to run beside it.
     Qwen,
+    /// Gemini CLI's settings files.
+    Gemini,
+    /// Claude Code's files (`~/.claude.json`, `.mcp.json`, its settings and managed files).
+    Claude,
+    /// Cursor's `mcp.json` files.
+    Cursor,
+    /// VS Code's `mcp.json` files.
+    Vscode,
+    /// Codex's `config.toml` files.
+    Codex,
+    /// Copilot CLI's `mcp-config.json`.
+    Copilot,
 }
 
 impl From<LayoutArg> for Layout {
@@ -398,6 +480,12 @@ impl From<LayoutArg> for Layout {
         match arg {
             LayoutArg::Default => Layout::Default,
             LayoutArg::Qwen => Layout::Qwen,
+            LayoutArg::Gemini => Layout::Gemini,
+            LayoutArg::Claude => Layout::Claude,
+            LayoutArg::Cursor => Layout::Cursor,
+            LayoutArg::Vscode => Layout::Vscode,
+            LayoutArg::Codex => Layout::Codex,
+            LayoutArg::Copilot => Layout::Copilot,
         }
     }
 }

@@ -69,7 +69,15 @@ pub async fn watch_attached(options: Options, output: Output) -> anyhow::Result<
         id: inputs.session_id(),
         request: SessionRequest::Reload,
     };
-    let (session, reader, write) = bridge::attach(stream, &options, env, "watch", false).await?;
+    let (session, reader, write) = bridge::attach(
+        stream,
+        &options,
+        env,
+        "watch",
+        mcp_reconcile::gateway::ToolNames::Mcp,
+        false,
+    )
+    .await?;
     if output != Output::Json {
         say(&format!(
             "attached to the mcp-reconcile daemon as session {}; Ctrl-C stops watching\n",

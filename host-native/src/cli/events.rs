@@ -94,6 +94,9 @@ fn step_value(step: &Step) -> Value {
                 .collect();
             object.insert("changes".into(), changes.into());
         }
+        if let Some(reason) = &step.reason {
+            object.insert("cause".into(), reason.as_str().into());
+        }
         if let Some(tools) = &step.tools {
             object.insert(
                 "tools".into(),

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod daemon_watch;
 pub mod demo;
 pub mod events;
+pub mod install;
 pub mod print;
 pub mod prompt;
 pub mod report;

@@ -113,15 +113,19 @@ fn retry_line(step: &Step, failures: &mut Failures) -> String {
 /// The line of one action: what it did, how long it took, what changed, the tool delta, and
 /// how it failed.
 fn step_line(step: &Step, known: Known<'_>, failures: &mut Failures) -> String {
-    let mut line = match (&step.action, step.changes.is_empty()) {
-        (Action::Reconnect { name, .. }, false) => {
+    let mut line = match (&step.action, step.changes.is_empty(), &step.reason) {
+        (Action::Reconnect { name, .. }, false, _) => {
             format!(
                 "~ reconnect {}: {}",
                 safe(name),
                 changes_text(&step.changes)
             )
         }
-        (action, _) => action_line(action, known),
+        // Dev mode: the entry is the same, its sources changed.
+        (Action::Reconnect { name, .. }, true, Some(reason)) => {
+            format!("~ reconnect {} ({})", safe(name), safe(reason))
+        }
+        (action, _, _) => action_line(action, known),
     };
     if step.action.starts() {
         let _ = write!(line, "  {} ms", step.elapsed.as_millis());
@@ -263,6 +267,7 @@ mod tests {
             elapsed: Duration::from_millis(12),
             error: error.map(str::to_owned),
             changes: Vec::new(),
+            reason: None,
             tools: None,
             status: None,
         }
@@ -331,6 +336,29 @@ mod tests {
             text.contains(
                 "~ reconnect notes: args[3] \"echo,add\" → \"echo,add,sleep\\e]0;x\"; env.TOKEN changed (value hidden)  12 ms  tools 2 → 3: +sleep"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_restart_for_changed_sources_says_which_file() {
+        let id = ConnectionId("dev::0123456789abcdef".into());
+        let mut restart = step(
+            Action::Reconnect {
+                name: "dev".into(),
+                from: id.clone(),
+                to: id,
+                changed: Vec::new(),
+            },
+            None,
+        );
+        restart.reason = Some("source changed: src/x\u{1b}[2J.ts".into());
+        let text = report_text(
+            &report(4, "source changed: src/x.ts", vec![restart]),
+            &mut Failures::default(),
+        );
+        assert!(
+            text.contains("~ reconnect dev (source changed: src/x\\e[2J.ts)  12 ms"),
             "{text}"
         );
     }

@@ -60,6 +60,8 @@ pub struct Attach {
     pub client: String,
     /// Its process id, for `status`.
     pub pid: u32,
+    /// How its gateway names tools and prompts.
+    pub tool_names: crate::gateway::ToolNames,
     /// `serve --manage-tools`: the gateway offers the management tools.
     pub manage_tools: bool,
 }
@@ -73,6 +75,7 @@ pub(crate) async fn run(
     mut write: OwnedWriteHalf,
 ) {
     let attaching = registry.attaching();
+    let tool_names = attach.tool_names;
     let launch_vars = attach.env.vars.clone();
     let launch_raw = attach.env.raw.clone();
     let inputs = match Inputs::with_env(&attach.options, attach.env) {
@@ -137,7 +140,9 @@ pub(crate) async fn run(
         registry: registry.clone(),
         id: member_id,
     };
-    let gateway = Gateway::new(member).with_manage_tools(manage_tools);
+    let gateway = Gateway::new(member)
+        .with_tool_names(tool_names)
+        .with_manage_tools(manage_tools);
     let service = {
         use rmcp::ServiceExt;
         gateway.clone().serve((reader, write)).await

@@ -122,6 +122,7 @@ pub async fn attach(
     options: &Options,
     env: HostEnv,
     client: &str,
+    tool_names: crate::gateway::ToolNames,
     manage_tools: bool,
 ) -> anyhow::Result<(String, BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
     let (read, mut write) = stream.into_split();
@@ -130,6 +131,7 @@ pub async fn attach(
         env: Box::new(env),
         client: client.to_owned(),
         pid: std::process::id(),
+        tool_names,
         manage_tools,
     };
     write.write_all(request.line()?.as_bytes()).await?;

@@ -209,6 +209,7 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
             env,
             client,
             pid,
+            tool_names,
             manage_tools,
         }) => {
             attached::run(
@@ -217,6 +218,7 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
                     env: *env,
                     client,
                     pid,
+                    tool_names,
                     manage_tools,
                 },
                 pool,

@@ -49,6 +49,8 @@ pub struct Reattach {
     pub options: Options,
     /// The session's environment.
     pub env: HostEnv,
+    /// How the session's gateway names tools and prompts.
+    pub tool_names: crate::gateway::ToolNames,
     /// Where the session's events go (for the person, never to the MCP client).
     pub events: mpsc::UnboundedSender<HostEvent>,
     /// `serve --manage-tools`.
@@ -288,6 +290,7 @@ async fn attach_and_replay(
         &again.options,
         again.env.clone(),
         "serve",
+        again.tool_names,
         again.manage_tools,
     )
     .await?;

@@ -23,6 +23,9 @@ pub enum DaemonRequest {
         client: String,
         /// The attaching process, for `status`.
         pid: u32,
+        /// How the session's gateway names tools and prompts (`serve --tool-names`).
+        #[serde(default)]
+        tool_names: crate::gateway::ToolNames,
         /// `serve --manage-tools`: the session's gateway also offers the tools that show the
         /// status, reload and reconnect (never approve). Left out when false, so a daemon of
         /// an earlier version reads the request as before.
@@ -75,6 +78,7 @@ mod tests {
             env: Box::new(env),
             client: "serve".into(),
             pid: 7,
+            tool_names: crate::gateway::ToolNames::Short,
             manage_tools: false,
         };
         let line = attach.line().expect("line");

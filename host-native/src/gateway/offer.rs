@@ -15,7 +15,7 @@ impl<S: Session> Gateway<S> {
     pub(super) async fn visible(&self) -> Result<MergedCatalog, ErrorData> {
         let catalog = self.catalog().await?;
         if self.only.is_none() {
-            return Ok(catalog);
+            return Ok(self.names.rename(catalog));
         }
         let mut visible = MergedCatalog::default();
         for mut tool in catalog.tools {

@@ -74,6 +74,10 @@ pub trait Backend: Send + 'static {
     /// Clears the failure and crash-loop state of everything the session runs.
     fn forgive_all(&mut self);
 
+    /// Clears `name`'s failure and crash-loop state before it is started afresh because its
+    /// sources changed (dev mode): the fix may be in them.
+    fn forgive(&mut self, name: &str);
+
     /// The next start that ended or connection that changed. Cancel-safe.
     fn next(&mut self) -> impl std::future::Future<Output = Report<String>> + Send;
 
@@ -134,6 +138,10 @@ impl Backend for Own {
 
     fn forgive_all(&mut self) {
         self.0.forgive_all();
+    }
+
+    fn forgive(&mut self, name: &str) {
+        self.0.forgive(&name.to_owned());
     }
 
     fn next(&mut self) -> impl std::future::Future<Output = Report<String>> + Send {

@@ -23,12 +23,16 @@
 //!    [`Control::Route`]; both wait for the start pass, bounded by
 //!    [`STARTUP_WAIT`]) and forwards it itself, so a slow call never blocks
 //!    the loop;
-//! 6. after any of these, when the merged catalog (qualified tools, prompts,
+//! 6. a source file a server's `dev.watch` globs name changed (`dev`): that server joins
+//!    the scheduler's next run like a changed file, and the run restarts it make before
+//!    break;
+//! 7. after any of these, when the merged catalog (qualified tools, prompts,
 //!    resources of connected servers) differs from the last one announced,
 //!    [`HostEvent::CatalogChanged`] says which lists changed.
 
 mod backend;
 mod catalog;
+mod dev;
 mod handle;
 mod lsp;
 mod pass;
@@ -198,6 +202,8 @@ pub struct Host<B = Own> {
     missing_deadline: Option<Millis>,
     /// The servers of files given up as missing, for the next pass's report.
     file_missing: Vec<String>,
+    /// Dev mode: the source files of servers with `dev.watch`.
+    dev: dev::Dev,
 }
 
 impl Host<Own> {
@@ -223,6 +229,7 @@ impl<B: Backend> Host<B> {
         launch: Option<std::sync::Arc<Launch>>,
     ) -> Self {
         let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
+        let dev = dev::Dev::new(inputs.project_dir().to_path_buf(), launch.clone());
         let lsp = LanguageServers::new(
             inputs.project_dir().to_path_buf(),
             launch,
@@ -257,6 +264,7 @@ impl<B: Backend> Host<B> {
             catalog_digest: (0, 0, 0),
             missing_deadline: None,
             file_missing: Vec::new(),
+            dev,
         }
     }
 }
@@ -357,6 +365,7 @@ impl<B: Backend> Host<B> {
                     }
                     None => files_open = false,
                 },
+                path = self.dev.next() => self.handle_source_change(path),
                 () = sleep => {
                     let now = self.now();
                     self.scheduler.handle_timeout(now);

@@ -51,6 +51,10 @@ pub struct Step {
     pub error: Option<String>,
     /// For a reconnect: what changed in the entry, field by field, secrets masked.
     pub changes: Vec<FieldChange>,
+    /// Why a server whose entry did not change was restarted (dev mode: `source changed:
+    /// src/x.ts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// For a start that ended connected: the tools it offers (after its filters), and those
     /// it offered before when it was connected then.
     pub tools: Option<ToolDelta>,
@@ -67,6 +71,7 @@ impl Step {
             elapsed,
             error,
             changes: Vec::new(),
+            reason: None,
             tools: None,
             status: None,
         }
@@ -89,6 +94,7 @@ struct Starting {
     action: Action,
     generation: u64,
     changes: Vec<FieldChange>,
+    reason: Option<String>,
     tools_before: Option<Vec<String>>,
 }
 
@@ -128,7 +134,7 @@ impl<B: Backend> Host<B> {
             let trigger = match (&changed, run) {
                 (_, 1) => "start".to_owned(),
                 (None, _) => "manual reload".to_owned(),
-                (Some(sources), _) => describe_sources(sources),
+                (Some(sources), _) => describe_sources(sources, |name| self.dev.shown(name)),
             };
             self.pass(changed.as_deref(), trigger, true);
         }
@@ -236,7 +242,14 @@ impl<B: Backend> Host<B> {
                 return;
             }
         };
+        // Dev mode: servers whose sources changed restart as if their entry had.
+        let sources_changed = self.take_source_changes(changed);
+        let plan = super::dev::restart(plan, &sources_changed, &self.desired);
+        for (name, _) in &sources_changed {
+            self.backend.forgive(name);
+        }
         self.backend.admit(&self.desired, &self.gating);
+        self.arm_dev();
         let mut running = Running {
             run,
             trigger,
@@ -288,6 +301,13 @@ impl<B: Backend> Host<B> {
                         _ => Vec::new(),
                     };
                     let tools_before = tools_before.remove(&name);
+                    let reason = match &action {
+                        Action::Reconnect { changed, .. } if changed.is_empty() => sources_changed
+                            .iter()
+                            .find(|(server, _)| *server == name)
+                            .map(|(_, path)| format!("source changed: {path}")),
+                        _ => None,
+                    };
                     let to = match &action {
                         Action::Connect { to, .. } | Action::Reconnect { to, .. } => Some(to),
                         _ => None,
@@ -299,6 +319,7 @@ impl<B: Backend> Host<B> {
                                 action,
                                 generation,
                                 changes,
+                                reason,
                                 tools_before,
                             };
                             running.starting.insert(name, starting);
@@ -419,6 +440,7 @@ impl<B: Backend> Host<B> {
                         running.failed |= error.is_some();
                         let mut step = Step::new(starting.action, elapsed, error);
                         step.changes = starting.changes;
+                        step.reason = starting.reason;
                         step.tools = after.map(|after| ToolDelta {
                             before: starting.tools_before,
                             after,
@@ -456,11 +478,12 @@ impl<B: Backend> Host<B> {
             };
             self.scheduler.handle_reconcile_done(now, outcome);
         }
-        let input_errors = self
+        let mut input_errors: Vec<String> = self
             .snapshot
             .as_ref()
             .map(|s| s.errors.iter().map(InputError::to_string).collect())
             .unwrap_or_default();
+        input_errors.extend(self.dev_problems());
         let report = PlanReport {
             run: running.run,
             trigger: running.trigger,
@@ -505,13 +528,19 @@ pub(crate) fn lsp_approval_requests(
         .collect()
 }
 
-fn describe_sources(sources: &[FileSource]) -> String {
+/// A run's trigger: `change in user settings, .mcp.json`, `source changed: src/x.ts` (dev mode:
+/// `shown` gives the first path that changed for a server), or both.
+fn describe_sources<'a>(
+    sources: &'a [FileSource],
+    shown: impl Fn(&str) -> Option<&'a str>,
+) -> String {
     if sources.is_empty() {
         return "reload".into();
     }
-    let names: Vec<String> = sources
-        .iter()
-        .map(|s| match s {
+    let mut names: Vec<String> = Vec::new();
+    let mut paths: Vec<&str> = Vec::new();
+    for source in sources {
+        let name = match source {
             FileSource::Settings(id) => format!("{id} settings"),
             FileSource::McpJson => ".mcp.json".to_owned(),
             FileSource::Approvals => "approvals".to_owned(),
@@ -519,9 +548,22 @@ fn describe_sources(sources: &[FileSource]) -> String {
             FileSource::LspFile(scope) if scope == "project" => ".lsp.json".to_owned(),
             FileSource::LspFile(scope) => format!("{scope} language servers"),
             FileSource::LspApprovals => "language-server approvals".to_owned(),
-        })
-        .collect();
-    format!("change in {}", names.join(", "))
+            FileSource::DevWatch(server) => {
+                paths.push(shown(server).unwrap_or(server));
+                continue;
+            }
+        };
+        names.push(name);
+    }
+    match (names.is_empty(), paths.is_empty()) {
+        (false, true) => format!("change in {}", names.join(", ")),
+        (true, false) => format!("source changed: {}", paths.join(", ")),
+        _ => format!(
+            "change in {}; source changed: {}",
+            names.join(", "),
+            paths.join(", ")
+        ),
+    }
 }
 
 /// Runs blocking file work (reading the inputs) without stalling the other

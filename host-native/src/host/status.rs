@@ -188,11 +188,12 @@ impl<B: Backend> Host<B> {
             .keys()
             .filter_map(|name| self.status_with(name, &owners))
             .collect();
-        let errors = self
+        let mut errors: Vec<String> = self
             .snapshot
             .as_ref()
             .map(|s| s.errors.iter().map(InputError::to_string).collect())
             .unwrap_or_default();
+        errors.extend(self.dev_problems());
         StatusReport {
             servers,
             language_servers: self.lsp.status(),

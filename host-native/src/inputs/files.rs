@@ -33,7 +33,7 @@ pub(super) enum Missing {
 }
 
 /// The error a held missing file shows.
-fn held_note() -> String {
+pub(super) fn held_note() -> String {
     format!(
         "file missing — its servers stay as they are for {} s in case it comes back; after \
          that they stop",

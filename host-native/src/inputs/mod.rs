@@ -21,6 +21,8 @@
 //! [`LayerPaths`]), `files` (the per-file reloaders with their last good
 //! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
 
+mod build;
+mod clients;
 mod files;
 mod lsp;
 mod own_gateway;
@@ -32,21 +34,21 @@ mod snapshot;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use mcp_reconcile_kernel::json::{Object, Value};
+use mcp_reconcile_kernel::json::Object;
 use mcp_reconcile_kernel::lsp::LspScope;
 use mcp_reconcile_kernel::reload::FileSource;
-use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
-use mcp_reconcile_kernel::{
-    Approvals, Layer, LayerSource, Millis, ServerConfig, Servers, DEFAULT_DEBOUNCE, DEFAULT_QUIET,
-};
+use mcp_reconcile_kernel::{Approvals, LayerSource, Millis, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
 
 use crate::approvals_store::ApprovalsStore;
+use build::FrozenCommand;
+use clients::ClientFile;
+pub use clients::CODEX_MARK;
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
+pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::clean;
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
-use shell_words::server_command_config;
 pub use shell_words::shell_words;
 pub use snapshot::Snapshot;
 
@@ -75,7 +77,14 @@ pub struct Inputs {
     quiet: Millis,
     cli_allowed: Option<Vec<String>>,
     settings: Vec<SettingsFile>,
-    mcp_json: JsonFile,
+    /// This host's `.mcp.json` (none in layouts whose client does not read one).
+    mcp_json: Option<JsonFile>,
+    /// Another client's own files (SPEC §15).
+    clients: Vec<ClientFile>,
+    /// The project directory as given, before symlinks were resolved.
+    project_given: PathBuf,
+    /// The git repository the project is in (Claude Code keys its local scope by it).
+    git_root: Option<PathBuf>,
     cli_configs: Vec<JsonFile>,
     store: ApprovalsStore,
     approvals: Option<(Approvals, Vec<String>)>,
@@ -138,6 +147,7 @@ impl Inputs {
         };
         let paths = LayerPaths::resolve(flags, &project_dir, &env)?;
         let trusted = !flags.untrusted;
+        let layout = flags.layout;
 
         let mut settings = vec![
             SettingsFile::new(LayerSource::SystemDefaults, paths.system_defaults.clone()),
@@ -150,6 +160,19 @@ impl Inputs {
             ));
         }
         settings.push(SettingsFile::new(LayerSource::System, paths.system.clone()));
+        let clients = clients::client_files(
+            layout,
+            &project_dir,
+            &env,
+            flags.system_settings.as_deref().map(|p| env.absolute(p)),
+        )?;
+        if layout.reads_client_files() {
+            // That client's files are the whole configuration: no settings file of ours.
+            settings.clear();
+        }
+        // Gemini CLI and the client layouts read no `.mcp.json` of this host's format.
+        let mcp_json = matches!(layout, Layout::Default | Layout::Qwen)
+            .then(|| JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())));
 
         let cli_configs = flags
             .mcp_config
@@ -171,8 +194,14 @@ impl Inputs {
             lsp_project: LspFile::new(paths.lsp_json.clone(), LspScope::Project),
             lsp_store: ApprovalsStore::new(paths.lsp_approvals.clone()),
             lsp_approvals: None,
-            layout: flags.layout,
-            mcp_json: JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())),
+            layout,
+            mcp_json,
+            clients,
+            project_given: env.absolute(given),
+            git_root: layout
+                .reads_client_files()
+                .then(|| clients::git_root(&project_dir))
+                .flatten(),
             store: ApprovalsStore::new(paths.approvals.clone()),
             paths,
             project_dir,
@@ -201,7 +230,10 @@ impl Inputs {
             .iter()
             .map(|f| (f.path.clone(), f.source()))
             .collect();
-        out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
+        if self.mcp_json.is_some() {
+            out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
+        }
+        out.extend(self.clients.iter().map(|f| (f.path.clone(), f.source())));
         out.push((self.paths.approvals.clone(), FileSource::Approvals));
         for file in self.lsp_user.iter().chain([&self.lsp_project]) {
             out.push((file.path.clone(), file.source()));
@@ -227,8 +259,22 @@ impl Inputs {
                 file.reload(&self.expansion_env);
             }
         }
-        if wanted(self.mcp_json.loaded, &FileSource::McpJson) {
-            self.mcp_json.reload(&self.expansion_env, !self.yolo);
+        if let Some(mcp_json) = &mut self.mcp_json {
+            if wanted(mcp_json.loaded, &FileSource::McpJson) {
+                mcp_json.reload(&self.expansion_env, !self.yolo);
+            }
+        }
+        let ctx = clients::Context {
+            vars: &self.env.vars,
+            home: self.env.home.as_deref(),
+            project: &self.project_dir,
+            project_given: &self.project_given,
+            git_root: self.git_root.as_deref(),
+        };
+        for file in &mut self.clients {
+            if wanted(file.loaded, &file.source()) {
+                file.reload(&ctx);
+            }
         }
         for config in &mut self.cli_configs {
             let due = match config.kind.source() {
@@ -261,7 +307,8 @@ impl Inputs {
         self.settings
             .iter()
             .map(|f| f.missing)
-            .chain([self.mcp_json.missing])
+            .chain(self.mcp_json.iter().map(|f| f.missing))
+            .chain(self.clients.iter().map(|f| f.missing))
             .any(|m| m == Missing::Held)
     }
 
@@ -276,9 +323,15 @@ impl Inputs {
                 servers.extend(held);
             }
         }
-        if let Some(held) = self.mcp_json.expire_missing() {
+        if let Some(held) = self.mcp_json.as_mut().and_then(JsonFile::expire_missing) {
             sources.push(FileSource::McpJson);
             servers.extend(held);
+        }
+        for file in &mut self.clients {
+            if let Some(held) = file.expire_missing() {
+                sources.push(file.source());
+                servers.extend(held);
+            }
         }
         (sources, servers)
     }
@@ -337,6 +390,9 @@ impl Inputs {
     /// as JSON (an editor's rename-save, or the last write of an in-place one). Bounded and
     /// never waiting, like every read of an input.
     pub fn complete(&self, source: &FileSource) -> bool {
+        if let Some(file) = self.clients.iter().find(|f| &f.source() == source) {
+            return file.complete();
+        }
         let path = match source {
             FileSource::Settings(_) => self
                 .settings
@@ -353,200 +409,12 @@ impl Inputs {
                 .find(|f| &f.source() == source)
                 .map(|f| f.path.clone()),
             FileSource::LspApprovals => Some(self.paths.lsp_approvals.clone()),
+            FileSource::DevWatch(_) => None, // a server's source (dev mode), not an input
         };
         path.is_some_and(|path| {
             matches!(read_text(&path), Ok(Some(text))
                 if !text.trim().is_empty() && mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok())
         })
-    }
-
-    fn snapshot(&mut self) -> Snapshot {
-        let mut errors = Vec::new();
-        let mut layers = Vec::new();
-        for file in &self.settings {
-            errors.extend(file.errors());
-            layers.push(Layer {
-                source: file.kind,
-                servers: file.content().servers,
-                extension: None,
-                from_workspace: false,
-            });
-        }
-        errors.extend(self.mcp_json.errors());
-        layers.push(Layer {
-            source: LayerSource::Project,
-            servers: self.mcp_json.servers(),
-            extension: None,
-            from_workspace: false,
-        });
-        for config in &self.cli_configs {
-            errors.extend(config.errors());
-            layers.push(Layer {
-                source: LayerSource::CliConfig,
-                servers: config.servers(),
-                extension: None,
-                from_workspace: false,
-            });
-        }
-
-        let contents: Vec<(LayerSource, Value)> = self
-            .settings
-            .iter()
-            .map(|f| (f.kind, f.content().value))
-            .collect();
-        let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
-        let lists = mcp_lists(&scopes);
-
-        let current = self.current_server_command(&scopes);
-        let frozen = self.server_command.get_or_insert_with(|| {
-            let parsed = current.text.as_deref().map(|text| {
-                server_command_config(text, &self.project_dir, &|name| {
-                    self.env.vars.get(name).cloned()
-                })
-                .map_err(|e| format!("{e}; fix mcp.serverCommand and restart mcp-reconcile"))
-            });
-            // As written: the workspace file's own text (settings files are
-            // expanded when parsed), its `$VAR`s left in place.
-            let written_text = self
-                .settings
-                .iter()
-                .find(|f| {
-                    f.kind == LayerSource::Workspace && Some(&f.path) == current.file.as_ref()
-                })
-                .and_then(|f| f.good.as_ref()?.written_command.clone())
-                .or_else(|| current.text.clone());
-            let written = written_text.as_deref().and_then(|text| {
-                server_command_config(text, &self.project_dir, &|name| {
-                    Some(format!("${{{name}}}"))
-                })
-                .ok()
-            });
-            FrozenCommand {
-                current: current.clone(),
-                parsed,
-                written,
-            }
-        });
-        let mut written_layers = layers.clone();
-        written_layers[..self.settings.len()]
-            .iter_mut()
-            .zip(&self.settings)
-            .filter(|(_, file)| file.kind == LayerSource::Workspace)
-            .for_each(|(layer, file)| layer.servers = file.written());
-        if let Some(layer) = written_layers
-            .iter_mut()
-            .find(|l| l.source == LayerSource::Project)
-        {
-            layer.servers = self.mcp_json.written();
-        }
-        // The file each layer came from, for what is said about its entries.
-        let mut files: Vec<PathBuf> = self.settings.iter().map(|f| f.path.clone()).collect();
-        files.push(self.mcp_json.kind.label());
-        files.extend(self.cli_configs.iter().map(|c| c.kind.label()));
-        files.push(frozen.current.file.clone().unwrap_or_default());
-        match &frozen.parsed {
-            Some(Ok(config)) => {
-                let from_workspace = frozen.current.kind == Some(LayerSource::Workspace);
-                let layer = |config: &ServerConfig| {
-                    let mut servers = Servers::new();
-                    servers.insert("mcp".into(), config.clone());
-                    Layer {
-                        source: LayerSource::ServerCommand,
-                        servers,
-                        extension: None,
-                        from_workspace,
-                    }
-                };
-                layers.push(layer(config));
-                written_layers.push(layer(frozen.written.as_ref().unwrap_or(config)));
-            }
-            Some(Err(message)) => errors.push(InputError {
-                file: frozen.current.file.clone().unwrap_or_default(),
-                message: message.clone(),
-            }),
-            None => {}
-        }
-        own_gateway::drop_own_entries(
-            &mut layers,
-            &mut written_layers,
-            &files,
-            self.env.vars.get("PATH").map(String::as_str),
-            &self.env.cwd,
-            &mut errors,
-        );
-        if current.text != frozen.current.text {
-            errors.push(InputError {
-                file: current
-                    .file
-                    .clone()
-                    .or_else(|| frozen.current.file.clone())
-                    .unwrap_or_default(),
-                message: "mcp.serverCommand changed; it takes effect when mcp-reconcile restarts \
-                          (the running session keeps the command it started with)"
-                    .into(),
-            });
-        }
-
-        let (approvals, problems) = self
-            .approvals
-            .clone()
-            .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
-        errors.extend(problems.into_iter().map(|problem| InputError {
-            file: self.store.path().to_path_buf(),
-            message: format!(
-                "{problem} — every server from .mcp.json or workspace settings stays pending \
-                 until it is fixed; repair or delete the file (the next approval keeps a copy \
-                 as .bak)"
-            ),
-        }));
-
-        let (lsp, lsp_written, lsp_approvals) = lsp::lsp_part(
-            self.lsp_user.as_ref(),
-            &self.lsp_project,
-            self.lsp_approvals.as_ref(),
-            self.lsp_store.path(),
-            &mut errors,
-        );
-        Snapshot {
-            lsp_json: self.paths.lsp_json.clone(),
-            lsp,
-            lsp_written,
-            lsp_approvals,
-            layers,
-            written_layers,
-            mcp_json: self.paths.mcp_json.clone(),
-            workspace_settings: self.paths.workspace.clone(),
-            lists,
-            cli_allowed: self.cli_allowed.clone(),
-            approvals,
-            project_root: self.project_root.clone(),
-            trusted: self.trusted,
-            yolo: self.yolo,
-            errors,
-            oauth_tokens: self.paths.oauth_tokens.clone(),
-        }
-    }
-
-    /// `mcp.serverCommand` over the settings scopes and the file that sets it.
-    fn current_server_command(&self, scopes: &[(LayerSource, &Value)]) -> CommandSetting {
-        let file = self
-            .settings
-            .iter()
-            .zip(scopes)
-            .filter(|(_, (_, value))| {
-                value
-                    .as_object()
-                    .and_then(|o| o.get("mcp"))
-                    .and_then(Value::as_object)
-                    .is_some_and(|mcp| mcp.contains_key("serverCommand"))
-            })
-            .max_by_key(|(file, _)| file.kind)
-            .map(|(file, _)| (file.path.clone(), file.kind));
-        CommandSetting {
-            text: merged_server_command(scopes),
-            file: file.as_ref().map(|(path, _)| path.clone()),
-            kind: file.map(|(_, kind)| kind),
-        }
     }
 }
 
@@ -554,22 +422,4 @@ impl Inputs {
 /// both exist).
 fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct CommandSetting {
-    text: Option<String>,
-    file: Option<PathBuf>,
-    /// The scope of the file that sets it: the workspace one makes the `mcp`
-    /// server project-controlled (gated, SPEC §3.1 row 10).
-    kind: Option<LayerSource>,
-}
-
-/// `mcp.serverCommand` as read at start-up (it is restart-required).
-#[derive(Debug)]
-struct FrozenCommand {
-    current: CommandSetting,
-    parsed: Option<Result<ServerConfig, String>>,
-    /// The same command with `$VAR`s left as written (for review).
-    written: Option<ServerConfig>,
 }

@@ -4,6 +4,10 @@
 //! starts a third — a chain that holds itself alive. Such an entry is taken out of the layers
 //! before the kernel sees them, with a message that says why.
 //!
+//! The entry `mcp-reconcile install` writes for a client carries [`INSTALLED_MARK`] in its
+//! `env`: it is the gateway the client starts, expected in the client's files, and is taken out
+//! without a message (it is not one of the servers the gateway reaches).
+//!
 //! "Runs this gateway" means: the entry's first argument that is not an option is `serve`, and
 //! its command resolves — as the spawn resolves it, through the entry's own `PATH` or the
 //! session's — to this very executable file (same device and inode, so a link or another path to
@@ -17,6 +21,14 @@ use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::{Layer, ServerConfig};
 
 use super::InputError;
+
+/// The variable `install` puts in the gateway entry it writes (its value: the client).
+pub const INSTALLED_MARK: &str = "MCP_RECONCILE_INSTALLED";
+
+/// Whether `config` is an entry `install` wrote.
+fn installed(config: &ServerConfig) -> bool {
+    matches!(config.get("env"), Some(Value::Object(env)) if env.contains_key(INSTALLED_MARK))
+}
 
 /// This executable's file identity, read once.
 fn myself() -> Option<(u64, u64)> {
@@ -78,7 +90,8 @@ pub(super) fn runs_own_serve(
 
 /// Takes every entry that runs this gateway's `serve` out of `layers` and `written` (the same
 /// layers as their files wrote them), and says so once per entry, naming the file it came from
-/// (`files[i]` for `layers[i]`).
+/// (`files[i]` for `layers[i]`) — except for the entry `install` wrote. Returns the names of the
+/// installed gateway entries taken out.
 pub(super) fn drop_own_entries(
     layers: &mut [Layer],
     written: &mut [Layer],
@@ -86,7 +99,8 @@ pub(super) fn drop_own_entries(
     session_path: Option<&str>,
     cwd: &Path,
     errors: &mut Vec<InputError>,
-) {
+) -> Vec<String> {
+    let mut installed_names = Vec::new();
     for (i, layer) in layers.iter_mut().enumerate() {
         let own: Vec<String> = layer
             .servers
@@ -95,9 +109,13 @@ pub(super) fn drop_own_entries(
             .map(|(name, _)| name.clone())
             .collect();
         for name in own {
-            layer.servers.remove(&name);
+            let config = layer.servers.remove(&name);
             if let Some(layer) = written.get_mut(i) {
                 layer.servers.remove(&name);
+            }
+            if config.as_ref().is_some_and(installed) {
+                installed_names.push(name);
+                continue;
             }
             errors.push(InputError {
                 file: files.get(i).cloned().unwrap_or_default(),
@@ -110,4 +128,5 @@ pub(super) fn drop_own_entries(
             });
         }
     }
+    installed_names
 }

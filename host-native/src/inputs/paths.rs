@@ -27,6 +27,24 @@ Which default files to read; an explicit flag overrides its own row.
   lsp approvals    lsp-approvals.json beside the approvals file   $QWEN_HOME/lspApprovals.json
   OAuth tokens     $XDG_CONFIG_HOME/mcp-reconcile/oauth-tokens.json  $QWEN_HOME/mcp-oauth-tokens.json
 
+--layout gemini: Gemini CLI's settings files — ~/.gemini/settings.json (or
+$GEMINI_CLI_HOME/.gemini/), <project>/.gemini/settings.json, /etc/gemini-cli/settings.json
+and system-defaults.json (or $GEMINI_CLI_SYSTEM_SETTINGS_PATH /
+$GEMINI_CLI_SYSTEM_DEFAULTS_PATH); no .mcp.json.
+
+The client layouts read that client's own files live (nothing is copied), with this
+host's approvals, language-server and token files as in --layout default:
+  claude   ~/.claude.json (user scope, and this project's local scope), <project>/.mcp.json,
+           /etc/claude-code/managed-mcp.json (exclusive when present), and for approvals and
+           policy ~/.claude/settings.json, <project>/.claude/settings{,.local}.json,
+           /etc/claude-code/managed-settings.json ($CLAUDE_CONFIG_DIR moves ~/.claude*;
+           --system-settings FILE moves the managed files to FILE and its directory)
+  cursor   ~/.cursor/mcp.json, <project>/.cursor/mcp.json
+  vscode   $XDG_CONFIG_HOME/Code/User/mcp.json, <project>/.vscode/mcp.json
+  codex    $CODEX_HOME/config.toml (~/.codex/), <project>/.codex/config.toml (only while the
+           user's config trusts the project)
+  copilot  ~/.copilot/mcp-config.json (Copilot CLI)
+
 $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 /Library/Application Support/QwenCode/. Settings files are JSON with comments; a
 missing file counts as {}.";
@@ -40,15 +58,55 @@ pub enum Layout {
     Default,
     /// The TypeScript (qwen-code) CLI's files, to run beside it.
     Qwen,
+    /// Gemini CLI's settings files (the settings schema this host reads natively).
+    Gemini,
+    /// Claude Code's files: `~/.claude.json`, `.mcp.json`, its settings and managed files.
+    Claude,
+    /// Cursor's `mcp.json` files.
+    Cursor,
+    /// VS Code's `mcp.json` files.
+    Vscode,
+    /// Codex's `config.toml` files.
+    Codex,
+    /// Copilot CLI's `mcp-config.json`.
+    Copilot,
 }
 
 impl Layout {
+    /// Every layout, in `--help` order.
+    pub const ALL: [Layout; 8] = [
+        Layout::Default,
+        Layout::Qwen,
+        Layout::Gemini,
+        Layout::Claude,
+        Layout::Cursor,
+        Layout::Vscode,
+        Layout::Codex,
+        Layout::Copilot,
+    ];
+
     /// The flag spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             Layout::Default => "default",
             Layout::Qwen => "qwen",
+            Layout::Gemini => "gemini",
+            Layout::Claude => "claude",
+            Layout::Cursor => "cursor",
+            Layout::Vscode => "vscode",
+            Layout::Codex => "codex",
+            Layout::Copilot => "copilot",
         }
+    }
+
+    /// Whether the layout reads another client's own file formats (not settings files):
+    /// its files are [`super::clients`]' and no settings file or `.mcp.json` of this host's
+    /// format is read.
+    pub fn reads_client_files(self) -> bool {
+        matches!(
+            self,
+            Layout::Claude | Layout::Cursor | Layout::Vscode | Layout::Codex | Layout::Copilot
+        )
     }
 }
 
@@ -212,7 +270,8 @@ pub struct LayerPaths {
     pub system: PathBuf,
     /// System defaults.
     pub system_defaults: PathBuf,
-    /// The project's `.mcp.json`.
+    /// The project's server file: `.mcp.json` (in Cursor's, VS Code's and Codex's layouts
+    /// their project file).
     pub mcp_json: PathBuf,
     /// The approvals file.
     pub approvals: PathBuf,
@@ -246,27 +305,30 @@ impl LayerPaths {
         };
         let layout = flags.layout;
         let (system_dir, workspace_dir) = match layout {
-            Layout::Default => (PathBuf::from("/etc/mcp-reconcile"), ".mcp-reconcile"),
             Layout::Qwen => (qwen_system_dir(), ".qwen"),
+            Layout::Gemini => (gemini_system_dir(), ".gemini"),
+            _ => (PathBuf::from("/etc/mcp-reconcile"), ".mcp-reconcile"),
         };
 
         let user = match explicit(&flags.user_settings) {
             Some(p) => p,
             None => match layout {
-                Layout::Default => xdg("XDG_CONFIG_HOME", &[".config"], "user settings")?
-                    .join("mcp-reconcile/settings.json"),
                 Layout::Qwen => qwen_home(env, "user settings")?.join("settings.json"),
+                Layout::Gemini => gemini_home(env, "user settings")?.join("settings.json"),
+                _ => xdg("XDG_CONFIG_HOME", &[".config"], "user settings")?
+                    .join("mcp-reconcile/settings.json"),
             },
         };
         let workspace = explicit(&flags.workspace_settings)
             .unwrap_or_else(|| project_dir.join(workspace_dir).join("settings.json"));
-        let layout_system = match layout {
-            Layout::Qwen => env
-                .var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-                .map(|p| env.absolute(Path::new(p)))
-                .unwrap_or_else(|| system_dir.join("settings.json")),
-            Layout::Default => system_dir.join("settings.json"),
+        let system_override = match layout {
+            Layout::Qwen => env.var("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
+            Layout::Gemini => env.var("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
+            _ => None,
         };
+        let layout_system = system_override
+            .map(|p| env.absolute(Path::new(p)))
+            .unwrap_or_else(|| system_dir.join("settings.json"));
         let system = explicit(&flags.system_settings).unwrap_or_else(|| layout_system.clone());
         let system_defaults = match explicit(&flags.system_defaults) {
             Some(p) => p,
@@ -275,24 +337,26 @@ impl LayerPaths {
                     .parent()
                     .unwrap_or(&system_dir)
                     .join("system-defaults.json");
-                match layout {
-                    Layout::Qwen => env
-                        .var("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
-                        .map(|p| env.absolute(Path::new(p)))
-                        .unwrap_or(beside_system),
-                    Layout::Default => beside_system,
-                }
+                let defaults_override = match layout {
+                    Layout::Qwen => env.var("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
+                    Layout::Gemini => env.var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+                    _ => None,
+                };
+                defaults_override
+                    .map(|p| env.absolute(Path::new(p)))
+                    .unwrap_or(beside_system)
             }
         };
         let approvals = match explicit(&flags.approvals) {
             Some(p) => p,
             None => match layout {
-                Layout::Default => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
-                    .join("mcp-reconcile/approvals.json"),
                 Layout::Qwen => match env.var("QWEN_CODE_MCP_APPROVALS_PATH") {
                     Some(p) => env.absolute(Path::new(p)),
                     None => qwen_home(env, "approvals file")?.join("mcpApprovals.json"),
                 },
+                // Other clients keep no content-bound approvals: this host's own file.
+                _ => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
+                    .join("mcp-reconcile/approvals.json"),
             },
         };
         let state_dir = match explicit(&flags.state_dir) {
@@ -303,35 +367,41 @@ impl LayerPaths {
         let user_lsp = match explicit(&flags.user_lsp) {
             Some(p) => Some(p),
             None => match layout {
-                Layout::Default => Some(
+                // The TypeScript CLI has no user-level language-server file.
+                Layout::Qwen => None,
+                _ => Some(
                     xdg("XDG_CONFIG_HOME", &[".config"], "user language-server file")?
                         .join("mcp-reconcile/lsp.json"),
                 ),
-                // The TypeScript CLI has no user-level language-server file.
-                Layout::Qwen => None,
             },
         };
         let lsp_approvals = match explicit(&flags.lsp_approvals) {
             Some(p) => p,
             None => match layout {
-                Layout::Default => approvals
-                    .parent()
-                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-                    .join("lsp-approvals.json"),
                 Layout::Qwen => {
                     qwen_home(env, "language-server approvals file")?.join("lspApprovals.json")
                 }
+                _ => approvals
+                    .parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+                    .join("lsp-approvals.json"),
             },
         };
         let own_tokens = xdg("XDG_CONFIG_HOME", &[".config"], "OAuth token file")?
             .join("mcp-reconcile/oauth-tokens.json");
         let oauth_tokens = match layout {
-            Layout::Default => TokenFile::native(own_tokens),
             Layout::Qwen => TokenFile {
                 path: qwen_home(env, "OAuth token file")?.join("mcp-oauth-tokens.json"),
                 format: TokenFormat::Qwen,
                 challenges: own_tokens,
             },
+            _ => TokenFile::native(own_tokens),
+        };
+        let mcp_json = match layout {
+            Layout::Cursor => project_dir.join(".cursor/mcp.json"),
+            Layout::Vscode => project_dir.join(".vscode/mcp.json"),
+            Layout::Codex => project_dir.join(".codex/config.toml"),
+            _ => project_dir.join(".mcp.json"),
         };
         Ok(LayerPaths {
             oauth_tokens,
@@ -342,7 +412,7 @@ impl LayerPaths {
             workspace,
             system,
             system_defaults,
-            mcp_json: project_dir.join(".mcp.json"),
+            mcp_json,
             approvals,
             state_dir,
         })
@@ -363,6 +433,22 @@ fn qwen_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
         return Ok(env.absolute(&dir));
     }
     Ok(env.home(what)?.join(".qwen"))
+}
+
+/// `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`.
+pub(super) fn gemini_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
+    match env.var("GEMINI_CLI_HOME") {
+        Some(dir) => Ok(env.absolute(Path::new(dir)).join(".gemini")),
+        None => Ok(env.home(what)?.join(".gemini")),
+    }
+}
+
+fn gemini_system_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/GeminiCli")
+    } else {
+        PathBuf::from("/etc/gemini-cli")
+    }
 }
 
 fn qwen_system_dir() -> PathBuf {

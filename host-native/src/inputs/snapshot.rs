@@ -24,6 +24,13 @@ pub struct Snapshot {
     pub mcp_json: PathBuf,
     /// The workspace settings file (where workspace servers come from).
     pub workspace_settings: PathBuf,
+    /// A client layout's policy (SPEC §15), merged over its files.
+    pub client_policy: Option<mcp_reconcile_kernel::policy::Policy>,
+    /// Servers a client layout's files switch off by their own entry.
+    pub client_disabled: Vec<String>,
+    /// Project entries the client approved by name only (`"*"`: all of them): shown in a
+    /// review, never an approval here.
+    pub client_approved: Vec<String>,
     /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
     pub lists: McpLists,
     /// The `--allowed-mcp-server-names` occurrences as given (`None` when
@@ -69,7 +76,10 @@ impl Snapshot {
         mcp_reconcile_kernel::hot_reload::hot_reload(
             previous,
             &self.layers,
-            |_, pending| gating_with_pending(&self.lists, self.cli_allowed.as_deref(), pending),
+            |servers, pending| Gating {
+                blocked: self.blocked(servers),
+                ..gating_with_pending(&self.lists, self.cli_allowed.as_deref(), pending)
+            },
             &self.approvals,
             &self.project_root,
             self.yolo,
@@ -79,14 +89,34 @@ impl Snapshot {
     /// The admission lists for `servers` (SPEC §4), from this snapshot's
     /// settings lists, launch-flag cap, approvals, project root and yolo.
     pub fn gating_for(&self, servers: &Servers) -> Gating {
-        compute_gating(
-            servers,
-            &self.lists,
-            self.cli_allowed.as_deref(),
-            &self.approvals,
-            &self.project_root,
-            self.yolo,
-        )
+        Gating {
+            blocked: self.blocked(servers),
+            ..compute_gating(
+                servers,
+                &self.lists,
+                self.cli_allowed.as_deref(),
+                &self.approvals,
+                &self.project_root,
+                self.yolo,
+            )
+        }
+    }
+
+    /// The servers of `servers` a client layout's own files turn off (its policies, an
+    /// entry's own switch), in map order; `None` when there are none.
+    fn blocked(&self, servers: &Servers) -> Option<Vec<String>> {
+        let blocked: Vec<String> = servers
+            .iter()
+            .filter(|(name, config)| {
+                self.client_disabled.contains(name)
+                    || self
+                        .client_policy
+                        .as_ref()
+                        .is_some_and(|p| !p.admits(name, config))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        (!blocked.is_empty()).then_some(blocked)
     }
 
     /// The gated servers of `servers` whose approval is rejected, in map order. The kernel's

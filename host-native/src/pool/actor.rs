@@ -11,6 +11,7 @@ use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
 
+mod renew;
 mod view;
 
 use super::pooled::Pooled;
@@ -259,8 +260,12 @@ impl Actor {
                     launch,
                     stop_first,
                 } => {
-                    let outcome =
-                        self.replace(session, &server, &from, &id, (config, launch), stop_first);
+                    let outcome = if from == id && !stop_first {
+                        // The same connection started afresh (dev mode: its sources changed).
+                        self.renew(session, &server, &id, (config, launch))
+                    } else {
+                        self.replace(session, &server, &from, &id, (config, launch), stop_first)
+                    };
                     results.push((server, outcome));
                 }
             }

@@ -351,6 +351,10 @@ impl Backend for Lease {
         }
     }
 
+    /// The pool forgives a connection when it starts it afresh for the session
+    /// (`Actor::renew`).
+    fn forgive(&mut self, _name: &str) {}
+
     async fn next(&mut self) -> Report<String> {
         loop {
             if let Some(report) = self.reports.pop_front() {

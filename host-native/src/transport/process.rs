@@ -49,7 +49,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
-use crate::launch::Launch;
+use crate::launch::{resolve_cwd, Launch};
 use crate::redact::redact_all;
 
 /// How long a stopping server gets after stdin closes, and again after SIGTERM.
@@ -349,14 +349,6 @@ pub(crate) fn lookup(program: &str, path: &Option<std::ffi::OsString>) -> Option
     None
 }
 
-fn resolve_cwd(cwd: &str, base_dir: Option<&Path>) -> PathBuf {
-    let path = Path::new(cwd);
-    match base_dir {
-        Some(base) if path.is_relative() => base.join(path),
-        _ => path.to_path_buf(),
-    }
-}
-
 /// The last lines of a stream, bounded by line count and bytes.
 #[derive(Clone, Default)]
 struct StderrTail(Arc<Mutex<Ring>>);
@@ -466,17 +458,6 @@ mod tests {
         let text = long.text();
         assert!(text.len() <= TAIL_BYTES + 4, "{}", text.len());
         assert!(text.ends_with("end"));
-    }
-
-    #[test]
-    fn relative_cwd_is_resolved_against_the_project_dir() {
-        let base = Path::new("/project");
-        assert_eq!(
-            resolve_cwd("sub/dir", Some(base)),
-            Path::new("/project/sub/dir")
-        );
-        assert_eq!(resolve_cwd("/abs", Some(base)), Path::new("/abs"));
-        assert_eq!(resolve_cwd("rel", None), Path::new("rel"));
     }
 
     #[test]

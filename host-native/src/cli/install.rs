@@ -1,0 +1,142 @@
+//! `install CLIENT` / `uninstall CLIENT`: the library's edits (`mcp_reconcile::install`), the
+//! record kept beside them, and what is said to the person who ran it.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use mcp_reconcile::display;
+use mcp_reconcile::inputs::HostEnv;
+use mcp_reconcile::install::{self, Change, Client, Record};
+
+use super::args::InstallArgs;
+
+/// The state directory: the flag's, else `$XDG_STATE_HOME/mcp-reconcile` or
+/// `~/.local/state/mcp-reconcile` (where sessions keep their sockets too).
+fn state_dir(args: &InstallArgs, env: &HostEnv) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = &args.state_dir {
+        return Ok(env.cwd.join(dir));
+    }
+    match env.vars.get("XDG_STATE_HOME").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => Ok(dir.join("mcp-reconcile")),
+        _ => Ok(env
+            .home
+            .clone()
+            .context("cannot find your home directory: set HOME or pass --state-dir")?
+            .join(".local/state/mcp-reconcile")),
+    }
+}
+
+fn show(changes: &[Change]) {
+    for change in changes.iter().filter(|c| c.changes()) {
+        print!("{}", install::diff(change));
+    }
+}
+
+/// What changes for the client's user, said once after install.
+fn afterwards(client: Client) -> &'static str {
+    match client {
+        Client::Claude => {
+            "Claude Code now starts only `reconcile`; it reaches every server of yours (user, \
+             local and project scope, added with `claude mcp add` as before) and applies \
+             edits to them live. Tools appear as mcp__reconcile__SERVER__TOOL: a permission \
+             rule for mcp__github__create_issue is now mcp__reconcile__github__create_issue. \
+             Project servers (.mcp.json) are approved with `mcp-reconcile approve NAME` once \
+             per exact config; `claude mcp list` shows only `reconcile`."
+        }
+        Client::Gemini | Client::Qwen => {
+            "The client now starts only `reconcile` (mcp.allowed), which reaches every server \
+             in your settings files and applies edits to them live. Tools appear as \
+             SERVER__TOOL. Workspace servers are approved with `mcp-reconcile approve NAME`."
+        }
+        Client::Codex => {
+            "Codex now starts only `reconcile`; your other servers carry `enabled = false` \
+             with a comment saying the gateway runs them, and it applies edits to them live. \
+             Tools appear as mcp__reconcile__SERVER__TOOL. A server added later with `codex mcp \
+             add` runs in Codex directly until you run `mcp-reconcile install codex` again."
+        }
+    }
+}
+
+/// `install CLIENT`.
+///
+/// # Errors
+/// A file cannot be read, parsed or written, or install would override a list of the user's.
+pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
+    let client = Client::from(args.client);
+    let env = HostEnv::from_process()?;
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("cannot find this program's own path")?;
+    let state = state_dir(args, &env)?;
+    let previous = Record::load(&state, client)?;
+    let changes = install::install(client, &env, &exe)?;
+    if args.dry_run {
+        if changes.iter().any(Change::changes) {
+            show(&changes);
+        } else {
+            println!(
+                "nothing to change: mcp-reconcile is installed for {}",
+                client.as_str()
+            );
+        }
+        return Ok(());
+    }
+    if !changes.iter().any(Change::changes) {
+        println!(
+            "mcp-reconcile is already installed for {}; nothing changed",
+            client.as_str()
+        );
+        return Ok(());
+    }
+    // The originals are safe before a byte of the client's files changes.
+    let record = Record::save(&state, client, &changes, previous.as_ref())?;
+    install::apply(&changes)?;
+    for change in changes.iter().filter(|c| c.changes()) {
+        println!(
+            "changed {}",
+            display::safe(&change.path.display().to_string())
+        );
+    }
+    println!(
+        "kept the originals in {} — `mcp-reconcile uninstall {}` puts them back",
+        display::safe(&record.dir.display().to_string()),
+        client.as_str()
+    );
+    println!("{}", afterwards(client));
+    Ok(())
+}
+
+/// `uninstall CLIENT`.
+///
+/// # Errors
+/// The record or a file cannot be read, or a file cannot be written.
+pub fn uninstall(args: &InstallArgs) -> anyhow::Result<()> {
+    let client = Client::from(args.client);
+    let env = HostEnv::from_process()?;
+    let state = state_dir(args, &env)?;
+    let Some(record) = Record::load(&state, client)? else {
+        println!(
+            "mcp-reconcile is not installed for {} (no record in {}); nothing changed",
+            client.as_str(),
+            display::safe(&Record::dir_of(&state, client).display().to_string())
+        );
+        return Ok(());
+    };
+    let changes = install::uninstall(client, &record)?;
+    if args.dry_run {
+        show(&changes);
+        return Ok(());
+    }
+    install::apply(&changes)?;
+    for (change, file) in changes.iter().zip(&record.files) {
+        let path = display::safe(&change.path.display().to_string()).into_owned();
+        let exact = change.after == record.original(file)?;
+        if exact {
+            println!("restored {path}");
+        } else {
+            println!("{path} changed since install: took out only what install added");
+        }
+    }
+    record.remove()?;
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! [`Inputs::snapshot`](super::Inputs): what the loaded files hold, as layers for the kernel —
+//! each layer as used, as its file wrote it (what a review shows) and the file it came from —
+//! with the lists, the client layouts' admission, the approvals (a client's own rejections
+//! laid over them), the language servers and every problem found; and `mcp.serverCommand`,
+//! frozen at start-up.
+
+use std::path::PathBuf;
+
+use mcp_reconcile_kernel::json::Value;
+use mcp_reconcile_kernel::policy::PolicyRule;
+use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
+use mcp_reconcile_kernel::{Approvals, Decision, Layer, LayerSource, ServerConfig, Servers};
+
+use super::shell_words::server_command_config;
+use super::{clients, lsp, own_gateway, InputError, Inputs, Snapshot};
+
+impl Inputs {
+    pub(super) fn snapshot(&mut self) -> Snapshot {
+        let mut errors = Vec::new();
+        // Each layer as used, as its file wrote it (what a review shows: `$VAR`s of the
+        // project-controlled ones not expanded), and the file it came from.
+        let mut layers = Vec::new();
+        let mut written_layers = Vec::new();
+        let mut files: Vec<PathBuf> = Vec::new();
+        let mut push = |source: LayerSource, servers: Servers, written: Servers, file: PathBuf| {
+            let layer = |servers| Layer {
+                source,
+                servers,
+                extension: None,
+                from_workspace: false,
+            };
+            layers.push(layer(servers));
+            written_layers.push(layer(written));
+            files.push(file);
+        };
+        for file in &self.settings {
+            errors.extend(file.errors());
+            let servers = file.content().servers;
+            let written = if file.kind == LayerSource::Workspace {
+                file.written()
+            } else {
+                servers.clone()
+            };
+            push(file.kind, servers, written, file.path.clone());
+        }
+        if let Some(mcp_json) = &self.mcp_json {
+            errors.extend(mcp_json.errors());
+            push(
+                LayerSource::Project,
+                mcp_json.servers(),
+                mcp_json.written(),
+                mcp_json.kind.label(),
+            );
+        }
+        let client = clients::Admission::of(&self.clients, &mut errors);
+        for (file, content) in &client.read {
+            for (source, servers, written) in &content.layers {
+                push(*source, servers.clone(), written.clone(), file.clone());
+            }
+        }
+        for config in &self.cli_configs {
+            errors.extend(config.errors());
+            push(
+                LayerSource::CliConfig,
+                config.servers(),
+                config.servers(),
+                config.kind.label(),
+            );
+        }
+
+        let contents: Vec<(LayerSource, Value)> = self
+            .settings
+            .iter()
+            .map(|f| (f.kind, f.content().value))
+            .collect();
+        let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
+        let lists = mcp_lists(&scopes);
+
+        let current = self.current_server_command(&scopes);
+        let frozen = self.server_command.get_or_insert_with(|| {
+            let parsed = current.text.as_deref().map(|text| {
+                server_command_config(text, &self.project_dir, &|name| {
+                    self.env.vars.get(name).cloned()
+                })
+                .map_err(|e| format!("{e}; fix mcp.serverCommand and restart mcp-reconcile"))
+            });
+            // As written: the workspace file's own text (settings files are
+            // expanded when parsed), its `$VAR`s left in place.
+            let written_text = self
+                .settings
+                .iter()
+                .find(|f| {
+                    f.kind == LayerSource::Workspace && Some(&f.path) == current.file.as_ref()
+                })
+                .and_then(|f| f.good.as_ref()?.written_command.clone())
+                .or_else(|| current.text.clone());
+            let written = written_text.as_deref().and_then(|text| {
+                server_command_config(text, &self.project_dir, &|name| {
+                    Some(format!("${{{name}}}"))
+                })
+                .ok()
+            });
+            FrozenCommand {
+                current: current.clone(),
+                parsed,
+                written,
+            }
+        });
+        files.push(frozen.current.file.clone().unwrap_or_default());
+        match &frozen.parsed {
+            Some(Ok(config)) => {
+                let from_workspace = frozen.current.kind == Some(LayerSource::Workspace);
+                let layer = |config: &ServerConfig| {
+                    let mut servers = Servers::new();
+                    servers.insert("mcp".into(), config.clone());
+                    Layer {
+                        source: LayerSource::ServerCommand,
+                        servers,
+                        extension: None,
+                        from_workspace,
+                    }
+                };
+                layers.push(layer(config));
+                written_layers.push(layer(frozen.written.as_ref().unwrap_or(config)));
+            }
+            Some(Err(message)) => errors.push(InputError {
+                file: frozen.current.file.clone().unwrap_or_default(),
+                message: message.clone(),
+            }),
+            None => {}
+        }
+        let gateways = own_gateway::drop_own_entries(
+            &mut layers,
+            &mut written_layers,
+            &files,
+            self.env.vars.get("PATH").map(String::as_str),
+            &self.env.cwd,
+            &mut errors,
+        );
+        if current.text != frozen.current.text {
+            errors.push(InputError {
+                file: current
+                    .file
+                    .clone()
+                    .or_else(|| frozen.current.file.clone())
+                    .unwrap_or_default(),
+                message: "mcp.serverCommand changed; it takes effect when mcp-reconcile restarts \
+                          (the running session keeps the command it started with)"
+                    .into(),
+            });
+        }
+
+        // An allow rule naming the installed gateway is there so that the client starts only
+        // the gateway; it does not narrow what the gateway reaches.
+        let mut lists = lists;
+        let mut client_policy = client.policy;
+        if !gateways.is_empty() {
+            lists.allowed = without_gateways(lists.allowed.take(), |p| gateways.contains(p));
+            if let Some(policy) = &mut client_policy {
+                policy.allowed = without_gateways(
+                    policy.allowed.take(),
+                    |rule| matches!(rule, PolicyRule::Name(n) if gateways.contains(n)),
+                );
+            }
+        }
+        let (mut approvals, problems) = self
+            .approvals
+            .clone()
+            .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
+        // The client's own rejections of project entries hold here too (SPEC §15): in memory
+        // only, as a rejection of the entry as it is now — the approvals file is not written.
+        let assembled = mcp_reconcile_kernel::assemble(&layers).servers;
+        for name in &client.rejected {
+            if let Some(config) = assembled.get(name).filter(|c| c.is_gated()) {
+                approvals.record(&self.project_root, name, config, Decision::Rejected);
+            }
+        }
+        errors.extend(problems.into_iter().map(|problem| InputError {
+            file: self.store.path().to_path_buf(),
+            message: format!(
+                "{problem} — every server from .mcp.json or workspace settings stays pending \
+                 until it is fixed; repair or delete the file (the next approval keeps a copy \
+                 as .bak)"
+            ),
+        }));
+
+        let (lsp, lsp_written, lsp_approvals) = lsp::lsp_part(
+            self.lsp_user.as_ref(),
+            &self.lsp_project,
+            self.lsp_approvals.as_ref(),
+            self.lsp_store.path(),
+            &mut errors,
+        );
+        Snapshot {
+            lsp_json: self.paths.lsp_json.clone(),
+            lsp,
+            lsp_written,
+            lsp_approvals,
+            layers,
+            written_layers,
+            mcp_json: self.paths.mcp_json.clone(),
+            workspace_settings: self.paths.workspace.clone(),
+            client_policy,
+            client_disabled: client.disabled,
+            client_approved: if client.approve_all {
+                vec!["*".to_owned()]
+            } else {
+                client.approved_by_name
+            },
+            lists,
+            cli_allowed: self.cli_allowed.clone(),
+            approvals,
+            project_root: self.project_root.clone(),
+            trusted: self.trusted,
+            yolo: self.yolo,
+            errors,
+            oauth_tokens: self.paths.oauth_tokens.clone(),
+        }
+    }
+
+    /// `mcp.serverCommand` over the settings scopes and the file that sets it.
+    fn current_server_command(&self, scopes: &[(LayerSource, &Value)]) -> CommandSetting {
+        let file = self
+            .settings
+            .iter()
+            .zip(scopes)
+            .filter(|(_, (_, value))| {
+                value
+                    .as_object()
+                    .and_then(|o| o.get("mcp"))
+                    .and_then(Value::as_object)
+                    .is_some_and(|mcp| mcp.contains_key("serverCommand"))
+            })
+            .max_by_key(|(file, _)| file.kind)
+            .map(|(file, _)| (file.path.clone(), file.kind));
+        CommandSetting {
+            text: merged_server_command(scopes),
+            file: file.as_ref().map(|(path, _)| path.clone()),
+            kind: file.map(|(_, kind)| kind),
+        }
+    }
+}
+
+/// `list` without the items `gateway` says name the installed gateway; a list that named only
+/// the gateway is no list at all.
+fn without_gateways<T>(list: Option<Vec<T>>, gateway: impl Fn(&T) -> bool) -> Option<Vec<T>> {
+    let list = list?;
+    if list.is_empty() {
+        return Some(list);
+    }
+    let kept: Vec<T> = list.into_iter().filter(|item| !gateway(item)).collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct CommandSetting {
+    text: Option<String>,
+    file: Option<PathBuf>,
+    /// The scope of the file that sets it: the workspace one makes the `mcp`
+    /// server project-controlled (gated, SPEC §3.1 row 10).
+    kind: Option<LayerSource>,
+}
+
+/// `mcp.serverCommand` as read at start-up (it is restart-required).
+#[derive(Debug)]
+pub(super) struct FrozenCommand {
+    current: CommandSetting,
+    parsed: Option<Result<ServerConfig, String>>,
+    /// The same command with `$VAR`s left as written (for review).
+    written: Option<ServerConfig>,
+}

@@ -1,0 +1,254 @@
+//! Claude Code's files: `~/.claude.json` (user and local scopes), `.mcp.json`,
+//! `managed-mcp.json`, and its settings files' approvals and policy lists.
+
+use mcp_reconcile_kernel::{LayerSource, Object, Value};
+
+use super::expand::{Context, Syntax};
+use super::normalize::{entries, transport, BareUrl};
+use super::{names, policy_of, ClientContent};
+
+/// The fields Claude Code expands `${VAR}` in.
+const EXPANDED: [&str; 5] = ["command", "args", "env", "url", "headers"];
+
+/// One entry as Claude Code reads it: expanded, then its transport normalized; the variables
+/// it uses that are not set (left as written, as Claude Code does) are added to `unset`.
+fn entry(
+    ctx: &Context<'_>,
+    object: &Object,
+    unset: &mut Vec<String>,
+) -> Result<(Object, Object), String> {
+    let written = transport(object.clone(), BareUrl::Error)?;
+    let (expanded, missing) = ctx.expand_entry(Syntax::Claude, object, Some(&EXPANDED))?;
+    unset.extend(missing);
+    let used = transport(expanded, BareUrl::Error)?;
+    Ok((used, written))
+}
+
+/// The `mcpServers` object of `top` as one layer; an `mcpServers` that is not an object is an
+/// error.
+fn layer(
+    top: &Object,
+    source: LayerSource,
+    where_: &str,
+    ctx: &Context<'_>,
+    out: &mut ClientContent,
+) {
+    match top.get("mcpServers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            let mut notes = Vec::new();
+            let (used, written) = entries(map, where_, &mut out.entry_errors, |o| {
+                let mut unset = Vec::new();
+                let result = entry(ctx, o, &mut unset);
+                if !unset.is_empty() {
+                    notes.push(unset.join(", "));
+                }
+                result
+            });
+            out.entry_errors.extend(notes.into_iter().map(|vars| {
+                format!(
+                    "{where_}: missing environment variables {vars} — passed on as written, as \
+                     Claude Code does; set them before the session starts"
+                )
+            }));
+            out.layers.push((source, used, written));
+        }
+        Some(other) => out.entry_errors.push(format!(
+            "{where_} must be an object of server entries, found {} — no servers are loaded \
+             from it",
+            other.preview(60)
+        )),
+    }
+}
+
+/// The `.mcp.json` approval keys of a settings object (or of a project's entry in
+/// `~/.claude.json`, where older versions keep them).
+fn approvals(top: &Object, out: &mut ClientContent) {
+    out.approved_by_name
+        .extend(names(top.get("enabledMcpjsonServers")));
+    out.rejected
+        .extend(names(top.get("disabledMcpjsonServers")));
+    out.approve_all |= top.get("enableAllProjectMcpServers") == Some(&Value::Bool(true));
+}
+
+/// `~/.claude.json`: user-scope `mcpServers`, and this project's local scope.
+pub(super) fn state(top: &Object, ctx: &Context<'_>) -> ClientContent {
+    let mut out = ClientContent::default();
+    layer(
+        top,
+        LayerSource::User,
+        "mcpServers (user scope)",
+        ctx,
+        &mut out,
+    );
+    let project = top
+        .get("projects")
+        .and_then(Value::as_object)
+        .and_then(|projects| {
+            // Claude Code's key is the git root (else the real path of its directory).
+            ctx.git_root
+                .into_iter()
+                .chain([ctx.project, ctx.project_given])
+                .find_map(|dir| projects.get(&dir.to_string_lossy()))
+        })
+        .and_then(Value::as_object);
+    if let Some(project) = project {
+        // The local scope: private to this user, above the project's .mcp.json, not gated.
+        layer(
+            project,
+            LayerSource::Session,
+            "mcpServers of this project (local scope)",
+            ctx,
+            &mut out,
+        );
+        approvals(project, &mut out);
+    }
+    out
+}
+
+/// The project's `.mcp.json`.
+pub(super) fn mcp_json(top: &Object, scope: LayerSource, ctx: &Context<'_>) -> ClientContent {
+    let mut out = ClientContent::default();
+    if !matches!(top.get("mcpServers"), Some(Value::Object(_))) {
+        out.entry_errors.push(
+            "no \"mcpServers\" object — write {\"mcpServers\": {\"name\": {…}}}; no servers \
+             are loaded from it"
+                .into(),
+        );
+    }
+    layer(top, scope, "mcpServers", ctx, &mut out);
+    out
+}
+
+/// `managed-mcp.json`: the administrator's servers, and the only ones while it exists.
+pub(super) fn managed(top: &Object, ctx: &Context<'_>) -> ClientContent {
+    let mut out = ClientContent {
+        exclusive: true,
+        ..ClientContent::default()
+    };
+    layer(top, LayerSource::System, "mcpServers", ctx, &mut out);
+    out
+}
+
+/// A settings file: approvals of `.mcp.json` servers, and the policy lists (Claude Code
+/// merges them over every settings file; the managed file may keep the allow list to itself).
+pub(super) fn settings(top: &Object, managed: bool) -> ClientContent {
+    let mut out = ClientContent::default();
+    approvals(top, &mut out);
+    out.policy = policy_of(top, &mut out.entry_errors);
+    out.managed_allow_only =
+        managed && top.get("allowManagedMcpServersOnly") == Some(&Value::Bool(true));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::*;
+
+    fn object(text: &str) -> Object {
+        match mcp_reconcile_kernel::json::parse(text).expect("json") {
+            Value::Object(o) => o,
+            _ => panic!("object"),
+        }
+    }
+
+    fn ctx(vars: &BTreeMap<String, String>) -> Context<'_> {
+        Context {
+            vars,
+            home: Some(Path::new("/home/u")),
+            project: Path::new("/real/proj"),
+            project_given: Path::new("/link/proj"),
+            git_root: None,
+        }
+    }
+
+    #[test]
+    fn the_state_file_gives_the_user_scope_and_this_projects_local_scope() {
+        let vars = BTreeMap::from([("TOKEN".to_owned(), "t".to_owned())]);
+        let top = object(
+            r#"{"mcpServers":{"u":{"type":"stdio","command":"u"}},
+                "projects":{
+                  "/other":{"mcpServers":{"x":{"command":"x"}}},
+                  "/link/proj":{"mcpServers":{"l":{"type":"http","url":"https://h/${TOKEN}"}},
+                                "disabledMcpjsonServers":["bad"],
+                                "enabledMcpjsonServers":["good"]}}}"#,
+        );
+        let content = state(&top, &ctx(&vars));
+        let kinds: Vec<(LayerSource, Vec<&String>)> = content
+            .layers
+            .iter()
+            .map(|(k, s, _)| (*k, s.keys().collect()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (LayerSource::User, vec![&"u".to_owned()]),
+                (LayerSource::Session, vec![&"l".to_owned()])
+            ]
+        );
+        let local = &content.layers[1];
+        assert_eq!(
+            local.1.get("l").and_then(|c| c.str_field("httpUrl")),
+            Some("https://h/t")
+        );
+        assert_eq!(
+            local.2.get("l").and_then(|c| c.str_field("httpUrl")),
+            Some("https://h/${TOKEN}"),
+            "as written for the review"
+        );
+        assert_eq!(content.rejected, ["bad"]);
+        assert_eq!(content.approved_by_name, ["good"]);
+    }
+
+    #[test]
+    fn a_bad_entry_is_named_and_the_rest_load() {
+        let vars = BTreeMap::new();
+        let top = object(
+            r#"{"mcpServers":{"remote":{"url":"https://x"},"env":{"command":"${MISSING}"},
+                "ok":{"command":"ok","env":{"A":"${MISSING:-d}"}},"n":3}}"#,
+        );
+        let content = mcp_json(&top, LayerSource::Project, &ctx(&vars));
+        assert_eq!(
+            content.layers[0].1.keys().collect::<Vec<_>>(),
+            ["env", "ok"]
+        );
+        assert_eq!(
+            content.layers[0]
+                .1
+                .get("env")
+                .and_then(|c| c.str_field("command")),
+            Some("${MISSING}"),
+            "an unset variable stays as written"
+        );
+        assert_eq!(content.entry_errors.len(), 3, "{:?}", content.entry_errors);
+        assert!(content.entry_errors[0].contains("\"remote\""));
+        assert!(content.entry_errors[2].contains("MISSING"));
+    }
+
+    #[test]
+    fn settings_carry_approvals_and_policy() {
+        let top = object(
+            r#"{"deniedMcpServers":[{"serverName":"x"}],"disabledMcpjsonServers":["p"],
+                "allowManagedMcpServersOnly":true}"#,
+        );
+        let user = settings(&top, false);
+        assert_eq!(user.rejected, ["p"]);
+        assert!(!user.managed_allow_only, "only the managed file may say so");
+        let policy = user.policy.expect("policy");
+        assert_eq!(policy.denied.len(), 1);
+        assert!(policy.allowed.is_none());
+        assert!(settings(&top, true).managed_allow_only);
+        let broken = settings(
+            &object(r#"{"allowedMcpServers":[{"serverName":1}]}"#),
+            false,
+        );
+        assert_eq!(
+            broken.policy.and_then(|p| p.allowed),
+            Some(Vec::new()),
+            "an invalid allow list admits nothing"
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! Codex's `config.toml`: `[mcp_servers.NAME]` tables, and which projects the user trusts.
+
+use mcp_reconcile_kernel::{LayerSource, Object, Value};
+
+use super::expand::Context;
+use super::normalize::entries;
+use super::ClientContent;
+
+/// The comment `install codex` puts after the `enabled = false` it writes on every server the
+/// gateway reaches: Codex leaves the server to the gateway, and this layout still runs it.
+pub const CODEX_MARK: &str = "mcp-reconcile: reached through the gateway";
+
+/// The servers whose `enabled = false` carries [`CODEX_MARK`].
+fn marked_off(text: &str) -> Vec<String> {
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return Vec::new();
+    };
+    let Some(servers) = doc
+        .get("mcp_servers")
+        .and_then(toml_edit::Item::as_table_like)
+    else {
+        return Vec::new();
+    };
+    servers
+        .iter()
+        .filter(|(_, item)| {
+            item.as_table_like()
+                .and_then(|t| t.get("enabled"))
+                .and_then(toml_edit::Item::as_value)
+                .and_then(|v| v.decor().suffix())
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.contains(CODEX_MARK))
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// TOML as JSON: integers become doubles (SPEC §2), dates their text.
+fn json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::String(s.clone()),
+        #[allow(clippy::cast_precision_loss)]
+        toml::Value::Integer(i) => Value::Number(*i as f64),
+        toml::Value::Float(f) => Value::Number(*f),
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.iter().map(json).collect()),
+        toml::Value::Table(table) => {
+            Value::Object(table.iter().map(|(k, v)| (k.clone(), json(v))).collect())
+        }
+    }
+}
+
+/// One server table in this host's spelling: `url` is streamable HTTP (`httpUrl`), the bearer
+/// token and header variables (`bearer_token_env_var`, `env_http_headers`) are read from the
+/// session's environment into `headers` with `http_headers`, `enabled_tools` /
+/// `disabled_tools` become `includeTools` / `excludeTools`, `enabled` is the layout's to
+/// decide; every other field (`env_vars`, `startup_timeout_sec`, `required`, and the ones
+/// Codex adds) stays as written and counts for identity — Codex 0.171 accepts unknown fields.
+fn entry(ctx: &Context<'_>, table: &Object) -> Result<(Object, Object), String> {
+    if table.contains_key("command") && table.contains_key("url") {
+        return Err(
+            "it has both \"command\" and \"url\" (Codex refuses the whole file then) \
+                    — keep one"
+                .into(),
+        );
+    }
+    let mut written = table.clone();
+    if let Some(url) = written.remove("url") {
+        written.insert("httpUrl".into(), url);
+    }
+    let mut used = written.clone();
+    let var = |name: &str| ctx.vars.get(name).filter(|v| !v.is_empty()).cloned();
+    let mut headers = match used.remove("http_headers") {
+        Some(Value::Object(h)) => h,
+        None => Object::new(),
+        Some(other) => {
+            return Err(format!(
+                "its \"http_headers\" must be a table, found {}",
+                other.preview(40)
+            ))
+        }
+    };
+    if let Some(Value::Object(from_env)) = used.remove("env_http_headers") {
+        for (header, name) in &from_env {
+            if let Some(value) = name.as_str().and_then(var) {
+                headers.insert(header.clone(), Value::String(value));
+            }
+        }
+    }
+    if let Some(name) = used.remove("bearer_token_env_var") {
+        let Some(name) = name.as_str() else {
+            return Err("its \"bearer_token_env_var\" must be a variable name".into());
+        };
+        let Some(token) = var(name) else {
+            return Err(format!(
+                "its \"bearer_token_env_var\" names {name}, which is not set — set it before \
+                 the session starts"
+            ));
+        };
+        headers.insert(
+            "Authorization".into(),
+            Value::String(format!("Bearer {token}")),
+        );
+    }
+    if !headers.is_empty() {
+        used.insert("headers".into(), Value::Object(headers));
+    }
+    for (from, to) in [
+        ("enabled_tools", "includeTools"),
+        ("disabled_tools", "excludeTools"),
+    ] {
+        if let Some(list) = used.remove(from) {
+            used.insert(to.into(), list);
+        }
+    }
+    used.remove("enabled");
+    Ok((used, written))
+}
+
+/// A `config.toml`: its servers as a layer of kind `scope`, those switched off with
+/// `enabled = false`, and whether it trusts the project (`[projects."<root>"] trust_level`).
+pub(super) fn parse(
+    text: &str,
+    scope: LayerSource,
+    ctx: &Context<'_>,
+) -> Result<ClientContent, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let message = e.message().to_owned();
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("not valid TOML (line {line}): {message}")
+            }
+            None => format!("not valid TOML: {message}"),
+        }
+    })?;
+    let Value::Object(top) = json(&toml::Value::Table(table)) else {
+        unreachable!("a table is an object")
+    };
+    let mut out = ClientContent::default();
+    match top.get("mcp_servers") {
+        None => {}
+        Some(Value::Object(map)) => {
+            let left_to_the_gateway = marked_off(text);
+            out.disabled = map
+                .iter()
+                .filter(|(_, t)| {
+                    t.as_object().and_then(|t| t.get("enabled")) == Some(&Value::Bool(false))
+                })
+                .map(|(name, _)| name.clone())
+                .filter(|name| !left_to_the_gateway.contains(name))
+                .collect();
+            let (used, written) = entries(map, "[mcp_servers]", &mut out.entry_errors, |t| {
+                entry(ctx, t)
+            });
+            out.layers.push((scope, used, written));
+        }
+        Some(_) => out
+            .entry_errors
+            .push("mcp_servers must be a table of server tables — no servers are loaded".into()),
+    }
+    let trusted = top
+        .get("projects")
+        .and_then(Value::as_object)
+        .and_then(|projects| {
+            [ctx.project, ctx.project_given]
+                .iter()
+                .find_map(|dir| projects.get(&dir.to_string_lossy()))
+        })
+        .and_then(Value::as_object)
+        .and_then(|p| p.get("trust_level"))
+        .and_then(Value::as_str)
+        == Some("trusted");
+    out.trusts_project = trusted;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn server_tables_map_onto_this_hosts_fields() {
+        let vars = BTreeMap::from([
+            ("GH_TOKEN".to_owned(), "secret".to_owned()),
+            ("TENANT".to_owned(), "acme".to_owned()),
+        ]);
+        let ctx = Context {
+            vars: &vars,
+            home: None,
+            project: Path::new("/p"),
+            project_given: Path::new("/p"),
+            git_root: None,
+        };
+        let text = r#"
+            [mcp_servers.fs]
+            command = "npx"
+            args = ["-y", "server-fs"]
+            startup_timeout_sec = 20
+            enabled_tools = ["read"]
+
+            [mcp_servers.gh]
+            url = "https://api.example.com/mcp"
+            bearer_token_env_var = "GH_TOKEN"
+            env_http_headers = { "X-Tenant" = "TENANT", "X-None" = "UNSET" }
+
+            [mcp_servers.off]
+            command = "off"
+            enabled = false
+
+            [mcp_servers.both]
+            command = "x"
+            url = "https://x/mcp"
+
+            [projects."/p"]
+            trust_level = "trusted"
+        "#;
+        let content = parse(text, LayerSource::User, &ctx).expect("toml");
+        let (_, used, written) = &content.layers[0];
+        assert_eq!(used.keys().collect::<Vec<_>>(), ["fs", "gh", "off"]);
+        assert_eq!(
+            Value::Object(used.get("fs").expect("fs").object().clone()).to_json(),
+            r#"{"command":"npx","args":["-y","server-fs"],"startup_timeout_sec":20,"includeTools":["read"]}"#
+        );
+        assert_eq!(
+            Value::Object(used.get("gh").expect("gh").object().clone()).to_json(),
+            r#"{"httpUrl":"https://api.example.com/mcp","headers":{"X-Tenant":"acme","Authorization":"Bearer secret"}}"#
+        );
+        assert!(
+            !Value::Object(written.get("gh").expect("gh").object().clone())
+                .to_json()
+                .contains("secret"),
+            "the review shows the variable's name, not the token"
+        );
+        assert_eq!(content.disabled, ["off"]);
+        assert!(content.entry_errors[0].contains("\"both\""));
+        assert!(content.trusts_project);
+    }
+
+    #[test]
+    fn invalid_toml_names_the_line() {
+        let vars = BTreeMap::new();
+        let ctx = Context {
+            vars: &vars,
+            home: None,
+            project: Path::new("/p"),
+            project_given: Path::new("/p"),
+            git_root: None,
+        };
+        let err =
+            parse("[mcp_servers.a]\ncommand = \n", LayerSource::User, &ctx).expect_err("an error");
+        assert!(err.contains("line 2"), "{err}");
+    }
+}

@@ -1,0 +1,357 @@
+//! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code / Copilot and
+//! Codex. (Gemini CLI and qwen-code use the settings-file schema this host reads natively, so
+//! their layouts only change paths: see `paths`.)
+//!
+//! Each file is a [`ClientFile`]: read like every input (bounded, never blocking, regular
+//! files only, last good content kept, a vanished file held for the grace period) and parsed
+//! in its client's [`Format`] into [`ClientContent`]: the server layers it feeds, with the
+//! client's field spellings normalized to this host's transport keys and its variable syntax
+//! expanded as that client expands it (before the approval hash, SPEC §3), the entries as
+//! written (what a review shows), and what the file says about admission: the client's
+//! policy rules, its rejections of project entries, its by-name approvals (shown, never
+//! trusted), per-server switches, and whether the file is exclusive.
+//!
+//! Parts: `expand` (each client's variable syntax), `normalize` (transport spellings),
+//! `claude`, `editors` (Cursor, VS Code, Copilot CLI), `codex` (TOML).
+
+mod claude;
+mod codex;
+mod editors;
+mod expand;
+mod layouts;
+mod normalize;
+
+use std::path::PathBuf;
+
+use mcp_reconcile_kernel::policy::{parse_rules, Policy, PolicyRule};
+use mcp_reconcile_kernel::reload::FileSource;
+use mcp_reconcile_kernel::{LayerSource, Servers, Value};
+
+pub use codex::CODEX_MARK;
+pub(super) use expand::{git_root, Context};
+pub(super) use layouts::client_files;
+
+use super::files::{file_errors, kept_note, read_text, Missing};
+use super::InputError;
+
+/// How a client file is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Format {
+    /// Claude Code's `~/.claude.json`: user-scope `mcpServers`, and the local scope of this
+    /// project under `projects["<root>"]` (with its `.mcp.json` approvals).
+    ClaudeState,
+    /// A `.mcp.json` as Claude Code reads it (`${VAR}`, `${VAR:-default}`).
+    ClaudeMcpJson,
+    /// Claude Code's `managed-mcp.json`: the administrator's servers, exclusive when present.
+    ClaudeManaged,
+    /// A Claude Code settings file: `.mcp.json` approvals and rejections, and the policy
+    /// lists (merged across every settings file, as Claude Code merges them).
+    ClaudeSettings {
+        /// The administrator's file: its `allowManagedMcpServersOnly` makes its allow list the
+        /// only one.
+        managed: bool,
+    },
+    /// Cursor's `mcp.json` (`mcpServers`; `${env:NAME}`, `${userHome}`, `${workspaceFolder}`).
+    Cursor,
+    /// VS Code's `mcp.json` (`servers`, `inputs`; `${input:id}` cannot be answered here).
+    Vscode,
+    /// Copilot CLI's `mcp-config.json` (`mcpServers`; `type` `local` | `stdio` | `http` |
+    /// `sse`).
+    Copilot,
+    /// Codex's `config.toml` (`[mcp_servers.NAME]`).
+    Codex,
+}
+
+/// What a client file says, parsed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ClientContent {
+    /// The server layers it feeds: kind, entries as used, entries as written.
+    pub(super) layers: Vec<(LayerSource, Servers, Servers)>,
+    /// Problems with single entries or keys; the rest of the file is used.
+    pub(super) entry_errors: Vec<String>,
+    /// The client's allow and deny rules from this file.
+    pub(super) policy: Option<Policy>,
+    /// The administrator's file says only its allow list counts.
+    pub(super) managed_allow_only: bool,
+    /// Project entries the client's own files reject (honoured: they stay off).
+    pub(super) rejected: Vec<String>,
+    /// Project entries the client approved by name only (shown; never approves here).
+    pub(super) approved_by_name: Vec<String>,
+    /// The client approves every project entry by name (shown; never approves here).
+    pub(super) approve_all: bool,
+    /// Servers the file turns off by a switch of their own (Codex's `enabled = false`).
+    pub(super) disabled: Vec<String>,
+    /// When present, the file is the only source of servers (Claude's managed file).
+    pub(super) exclusive: bool,
+    /// The file trusts this project (Codex: `[projects."<root>"] trust_level = "trusted"`),
+    /// which lets the project's own file of that client be read.
+    pub(super) trusts_project: bool,
+}
+
+/// One client file and what was last loaded from it.
+#[derive(Debug)]
+pub(super) struct ClientFile {
+    pub(super) format: Format,
+    /// The layer kind of its servers (the user's, the project's, the administrator's).
+    pub(super) scope: LayerSource,
+    pub(super) path: PathBuf,
+    pub(super) loaded: bool,
+    pub(super) good: Option<ClientContent>,
+    pub(super) error: Option<String>,
+    pub(super) missing: Missing,
+    /// Read only while another file of the layout trusts the project (Codex's project file).
+    pub(super) needs_trust: bool,
+}
+
+impl ClientFile {
+    pub(super) fn new(format: Format, scope: LayerSource, path: PathBuf) -> Self {
+        ClientFile {
+            format,
+            scope,
+            path,
+            loaded: false,
+            good: None,
+            error: None,
+            missing: Missing::No,
+            needs_trust: false,
+        }
+    }
+
+    /// The source its changes are reported as (named by its path).
+    pub(super) fn source(&self) -> FileSource {
+        FileSource::Settings(self.path.to_string_lossy().into_owned())
+    }
+
+    /// Whether the file is project-controlled (its entries and lists come from the repository).
+    fn project_controlled(&self) -> bool {
+        matches!(self.scope, LayerSource::Project | LayerSource::Workspace)
+    }
+
+    pub(super) fn reload(&mut self, ctx: &Context<'_>) {
+        self.loaded = true;
+        // A file of the user or the administrator starts servers without approval: one that
+        // another user can write is not read (its last good content stays).
+        if !self.project_controlled() {
+            if let Some(why) = crate::private::foreign_writer(&self.path) {
+                self.error = Some(format!("{why}; {}", kept_note(self.good.is_some())));
+                return;
+            }
+        }
+        let text = match read_text(&self.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                let had = self
+                    .good
+                    .as_ref()
+                    .is_some_and(|g| g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive);
+                if had && self.missing != Missing::Expired {
+                    self.missing = Missing::Held;
+                    self.error = Some(super::files::held_note());
+                } else {
+                    self.good = Some(ClientContent::default());
+                    self.error = None;
+                }
+                return;
+            }
+            Err(e) => {
+                self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
+                return;
+            }
+        };
+        self.missing = Missing::No;
+        match self.parse(&text, ctx) {
+            Ok(content) => {
+                self.good = Some(content);
+                self.error = None;
+            }
+            Err(message) => {
+                self.error = Some(format!(
+                    "{message} — fix the file; {}",
+                    kept_note(self.good.is_some())
+                ));
+            }
+        }
+    }
+
+    fn parse(&self, text: &str, ctx: &Context<'_>) -> Result<ClientContent, String> {
+        match self.format {
+            Format::Codex => codex::parse(text, self.scope, ctx),
+            format => {
+                let value = super::files::parse_or_explain(text, self.good.is_some())
+                    .map_err(|e| e.split(" — ").next().unwrap_or_default().to_owned())?;
+                let Value::Object(top) = value else {
+                    return Err(format!(
+                        "must be a JSON object, found {}",
+                        value.preview(60)
+                    ));
+                };
+                Ok(match format {
+                    Format::ClaudeState => claude::state(&top, ctx),
+                    Format::ClaudeMcpJson => claude::mcp_json(&top, self.scope, ctx),
+                    Format::ClaudeManaged => claude::managed(&top, ctx),
+                    Format::ClaudeSettings { managed } => claude::settings(&top, managed),
+                    Format::Cursor => editors::cursor(&top, self.scope, ctx),
+                    Format::Vscode => editors::vscode(&top, self.scope, ctx),
+                    Format::Copilot => editors::copilot(&top, self.scope, ctx),
+                    Format::Codex => unreachable!("handled above"),
+                })
+            }
+        }
+    }
+
+    /// Gives up on a held missing file: from now on it reads as empty. The servers it held.
+    pub(super) fn expire_missing(&mut self) -> Option<Vec<String>> {
+        if self.missing != Missing::Held {
+            return None;
+        }
+        self.missing = Missing::Expired;
+        self.error = None;
+        let held = self.good.replace(ClientContent::default());
+        Some(
+            held.into_iter()
+                .flat_map(|g| g.layers)
+                .flat_map(|(_, servers, _)| servers.keys().cloned().collect::<Vec<_>>())
+                .collect(),
+        )
+    }
+
+    /// The content in use: the last good one, or nothing.
+    pub(super) fn content(&self) -> ClientContent {
+        self.good.clone().unwrap_or_default()
+    }
+
+    pub(super) fn errors(&self) -> Vec<InputError> {
+        let entry_errors = self.good.iter().flat_map(|g| g.entry_errors.iter());
+        file_errors(&self.path, self.error.as_ref(), entry_errors)
+    }
+
+    /// Whether the file's text parses in its format now (settle detection).
+    pub(super) fn complete(&self) -> bool {
+        matches!(read_text(&self.path), Ok(Some(text)) if !text.trim().is_empty() && match self.format {
+            Format::Codex => text.parse::<toml::Table>().is_ok(),
+            _ => mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok(),
+        })
+    }
+}
+
+/// The policy lists of a settings object: `allowedMcpServers` / `deniedMcpServers` (an entry
+/// that is not a rule is reported and left out).
+pub(super) fn policy_of(
+    top: &mcp_reconcile_kernel::Object,
+    errors: &mut Vec<String>,
+) -> Option<Policy> {
+    let mut rules = |key: &str| -> Option<Vec<PolicyRule>> {
+        let value = top.get(key)?;
+        if value.is_null() {
+            return None;
+        }
+        let (rules, problems) = parse_rules(value);
+        errors.extend(problems.into_iter().map(|p| format!("{key}: {p}")));
+        Some(rules)
+    };
+    let allowed = rules("allowedMcpServers");
+    let denied = rules("deniedMcpServers");
+    (allowed.is_some() || denied.is_some()).then(|| Policy {
+        allowed,
+        denied: denied.unwrap_or_default(),
+    })
+}
+
+/// The string items of an array field (others ignored).
+pub(super) fn names(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What a layout's client files say together: the files whose servers count (a present
+/// exclusive file leaves out the others' servers; a file that needs the project's trust
+/// counts only while another file trusts it), and their admission lists.
+#[derive(Debug, Default)]
+pub(super) struct Admission {
+    /// The files whose servers count, with their content.
+    pub(super) read: Vec<(PathBuf, ClientContent)>,
+    /// The client's policy, merged over its files: deny lists concatenated; allow lists
+    /// concatenated (only the administrator's when it says so), not set when no file sets one.
+    pub(super) policy: Option<Policy>,
+    /// Servers switched off by their own entry.
+    pub(super) disabled: Vec<String>,
+    /// Project entries the client rejects.
+    pub(super) rejected: Vec<String>,
+    /// Project entries the client approved by name only.
+    pub(super) approved_by_name: Vec<String>,
+    /// The client approves every project entry by name.
+    pub(super) approve_all: bool,
+}
+
+impl Admission {
+    pub(super) fn of(files: &[ClientFile], errors: &mut Vec<InputError>) -> Self {
+        let contents: Vec<(&ClientFile, ClientContent)> =
+            files.iter().map(|f| (f, f.content())).collect();
+        let exclusive = contents
+            .iter()
+            .find(|(_, c)| c.exclusive)
+            .map(|(f, _)| f.path.clone());
+        let trusted = contents.iter().any(|(_, c)| c.trusts_project);
+        let mut out = Admission::default();
+        let managed_only = contents
+            .iter()
+            .any(|(f, c)| c.managed_allow_only && f.scope == LayerSource::System);
+        for (file, content) in &contents {
+            let Some(policy) = &content.policy else {
+                continue;
+            };
+            let merged = out.policy.get_or_insert_with(Policy::default);
+            merged.denied.extend(policy.denied.iter().cloned());
+            let counts = !managed_only || file.scope == LayerSource::System;
+            if let Some(allowed) = policy.allowed.as_ref().filter(|_| counts) {
+                merged
+                    .allowed
+                    .get_or_insert_with(Vec::new)
+                    .extend(allowed.iter().cloned());
+            }
+        }
+        for (file, content) in contents {
+            errors.extend(file.errors());
+            let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
+            if file.needs_trust && !trusted {
+                if has_servers {
+                    errors.push(InputError {
+                        file: file.path.clone(),
+                        message: "not read: the client does not trust this project (mark it \
+                                  trusted in the client first, e.g. Codex's [projects] \
+                                  trust_level = \"trusted\")"
+                            .into(),
+                    });
+                }
+                continue;
+            }
+            if let Some(only) = exclusive
+                .as_ref()
+                .filter(|_| !content.exclusive && has_servers)
+            {
+                errors.push(InputError {
+                    file: file.path.clone(),
+                    message: format!(
+                        "its servers are not used: {} is present, and the client then uses \
+                         only that file's servers",
+                        only.display()
+                    ),
+                });
+                continue;
+            }
+            out.disabled.extend(content.disabled.iter().cloned());
+            out.rejected.extend(content.rejected.iter().cloned());
+            out.approved_by_name
+                .extend(content.approved_by_name.iter().cloned());
+            out.approve_all |= content.approve_all;
+            out.read.push((file.path.clone(), content));
+        }
+        out
+    }
+}

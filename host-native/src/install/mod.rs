@@ -1,0 +1,316 @@
+//! `mcp-reconcile install CLIENT` / `uninstall CLIENT`: puts `serve` in front of a client's
+//! servers in one command, and takes it out again.
+//!
+//! What install does, per client (the details and their sources: docs/CLIENTS.md):
+//! * it adds one server, `reconcile`, to the client's user-scope file: this binary's
+//!   `serve --layout CLIENT --tool-names short`, marked with
+//!   [`INSTALLED_MARK`](crate::inputs::INSTALLED_MARK) so the layout knows it for the gateway
+//!   and never reads it as a server;
+//! * it makes the client start only that server, with the client's own switch: Claude Code's
+//!   `allowedMcpServers` (user settings), Gemini CLI's and qwen-code's `mcp.allowed`, Codex's
+//!   per-server `enabled = false` (marked, so the layout still runs those servers);
+//! * the user's servers stay where the client's own `mcp add` writes them; `serve` reads them
+//!   there live (`--layout CLIENT`).
+//!
+//! Every file is changed only where install changes it ([`jsonc`], `toml_edit`); the original
+//! bytes are kept in a private directory with a record of what was written. `uninstall` puts
+//! back the original bytes when the file is as install left it, and otherwise takes out only
+//! what install added. Running install twice changes nothing the second time.
+
+mod codex;
+pub mod jsonc;
+mod record;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Value};
+
+use crate::inputs::{read_text, HostEnv, INSTALLED_MARK};
+pub use record::Record;
+
+/// The name of the gateway's entry in the client's files.
+pub const GATEWAY: &str = "reconcile";
+
+/// A client install knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// Claude Code.
+    Claude,
+    /// Gemini CLI.
+    Gemini,
+    /// qwen-code.
+    Qwen,
+    /// Codex.
+    Codex,
+}
+
+impl Client {
+    /// Its name on the command line (and its layout's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Client::Claude => "claude",
+            Client::Gemini => "gemini",
+            Client::Qwen => "qwen",
+            Client::Codex => "codex",
+        }
+    }
+}
+
+/// One file install or uninstall changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text now (`None`: it does not exist).
+    pub before: Option<String>,
+    /// Its text after the change (`None`: it is removed, as it did not exist before install).
+    pub after: Option<String>,
+}
+
+impl Change {
+    /// Whether the change changes anything.
+    pub fn changes(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// The gateway's entry for `client`, running `exe`.
+/// `env` is the installing process's: a `CODEX_HOME` there goes into Codex's entry, since Codex
+/// passes its servers only a short list of variables.
+pub fn gateway_entry(client: Client, exe: &Path, env: &HostEnv) -> Value {
+    let mut entry = json!({
+        "command": exe.to_string_lossy(),
+        "args": ["serve", "--layout", client.as_str(), "--tool-names", "short"],
+        "env": { INSTALLED_MARK: client.as_str() },
+    });
+    if client == Client::Codex {
+        if let Some(home) = env.vars.get("CODEX_HOME").filter(|h| !h.is_empty()) {
+            entry["env"]["CODEX_HOME"] = json!(home);
+        }
+    }
+    if client == Client::Claude {
+        // What `claude mcp add` writes for a stdio server.
+        entry["type"] = json!("stdio");
+    }
+    entry
+}
+
+/// The client's files install edits.
+fn files(client: Client, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
+    let home = || {
+        env.home
+            .clone()
+            .context("cannot find your home directory: set HOME")
+    };
+    let var = |name: &str| {
+        env.vars
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    Ok(match client {
+        Client::Claude => match var("CLAUDE_CONFIG_DIR") {
+            Some(dir) => vec![dir.join(".claude.json"), dir.join("settings.json")],
+            None => vec![
+                home()?.join(".claude.json"),
+                home()?.join(".claude/settings.json"),
+            ],
+        },
+        Client::Gemini => vec![match var("GEMINI_CLI_HOME") {
+            Some(dir) => dir.join(".gemini/settings.json"),
+            None => home()?.join(".gemini/settings.json"),
+        }],
+        Client::Qwen => vec![match var("QWEN_HOME") {
+            Some(dir) => dir.join("settings.json"),
+            None => home()?.join(".qwen/settings.json"),
+        }],
+        Client::Codex => vec![match var("CODEX_HOME") {
+            Some(dir) => dir.join("config.toml"),
+            None => home()?.join(".codex/config.toml"),
+        }],
+    })
+}
+
+fn read(path: &Path) -> anyhow::Result<Option<String>> {
+    read_text(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// What `install client` would change.
+///
+/// # Errors
+/// A file cannot be read or is not valid in its format, or the client already limits its
+/// servers in a way install would have to override (the message says what to do).
+pub fn install(client: Client, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<Change>> {
+    let entry = gateway_entry(client, exe, env);
+    let mut changes = Vec::new();
+    for (i, path) in files(client, env)?.into_iter().enumerate() {
+        let before = read(&path)?;
+        let text = before.clone().unwrap_or_default();
+        let after = match (client, i) {
+            (Client::Codex, _) => codex::install(&text, &entry)?,
+            (Client::Claude, 1) => {
+                let only = json!([{ "serverName": GATEWAY }]);
+                refuse_other_list(&text, &path, &[], "allowedMcpServers", &only)?;
+                jsonc::set(&text, &[], "allowedMcpServers", &only)?
+            }
+            (_, _) => {
+                let with_entry = jsonc::set(&text, &["mcpServers"], GATEWAY, &entry)?;
+                if client == Client::Claude {
+                    with_entry
+                } else {
+                    let only = json!([GATEWAY]);
+                    refuse_other_list(&text, &path, &["mcp"], "allowed", &only)?;
+                    jsonc::set(&with_entry, &["mcp"], "allowed", &only)?
+                }
+            }
+        };
+        changes.push(Change {
+            path,
+            before,
+            after: Some(after),
+        });
+    }
+    Ok(changes)
+}
+
+/// Refuses when the client already keeps a list at `key` other than `only`: install would
+/// have to replace the user's own admission list.
+fn refuse_other_list(
+    text: &str,
+    path: &Path,
+    at: &[&str],
+    key: &str,
+    only: &Value,
+) -> anyhow::Result<()> {
+    match jsonc::get(text, at, key) {
+        Some(list) if &list != only => bail!(
+            "{} already has {}{key} — install would replace your own list; move those names \
+             (or use mcp.excluded / deniedMcpServers, which mcp-reconcile honours too) and run \
+             install again",
+            path.display(),
+            at.iter().map(|p| format!("{p}.")).collect::<String>()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// What `uninstall client` would change, from its install `record` and the files as they are:
+/// a file as install left it gets its original bytes back; one changed since loses only what
+/// install added.
+///
+/// # Errors
+/// A file cannot be read or is no longer valid in its format.
+pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
+    let mut changes = Vec::new();
+    for file in &record.files {
+        let before = read(&file.path)?;
+        let after = if before.as_deref().map(record::digest) == Some(file.installed.clone()) {
+            record.original(file)?
+        } else {
+            let text = before.clone().unwrap_or_default();
+            Some(match client {
+                Client::Codex => codex::uninstall(&text)?,
+                _ => {
+                    let mut text = jsonc::remove(&text, &["mcpServers"], GATEWAY)?;
+                    if jsonc::get(&text, &[], "allowedMcpServers")
+                        == Some(json!([{ "serverName": GATEWAY }]))
+                    {
+                        text = jsonc::remove(&text, &[], "allowedMcpServers")?;
+                    }
+                    if jsonc::get(&text, &["mcp"], "allowed") == Some(json!([GATEWAY])) {
+                        text = jsonc::remove(&text, &["mcp"], "allowed")?;
+                    }
+                    text
+                }
+            })
+        };
+        changes.push(Change {
+            path: file.path.clone(),
+            before,
+            after,
+        });
+    }
+    Ok(changes)
+}
+
+/// Writes `changes`: each file replaced atomically, keeping its mode (a new file is 0600), or
+/// removed.
+///
+/// # Errors
+/// A file cannot be written.
+pub fn apply(changes: &[Change]) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    for change in changes.iter().filter(|c| c.changes()) {
+        match &change.after {
+            Some(text) => {
+                let mode = std::fs::metadata(&change.path)
+                    .map(|m| m.permissions().mode() & 0o7777)
+                    .unwrap_or(0o600);
+                if let Some(dir) = change.path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                }
+                crate::approvals_store::write_atomic(&change.path, text.as_bytes())
+                    .with_context(|| format!("writing {}", change.path.display()))?;
+                std::fs::set_permissions(&change.path, std::fs::Permissions::from_mode(mode))?;
+            }
+            None => match std::fs::remove_file(&change.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing {}", change.path.display()))
+                }
+                _ => {}
+            },
+        }
+    }
+    Ok(())
+}
+
+/// What `change` does, for a person (`--dry-run`): the lines it takes out (`-`) and puts in
+/// (`+`), in the style of a unified diff without context — a client's file holds other
+/// servers' secrets, and no line install did not touch is shown. A string value under a key
+/// that names a credential is masked even there.
+pub fn diff(change: &Change) -> String {
+    let before = change.before.as_deref().unwrap_or("");
+    let after = change.after.as_deref().unwrap_or("");
+    let old: Vec<&str> = before.lines().collect();
+    let new: Vec<&str> = after.lines().collect();
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
+    let path = crate::display::safe(&change.path.display().to_string()).into_owned();
+    let mut out = format!("--- {path}\n+++ {path}\n@@ line {} @@\n", prefix + 1);
+    for line in &old[prefix..old_end] {
+        out.push_str(&format!("-{}\n", shown(line)));
+    }
+    for line in &new[prefix..new_end] {
+        out.push_str(&format!("+{}\n", shown(line)));
+    }
+    out
+}
+
+/// A line of a client's file as a terminal may show it: escaped, and a credential's value
+/// masked.
+fn shown(line: &str) -> String {
+    let masked = match line
+        .trim_start()
+        .strip_prefix('"')
+        .and_then(|l| l.split_once('"'))
+    {
+        Some((key, rest))
+            if crate::redact::is_secret_param(key)
+                && rest.trim_start().starts_with(':')
+                && rest.contains('"') =>
+        {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            format!("{indent}\"{key}\": \"****\"")
+        }
+        _ => line.to_owned(),
+    };
+    crate::display::safe(&masked).into_owned()
+}

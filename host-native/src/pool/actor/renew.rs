@@ -1,0 +1,60 @@
+//! A held connection started afresh with its config unchanged (dev mode: the sources of the
+//! program it runs changed).
+
+use std::sync::Arc;
+
+use mcp_reconcile_kernel::identity::ConnectionId;
+use mcp_reconcile_kernel::plan::Status;
+use mcp_reconcile_kernel::pool::Acquire;
+use mcp_reconcile_kernel::ServerConfig;
+
+use super::Actor;
+use crate::launch::Launch;
+
+impl Actor {
+    /// `session` asks for its connection `id` of `server` to be started afresh. The process
+    /// is replaced make before break ([`Supervisor::replace`](crate::supervisor::Supervisor)):
+    /// every session holding it is served by the old one until the new one is up, since they
+    /// all run the same program, whose sources changed for all of them. A start already
+    /// under way (another session asked first, for the same save) is left to finish. The
+    /// session's gating must still admit the server.
+    pub(super) fn renew(
+        &mut self,
+        session: &str,
+        server: &str,
+        id: &ConnectionId,
+        config: (ServerConfig, Option<Arc<Launch>>),
+    ) -> Acquire {
+        let now = self.now();
+        let Some(key) = self.held_key(session, id) else {
+            // Not held (any more): an ordinary acquire, through the gate.
+            let (outcome, key) = self.acquire(session, id, &config.0, now);
+            if let Some(key) = key.filter(|key| self.conns.get(key).is_none()) {
+                self.conns.start(key, server.to_owned(), config);
+            }
+            return outcome;
+        };
+        let gating = self
+            .sessions
+            .get(session)
+            .map(|s| s.gating.clone())
+            .unwrap_or_default();
+        if let Some(reason) = gating.denial(server, &config.0) {
+            return Acquire::Refused { reason };
+        }
+        match self.conns.get(&key).map(|entry| entry.health().status) {
+            Some(Status::Connecting) => {}
+            Some(_) => {
+                // The fix may be in the new sources: a crash loop starts over.
+                self.conns.forgive(&key);
+                self.conns.replace(key, server.to_owned(), config);
+            }
+            None => {
+                self.conns.start(key, server.to_owned(), config);
+            }
+        }
+        Acquire::Attach {
+            refcount: self.pool.refcount(id),
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! Other clients' own files, read live (SPEC §15): a real `watch --layout <client>` over files
+//! written in each client's format at its real default paths (under a temp `HOME`), with user,
+//! project and policy scopes; every kind of edit hot-applied; an approval round trip; the
+//! client's own rejection and policy honoured; an edit of an approved project entry asked
+//! about again.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{cli, fixture, pid_of, state_of, Group, PATIENCE};
+use serde_json::{json, Value};
+
+/// A temp machine: a home directory, a project, a stand-in for /etc, and this host's own
+/// state and approvals.
+struct Machine {
+    dir: tempfile::TempDir,
+    layout: &'static str,
+    /// The session's project directory, relative to `dir`.
+    project: &'static str,
+}
+
+impl Machine {
+    fn new(layout: &'static str) -> Self {
+        Machine::in_project(layout, "project")
+    }
+
+    fn in_project(layout: &'static str, project: &'static str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for sub in ["home", project, "etc"] {
+            fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        }
+        Machine {
+            dir,
+            layout,
+            project,
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.path("home")
+    }
+
+    fn project(&self) -> PathBuf {
+        self.path(self.project)
+    }
+
+    fn marker(&self, name: &str) -> PathBuf {
+        self.path(&format!("{name}.marker"))
+    }
+
+    /// A fixture server entry as JSON (`command` + `args`).
+    fn server(&self, name: &str, tools: &str) -> Value {
+        json!({
+            "command": fixture().to_string_lossy(),
+            "args": ["--name", name, "--tools", tools, "--marker", self.marker(name).to_string_lossy()],
+        })
+    }
+
+    fn write(&self, path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        let tmp = path.with_extension("tmp~");
+        fs::write(&tmp, text).expect("write");
+        fs::rename(&tmp, path).expect("rename");
+    }
+
+    fn write_json(&self, path: &Path, value: &Value) {
+        self.write(path, &serde_json::to_string_pretty(value).expect("json"));
+    }
+
+    /// The flags every command gets: the layout, the project, this host's own files, and the
+    /// administrator's files moved into the temp machine.
+    fn flags(&self) -> Vec<String> {
+        [
+            "--layout",
+            self.layout,
+            "--project",
+            &self.project().to_string_lossy(),
+            "--approvals",
+            &self.path("approvals.json").to_string_lossy(),
+            "--state-dir",
+            &self.path("state").to_string_lossy(),
+            "--system-settings",
+            &self.path("etc/managed-settings.json").to_string_lossy(),
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(cli());
+        command
+            .env("HOME", self.home())
+            .env("XDG_CONFIG_HOME", self.home().join(".config"))
+            .env("TEAM_TOKEN", "from-the-environment")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("GEMINI_CLI_HOME")
+            .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+            .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        self.command()
+            .args(args)
+            .args(self.flags())
+            .output()
+            .expect("cli runs")
+    }
+
+    fn watch(&self) -> Group {
+        let log = fs::File::create(self.path("watch.log")).expect("log");
+        let err = log.try_clone().expect("log");
+        let mut command = self.command();
+        command
+            .args([
+                "watch",
+                "--no-daemon",
+                "--no-prompt",
+                "--debounce-ms",
+                "150",
+            ])
+            .args(self.flags())
+            .stdout(log)
+            .stderr(err);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        Group::new(command.spawn().expect("watch starts"))
+    }
+
+    fn status(&self) -> Vec<Value> {
+        let out = self.run(&["status", "--json"]);
+        assert!(
+            out.status.success(),
+            "status failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout)
+            .expect("status JSON")
+            .as_array()
+            .cloned()
+            .expect("array")
+    }
+
+    /// Polls `status --json` until `pred` holds.
+    fn wait(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let start = std::time::Instant::now();
+        loop {
+            if self.path("state").exists() {
+                let out = self.run(&["status", "--json"]);
+                if out.status.success() {
+                    let status: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+                        .ok()
+                        .and_then(|v| v.as_array().cloned())
+                        .unwrap_or_default();
+                    if pred(&status) {
+                        return status;
+                    }
+                }
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; status: {:#?}\nlog:\n{}",
+                self.status(),
+                self.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(self.path("watch.log")).unwrap_or_default()
+    }
+
+    fn approve(&self, name: &str) {
+        let out = self.run(&["approve", name]);
+        assert!(
+            out.status.success(),
+            "approve failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn reason<'a>(status: &'a [Value], name: &str) -> &'a str {
+    status
+        .iter()
+        .find(|s| s["name"] == name)
+        .and_then(|s| s["reason"].as_str())
+        .unwrap_or("")
+}
+
+/// Claude Code: user and local scopes in `~/.claude.json`, the project's `.mcp.json` (its
+/// `${VAR:-default}` expanded), an approval round trip, a rejection in
+/// `.claude/settings.local.json` honoured, the administrator's deny list honoured, and an edit
+/// of an approved project entry asked about again.
+#[test]
+fn claude_codes_files_are_read_live() {
+    let m = Machine::new("claude");
+    let project = m.project().canonicalize().expect("project");
+    let state = m.home().join(".claude.json");
+    let write_state = |user: Value, local: Value| {
+        m.write_json(
+            &state,
+            &json!({
+                "numStartups": 3,
+                "mcpServers": user,
+                "projects": { project.to_string_lossy(): { "mcpServers": local, "allowedTools": [] } }
+            }),
+        );
+    };
+    let mut user = m.server("user1", "echo");
+    user["type"] = json!("stdio");
+    write_state(
+        json!({ "user1": user }),
+        json!({ "local1": m.server("local1", "echo") }),
+    );
+    let mut shared = m.server("shared", "echo");
+    shared["env"] = json!({ "TOKEN": "${TEAM_TOKEN}", "MODE": "${UNSET_MODE:-fast}" });
+    m.write_json(
+        &m.project().join(".mcp.json"),
+        &json!({ "mcpServers": { "shared": shared, "other": m.server("other", "echo") } }),
+    );
+
+    let _watch = m.watch();
+    let status = m.wait("user and local servers up, project ones pending", |s| {
+        state_of(s, "user1") == "connected"
+            && state_of(s, "local1") == "connected"
+            && reason(s, "shared") == "pending_approval"
+            && reason(s, "other") == "pending_approval"
+    });
+    let user_pid = pid_of(&status, "user1").expect("pid");
+
+    // Approval round trip: approved with its hash, it starts.
+    m.approve("shared");
+    let status = m.wait("shared approved and up", |s| {
+        state_of(s, "shared") == "connected"
+    });
+    let shared_pid = pid_of(&status, "shared").expect("pid");
+
+    // A rejection in Claude's own settings wins over this host's approval.
+    m.write_json(
+        &m.project().join(".claude/settings.local.json"),
+        &json!({ "disabledMcpjsonServers": ["shared"], "enabledMcpjsonServers": ["other"] }),
+    );
+    m.wait("shared rejected by Claude's settings", |s| {
+        reason(s, "shared") == "rejected" && reason(s, "other") == "pending_approval"
+    });
+    fs::remove_file(m.project().join(".claude/settings.local.json")).expect("rm");
+    let status = m.wait("shared back", |s| state_of(s, "shared") == "connected");
+    assert_eq!(
+        pid_of(&status, "user1"),
+        Some(user_pid),
+        "the user server was never touched"
+    );
+
+    // An edit of the approved project entry asks again (Claude itself would not).
+    let mut edited = m.server("shared", "echo,add");
+    edited["env"] = json!({ "TOKEN": "${TEAM_TOKEN}" });
+    m.write_json(
+        &m.project().join(".mcp.json"),
+        &json!({ "mcpServers": { "shared": edited, "other": m.server("other", "echo") } }),
+    );
+    m.wait("the edited project entry pending again", |s| {
+        reason(s, "shared") == "pending_approval"
+    });
+    assert!(
+        !common::alive(shared_pid),
+        "the old shared server was stopped when its entry changed"
+    );
+
+    // The local scope wins over the project's entry of the same name, whole, ungated.
+    write_state(
+        json!({ "user1": user }),
+        json!({ "local1": m.server("local1", "echo"), "shared": m.server("shared", "add") }),
+    );
+    m.wait("the local entry replaces the project one", |s| {
+        state_of(s, "shared") == "connected"
+    });
+
+    // The administrator's deny list (managed settings) turns a server off.
+    m.write_json(
+        &m.path("etc/managed-settings.json"),
+        &json!({ "deniedMcpServers": [ { "serverName": "local1" } ] }),
+    );
+    let status = m.wait("local1 blocked by policy", |s| {
+        reason(s, "local1") == "blocked"
+    });
+    assert_eq!(pid_of(&status, "user1"), Some(user_pid));
+
+    // managed-mcp.json is exclusive: only its servers remain.
+    m.write_json(
+        &m.path("etc/managed-mcp.json"),
+        &json!({ "mcpServers": { "corp": m.server("corp", "echo") } }),
+    );
+    m.wait("only the managed server remains", |s| {
+        state_of(s, "corp") == "connected"
+            && state_of(s, "user1") == "absent"
+            && state_of(s, "shared") == "absent"
+    });
+}
+
+/// Claude Code keys a project's local scope by its git root and reads every `.mcp.json` from
+/// the project up: a session in a subdirectory of a repository gets the repository's local
+/// servers and the repository's `.mcp.json` (gated).
+#[test]
+fn claude_finds_the_git_roots_local_scope_and_parent_mcp_json() {
+    let m = Machine::in_project("claude", "repo/sub");
+    let repo = m.path("repo");
+    fs::create_dir_all(repo.join(".git")).expect("git dir");
+    let key = repo.canonicalize().expect("repo");
+    m.write_json(
+        &m.home().join(".claude.json"),
+        &json!({ "projects": { key.to_string_lossy(): { "mcpServers": { "local1": m.server("local1", "echo") } } } }),
+    );
+    m.write_json(
+        &repo.join(".mcp.json"),
+        &json!({ "mcpServers": { "parent": m.server("parent", "echo") } }),
+    );
+    let _watch = m.watch();
+    m.wait(
+        "the repository's local server up, its .mcp.json server pending",
+        |s| state_of(s, "local1") == "connected" && reason(s, "parent") == "pending_approval",
+    );
+}
+
+/// Cursor: `~/.cursor/mcp.json` and the project's `.cursor/mcp.json` with `${env:…}` and
+/// `${workspaceFolder}`; an `envFile` entry refused by name; an edit hot-applied.
+#[test]
+fn cursors_files_are_read_live() {
+    let m = Machine::new("cursor");
+    let mut user = m.server("user1", "echo");
+    user["env"] = json!({ "TOKEN": "${env:TEAM_TOKEN}" });
+    m.write_json(
+        &m.home().join(".cursor/mcp.json"),
+        &json!({ "mcpServers": { "user1": user } }),
+    );
+    let mut proj = m.server("proj", "echo");
+    proj["env"] = json!({ "WS": "${workspaceFolder}", "HOME_DIR": "${userHome}" });
+    let mut envfile = m.server("envfile", "echo");
+    envfile["envFile"] = json!("${workspaceFolder}/.env");
+    m.write_json(
+        &m.project().join(".cursor/mcp.json"),
+        &json!({ "mcpServers": { "proj": proj, "envfile": envfile } }),
+    );
+    let _watch = m.watch();
+    let status = m.wait("user up, project pending", |s| {
+        state_of(s, "user1") == "connected" && reason(s, "proj") == "pending_approval"
+    });
+    assert_eq!(state_of(&status, "envfile"), "absent");
+    let user_pid = pid_of(&status, "user1");
+    m.approve("proj");
+    m.wait("proj approved", |s| state_of(s, "proj") == "connected");
+    // Add a server to the user file: only it starts.
+    m.write_json(
+        &m.home().join(".cursor/mcp.json"),
+        &json!({ "mcpServers": { "user1": user, "user2": m.server("user2", "echo") } }),
+    );
+    let status = m.wait("user2 added", |s| state_of(s, "user2") == "connected");
+    assert_eq!(pid_of(&status, "user1"), user_pid);
+    let log = m.log();
+    assert!(
+        log.contains("envfile") && log.contains("envFile"),
+        "the refused entry is named with its field: {log}"
+    );
+}
+
+/// VS Code: the profile's `mcp.json` and `.vscode/mcp.json` with `servers`; an entry that
+/// needs an `${input:…}` fails, naming the field; removal hot-applied.
+#[test]
+fn vscodes_files_are_read_live() {
+    let m = Machine::new("vscode");
+    let mut user = m.server("user1", "echo");
+    user["type"] = json!("stdio");
+    m.write_json(
+        &m.home().join(".config/Code/User/mcp.json"),
+        &json!({ "servers": { "user1": user, "user2": m.server("user2", "echo") } }),
+    );
+    let mut asks = m.server("asks", "echo");
+    asks["env"] = json!({ "KEY": "${input:api-key}" });
+    m.write_json(
+        &m.project().join(".vscode/mcp.json"),
+        &json!({
+            "inputs": [ { "id": "api-key", "type": "promptString", "password": true } ],
+            "servers": { "proj": m.server("proj", "echo"), "asks": asks }
+        }),
+    );
+    let _watch = m.watch();
+    m.wait("user servers up, project pending", |s| {
+        state_of(s, "user1") == "connected"
+            && state_of(s, "user2") == "connected"
+            && reason(s, "proj") == "pending_approval"
+    });
+    assert!(m.log().contains("${input:api-key}"), "{}", m.log());
+    m.write_json(
+        &m.home().join(".config/Code/User/mcp.json"),
+        &json!({ "servers": { "user1": user } }),
+    );
+    m.wait("user2 removed", |s| state_of(s, "user2") == "absent");
+}
+
+/// Codex: `~/.codex/config.toml` tables, `enabled = false` honoured, an unknown field refused
+/// by name, and the project's `.codex/config.toml` read only once the user's config trusts the
+/// project.
+#[test]
+fn codexs_files_are_read_live() {
+    let m = Machine::new("codex");
+    let project = m.project().canonicalize().expect("project");
+    let table = |name: &str, tools: &str, extra: &str| {
+        format!(
+            "[mcp_servers.{name}]\ncommand = {:?}\nargs = [\"--name\", \"{name}\", \"--tools\", \"{tools}\", \"--marker\", {:?}]\n{extra}\n",
+            fixture().to_string_lossy(),
+            m.marker(name).to_string_lossy()
+        )
+    };
+    let user_config = |extra: &str| {
+        format!(
+            "model = \"o3\"\n\n{}{}{}{extra}",
+            table("user1", "echo", "startup_timeout_sec = 20"),
+            table("off", "echo", "enabled = false"),
+            table("both", "echo", "url = \"https://127.0.0.1:9/mcp\""),
+        )
+    };
+    let config = m.home().join(".codex/config.toml");
+    m.write(&config, &user_config(""));
+    m.write(
+        &m.project().join(".codex/config.toml"),
+        &table("proj", "echo", ""),
+    );
+    let _watch = m.watch();
+    let status = m.wait("user1 up, off blocked", |s| {
+        state_of(s, "user1") == "connected" && reason(s, "off") == "blocked"
+    });
+    assert_eq!(
+        state_of(&status, "proj"),
+        "absent",
+        "the project is not trusted yet"
+    );
+    assert!(
+        m.log().contains("\"both\"") && m.log().contains("\"url\""),
+        "{}",
+        m.log()
+    );
+
+    // Trust the project in Codex's own config: its file is read, gated.
+    m.write(
+        &config,
+        &user_config(&format!(
+            "\n[projects.{:?}]\ntrust_level = \"trusted\"\n",
+            project.to_string_lossy()
+        )),
+    );
+    m.wait("the trusted project's server pending", |s| {
+        reason(s, "proj") == "pending_approval"
+    });
+    m.approve("proj");
+    m.wait("proj approved", |s| state_of(s, "proj") == "connected");
+}
+
+/// Gemini CLI: `~/.gemini/settings.json` and the workspace's `.gemini/settings.json`, with
+/// `mcp.excluded` honoured; no `.mcp.json` is read.
+#[test]
+fn gemini_clis_files_are_read_live() {
+    let m = Machine::new("gemini");
+    m.write_json(
+        &m.home().join(".gemini/settings.json"),
+        &json!({
+            "mcpServers": { "user1": m.server("user1", "echo"), "user2": m.server("user2", "echo") },
+            "mcp": { "excluded": ["user2"] }
+        }),
+    );
+    m.write_json(
+        &m.project().join(".gemini/settings.json"),
+        &json!({ "mcpServers": { "ws": m.server("ws", "echo") } }),
+    );
+    m.write_json(
+        &m.project().join(".mcp.json"),
+        &json!({ "mcpServers": { "notread": m.server("notread", "echo") } }),
+    );
+    let _watch = m.watch();
+    let status = m.wait("user1 up, user2 excluded, ws pending", |s| {
+        state_of(s, "user1") == "connected"
+            && reason(s, "user2") == "excluded"
+            && reason(s, "ws") == "pending_approval"
+    });
+    assert_eq!(state_of(&status, "notread"), "absent");
+}

@@ -1,0 +1,307 @@
+//! `install CLIENT` / `uninstall CLIENT` on real files in each client's format (under a temp
+//! `HOME`): the gateway added and the client limited to it, the rest of each file byte for
+//! byte as it was; a second install changes nothing; `--dry-run` changes nothing; uninstall
+//! restores every file byte-identical (or, after the client changed it, takes out only what
+//! install added); and the installed gateway, started as the client starts it, reaches the
+//! user's servers under short names and never itself.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+use serde_json::{json, Value};
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        fs::create_dir_all(dir.path().join("home")).expect("home");
+        fs::create_dir_all(dir.path().join("project")).expect("project");
+        Home { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.path("home")
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.home().join(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(&path, text).expect("write");
+        path
+    }
+
+    fn command(&self) -> Command {
+        self.command_of(&cli())
+    }
+
+    /// `program` in the project directory with this home's environment.
+    fn command_of(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("HOME", self.home())
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env("XDG_CONFIG_HOME", self.home().join(".config"))
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("GEMINI_CLI_HOME")
+            .env_remove("QWEN_HOME")
+            .current_dir(self.path("project"))
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String) {
+        let out = self.command().args(args).output().expect("runs");
+        (out.status.success(), output_text(&out))
+    }
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|_| "<absent>".into())
+}
+
+/// A `~/.claude.json` as Claude Code writes it (two-space JSON), with a user server.
+const CLAUDE_STATE: &str = r#"{
+  "numStartups": 12,
+  "installMethod": "npm",
+  "mcpServers": {
+    "github": {
+      "type": "stdio",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": {
+        "GITHUB_TOKEN": "ghp_not_a_real_token"
+      }
+    }
+  },
+  "projects": {}
+}
+"#;
+
+#[test]
+fn claude_install_is_exact_idempotent_and_undone_byte_for_byte() {
+    let h = Home::new();
+    let state = h.write(".claude.json", CLAUDE_STATE);
+    let settings = h.home().join(".claude/settings.json");
+
+    let (ok, dry) = h.run(&["install", "claude", "--dry-run"]);
+    assert!(ok, "{dry}");
+    assert!(dry.contains("+") && dry.contains("\"reconcile\""), "{dry}");
+    assert!(
+        !dry.contains("ghp_not_a_real_token"),
+        "no secret in the diff: {dry}"
+    );
+    assert_eq!(read(&state), CLAUDE_STATE, "a dry run changes nothing");
+    assert!(!settings.exists());
+
+    let (ok, said) = h.run(&["install", "claude"]);
+    assert!(ok, "{said}");
+    let installed: Value = serde_json::from_str(&read(&state)).expect("still JSON");
+    let entry = &installed["mcpServers"]["reconcile"];
+    assert_eq!(
+        entry["args"],
+        json!(["serve", "--layout", "claude", "--tool-names", "short"])
+    );
+    assert_eq!(entry["env"]["MCP_RECONCILE_INSTALLED"], "claude");
+    assert_eq!(
+        installed["mcpServers"]["github"]["env"]["GITHUB_TOKEN"],
+        "ghp_not_a_real_token"
+    );
+    let allow: Value = serde_json::from_str(&read(&settings)).expect("settings JSON");
+    assert_eq!(
+        allow["allowedMcpServers"],
+        json!([{"serverName": "reconcile"}])
+    );
+    assert!(
+        read(&state).starts_with("{\n  \"numStartups\": 12,\n  \"installMethod\": \"npm\",\n  \"mcpServers\": {\n    \"github\": {"),
+        "the rest of the file is as it was:\n{}",
+        read(&state)
+    );
+    let after_first = (read(&state), read(&settings));
+
+    let (ok, again) = h.run(&["install", "claude"]);
+    assert!(ok && again.contains("already installed"), "{again}");
+    assert_eq!((read(&state), read(&settings)), after_first, "idempotent");
+
+    let (ok, said) = h.run(&["uninstall", "claude"]);
+    assert!(ok, "{said}");
+    assert_eq!(read(&state), CLAUDE_STATE, "byte-identical");
+    assert!(!settings.exists(), "a file install made is removed again");
+    let (ok, said) = h.run(&["uninstall", "claude"]);
+    assert!(ok && said.contains("not installed"), "{said}");
+}
+
+#[test]
+fn uninstall_after_the_client_changed_the_file_takes_out_only_the_gateway() {
+    let h = Home::new();
+    let state = h.write(".claude.json", CLAUDE_STATE);
+    assert!(h.run(&["install", "claude"]).0);
+    // What `claude mcp add notes -- notes-server` does meanwhile (Claude rewrites the file).
+    let mut changed: Value = serde_json::from_str(&read(&state)).expect("json");
+    changed["mcpServers"]["notes"] =
+        json!({"type": "stdio", "command": "notes-server", "args": []});
+    changed["numStartups"] = json!(13);
+    fs::write(
+        &state,
+        serde_json::to_string_pretty(&changed).expect("json"),
+    )
+    .expect("write");
+
+    let (ok, said) = h.run(&["uninstall", "claude"]);
+    assert!(
+        ok && said.contains("took out only what install added"),
+        "{said}"
+    );
+    let left: Value = serde_json::from_str(&read(&state)).expect("json");
+    assert!(left["mcpServers"].get("reconcile").is_none());
+    assert_eq!(left["mcpServers"]["notes"]["command"], "notes-server");
+    assert_eq!(left["numStartups"], 13);
+}
+
+#[test]
+fn gemini_and_qwen_install_limit_the_client_with_mcp_allowed() {
+    for (client, rel) in [
+        ("gemini", ".gemini/settings.json"),
+        ("qwen", ".qwen/settings.json"),
+    ] {
+        let h = Home::new();
+        let original = "{\n  // my settings\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"notes\": { \"command\": \"notes\" }\n  }\n}\n";
+        let settings = h.write(rel, original);
+        let (ok, said) = h.run(&["install", client]);
+        assert!(ok, "{said}");
+        let text = read(&settings);
+        assert!(text.contains("// my settings"), "comments kept: {text}");
+        let value = mcp_reconcile_kernel::json::parse_jsonc(&text).expect("jsonc");
+        let value: Value = serde_json::from_str(&value.to_json()).expect("json");
+        assert_eq!(value["mcp"]["allowed"], json!(["reconcile"]));
+        assert_eq!(value["mcpServers"]["reconcile"]["args"][2], client);
+        assert!(h.run(&["uninstall", client]).0);
+        assert_eq!(read(&settings), original, "{client}: byte-identical");
+    }
+}
+
+#[test]
+fn install_refuses_to_replace_a_users_own_allow_list() {
+    let h = Home::new();
+    let original = r#"{"mcp": {"allowed": ["notes"]}, "mcpServers": {"notes": {"command": "n"}}}"#;
+    let settings = h.write(".gemini/settings.json", original);
+    let (ok, said) = h.run(&["install", "gemini"]);
+    assert!(!ok && said.contains("mcp.allowed"), "{said}");
+    assert_eq!(read(&settings), original);
+}
+
+#[test]
+fn codex_install_switches_the_other_servers_to_the_gateway_and_back() {
+    let h = Home::new();
+    let original = "# my Codex config\nmodel = \"o3\"\n\n[mcp_servers.notes]\ncommand = \"notes\" # the notes server\nargs = [\"--fast\"]\n\n[mcp_servers.off]\ncommand = \"off\"\nenabled = false\n";
+    let config = h.write(".codex/config.toml", original);
+    let (ok, said) = h.run(&["install", "codex"]);
+    assert!(ok, "{said}");
+    let text = read(&config);
+    assert!(
+        text.contains("# the notes server") && text.contains("# my Codex config"),
+        "{text}"
+    );
+    let table: toml::Table = text.parse().expect("toml");
+    let servers = table["mcp_servers"].as_table().expect("servers");
+    assert_eq!(servers["notes"]["enabled"].as_bool(), Some(false));
+    assert!(
+        text.contains("enabled = false # mcp-reconcile: reached through the gateway"),
+        "{text}"
+    );
+    assert_eq!(servers["reconcile"]["args"][2].as_str(), Some("codex"));
+    assert!(h.run(&["uninstall", "codex"]).0);
+    assert_eq!(read(&config), original, "byte-identical");
+}
+
+/// The installed gateway, started the way Claude Code starts it (the entry's command and
+/// args, in the project directory), reaches the user's servers under short names and skips
+/// its own entry without a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installed_claude_gateway_reaches_the_users_servers() {
+    let h = Home::new();
+    let state = json!({
+        "mcpServers": {
+            "notes": {"type": "stdio", "command": fixture().to_string_lossy(),
+                      "args": ["--name", "notes", "--tools", "echo"]},
+        },
+        "projects": {}
+    });
+    let state_path = h.write(
+        ".claude.json",
+        &serde_json::to_string_pretty(&state).expect("json"),
+    );
+    let (ok, said) = h.run(&["install", "claude"]);
+    assert!(ok, "{said}");
+    let installed: Value = serde_json::from_str(&read(&state_path)).expect("json");
+    let entry = &installed["mcpServers"]["reconcile"];
+
+    let runtime = h.path("run");
+    fs::create_dir_all(&runtime).expect("runtime");
+    let p = Project::new();
+    let _daemon = {
+        let mut command = h.command();
+        command
+            .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(p.path("daemon.log")).expect("log"));
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let daemon = Group::new(command.spawn().expect("daemon"));
+        wait_until("the daemon listens", || {
+            std::os::unix::net::UnixStream::connect(runtime.join("mcp-reconcile/daemon.sock"))
+                .is_ok()
+        });
+        daemon
+    };
+    // As Claude Code starts it: the entry's command and args, its env, in the project.
+    let mut command = h.command_of(Path::new(entry["command"].as_str().expect("command")));
+    command
+        .args(
+            entry["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .map(|a| a.as_str().expect("arg")),
+        )
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("MCP_RECONCILE_INSTALLED", "claude")
+        .stderr(fs::File::create(p.path("serve.log")).expect("log"));
+    command.stdin(Stdio::piped());
+    let served = Served::spawn(command, p.path("serve.log")).await;
+    let tools = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let tools = served.tool_names().await;
+            if tools.iter().any(|t| t == "notes__echo") {
+                return tools;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("notes__echo never listed; log:\n{}", served.log()));
+    assert!(
+        tools.iter().all(|t| !t.starts_with("reconcile__")),
+        "{tools:?}"
+    );
+    let result = served
+        .call("notes__echo", json!({"text": "through the gateway"}))
+        .await;
+    assert_eq!(text(&result), "through the gateway");
+    assert!(
+        !served.log().contains("runs this gateway itself"),
+        "the installed entry is skipped silently:\n{}",
+        served.log()
+    );
+}
