@@ -25,10 +25,11 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# Third-party MCP servers, Gemini CLI and the TypeScript MCP SDKs for the integration tests and
+# Third-party MCP servers, Gemini CLI, Claude Code and the TypeScript MCP SDKs for the integration tests and
 # TypeScript for the generated-types check, at pinned versions.
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ ! -f node_modules/@google/gemini-cli/bundle/gemini.js ] \
+  || [ ! -x node_modules/@anthropic-ai/claude-code/bin/claude.exe ] \
   || [ ! -f node_modules/@modelcontextprotocol/client/package.json ] \
   || [ ! -f node_modules/@modelcontextprotocol/sdk/package.json ] \
   || [ ! -x node_modules/.bin/vscode-json-language-server ] \

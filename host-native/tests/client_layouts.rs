@@ -492,3 +492,68 @@ fn gemini_clis_files_are_read_live() {
     });
     assert_eq!(state_of(&status, "notread"), "absent");
 }
+
+/// The JSON language server from the repository's `node_modules`.
+fn json_server() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../node_modules/.bin/vscode-json-language-server");
+    assert!(
+        path.exists(),
+        "{} is missing: run `bash scripts/setup.sh`",
+        path.display()
+    );
+    path
+}
+
+fn lsp_state(status: &[Value], name: &str) -> String {
+    status
+        .iter()
+        .find(|s| s["kind"] == "lsp" && s["name"] == name)
+        .and_then(|s| s["state"].as_str())
+        .unwrap_or("absent")
+        .to_owned()
+}
+
+/// Copilot CLI's language-server files (`~/.copilot/lsp-config.json`, `lspServers`,
+/// `fileExtensions`) start a real language server; an entry without `fileExtensions` is
+/// refused by name.
+#[test]
+fn copilots_language_server_file_is_read_in_its_format() {
+    let m = Machine::new("copilot");
+    m.write_json(
+        &m.home().join(".copilot/lsp-config.json"),
+        &json!({ "lspServers": {
+            "json": { "command": json_server().to_string_lossy(), "args": ["--stdio"],
+                      "fileExtensions": { ".json": "json" } },
+            "nofiles": { "command": json_server().to_string_lossy(), "args": ["--stdio"] }
+        }}),
+    );
+    let _watch = m.watch();
+    let status = m.wait("the JSON language server up", |s| {
+        lsp_state(s, "json") == "connected"
+    });
+    assert_eq!(lsp_state(&status, "nofiles"), "absent");
+    assert!(m.log().contains("fileExtensions"), "{}", m.log());
+}
+
+/// Under `--layout claude` the project's `.lsp.json` is a Claude Code plugin's: the same file
+/// that this host's own layout runs is refused without `extensionToLanguage`.
+#[test]
+fn claudes_lsp_json_is_read_as_claude_reads_it() {
+    let entry = json!({ "command": json_server().to_string_lossy(), "args": ["--stdio"] });
+    for (layout, expected) in [("claude", "absent"), ("default", "pending")] {
+        let m = Machine::new(layout);
+        m.write_json(&m.project().join(".lsp.json"), &json!({ "json": entry }));
+        let _watch = m.watch();
+        if expected == "absent" {
+            m.wait("the refusal said", |_| {
+                m.log().contains("extensionToLanguage")
+            });
+            assert_eq!(lsp_state(&m.status(), "json"), "absent", "{}", m.log());
+        } else {
+            m.wait("the entry pending approval under this host's format", |s| {
+                s.iter().any(|x| x["kind"] == "lsp" && x["name"] == "json")
+            });
+        }
+    }
+}

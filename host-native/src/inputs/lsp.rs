@@ -10,13 +10,17 @@ use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::Approvals;
 
 use super::files::{file_errors, kept_note, parse_or_explain, read_text};
-use super::InputError;
+use super::lsp_formats::{self, LspFormat};
+use super::{InputError, Layout};
 
 /// One language-server file.
 #[derive(Debug)]
 pub(super) struct LspFile {
     pub(super) path: PathBuf,
     scope: LspScope,
+    /// Whose format the file is read in (a file valid in two formats is read as the layout
+    /// says, never guessed).
+    format: LspFormat,
     pub(super) loaded: bool,
     /// The entries in use (expanded, scope stamped) and the entry errors of that content.
     good: Option<(Object<Object>, Vec<String>)>,
@@ -26,10 +30,15 @@ pub(super) struct LspFile {
 }
 
 impl LspFile {
-    pub(super) fn new(path: PathBuf, scope: LspScope) -> Self {
+    pub(super) fn new(path: PathBuf, scope: LspScope, layout: Layout) -> Self {
         LspFile {
             path,
             scope,
+            format: match layout {
+                Layout::Claude => LspFormat::ClaudePlugin,
+                Layout::Copilot => LspFormat::Copilot,
+                _ => LspFormat::Own,
+            },
             loaded: false,
             good: None,
             written: Object::new(),
@@ -54,7 +63,7 @@ impl LspFile {
                 return;
             }
         }
-        let text = match read_text(&self.path) {
+        let mut text = match read_text(&self.path) {
             Ok(Some(text)) => text,
             Ok(None) => {
                 self.good = Some((Object::new(), Vec::new()));
@@ -69,7 +78,20 @@ impl LspFile {
         };
         // A file that is not an object as a whole keeps what ran before (a half-written file
         // must not stop every language server); entry errors only skip their entry.
+        let mut converted = Vec::new();
         match parse_or_explain(&text, self.good.is_some()) {
+            Ok(Value::Object(top)) if self.format != LspFormat::Own => {
+                match lsp_formats::to_own(self.format, &top, &mut converted) {
+                    Ok(own) => text = own,
+                    Err(message) => {
+                        self.error = Some(format!(
+                            "{message} — fix it; {}",
+                            kept_note(self.good.is_some())
+                        ));
+                        return;
+                    }
+                }
+            }
             Ok(Value::Object(_)) => {}
             Ok(other) => {
                 self.error = Some(format!(
@@ -100,7 +122,8 @@ impl LspFile {
             },
         )
         .servers;
-        self.good = Some((parsed.servers, parsed.errors));
+        converted.extend(parsed.errors);
+        self.good = Some((parsed.servers, converted));
         self.error = None;
     }
 

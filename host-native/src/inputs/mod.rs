@@ -25,6 +25,7 @@ mod build;
 mod clients;
 mod files;
 mod lsp;
+mod lsp_formats;
 mod own_gateway;
 mod paths;
 mod session_id;
@@ -190,8 +191,8 @@ impl Inputs {
             lsp_user: paths
                 .user_lsp
                 .clone()
-                .map(|path| LspFile::new(path, LspScope::User)),
-            lsp_project: LspFile::new(paths.lsp_json.clone(), LspScope::Project),
+                .map(|path| LspFile::new(path, LspScope::User, layout)),
+            lsp_project: LspFile::new(paths.lsp_json.clone(), LspScope::Project, layout),
             lsp_store: ApprovalsStore::new(paths.lsp_approvals.clone()),
             lsp_approvals: None,
             layout,

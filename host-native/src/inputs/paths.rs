@@ -43,7 +43,10 @@ host's approvals, language-server and token files as in --layout default:
   vscode   $XDG_CONFIG_HOME/Code/User/mcp.json, <project>/.vscode/mcp.json
   codex    $CODEX_HOME/config.toml (~/.codex/), <project>/.codex/config.toml (only while the
            user's config trusts the project)
-  copilot  ~/.copilot/mcp-config.json (Copilot CLI)
+  copilot  ~/.copilot/mcp-config.json (Copilot CLI; $COPILOT_HOME); language servers in
+           ~/.copilot/lsp-config.json and <project>/.github/lsp.json (lspServers)
+  The language-server file of the claude layout is the project's .lsp.json read as a Claude
+  Code plugin's (extensionToLanguage required, maxRestarts 3, no unknown fields).
 
 $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 /Library/Application Support/QwenCode/. Settings files are JSON with comments; a
@@ -369,6 +372,7 @@ impl LayerPaths {
             None => match layout {
                 // The TypeScript CLI has no user-level language-server file.
                 Layout::Qwen => None,
+                Layout::Copilot => Some(copilot_home(env)?.join("lsp-config.json")),
                 _ => Some(
                     xdg("XDG_CONFIG_HOME", &[".config"], "user language-server file")?
                         .join("mcp-reconcile/lsp.json"),
@@ -406,7 +410,10 @@ impl LayerPaths {
         Ok(LayerPaths {
             oauth_tokens,
             user_lsp,
-            lsp_json: project_dir.join(".lsp.json"),
+            lsp_json: match layout {
+                Layout::Copilot => project_dir.join(".github/lsp.json"),
+                _ => project_dir.join(".lsp.json"),
+            },
             lsp_approvals,
             user,
             workspace,
@@ -433,6 +440,14 @@ fn qwen_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
         return Ok(env.absolute(&dir));
     }
     Ok(env.home(what)?.join(".qwen"))
+}
+
+/// `$COPILOT_HOME` or `~/.copilot` (Copilot CLI's own directory).
+pub(super) fn copilot_home(env: &HostEnv) -> anyhow::Result<PathBuf> {
+    match env.var("COPILOT_HOME") {
+        Some(dir) => Ok(env.absolute(Path::new(dir))),
+        None => Ok(env.home("Copilot CLI's directory")?.join(".copilot")),
+    }
 }
 
 /// `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`.

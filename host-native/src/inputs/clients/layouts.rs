@@ -140,7 +140,7 @@ pub(in crate::inputs) fn client_files(
         Layout::Copilot => vec![file(
             Format::Copilot,
             LayerSource::User,
-            home("Copilot CLI's mcp-config.json")?.join(".copilot/mcp-config.json"),
+            crate::inputs::paths::copilot_home(env)?.join("mcp-config.json"),
         )],
         Layout::Default | Layout::Qwen | Layout::Gemini => Vec::new(),
     })
