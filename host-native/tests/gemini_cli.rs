@@ -59,7 +59,7 @@ async fn gemini_cli_lists_and_calls_the_gateways_tools() {
     });
     fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
 
-    let mut command = gemini_command(&gemini, &home, &workspace, &model.url);
+    let command = gemini_command(&gemini, &home, &workspace, &model.url);
     let child = tokio::process::Command::from(command)
         .spawn()
         .expect("node starts Gemini CLI");
