@@ -430,9 +430,13 @@ fn codexs_files_are_read_live() {
     };
     let config = m.home().join(".codex/config.toml");
     m.write(&config, &user_config(""));
+    // The project's table for user1 sets one field: Codex merges it over the user's table.
     m.write(
         &m.project().join(".codex/config.toml"),
-        &table("proj", "echo", ""),
+        &format!(
+            "{}[mcp_servers.user1]\ntool_timeout_sec = 30\n",
+            table("proj", "echo", "")
+        ),
     );
     let _watch = m.watch();
     let status = m.wait("user1 up, off blocked", |s| {
@@ -457,11 +461,15 @@ fn codexs_files_are_read_live() {
             project.to_string_lossy()
         )),
     );
-    m.wait("the trusted project's server pending", |s| {
-        reason(s, "proj") == "pending_approval"
+    m.wait("the trusted project's servers pending", |s| {
+        reason(s, "proj") == "pending_approval" && reason(s, "user1") == "pending_approval"
     });
     m.approve("proj");
-    m.wait("proj approved", |s| state_of(s, "proj") == "connected");
+    // Merged field by field, user1 keeps the user's command: approved, it runs.
+    m.approve("user1");
+    m.wait("proj and the merged user1 approved", |s| {
+        state_of(s, "proj") == "connected" && state_of(s, "user1") == "connected"
+    });
 }
 
 /// Gemini CLI: `~/.gemini/settings.json` and the workspace's `.gemini/settings.json`, with

@@ -59,26 +59,7 @@ async fn gemini_cli_lists_and_calls_the_gateways_tools() {
     });
     fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
 
-    let mut command = std::process::Command::new("node");
-    command
-        .arg(&gemini)
-        .args(["-m", "gemini-2.5-flash", "--yolo", "-p"])
-        .arg("Call the echo tool of the gateway.")
-        .current_dir(&workspace)
-        // Nothing of the machine's environment (proxies, Google credentials, a Vertex AI
-        // switch) reaches it: only what it needs to run against the fake API.
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("GEMINI_API_KEY", "not-a-real-key")
-        .env("GOOGLE_GEMINI_BASE_URL", &model.url)
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .env("GEMINI_TELEMETRY_ENABLED", "false")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let command = gemini_command(&gemini, &home, &workspace, &model.url);
     let child = tokio::process::Command::from(command)
         .spawn()
         .expect("node starts Gemini CLI");
@@ -125,6 +106,112 @@ async fn gemini_cli_lists_and_calls_the_gateways_tools() {
     );
     assert!(stdout.contains(DONE), "no final answer: {report}");
     served.stop();
+}
+
+/// Gemini CLI, headless, in `workspace` with `home`, against the fake model API at `model`.
+fn gemini_command(
+    gemini: &std::path::Path,
+    home: &std::path::Path,
+    workspace: &std::path::Path,
+    model: &str,
+) -> std::process::Command {
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(gemini)
+        .args(["-m", "gemini-2.5-flash", "--yolo", "-p"])
+        .arg("Call the echo tool of the gateway.")
+        .current_dir(workspace)
+        // Nothing of the machine's environment (proxies, Google credentials, a Vertex AI
+        // switch) reaches it: only what it needs to run against the fake API.
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("GEMINI_API_KEY", "not-a-real-key")
+        .env("GOOGLE_GEMINI_BASE_URL", model)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .env("GEMINI_TELEMETRY_ENABLED", "false")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    command
+}
+
+/// `mcp-reconcile install gemini` over a user's own settings: Gemini CLI then starts only the
+/// gateway (stdio, a session of a daemon of this test's own), whose tools reach the model as
+/// `mcp_reconcile_notes__echo` (Gemini's prefix in front of `--tool-names short`); the call goes
+/// through and the user's own server is not started by Gemini CLI itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_through_an_installed_gateway() {
+    let gemini = gemini();
+    let p = Project::new();
+    let model = FakeModel::start().await;
+    let home = p.path("gemini-home");
+    let workspace = p.path("gemini-workspace");
+    let runtime = p.path("run");
+    for dir in [home.join(".gemini"), workspace.clone(), runtime.clone()] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "mcpServers": {"notes": p.server("notes", "echo,add")},
+    });
+    fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
+    let install = std::process::Command::new(cli())
+        .args(["install", "gemini"])
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", p.path("state"))
+        .env_remove("GEMINI_CLI_HOME")
+        .output()
+        .expect("install runs");
+    assert!(install.status.success(), "{}", output_text(&install));
+
+    let _daemon = start_daemon(&p, &runtime);
+    let mut command = gemini_command(&gemini, &home, &workspace, &model.url);
+    command.env("XDG_RUNTIME_DIR", &runtime);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("node starts Gemini CLI");
+    let _group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("Gemini CLI finishes")
+        .expect("Gemini CLI runs");
+    let requests = model.requests();
+    let report = format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}\ndaemon log:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        fs::read_to_string(p.path("daemon.log")).unwrap_or_default()
+    );
+    assert!(output.status.success(), "{report}");
+    let offered = declarations(&requests.first().expect("a model request")["body"]);
+    assert!(
+        offered.iter().any(|n| n.ends_with("reconcile_notes__echo")),
+        "the gateway's short names reach the model ({offered:?}): {report}"
+    );
+    assert!(
+        offered
+            .iter()
+            .all(|n| !n.contains("mcp__notes__") && !n.starts_with("mcp_notes_")),
+        "Gemini CLI does not start the user's server itself ({offered:?}): {report}"
+    );
+    let answered = requests.iter().any(|request| {
+        function_responses(&request["body"]).iter().any(|r| {
+            r["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("notes__echo"))
+        }) && request["body"].to_string().contains(ECHOED)
+    });
+    assert!(
+        answered,
+        "the echo result did not reach the model: {report}"
+    );
 }
 
 /// Gemini CLI's entry point in `node_modules`, or a failure that says how to install it.
@@ -209,7 +296,9 @@ async fn answer(State(requests): State<Arc<Mutex<Vec<Value>>>>, uri: Uri, body: 
     }
     let echo = declarations(&body)
         .into_iter()
-        .find(|name| name.ends_with("mcp__notes__echo"));
+        // `mcp__notes__echo` through `serve`; `mcp_reconcile_notes__echo` through an installed
+        // gateway (Gemini CLI's own `mcp_<server>_` in front of `--tool-names short`).
+        .find(|name| name.ends_with("notes__echo"));
     let part = match echo {
         Some(name) if function_responses(&body).is_empty() => {
             json!({"functionCall": {"name": name, "args": {"text": ECHOED}}})

@@ -350,8 +350,56 @@ impl Admission {
             out.approved_by_name
                 .extend(content.approved_by_name.iter().cloned());
             out.approve_all |= content.approve_all;
+            let content = if file.format == Format::Codex && file.needs_trust {
+                codex_over_user(content, &out.read)
+            } else {
+                content
+            };
             out.read.push((file.path.clone(), content));
         }
         out
     }
+}
+
+/// A project's Codex entries as Codex takes them: merged field by field over the user's entry
+/// of the same name (tables key by key), the project's fields winning. The merged entry is the
+/// project's — gated, approved as a whole.
+fn codex_over_user(mut project: ClientContent, read: &[(PathBuf, ClientContent)]) -> ClientContent {
+    let user: Vec<&(LayerSource, Servers, Servers)> = read
+        .iter()
+        .flat_map(|(_, c)| &c.layers)
+        .filter(|(source, _, _)| *source == LayerSource::User)
+        .collect();
+    for (_, used, written) in &mut project.layers {
+        for (servers, pick) in [(used, 1), (written, 2)] {
+            let names: Vec<String> = servers.keys().cloned().collect();
+            for name in names {
+                let base = user.iter().rev().find_map(|layer| match pick {
+                    1 => layer.1.get(&name),
+                    _ => layer.2.get(&name),
+                });
+                if let (Some(base), Some(over)) = (base, servers.get(&name)) {
+                    let merged = deep_merge(base.object(), over.object());
+                    servers.insert(name, mcp_reconcile_kernel::ServerConfig::new(merged));
+                }
+            }
+        }
+    }
+    project
+}
+
+/// `over` laid over `base`: objects merged key by key, anything else replaced.
+fn deep_merge(
+    base: &mcp_reconcile_kernel::Object,
+    over: &mcp_reconcile_kernel::Object,
+) -> mcp_reconcile_kernel::Object {
+    let mut out = base.clone();
+    for (key, value) in over {
+        let merged = match (out.get(key), value) {
+            (Some(Value::Object(b)), Value::Object(o)) => Value::Object(deep_merge(b, o)),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), merged);
+    }
+    out
 }
