@@ -280,17 +280,7 @@ async fn the_installed_claude_gateway_reaches_the_users_servers() {
         .stderr(fs::File::create(p.path("serve.log")).expect("log"));
     command.stdin(Stdio::piped());
     let served = Served::spawn(command, p.path("serve.log")).await;
-    let tools = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let tools = served.tool_names().await;
-            if tools.iter().any(|t| t == "notes__echo") {
-                return tools;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("notes__echo never listed; log:\n{}", served.log()));
+    let tools = served.wait_tool("notes__echo").await;
     assert!(
         tools.iter().all(|t| !t.starts_with("reconcile__")),
         "{tools:?}"

@@ -29,17 +29,7 @@ async fn short_names_round_trip(daemon: bool) {
     };
     let served = Served::spawn(command, p.path("serve.log")).await;
     wait_until_async("notes connects", || p.spawns("notes") == 1).await;
-    let tools = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let tools = served.tool_names().await;
-            if tools.iter().any(|t| t == "notes__echo") {
-                return tools;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("notes__echo never listed; log:\n{}", served.log()));
+    let tools = served.wait_tool("notes__echo").await;
     assert!(
         tools.iter().all(|t| !t.starts_with("mcp__notes__")),
         "no qualified name leaks: {tools:?}"

@@ -160,6 +160,49 @@ pub(super) fn file_kind(kind: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// What reading an input file gave.
+pub(super) enum Read {
+    /// Its text: parse it (the file is no longer missing).
+    Text(String),
+    /// Missing and nothing to keep: it reads as empty.
+    Empty,
+    /// Missing with content still in use (held for [`MISSING_GRACE`]), or unreadable, or
+    /// written by another user: the last good content stays, with this message.
+    Kept(String),
+}
+
+/// Reads an input file as every reloader does: a file of the user or the administrator
+/// (`trusted_scope`) that another user can write is not read; a missing file that `had_content`
+/// is held (until it expires), else empty; `missing` follows. `has_last_good` says what the
+/// message promises.
+pub(super) fn read_input(
+    path: &Path,
+    trusted_scope: bool,
+    has_last_good: bool,
+    had_content: bool,
+    missing: &mut Missing,
+) -> Read {
+    // The user's and the system's files start servers without approval: one another user
+    // can write is not read (the last good content, read while it was private, stays).
+    if trusted_scope {
+        if let Some(why) = crate::private::foreign_writer(path) {
+            return Read::Kept(format!("{why}; {}", kept_note(has_last_good)));
+        }
+    }
+    match read_text(path) {
+        Ok(Some(text)) => {
+            *missing = Missing::No;
+            Read::Text(text)
+        }
+        Ok(None) if had_content && *missing != Missing::Expired => {
+            *missing = Missing::Held;
+            Read::Kept(held_note())
+        }
+        Ok(None) => Read::Empty,
+        Err(e) => Read::Kept(format!("{e}; {}", kept_note(has_last_good))),
+    }
+}
+
 /// The object entries of a server map; every other entry becomes an error
 /// naming it.
 pub(super) fn object_entries(map: &Object, where_: &str) -> (Servers, Vec<String>) {
@@ -249,35 +292,27 @@ impl SettingsFile {
 
     pub(super) fn reload(&mut self, env: &Object) {
         self.loaded = true;
-        // The user's and the system's files start servers without approval: one another user
-        // can write is not read (the last good content, read while it was private, stays).
-        if self.kind != LayerSource::Workspace {
-            if let Some(why) = crate::private::foreign_writer(&self.path) {
-                self.error = Some(format!("{why}; {}", kept_note(self.good.is_some())));
+        let had_content = self.good.as_ref().is_some_and(|g| {
+            g.value.as_object().is_some_and(|o| !o.is_empty()) || !g.servers.is_empty()
+        });
+        let text = match read_input(
+            &self.path,
+            self.kind != LayerSource::Workspace,
+            self.good.is_some(),
+            had_content,
+            &mut self.missing,
+        ) {
+            Read::Text(text) => text,
+            Read::Empty => {
+                self.good = Some(SettingsContent::empty());
+                self.error = None;
                 return;
             }
-        }
-        let text = match read_text(&self.path) {
-            Ok(Some(text)) => text,
-            Ok(None) => {
-                let has_content = self.good.as_ref().is_some_and(|g| {
-                    g.value.as_object().is_some_and(|o| !o.is_empty()) || !g.servers.is_empty()
-                });
-                if has_content && self.missing != Missing::Expired {
-                    self.missing = Missing::Held;
-                    self.error = Some(held_note());
-                } else {
-                    self.good = Some(SettingsContent::empty());
-                    self.error = None;
-                }
-                return;
-            }
-            Err(e) => {
-                self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
+            Read::Kept(message) => {
+                self.error = Some(message);
                 return;
             }
         };
-        self.missing = Missing::No;
         match parse_settings(&text, Some(env)) {
             Ok(value) => {
                 let mut content = SettingsContent::from_value(value);

@@ -817,6 +817,21 @@ impl Served {
         tool_names(self.client()).await
     }
 
+    /// The tool list once it names `tool` (fails with the log after [`PATIENCE`]).
+    pub async fn wait_tool(&self, tool: &str) -> Vec<String> {
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                let tools = self.tool_names().await;
+                if tools.iter().any(|t| t == tool) {
+                    return tools;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{tool} never listed; log:\n{}", self.log()))
+    }
+
     pub async fn prompt_names(&self) -> Vec<String> {
         let prompts = tokio::time::timeout(PATIENCE, self.client().list_all_prompts())
             .await

@@ -31,7 +31,7 @@ pub use codex::CODEX_MARK;
 pub(super) use expand::{git_root, Context};
 pub(super) use layouts::client_files;
 
-use super::files::{file_errors, kept_note, read_text, Missing};
+use super::files::{file_errors, kept_note, read_input, read_text, Missing, Read};
 use super::InputError;
 
 /// How a client file is read.
@@ -129,36 +129,28 @@ impl ClientFile {
 
     pub(super) fn reload(&mut self, ctx: &Context<'_>) {
         self.loaded = true;
-        // A file of the user or the administrator starts servers without approval: one that
-        // another user can write is not read (its last good content stays).
-        if !self.project_controlled() {
-            if let Some(why) = crate::private::foreign_writer(&self.path) {
-                self.error = Some(format!("{why}; {}", kept_note(self.good.is_some())));
+        let had_content = self
+            .good
+            .as_ref()
+            .is_some_and(|g| g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive);
+        let text = match read_input(
+            &self.path,
+            !self.project_controlled(),
+            self.good.is_some(),
+            had_content,
+            &mut self.missing,
+        ) {
+            Read::Text(text) => text,
+            Read::Empty => {
+                self.good = Some(ClientContent::default());
+                self.error = None;
                 return;
             }
-        }
-        let text = match read_text(&self.path) {
-            Ok(Some(text)) => text,
-            Ok(None) => {
-                let had = self
-                    .good
-                    .as_ref()
-                    .is_some_and(|g| g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive);
-                if had && self.missing != Missing::Expired {
-                    self.missing = Missing::Held;
-                    self.error = Some(super::files::held_note());
-                } else {
-                    self.good = Some(ClientContent::default());
-                    self.error = None;
-                }
-                return;
-            }
-            Err(e) => {
-                self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
+            Read::Kept(message) => {
+                self.error = Some(message);
                 return;
             }
         };
-        self.missing = Missing::No;
         match self.parse(&text, ctx) {
             Ok(content) => {
                 self.good = Some(content);
