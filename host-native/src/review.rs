@@ -41,6 +41,9 @@ pub struct ApprovalRequest {
     /// What the entry would do with a stored OAuth login for its URL
     /// ([`crate::auth::binding::review_line`]).
     pub oauth_login: Option<String>,
+    /// The client whose files the entry comes from approved it by name only (SPEC §15): said
+    /// in the review, never an approval here.
+    pub approved_by_name: bool,
 }
 
 impl ApprovalRequest {
@@ -82,6 +85,10 @@ impl ApprovalRequest {
             replaces,
             lsp: false,
             oauth_login: crate::auth::binding::review_line(&snapshot.oauth_tokens, name, config),
+            approved_by_name: snapshot
+                .client_approved
+                .iter()
+                .any(|approved| approved == name || approved == "*"),
         }
     }
 
@@ -105,6 +112,7 @@ impl ApprovalRequest {
             replaces: None,
             lsp: true,
             oauth_login: None,
+            approved_by_name: false,
         })
     }
 
@@ -171,6 +179,13 @@ impl ApprovalRequest {
         }
         if let Some(login) = &self.oauth_login {
             let _ = writeln!(out, "    login    {login}");
+        }
+        if self.approved_by_name {
+            let _ = writeln!(
+                out,
+                "    note     your client approved a server of this name; that approval is not \
+                 bound to the entry's content, so mcp-reconcile asks for this exact entry"
+            );
         }
         let _ = writeln!(out, "    approval hash {}", self.hash);
         out
@@ -320,6 +335,7 @@ mod tests {
             )),
             lsp: false,
             oauth_login: None,
+            approved_by_name: false,
         };
         let text = request.review();
         assert!(!text.contains("s3cr3t"), "{text}");

@@ -229,6 +229,11 @@ fn claude_codes_files_are_read_live() {
         &json!({ "mcpServers": { "shared": shared, "other": m.server("other", "echo") } }),
     );
 
+    // Approved by name in Claude's project settings: shown in the review, never trusted.
+    m.write_json(
+        &m.project().join(".claude/settings.json"),
+        &json!({ "enabledMcpjsonServers": ["other"] }),
+    );
     let _watch = m.watch();
     let status = m.wait("user and local servers up, project ones pending", |s| {
         state_of(s, "user1") == "connected"
@@ -237,6 +242,12 @@ fn claude_codes_files_are_read_live() {
             && reason(s, "other") == "pending_approval"
     });
     let user_pid = pid_of(&status, "user1").expect("pid");
+    assert!(
+        m.log()
+            .contains("your client approved a server of this name"),
+        "{}",
+        m.log()
+    );
 
     // Approval round trip: approved with its hash, it starts.
     m.approve("shared");
