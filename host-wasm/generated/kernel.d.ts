@@ -161,6 +161,12 @@ export type GatingRequest = { servers: Record<string, ServerConfig>,
      */
     cliAllowed?: Array<string> | null,
     /**
+     * Exact names a client's own configuration turns off (SPEC §15): its allow and deny
+     * lists ([`crate::policy`]) and its per-server switches. Checked after `excluded`, with
+     * reason `blocked`; not set equals `[]`. JSON `blocked`.
+     */
+    blocked?: Array<string> | null,
+    /**
      * No decisions when absent or `null`.
      */
     approvals?: Approvals | null,
@@ -191,6 +197,12 @@ export type HotReloadOutcome = {
      */
     promptable: Array<string>,
     /**
+    /**
+     * Exact names the client's own configuration turns off (`clientPolicy`'s
+     * `blocked`, a client's per-server switches). Those in the server map
+     * become the gating's `blocked`, in map order (absent: none).
+     */
+    blocked?: Array<string> | null,
      * Whether to ask the user about `promptable`.
      */
     approvalEvent: boolean,
@@ -240,6 +252,12 @@ export type KernelError = {
 /**
  * One configuration layer: the servers one source contributes.
  */
+    /**
+     * Exact names the client's own configuration turns off (`clientPolicy`'s
+     * `blocked`, a client's per-server switches). Those in the server map
+     * become the gating's `blocked`, in map order (absent: none).
+     */
+    blocked?: Array<string> | null,
 export type Layer = {
     /**
      * Which kind of layer this is; decides its precedence.
@@ -667,7 +685,7 @@ export type PlanRequest = { desired: Record<string, ServerConfig>, online: Recor
  * Spelled in snake_case exactly as the TypeScript host spells its
  * unavailable reasons; the spellings are part of the JSON contract.
  */
-export type Reason = "removed" | "not_allowed" | "excluded" | "pending_approval" | "rejected" | "no_transport" | "backing_off" | "crash_loop" | "untrusted_folder" | "unsupported_transport" | "needs_auth";
+export type Reason = "removed" | "not_allowed" | "excluded" | "pending_approval" | "rejected" | "no_transport" | "backing_off" | "crash_loop" | "untrusted_folder" | "unsupported_transport" | "blocked" | "needs_auth";
 
 /**
  * What the session adopted at its last reconcile.
