@@ -50,7 +50,7 @@ const OPS = [
   "matchPattern", "parseMcpJson", "parseSettings", "assemble", "gating", "approvalState",
   "pendingGated", "promptable", "unavailableReason", "toolNotFound", "plan", "settingsDiff",
   "restartRequired", "hotReload", "backoff", "parseLspJson", "lspSeedId", "lspApprovalHash",
-  "lspPlan", "supervise",
+  "lspPlan", "supervise", "clientPolicy",
 ];
 const PATHS = [
   { name: "json", mode: 0 },

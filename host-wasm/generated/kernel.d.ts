@@ -79,6 +79,25 @@ export type BackoffRequest = {
 };
 
 /**
+ * What `clientPolicy` answers.
+ */
+export type ClientPolicyOutcome = {
+    /**
+     * The servers the policy turns off, in map order.
+     */
+    blocked: Array<string>,
+    /**
+     * One message per list or rule that was left out (`"allowed: rule 1 must be …"`).
+     */
+    errors: Array<string>,
+};
+
+/**
+ * `clientPolicy`: a client's policy lists and the servers they judge.
+ */
+export type ClientPolicyRequest = { policy: PolicyLists, servers: Record<string, ServerConfig>, };
+
+/**
  * `transportOf` and `approvalHash`: one server entry.
  */
 export type ConfigRequest = { config: ServerConfig, };
@@ -141,6 +160,12 @@ export type Gating = {
      * Exact names of gated servers not approved for their current config.
      */
     pending?: Array<string> | null,
+    /**
+     * Exact names a client's own configuration turns off (SPEC §15): its allow and deny
+     * lists ([`crate::policy`]) and its per-server switches. Checked after `excluded`, with
+     * reason `blocked`; not set equals `[]`. JSON `blocked`.
+     */
+    blocked?: Array<string> | null,
 };
 
 /**
@@ -172,6 +197,12 @@ export type GatingRequest = { servers: Record<string, ServerConfig>,
      * Approval gate off: no `pending`.
      */
     yolo?: boolean | null,
+    /**
+     * Exact names the client's own configuration turns off (`clientPolicy`'s
+     * `blocked`, a client's per-server switches). Those in the server map
+     * become the gating's `blocked`, in map order (absent: none).
+     */
+    blocked?: Array<string> | null,
 };
 
 /**
@@ -221,6 +252,12 @@ export type HotReloadRequest = { previous: ReloadState, layers: Array<Layer>,
      * Approval gate off: no `pending`.
      */
     yolo?: boolean | null,
+    /**
+     * Exact names the client's own configuration turns off (`clientPolicy`'s
+     * `blocked`, a client's per-server switches). Those in the server map
+     * become the gating's `blocked`, in map order (absent: none).
+     */
+    blocked?: Array<string> | null,
 };
 
 /**
@@ -662,12 +699,34 @@ export type PlanRequest = { desired: Record<string, ServerConfig>, online: Recor
 };
 
 /**
+ * A client's policy lists. A rule is exactly one of `{serverName}`,
+ * `{serverCommand}` or `{serverUrl}`; a list entry that is not a rule is
+ * left out and reported in the result's `errors`, and a list that is not an
+ * array counts as `[]` (an allow list then admits nothing).
+ */
+export type PolicyLists = {
+    /**
+     * Allow rules: not set (absent or `null`) allows every server, `[]` none.
+     */
+    allowed?: Array<PolicyRule> | null,
+    /**
+     * Deny rules: a server matching one is blocked, whatever `allowed` says.
+     */
+    denied?: Array<PolicyRule> | null,
+};
+
+/**
+ * One policy rule.
+ */
+export type PolicyRule = { "serverName": string } | { "serverCommand": Array<string> } | { "serverUrl": string };
+
+/**
  * Why a server is not connected, or why a plan did what it did.
  *
  * Spelled in snake_case exactly as the TypeScript host spells its
  * unavailable reasons; the spellings are part of the JSON contract.
  */
-export type Reason = "removed" | "not_allowed" | "excluded" | "pending_approval" | "rejected" | "no_transport" | "backing_off" | "crash_loop" | "untrusted_folder" | "unsupported_transport" | "needs_auth";
+export type Reason = "removed" | "not_allowed" | "excluded" | "pending_approval" | "rejected" | "no_transport" | "backing_off" | "crash_loop" | "untrusted_folder" | "unsupported_transport" | "blocked" | "needs_auth";
 
 /**
  * What the session adopted at its last reconcile.
@@ -1073,6 +1132,11 @@ export interface Ops {
      * reset (SPEC §9).
      */
     supervise: { request: SuperviseRequest; result: Supervised };
+    /**
+     * The servers a client's administrator policy turns off (SPEC §15):
+     * what a host passes on as `blocked`.
+     */
+    clientPolicy: { request: ClientPolicyRequest; result: ClientPolicyOutcome };
 }
 
 /** Any request: `op` plus that op's fields. */

@@ -215,4 +215,5 @@ ops! {
     "lspApprovalHash" => lsp_approval_hash;
     "lspPlan" => lsp_plan;
     "supervise" => supervise;
+    "clientPolicy" => client_policy;
 }

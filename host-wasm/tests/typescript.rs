@@ -45,6 +45,30 @@ const ILL_TYPED_ON_PURPOSE: &[(&str, &str)] = &[
     ),
     ("src-rr-non-true", "schema values that are not booleans"),
     (
+        "cp-malformed-rules-left-out",
+        "policy entries that are no rule",
+    ),
+    (
+        "cp-malformed-deny-rule-left-out",
+        "a `serverUrl` that is an array",
+    ),
+    (
+        "cp-only-malformed-allow-rules-allow-none",
+        "a rule with a misspelt key",
+    ),
+    (
+        "cp-allow-list-not-an-array-allows-none",
+        "a policy list that is an object",
+    ),
+    (
+        "cp-deny-list-not-an-array-denies-nothing",
+        "a policy list that is a string",
+    ),
+    (
+        "cp-unknown-policy-keys-ignored",
+        "the client's own key names in `policy`",
+    ),
+    (
         "src-asm-precedence-by-source",
         "`scope: \"user\"` (assembly drops it)",
     ),

@@ -54,6 +54,7 @@ export const kernel: { readonly [K in Op]: (request: RequestOf<K>) => ResultOf<K
   lspApprovalHash: wasm.lspApprovalHash,
   lspPlan: wasm.lspPlan,
   supervise: wasm.supervise,
+  clientPolicy: wasm.clientPolicy,
 };
 
 /**

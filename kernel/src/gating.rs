@@ -117,7 +117,8 @@ pub enum GatingError {
 }
 
 impl Gating {
-    /// Reads `{excluded?, allowed?, cap?, pending?}`; absent or `null` is not set.
+    /// Reads `{excluded?, allowed?, cap?, workspaceAllowed?, pending?, blocked?}`; absent or
+    /// `null` is not set.
     ///
     /// # Errors
     /// [`GatingError`] when the value or one of its lists has the wrong type.
@@ -135,8 +136,9 @@ impl Gating {
         })
     }
 
-    /// `{excluded, pending?, allowed?, cap?}` as the `gating` op returns it:
-    /// `excluded` always an array, the others omitted when not set.
+    /// `{excluded, pending?, allowed?, cap?, workspaceAllowed?, blocked?}` as the `gating` op
+    /// returns it: `excluded` always an array, the others omitted when not set (`blocked` also
+    /// when empty, which equals not set).
     pub fn to_value(&self) -> Value {
         let list = |items: &[String]| {
             Value::Array(items.iter().map(|s| Value::from(s.as_str())).collect())

@@ -20,12 +20,16 @@ use crate::json::Value;
 
 /// One policy rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum PolicyRule {
     /// `{"serverName": …}`: the server's name, exactly.
+    #[cfg_attr(feature = "ts", ts(rename = "serverName"))]
     Name(String),
     /// `{"serverCommand": [...]}`: the stdio command followed by its arguments, exactly.
+    #[cfg_attr(feature = "ts", ts(rename = "serverCommand"))]
     Command(Vec<String>),
     /// `{"serverUrl": …}`: a URL pattern (`*` = any run of characters).
+    #[cfg_attr(feature = "ts", ts(rename = "serverUrl"))]
     Url(String),
 }
 

@@ -25,7 +25,9 @@ pub(crate) use request::Request;
 
 use crate::json::{self, Object, Value};
 use encode::Encode;
-use ops::{approvals, gating, hot_reload, identity, lsp, plan, settings, sources, supervise};
+use ops::{
+    approvals, gating, hot_reload, identity, lsp, plan, policy, settings, sources, supervise,
+};
 use request::Decode;
 
 /// The op table (SPEC §10 order): each op's name, codec, request record and
@@ -107,6 +109,9 @@ ops! {
     /// One step of a connection's supervision: backoff, crash loop, healthy
     /// reset (SPEC §9).
     "supervise" => supervise::op_supervise, supervise::SuperviseRequest => supervise::Supervised;
+    /// The servers a client's administrator policy turns off (SPEC §15):
+    /// what a host passes on as `blocked`.
+    "clientPolicy" => policy::op_client_policy, policy::ClientPolicyRequest => policy::ClientPolicyOutcome;
 }
 
 /// Decodes the request record, runs the codec, encodes its result.

@@ -48,11 +48,16 @@ pub(crate) struct GatingInputs {
     /// Approval gate off: no `pending`.
     #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub(crate) yolo: bool,
+    /// Exact names the client's own configuration turns off (`clientPolicy`'s
+    /// `blocked`, a client's per-server switches). Those in the server map
+    /// become the gating's `blocked`, in map order (absent: none).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub(crate) blocked: Option<Vec<String>>,
 }
 
 impl Decode for GatingInputs {
     /// `settings: {allowed?, excluded?, workspaceAllowed?}`, `cliAllowed?`,
-    /// `approvals`, `projectRoot` (optional in yolo), `yolo?`.
+    /// `approvals`, `projectRoot` (optional in yolo), `yolo?`, `blocked?`.
     fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
         let settings = match req.get("settings") {
             None => Object::new(),
@@ -77,32 +82,53 @@ impl Decode for GatingInputs {
         } else {
             req.str("projectRoot")?
         };
+        let blocked = req.opt_string_list("blocked")?;
         Ok(GatingInputs {
             settings,
             cli_allowed,
             approvals: req.approvals(),
             project_root: project_root.to_owned(),
             yolo,
+            blocked,
         })
     }
 }
 
 impl GatingInputs {
-    /// [`compute_gating`] of `servers` under these inputs.
+    /// [`compute_gating`] of `servers` under these inputs, with their `blocked`.
     pub(crate) fn gating(&self, servers: &Servers) -> Gating {
-        compute_gating(
-            servers,
-            &self.settings,
-            self.cli_allowed.as_deref(),
-            &self.approvals,
-            &self.project_root,
-            self.yolo,
-        )
+        Gating {
+            blocked: self.blocked_in(servers),
+            ..compute_gating(
+                servers,
+                &self.settings,
+                self.cli_allowed.as_deref(),
+                &self.approvals,
+                &self.project_root,
+                self.yolo,
+            )
+        }
     }
 
-    /// [`gating_with_pending`] under these inputs' lists and launch cap.
-    pub(crate) fn gating_with(&self, pending: Option<Vec<String>>) -> Gating {
-        gating_with_pending(&self.settings, self.cli_allowed.as_deref(), pending)
+    /// [`gating_with_pending`] under these inputs' lists and launch cap, with
+    /// their `blocked` among `servers`.
+    pub(crate) fn gating_with(&self, servers: &Servers, pending: Option<Vec<String>>) -> Gating {
+        Gating {
+            blocked: self.blocked_in(servers),
+            ..gating_with_pending(&self.settings, self.cli_allowed.as_deref(), pending)
+        }
+    }
+
+    /// The names of `servers` in `blocked`, in map order; `None` when there
+    /// are none (as a native host sets it).
+    fn blocked_in(&self, servers: &Servers) -> Option<Vec<String>> {
+        let listed = self.blocked.as_deref()?;
+        let blocked: Vec<String> = servers
+            .keys()
+            .filter(|name| listed.contains(name))
+            .cloned()
+            .collect();
+        (!blocked.is_empty()).then_some(blocked)
     }
 }
 
@@ -238,7 +264,7 @@ impl Decode for MatchPatternRequest {
 }
 
 /// `gating`: `servers`, `settings: {allowed?, excluded?, workspaceAllowed?}`, `cliAllowed?`,
-/// `approvals`, `projectRoot`, `yolo?`.
+/// `approvals`, `projectRoot`, `yolo?`, `blocked?`.
 pub(crate) fn op_gating(req: GatingRequest) -> Result<Gating, ApiError> {
     Ok(req.inputs.gating(&req.servers))
 }

@@ -24,7 +24,7 @@ pub(crate) struct HotReloadRequest {
 impl Decode for HotReloadRequest {
     /// `previous: {servers, gating, removed?}`, `layers`,
     /// `settings: {allowed?, excluded?}`, `cliAllowed?`, `approvals`,
-    /// `projectRoot`, `yolo?`.
+    /// `projectRoot`, `yolo?`, `blocked?`.
     fn decode(req: &Request<'_>) -> Result<Self, ApiError> {
         let previous = req.object("previous")?;
         let prev = Request { fields: previous };
@@ -72,7 +72,7 @@ pub(crate) fn op_hot_reload(req: HotReloadRequest) -> Result<HotReloadOutcome, A
     let outcome = hot_reload(
         &req.previous,
         &req.layers,
-        |_, pending| inputs.gating_with(pending),
+        |servers, pending| inputs.gating_with(servers, pending),
         &inputs.approvals,
         &inputs.project_root,
         inputs.yolo,

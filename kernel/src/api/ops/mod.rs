@@ -9,6 +9,7 @@ pub(crate) mod hot_reload;
 pub(crate) mod identity;
 pub(crate) mod lsp;
 pub(crate) mod plan;
+pub(crate) mod policy;
 pub(crate) mod settings;
 pub(crate) mod sources;
 pub(crate) mod supervise;
