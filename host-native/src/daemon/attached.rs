@@ -13,7 +13,7 @@
 //! 3. every [`HostEvent`] goes to the client as one [`EVENT`] notification (the `serve` bridge
 //!    prints what `serve --no-daemon` prints; `watch` prints and asks as in-process), and to
 //!    the gateway's announcer: a catalog change as `list_changed`, and what needs attention
-//!    read again (the gateway's session is a [`Member`]: a reload or reconnect through it
+//!    read again (the gateway's session is a `Member`: a reload or reconnect through it
 //!    reaches the sessions of the same files, as the commands do);
 //! 4. when the client closes the connection: unregister, stop the session (its language
 //!    servers stop, its holds are released).

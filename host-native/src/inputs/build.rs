@@ -153,10 +153,10 @@ impl Inputs {
         // An allow rule naming the installed gateway is there so that the client starts only
         // the gateway; it does not narrow what the gateway reaches.
         let mut lists = lists;
-        let mut client_policy = client.policy;
+        let mut client_policies = client.policies;
         if !gateways.is_empty() {
             lists.allowed = without_gateways(lists.allowed.take(), |p| gateways.contains(p));
-            if let Some(policy) = &mut client_policy {
+            for policy in &mut client_policies {
                 policy.allowed = without_gateways(
                     policy.allowed.take(),
                     |rule| matches!(rule, PolicyRule::Name(n) if gateways.contains(n)),
@@ -200,7 +200,7 @@ impl Inputs {
             written_layers,
             mcp_json: self.paths.mcp_json.clone(),
             workspace_settings: self.paths.workspace.clone(),
-            client_policy,
+            client_policies,
             client_disabled: client.disabled,
             client_approved: if client.approve_all {
                 vec!["*".to_owned()]

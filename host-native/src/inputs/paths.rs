@@ -103,7 +103,7 @@ impl Layout {
     }
 
     /// Whether the layout reads another client's own file formats (not settings files):
-    /// its files are [`super::clients`]' and no settings file or `.mcp.json` of this host's
+    /// its files are `inputs::clients`' and no settings file or `.mcp.json` of this host's
     /// format is read.
     pub fn reads_client_files(self) -> bool {
         matches!(

@@ -24,8 +24,8 @@ pub struct Snapshot {
     pub mcp_json: PathBuf,
     /// The workspace settings file (where workspace servers come from).
     pub workspace_settings: PathBuf,
-    /// A client layout's policy (SPEC §15), merged over its files.
-    pub client_policy: Option<mcp_reconcile_kernel::policy::Policy>,
+    /// A client layout's policies (SPEC §15): a server must pass each (see `clients::Admission`).
+    pub client_policies: Vec<mcp_reconcile_kernel::policy::Policy>,
     /// Servers a client layout's files switch off by their own entry.
     pub client_disabled: Vec<String>,
     /// Project entries the client approved by name only (`"*"`: all of them): shown in a
@@ -109,10 +109,7 @@ impl Snapshot {
             .iter()
             .filter(|(name, config)| {
                 self.client_disabled.contains(name)
-                    || self
-                        .client_policy
-                        .as_ref()
-                        .is_some_and(|p| !p.admits(name, config))
+                    || self.client_policies.iter().any(|p| !p.admits(name, config))
             })
             .map(|(name, _)| name.clone())
             .collect();

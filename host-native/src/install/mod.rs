@@ -4,7 +4,7 @@
 //! What install does, per client (the details and their sources: docs/CLIENTS.md):
 //! * it adds one server, `reconcile`, to the client's user-scope file: this binary's
 //!   `serve --layout CLIENT --tool-names short`, marked with
-//!   [`INSTALLED_MARK`](crate::inputs::INSTALLED_MARK) so the layout knows it for the gateway
+//!   [`INSTALLED_MARK`] so the layout knows it for the gateway
 //!   and never reads it as a server;
 //! * it makes the client start only that server, with the client's own switch: Claude Code's
 //!   `allowedMcpServers` (user settings), Gemini CLI's and qwen-code's `mcp.allowed`, Codex's

@@ -268,9 +268,13 @@ pub(super) fn names(value: Option<&Value>) -> Vec<String> {
 pub(super) struct Admission {
     /// The files whose servers count, with their content.
     pub(super) read: Vec<(PathBuf, ClientContent)>,
-    /// The client's policy, merged over its files: deny lists concatenated; allow lists
-    /// concatenated (only the administrator's when it says so), not set when no file sets one.
-    pub(super) policy: Option<Policy>,
+    /// The client's policies; a server must pass every one. The first is merged over the
+    /// user's and the administrator's files: deny lists concatenated, allow lists concatenated
+    /// (only the administrator's when it says so), not set when no file sets one. Each
+    /// project-controlled file's allow list follows as one more policy: it can only narrow
+    /// (Claude Code would concatenate it too, letting a repository widen an allow list); its
+    /// deny rules join the first.
+    pub(super) policies: Vec<Policy>,
     /// Servers switched off by their own entry.
     pub(super) disabled: Vec<String>,
     /// Project entries the client rejects.
@@ -294,20 +298,31 @@ impl Admission {
         let managed_only = contents
             .iter()
             .any(|(f, c)| c.managed_allow_only && f.scope == LayerSource::System);
+        let mut merged: Option<Policy> = None;
+        let mut narrowing = Vec::new();
         for (file, content) in &contents {
             let Some(policy) = &content.policy else {
                 continue;
             };
-            let merged = out.policy.get_or_insert_with(Policy::default);
-            merged.denied.extend(policy.denied.iter().cloned());
+            let first = merged.get_or_insert_with(Policy::default);
+            first.denied.extend(policy.denied.iter().cloned());
             let counts = !managed_only || file.scope == LayerSource::System;
-            if let Some(allowed) = policy.allowed.as_ref().filter(|_| counts) {
-                merged
+            let Some(allowed) = policy.allowed.as_ref().filter(|_| counts) else {
+                continue;
+            };
+            if file.project_controlled() {
+                narrowing.push(Policy {
+                    allowed: Some(allowed.clone()),
+                    denied: Vec::new(),
+                });
+            } else {
+                first
                     .allowed
                     .get_or_insert_with(Vec::new)
                     .extend(allowed.iter().cloned());
             }
         }
+        out.policies = merged.into_iter().chain(narrowing).collect();
         for (file, content) in contents {
             errors.extend(file.errors());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
@@ -394,4 +409,66 @@ fn deep_merge(
         out.insert(key.clone(), merged);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_reconcile_kernel::json::parse;
+    use mcp_reconcile_kernel::policy::parse_rules;
+
+    use super::*;
+
+    fn settings(scope: LayerSource, allowed: &str) -> ClientFile {
+        let mut file = ClientFile::new(
+            Format::ClaudeSettings { managed: false },
+            scope,
+            PathBuf::from("/nonexistent/settings.json"),
+        );
+        file.loaded = true;
+        file.good = Some(ClientContent {
+            policy: Some(Policy {
+                allowed: Some(parse_rules(&parse(allowed).expect("json")).0),
+                denied: Vec::new(),
+            }),
+            ..ClientContent::default()
+        });
+        file
+    }
+
+    #[test]
+    fn a_project_allow_list_only_narrows() {
+        let files = [
+            settings(
+                LayerSource::User,
+                r#"[{"serverName":"user1"},{"serverName":"both"}]"#,
+            ),
+            settings(
+                LayerSource::Project,
+                r#"[{"serverName":"both"},{"serverName":"repo"}]"#,
+            ),
+        ];
+        let admission = Admission::of(&files, &mut Vec::new());
+        let servers = crate::inputs::clients::tests::servers(&["user1", "both", "repo"]);
+        let admitted: Vec<&String> = servers
+            .iter()
+            .filter(|(name, config)| admission.policies.iter().all(|p| p.admits(name, config)))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(
+            admitted,
+            ["both"],
+            "the repository's list cannot add \"repo\""
+        );
+    }
+
+    pub(super) fn servers(names: &[&str]) -> Servers {
+        names
+            .iter()
+            .map(|name| {
+                let config = mcp_reconcile_kernel::ServerConfig::from_json(r#"{"command":"x"}"#)
+                    .expect("config");
+                ((*name).to_owned(), config)
+            })
+            .collect()
+    }
 }
