@@ -51,6 +51,7 @@ struct Input {
     cap: Option<Vec<u8>>,
     workspace_allowed: Option<Vec<u8>>,
     pending: Option<Vec<u8>>,
+    blocked: Option<Vec<u8>>,
     trusted: bool,
     pool: bool,
     now: u16,
@@ -159,6 +160,7 @@ fuzz_target!(|input: Input| {
         cap: list(&input.cap, pattern),
         workspace_allowed: list(&input.workspace_allowed, pattern),
         pending: list(&input.pending, name),
+        blocked: list(&input.blocked, name),
     };
     let mode = if input.pool { Mode::Pool } else { Mode::Session };
     let now = Millis(u64::from(input.now));
