@@ -48,7 +48,7 @@ pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
-pub(crate) use paths::clean;
+pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 pub use shell_words::shell_words;
 pub use snapshot::Snapshot;

@@ -428,7 +428,7 @@ impl LayerPaths {
 
 /// `$QWEN_HOME` (with `~` and relative paths resolved as the TypeScript CLI
 /// does) or `~/.qwen`.
-fn qwen_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn qwen_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
     if let Some(dir) = env.var("QWEN_HOME") {
         let dir = if dir == "~" {
             env.home(what)?.to_path_buf()
@@ -450,8 +450,31 @@ pub(super) fn copilot_home(env: &HostEnv) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// Claude Code's settings directory and state file: `$CLAUDE_CONFIG_DIR` (both inside it) or
+/// `~/.claude` and `~/.claude.json`.
+pub(crate) fn claude_home(env: &HostEnv, what: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+    Ok(match env.var("CLAUDE_CONFIG_DIR") {
+        Some(dir) => {
+            let dir = env.absolute(Path::new(dir));
+            (dir.clone(), dir.join(".claude.json"))
+        }
+        None => {
+            let home = env.home(what)?;
+            (home.join(".claude"), home.join(".claude.json"))
+        }
+    })
+}
+
+/// `$CODEX_HOME` or `~/.codex`.
+pub(crate) fn codex_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
+    match env.var("CODEX_HOME") {
+        Some(dir) => Ok(env.absolute(Path::new(dir))),
+        None => Ok(env.home(what)?.join(".codex")),
+    }
+}
+
 /// `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`.
-pub(super) fn gemini_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn gemini_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
     match env.var("GEMINI_CLI_HOME") {
         Some(dir) => Ok(env.absolute(Path::new(dir)).join(".gemini")),
         None => Ok(env.home(what)?.join(".gemini")),

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use crate::inputs::{read_text, HostEnv, INSTALLED_MARK};
+use crate::inputs::{self, read_text, HostEnv, INSTALLED_MARK};
 pub use record::Record;
 
 /// The name of the gateway's entry in the client's files.
@@ -98,37 +98,17 @@ pub fn gateway_entry(client: Client, exe: &Path, env: &HostEnv) -> Value {
 
 /// The client's files install edits.
 fn files(client: Client, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
-    let home = || {
-        env.home
-            .clone()
-            .context("cannot find your home directory: set HOME")
-    };
-    let var = |name: &str| {
-        env.vars
-            .get(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    // The layout's own path rules, so install writes exactly the files `serve --layout` reads.
     Ok(match client {
-        Client::Claude => match var("CLAUDE_CONFIG_DIR") {
-            Some(dir) => vec![dir.join(".claude.json"), dir.join("settings.json")],
-            None => vec![
-                home()?.join(".claude.json"),
-                home()?.join(".claude/settings.json"),
-            ],
-        },
-        Client::Gemini => vec![match var("GEMINI_CLI_HOME") {
-            Some(dir) => dir.join(".gemini/settings.json"),
-            None => home()?.join(".gemini/settings.json"),
-        }],
-        Client::Qwen => vec![match var("QWEN_HOME") {
-            Some(dir) => dir.join("settings.json"),
-            None => home()?.join(".qwen/settings.json"),
-        }],
-        Client::Codex => vec![match var("CODEX_HOME") {
-            Some(dir) => dir.join("config.toml"),
-            None => home()?.join(".codex/config.toml"),
-        }],
+        Client::Claude => {
+            let (config_dir, state) = inputs::claude_home(env, "Claude Code's files")?;
+            vec![state, config_dir.join("settings.json")]
+        }
+        Client::Gemini => {
+            vec![inputs::gemini_home(env, "Gemini CLI's settings")?.join("settings.json")]
+        }
+        Client::Qwen => vec![inputs::qwen_home(env, "qwen-code's settings")?.join("settings.json")],
+        Client::Codex => vec![inputs::codex_home(env, "Codex's config.toml")?.join("config.toml")],
     })
 }
 
@@ -313,4 +293,62 @@ fn shown(line: &str) -> String {
         _ => line.to_owned(),
     };
     crate::display::safe(&masked).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> HostEnv {
+        HostEnv {
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<BTreeMap<_, _>>(),
+            cwd: PathBuf::from("/work/project"),
+            home: Some(PathBuf::from("/home/u")),
+            raw: Vec::new(),
+        }
+    }
+
+    /// Install writes the files the layout reads, with the same `~` and relative-path rules.
+    #[test]
+    fn install_edits_the_files_the_layout_reads() -> anyhow::Result<()> {
+        let e = env(&[
+            ("QWEN_HOME", "~/q"),
+            ("CLAUDE_CONFIG_DIR", "conf/claude"),
+            ("CODEX_HOME", "codex"),
+            ("GEMINI_CLI_HOME", "g"),
+        ]);
+        assert_eq!(
+            files(Client::Qwen, &e)?,
+            [PathBuf::from("/home/u/q/settings.json")]
+        );
+        assert_eq!(
+            files(Client::Claude, &e)?,
+            [
+                PathBuf::from("/work/project/conf/claude/.claude.json"),
+                PathBuf::from("/work/project/conf/claude/settings.json")
+            ]
+        );
+        assert_eq!(
+            files(Client::Codex, &e)?,
+            [PathBuf::from("/work/project/codex/config.toml")]
+        );
+        assert_eq!(
+            files(Client::Gemini, &e)?,
+            [PathBuf::from("/work/project/g/.gemini/settings.json")]
+        );
+        let plain = env(&[]);
+        assert_eq!(
+            files(Client::Claude, &plain)?,
+            [
+                PathBuf::from("/home/u/.claude.json"),
+                PathBuf::from("/home/u/.claude/settings.json")
+            ]
+        );
+        Ok(())
+    }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use mcp_reconcile_kernel::LayerSource;
 
 use super::{ClientFile, Format};
-use crate::inputs::paths::{HostEnv, Layout};
+use crate::inputs::paths::{claude_home, codex_home, copilot_home, HostEnv, Layout};
 
 /// The client files of `layout` (none for the layouts that read settings files).
 /// `managed_settings` (`--system-settings`) moves Claude Code's administrator files:
@@ -25,16 +25,7 @@ pub(in crate::inputs) fn client_files(
     Ok(match layout {
         Layout::Claude => {
             // `CLAUDE_CONFIG_DIR` moves both the settings and the state file.
-            let (config_dir, state) = match env.var("CLAUDE_CONFIG_DIR") {
-                Some(dir) => {
-                    let dir = env.absolute(Path::new(dir));
-                    (dir.clone(), dir.join(".claude.json"))
-                }
-                None => (
-                    home("Claude Code settings")?.join(".claude"),
-                    home("Claude Code state file")?.join(".claude.json"),
-                ),
-            };
+            let (config_dir, state) = claude_home(env, "Claude Code's files")?;
             let managed_settings = managed_settings
                 .unwrap_or_else(|| PathBuf::from("/etc/claude-code/managed-settings.json"));
             let managed = managed_settings
@@ -118,10 +109,7 @@ pub(in crate::inputs) fn client_files(
             ]
         }
         Layout::Codex => {
-            let codex_home = match env.var("CODEX_HOME") {
-                Some(dir) => env.absolute(Path::new(dir)),
-                None => home("Codex's config.toml")?.join(".codex"),
-            };
+            let codex_home = codex_home(env, "Codex's config.toml")?;
             let mut project_file = file(
                 Format::Codex,
                 LayerSource::Project,
@@ -140,7 +128,7 @@ pub(in crate::inputs) fn client_files(
         Layout::Copilot => vec![file(
             Format::Copilot,
             LayerSource::User,
-            crate::inputs::paths::copilot_home(env)?.join("mcp-config.json"),
+            copilot_home(env)?.join("mcp-config.json"),
         )],
         Layout::Default | Layout::Qwen | Layout::Gemini => Vec::new(),
     })
