@@ -576,7 +576,7 @@ fn subject(tool: &str, own: &str) -> String {
 
 /// ECMAScript `String.prototype.trim`: its whitespace set differs from
 /// Rust's (`U+FEFF` is whitespace, `U+0085` is not).
-fn js_trim(s: &str) -> &str {
+pub fn js_trim(s: &str) -> &str {
     fn js_space(c: char) -> bool {
         matches!(
             c,

@@ -126,6 +126,69 @@ pub fn mcp_lists(scopes: &[(LayerSource, &Value)]) -> McpLists {
     }
 }
 
+/// `mcp.allowed` and `mcp.excluded` as Gemini CLI reads them (0.61,
+/// `getConsolidatedAllowedMcpServers` and `isBlockedBySettings`), where "not
+/// set" and "empty" keep Gemini's meaning (SPEC §15):
+///
+/// * `allowed` is the intersection of the lists the administrator's and the
+///   user's scopes define (system, systemDefaults, user): items compared
+///   lowercased and trimmed, the system list's spelling kept (Gemini then
+///   matches names exactly). No list, or an empty intersection, restricts
+///   nothing — Gemini admits every server when its list is empty.
+/// * The workspace scope is project-controlled, so unlike Gemini (which
+///   intersects it too, letting a repository's `[]` or a disjoint list lift
+///   the user's restriction) its list only narrows, as
+///   [`McpLists::workspace_allowed`]; an empty one restricts nothing.
+/// * `excluded` is the union over every scope, as [`mcp_lists`] makes it.
+pub fn gemini_mcp_lists(scopes: &[(LayerSource, &Value)]) -> McpLists {
+    let list = |source: LayerSource| -> Vec<Vec<String>> {
+        scopes
+            .iter()
+            .filter(|(kind, _)| *kind == source)
+            .filter_map(|(_, settings)| match mcp_field(settings, "allowed") {
+                Some(Value::Array(items)) => Some(
+                    items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    };
+    let fold = |s: &str| crate::gating::js_trim(&s.to_lowercase()).to_owned();
+    let defined: Vec<Vec<String>> = [
+        LayerSource::System,
+        LayerSource::SystemDefaults,
+        LayerSource::User,
+    ]
+    .into_iter()
+    .flat_map(list)
+    .collect();
+    let allowed = defined.split_first().and_then(|(first, rest)| {
+        let folded: Vec<std::collections::HashSet<String>> = rest
+            .iter()
+            .map(|l| l.iter().map(|item| fold(item)).collect())
+            .collect();
+        let kept: Vec<String> = first
+            .iter()
+            .filter(|item| folded.iter().all(|set| set.contains(&fold(item))))
+            .cloned()
+            .collect();
+        (!kept.is_empty()).then_some(kept)
+    });
+    let workspace_allowed = list(LayerSource::Workspace)
+        .into_iter()
+        .next_back()
+        .filter(|l| !l.is_empty());
+    McpLists {
+        allowed,
+        workspace_allowed,
+        excluded: mcp_lists(scopes).excluded,
+    }
+}
+
 /// `mcp.serverCommand` of one settings object, when it is a non-empty string.
 pub fn server_command(settings: &Value) -> Option<String> {
     match mcp_field(settings, "serverCommand") {
@@ -493,5 +556,49 @@ mod tests {
         assert!(!is_restart_required("ui.x.y", schema));
         assert!(!is_restart_required("mcp.serverCommand", schema));
         assert!(!is_restart_required("", schema));
+    }
+    #[test]
+    fn gemini_intersects_allow_lists_and_an_empty_one_restricts_nothing() {
+        let scope = |text: &str| json::parse(text).expect("json");
+        let system = scope(r#"{"mcp":{"allowed":["GitHub","notes"]}}"#);
+        let user = scope(r#"{"mcp":{"allowed":["github "," linear"],"excluded":["x"]}}"#);
+        let lists = gemini_mcp_lists(&[(LayerSource::User, &user), (LayerSource::System, &system)]);
+        // Compared folded, the system list's spelling kept.
+        assert_eq!(lists.allowed, Some(vec!["GitHub".to_owned()]));
+        assert_eq!(lists.excluded, Some(vec!["x".to_owned()]));
+
+        // Disjoint lists, or one empty list: Gemini restricts nothing.
+        let other = scope(r#"{"mcp":{"allowed":["slack"]}}"#);
+        let empty = scope(r#"{"mcp":{"allowed":[]}}"#);
+        assert_eq!(
+            gemini_mcp_lists(&[(LayerSource::User, &user), (LayerSource::System, &other)]).allowed,
+            None
+        );
+        assert_eq!(
+            gemini_mcp_lists(&[(LayerSource::User, &empty)]).allowed,
+            None
+        );
+        // `[""]` is a list Gemini keeps (it then admits no server); cleaned, it denies all.
+        let blank = scope(r#"{"mcp":{"allowed":[""]}}"#);
+        assert_eq!(
+            gemini_mcp_lists(&[(LayerSource::User, &blank)]).allowed,
+            Some(vec![String::new()])
+        );
+
+        // The workspace list only narrows; its `[]` or a disjoint list lifts nothing.
+        let ws_empty = scope(r#"{"mcp":{"allowed":[]}}"#);
+        let lists = gemini_mcp_lists(&[
+            (LayerSource::User, &user),
+            (LayerSource::Workspace, &ws_empty),
+        ]);
+        assert_eq!(
+            lists.allowed,
+            Some(vec!["github ".to_owned(), " linear".to_owned()])
+        );
+        assert_eq!(lists.workspace_allowed, None);
+        let ws = scope(r#"{"mcp":{"allowed":["slack"]}}"#);
+        let lists = gemini_mcp_lists(&[(LayerSource::User, &user), (LayerSource::Workspace, &ws)]);
+        assert_eq!(lists.workspace_allowed, Some(vec!["slack".to_owned()]));
+        assert!(lists.allowed.is_some());
     }
 }
