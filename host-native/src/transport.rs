@@ -100,7 +100,14 @@ pub enum ConnEvent {
     },
 }
 
+/// An entry key that makes a streamable HTTP entry (`httpUrl`) fall back to legacy SSE at the
+/// same URL when the HTTP handshake is refused (not when the server asks for authorization, and
+/// not after a timeout): what Gemini CLI does for a `url` without a `type`, which
+/// `--layout gemini` writes this way.
+pub const SSE_FALLBACK: &str = "sseFallback";
+
 /// How [`connect`] reports back and how long it may take.
+#[derive(Clone)]
 pub struct ConnectOptions {
     /// Echoed in events so the host drops stale ones.
     pub generation: u64,
@@ -185,7 +192,7 @@ pub async fn connect(
     config: &ServerConfig,
     opts: ConnectOptions,
 ) -> Result<Connection, ConnectError> {
-    let ctx = Ctx {
+    let fresh = || Ctx {
         name: name.to_owned(),
         secrets: secrets(config),
         call_timeout: call_timeout(config),
@@ -193,7 +200,29 @@ pub async fn connect(
         in_flight: caller::InFlight::default(),
         askers: relay::Askers::default(),
     };
+    let ctx = fresh();
     match config.transport() {
+        Kind::Http
+            if config.get(SSE_FALLBACK) == Some(&mcp_reconcile_kernel::Value::Bool(true)) =>
+        {
+            match connect_http(ctx, config, opts.clone()).await {
+                Err(refused) if refused.kind == ConnectErrorKind::Handshake => {
+                    tracing::debug!(server = %name, "streamable HTTP refused; trying SSE at the same URL");
+                    let mut sse = config.object().clone();
+                    if let Some(url) = sse.remove("httpUrl") {
+                        sse.insert("url".into(), url);
+                    }
+                    connect_sse(fresh(), &ServerConfig::new(sse), opts)
+                        .await
+                        .map_err(|failed| match failed.kind {
+                            ConnectErrorKind::NeedsAuth => failed,
+                            // Neither transport answered: the HTTP refusal says more.
+                            _ => refused,
+                        })
+                }
+                other => other,
+            }
+        }
         Kind::Stdio => connect_stdio(ctx, config, opts).await,
         Kind::Http => connect_http(ctx, config, opts).await,
         Kind::Sse => connect_sse(ctx, config, opts).await,

@@ -739,3 +739,37 @@ async fn a_url_entry_typed_as_streamable_http_fails_with_the_httpurl_hint() {
     let (conn, _rx) = connect_ok("remote", &config(json!({"httpUrl": server.url}))).await;
     conn.close().await;
 }
+
+/// Gemini CLI's `url` without a `type` (`--layout gemini` writes it as `httpUrl` with
+/// `sseFallback`): streamable HTTP first, and legacy SSE at the same URL when that is refused.
+/// Without the fallback the same entry fails against an SSE-only server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bare_gemini_url_falls_back_from_streamable_http_to_sse() {
+    let (_sse, port) = start_everything("sse").await;
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let (conn, _rx) = connect_ok(
+        "legacy",
+        &config(json!({"httpUrl": url, "sseFallback": true})),
+    )
+    .await;
+    assert_eq!(
+        call_text(&conn, "echo", json!({"message": "after the fallback"})).await,
+        "Echo: after the fallback"
+    );
+    conn.close().await;
+    let (opts, _rx) = options(HANDSHAKE);
+    let error = connect("legacy", &config(json!({"httpUrl": url})), opts)
+        .await
+        .expect_err("streamable HTTP alone fails against an SSE-only server");
+    assert_eq!(error.kind, ConnectErrorKind::Handshake, "{error}");
+
+    // A streamable HTTP server is reached over HTTP: no fallback needed.
+    let server = common::HttpFixture::start(&["--http", "127.0.0.1:0"]);
+    let (conn, _rx) = connect_ok(
+        "modern",
+        &config(json!({"httpUrl": server.url, "sseFallback": true})),
+    )
+    .await;
+    assert!(tool_names(&conn).contains(&"echo".to_owned()));
+    conn.close().await;
+}
