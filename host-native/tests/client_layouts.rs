@@ -104,6 +104,9 @@ impl Machine {
             .env_remove("GEMINI_CLI_HOME")
             .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
             .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+            .env_remove("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+            .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
+            .env_remove("GEMINI_RESTRICTED_MODE")
             .stdin(Stdio::null());
         command
     }
@@ -483,16 +486,29 @@ fn codexs_files_are_read_live() {
     });
 }
 
-/// Gemini CLI: `~/.gemini/settings.json` and the workspace's `.gemini/settings.json`, with
-/// `mcp.excluded` honoured; no `.mcp.json` is read.
+/// Gemini CLI: `~/.gemini/settings.json` and the workspace's `.gemini/settings.json` in a
+/// folder Gemini trusts (`trustedFolders.json`), with `mcp.excluded` honoured, `mcp.allowed: []`
+/// read as Gemini reads it (no restriction), `"type": "http"` with `url` as streamable HTTP, and
+/// `gemini mcp disable`'s switch file applied live; no `.mcp.json` is read.
 #[test]
 fn gemini_clis_files_are_read_live() {
     let m = Machine::new("gemini");
+    let project = m.project().canonicalize().expect("project");
+    m.write_json(
+        &m.home().join(".gemini/trustedFolders.json"),
+        &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
+    );
+    let remote = common::HttpFixture::start(&["--http", "127.0.0.1:0"]);
     m.write_json(
         &m.home().join(".gemini/settings.json"),
         &json!({
-            "mcpServers": { "user1": m.server("user1", "echo"), "user2": m.server("user2", "echo") },
-            "mcp": { "excluded": ["user2"] }
+            "mcpServers": {
+                "user1": m.server("user1", "echo"),
+                "user2": m.server("user2", "echo"),
+                // What `gemini mcp add -t http` writes.
+                "remote": { "url": remote.url, "type": "http" },
+            },
+            "mcp": { "excluded": ["user2"], "allowed": [] }
         }),
     );
     m.write_json(
@@ -504,12 +520,46 @@ fn gemini_clis_files_are_read_live() {
         &json!({ "mcpServers": { "notread": m.server("notread", "echo") } }),
     );
     let _watch = m.watch();
-    let status = m.wait("user1 up, user2 excluded, ws pending", |s| {
+    let status = m.wait("user1 and remote up, user2 excluded, ws pending", |s| {
         state_of(s, "user1") == "connected"
+            && state_of(s, "remote") == "connected"
             && reason(s, "user2") == "excluded"
             && reason(s, "ws") == "pending_approval"
     });
     assert_eq!(state_of(&status, "notread"), "absent");
+    let user1 = pid_of(&status, "user1").expect("pid");
+
+    // `gemini mcp disable User1` (the file keys names lowercased) turns it off; enable, on.
+    let switches = m.home().join(".gemini/mcp-server-enablement.json");
+    m.write_json(&switches, &json!({ "user1": { "enabled": false } }));
+    m.wait("user1 switched off", |s| reason(s, "user1") == "blocked");
+    assert!(!common::alive(user1), "user1 was stopped");
+    m.write_json(&switches, &json!({}));
+    m.wait("user1 back", |s| state_of(s, "user1") == "connected");
+}
+
+/// In a folder Gemini CLI does not trust it starts no MCP server, the user's included; neither
+/// does `--layout gemini`, and it says why and what to do.
+#[test]
+fn gemini_starts_nothing_in_a_folder_it_does_not_trust() {
+    let m = Machine::new("gemini");
+    m.write_json(
+        &m.home().join(".gemini/settings.json"),
+        &json!({ "mcpServers": { "user1": m.server("user1", "echo") } }),
+    );
+    let _watch = m.watch();
+    m.wait("user1 skipped in the untrusted folder", |s| {
+        reason(s, "user1") == "untrusted_folder"
+    });
+    let out = m.run(&["status"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        m.log().contains("Gemini CLI does not trust") || text.contains("Gemini CLI does not trust"),
+        "the reason is said: {text}\n{}",
+        m.log()
+    );
+    assert!(!m.marker("user1").exists(), "nothing was started");
 }
 
 /// The JSON language server from the repository's `node_modules`.

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 
 use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::policy::PolicyRule;
-use mcp_reconcile_kernel::settings::{mcp_lists, merged_server_command};
+use mcp_reconcile_kernel::settings::{gemini_mcp_lists, mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{Approvals, Decision, Layer, LayerSource, ServerConfig, Servers};
 
 use super::shell_words::server_command_config;
-use super::{clients, lsp, own_gateway, InputError, Inputs, Snapshot};
+use super::{clients, lsp, own_gateway, InputError, Inputs, Layout, Snapshot};
 
 impl Inputs {
     pub(super) fn snapshot(&mut self) -> Snapshot {
@@ -33,6 +33,10 @@ impl Inputs {
             written_layers.push(layer(written));
             files.push(file);
         };
+        let client = clients::Admission::of(&self.clients, &mut errors);
+        if self.layout == Layout::Gemini {
+            self.gemini_trust(client.folder_trust, &mut errors);
+        }
         for file in &self.settings {
             errors.extend(file.errors());
             let servers = file.content().servers;
@@ -40,6 +44,11 @@ impl Inputs {
                 file.written()
             } else {
                 servers.clone()
+            };
+            let (servers, written) = if self.layout == Layout::Gemini {
+                (gemini_transports(servers), gemini_transports(written))
+            } else {
+                (servers, written)
             };
             push(file.kind, servers, written, file.path.clone());
         }
@@ -52,7 +61,6 @@ impl Inputs {
                 mcp_json.kind.label(),
             );
         }
-        let client = clients::Admission::of(&self.clients, &mut errors);
         for (file, content) in &client.read {
             for (source, servers, written) in &content.layers {
                 push(*source, servers.clone(), written.clone(), file.clone());
@@ -74,7 +82,11 @@ impl Inputs {
             .map(|f| (f.kind, f.content().value))
             .collect();
         let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
-        let lists = mcp_lists(&scopes);
+        let lists = if self.layout == Layout::Gemini {
+            gemini_mcp_lists(&scopes)
+        } else {
+            mcp_lists(&scopes)
+        };
 
         let current = self.current_server_command(&scopes);
         let frozen = self.server_command.get_or_insert_with(|| {
@@ -170,6 +182,15 @@ impl Inputs {
         // The client's own rejections of project entries hold here too (SPEC §15): in memory
         // only, as a rejection of the entry as it is now — the approvals file is not written.
         let assembled = mcp_reconcile_kernel::assemble(&layers).servers;
+        let mut client_disabled = client.disabled;
+        if !client.disabled_folded.is_empty() {
+            client_disabled.extend(
+                assembled
+                    .keys()
+                    .filter(|name| client.disabled_folded.contains(&clients::folded(name)))
+                    .cloned(),
+            );
+        }
         for name in &client.rejected {
             if let Some(config) = assembled.get(name).filter(|c| c.is_gated()) {
                 approvals.record(&self.project_root, name, config, Decision::Rejected);
@@ -201,7 +222,7 @@ impl Inputs {
             mcp_json: self.paths.mcp_json.clone(),
             workspace_settings: self.paths.workspace.clone(),
             client_policies,
-            client_disabled: client.disabled,
+            client_disabled,
             client_approved: if client.approve_all {
                 vec!["*".to_owned()]
             } else {
@@ -215,6 +236,54 @@ impl Inputs {
             yolo: self.yolo,
             errors,
             oauth_tokens: self.paths.oauth_tokens.clone(),
+        }
+    }
+
+    /// Gemini CLI's trust of the project, decided when the session starts as Gemini CLI decides
+    /// it (an untrusted folder: no workspace settings, and no server starts at all), and kept:
+    /// a later change is reported and takes effect on restart, as in Gemini CLI.
+    fn gemini_trust(&mut self, rule: Option<bool>, errors: &mut Vec<InputError>) {
+        let scopes = self
+            .settings
+            .iter()
+            .filter(|f| f.kind != LayerSource::Workspace)
+            .map(|f| (f.kind, f.content().value))
+            .collect::<Vec<_>>();
+        let mut ordered: Vec<&(LayerSource, Value)> = scopes.iter().collect();
+        ordered.sort_by_key(|(kind, _)| *kind);
+        let on = clients::folder_trust_on(ordered.iter().map(|(_, value)| value));
+        let verdict = clients::verdict(&self.env.vars, on, rule);
+        let trust_file = self
+            .clients
+            .iter()
+            .find(|f| f.format == clients::Format::GeminiTrust)
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        let project = self.project_dir.display().to_string();
+        let decided = *self.gemini_trusted.get_or_insert_with(|| verdict.is_ok());
+        if !decided && self.trusted {
+            // The first decision: this session runs as Gemini CLI would in this folder.
+            self.trusted = false;
+            self.settings.retain(|f| f.kind != LayerSource::Workspace);
+        }
+        match verdict {
+            Err(why) if !decided && !self.untrusted_flag => errors.push(InputError {
+                file: trust_file,
+                message: format!(
+                    "Gemini CLI does not trust {project} ({why}): there it starts no MCP \
+                     server, and neither does this session. Trust the folder in Gemini CLI (or \
+                     add \"{project}\": \"TRUST_FOLDER\" to this file) and restart \
+                     mcp-reconcile"
+                ),
+            }),
+            verdict if verdict.is_ok() != decided => errors.push(InputError {
+                file: trust_file,
+                message: format!(
+                    "Gemini CLI's trust of {project} changed; it takes effect when \
+                     mcp-reconcile restarts (as in Gemini CLI)"
+                ),
+            }),
+            _ => {}
         }
     }
 
@@ -239,6 +308,17 @@ impl Inputs {
             kind: file.map(|(_, kind)| kind),
         }
     }
+}
+
+/// Gemini CLI's transport spellings (`"type": "http"`, a bare `url`) this host's way.
+fn gemini_transports(servers: Servers) -> Servers {
+    servers
+        .into_iter()
+        .map(|(name, config)| {
+            let entry = clients::gemini_transport(config.into_object());
+            (name, ServerConfig::new(entry))
+        })
+        .collect()
 }
 
 /// `list` without the items `gateway` says name the installed gateway; a list that named only

@@ -73,6 +73,10 @@ pub struct Inputs {
     expansion_env: Object,
     env: HostEnv,
     trusted: bool,
+    /// `--untrusted` was given.
+    untrusted_flag: bool,
+    /// Gemini CLI's trust of the project as decided at start-up (`--layout gemini`).
+    gemini_trusted: Option<bool>,
     yolo: bool,
     debounce: Millis,
     quiet: Millis,
@@ -210,6 +214,8 @@ impl Inputs {
             expansion_env: env.expansion_env(),
             env,
             trusted,
+            untrusted_flag: flags.untrusted,
+            gemini_trusted: None,
             yolo: flags.yolo,
             debounce: flags.debounce_ms.map_or(DEFAULT_DEBOUNCE, Millis),
             quiet: flags.quiet_ms.map_or(DEFAULT_QUIET, Millis),

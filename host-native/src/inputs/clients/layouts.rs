@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use mcp_reconcile_kernel::LayerSource;
 
 use super::{ClientFile, Format};
-use crate::inputs::paths::{claude_home, codex_home, copilot_home, HostEnv, Layout};
+use crate::inputs::paths::{claude_home, codex_home, copilot_home, gemini_home, HostEnv, Layout};
 
 /// The client files of `layout` (none for the layouts that read settings files).
 /// `managed_settings` (`--system-settings`) moves Claude Code's administrator files:
@@ -130,6 +130,23 @@ pub(in crate::inputs) fn client_files(
             LayerSource::User,
             copilot_home(env)?.join("mcp-config.json"),
         )],
-        Layout::Default | Layout::Qwen | Layout::Gemini => Vec::new(),
+        // Beside the settings files (read as this host's own): the folder trust and the
+        // per-server switches.
+        Layout::Gemini => {
+            let dir = gemini_home(env, "Gemini CLI's files")?;
+            let trust = env.var("GEMINI_CLI_TRUSTED_FOLDERS_PATH").map_or_else(
+                || dir.join("trustedFolders.json"),
+                |path| env.absolute(Path::new(path)),
+            );
+            vec![
+                file(Format::GeminiTrust, LayerSource::User, trust),
+                file(
+                    Format::GeminiEnablement,
+                    LayerSource::User,
+                    dir.join("mcp-server-enablement.json"),
+                ),
+            ]
+        }
+        Layout::Default | Layout::Qwen => Vec::new(),
     })
 }

@@ -18,6 +18,7 @@ mod claude;
 mod codex;
 mod editors;
 mod expand;
+mod gemini;
 mod layouts;
 mod normalize;
 
@@ -29,7 +30,9 @@ use mcp_reconcile_kernel::{LayerSource, Servers, Value};
 
 pub use codex::CODEX_MARK;
 pub(super) use expand::{git_root, Context};
+pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
+pub(super) use normalize::gemini_transport;
 
 use super::files::{file_errors, kept_note, read_input, read_text, Missing, Read};
 use super::InputError;
@@ -60,6 +63,10 @@ pub(super) enum Format {
     Copilot,
     /// Codex's `config.toml` (`[mcp_servers.NAME]`).
     Codex,
+    /// Gemini CLI's `trustedFolders.json`: whether it trusts the project.
+    GeminiTrust,
+    /// Gemini CLI's `mcp-server-enablement.json`: the servers `gemini mcp disable` turned off.
+    GeminiEnablement,
 }
 
 /// What a client file says, parsed.
@@ -81,6 +88,11 @@ pub(super) struct ClientContent {
     pub(super) approve_all: bool,
     /// Servers the file turns off by a switch of their own (Codex's `enabled = false`).
     pub(super) disabled: Vec<String>,
+    /// Servers the file turns off, named lowercased and trimmed (Gemini CLI's switches).
+    pub(super) disabled_folded: Vec<String>,
+    /// What the file says of the project's trust: trusted, distrusted, or no rule (Gemini
+    /// CLI's trust file; `None` from every other file).
+    pub(super) folder_trust: Option<bool>,
     /// When present, the file is the only source of servers (Claude's managed file).
     pub(super) exclusive: bool,
     /// The file trusts this project (Codex: `[projects."<root>"] trust_level = "trusted"`),
@@ -185,6 +197,8 @@ impl ClientFile {
                     Format::Cursor => editors::cursor(&top, self.scope, ctx),
                     Format::Vscode => editors::vscode(&top, self.scope, ctx),
                     Format::Copilot => editors::copilot(&top, self.scope, ctx),
+                    Format::GeminiTrust => gemini::trust(&top, ctx)?,
+                    Format::GeminiEnablement => gemini::enablement(&top),
                     Format::Codex => unreachable!("handled above"),
                 })
             }
@@ -277,6 +291,10 @@ pub(super) struct Admission {
     pub(super) policies: Vec<Policy>,
     /// Servers switched off by their own entry.
     pub(super) disabled: Vec<String>,
+    /// Servers switched off by name, lowercased and trimmed (Gemini CLI).
+    pub(super) disabled_folded: Vec<String>,
+    /// What the client's trust file says of the project (`None`: no rule, or no such file).
+    pub(super) folder_trust: Option<bool>,
     /// Project entries the client rejects.
     pub(super) rejected: Vec<String>,
     /// Project entries the client approved by name only.
@@ -353,6 +371,9 @@ impl Admission {
                 continue;
             }
             out.disabled.extend(content.disabled.iter().cloned());
+            out.disabled_folded
+                .extend(content.disabled_folded.iter().cloned());
+            out.folder_trust = out.folder_trust.or(content.folder_trust);
             out.rejected.extend(content.rejected.iter().cloned());
             out.approved_by_name
                 .extend(content.approved_by_name.iter().cloned());

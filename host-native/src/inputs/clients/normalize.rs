@@ -83,6 +83,39 @@ pub(super) fn transport(mut entry: Object, bare_url: BareUrl) -> Result<Object, 
     Ok(entry)
 }
 
+/// A Gemini CLI entry's transport written this host's way, as Gemini CLI 0.61 picks it
+/// (`createUrlTransport`): `httpUrl` is streamable HTTP whatever else is set; `url` with
+/// `"type": "sse"` is SSE; `url` with any other `type` is streamable HTTP; a `url` without a
+/// `type` is streamable HTTP that falls back to SSE when the HTTP handshake fails
+/// ([`SSE_FALLBACK`](crate::transport::SSE_FALLBACK)). Never an error: Gemini starts each of
+/// these.
+pub(in crate::inputs) fn gemini_transport(mut entry: Object) -> Object {
+    if matches!(entry.get("httpUrl"), Some(Value::String(_))) {
+        return entry;
+    }
+    if !matches!(entry.get("url"), Some(Value::String(_))) {
+        return entry;
+    }
+    match entry.get("type") {
+        Some(Value::String(kind)) if kind == "sse" => {
+            entry.remove("type");
+        }
+        None | Some(Value::Null) => {
+            if let Some(url) = entry.remove("url") {
+                entry.insert("httpUrl".into(), url);
+            }
+            entry.insert(crate::transport::SSE_FALLBACK.into(), Value::Bool(true));
+        }
+        Some(_) => {
+            entry.remove("type");
+            if let Some(url) = entry.remove("url") {
+                entry.insert("httpUrl".into(), url);
+            }
+        }
+    }
+    entry
+}
+
 /// Reads a map of entries: each object entry through `entry` (which expands and normalizes
 /// it), as used and as written; every other entry, and every entry `entry` refuses, becomes
 /// an error naming the server and `where_`, and is left out.
@@ -179,5 +212,30 @@ mod tests {
             .expect_err("an error")
             .contains("command"));
         assert!(normalized(r#"{"type":"http"}"#, BareUrl::Http).is_err());
+    }
+    #[test]
+    fn gemini_picks_the_transport_as_gemini_cli_does() {
+        let gemini = |text: &str| Value::Object(gemini_transport(object(text))).to_json();
+        assert_eq!(
+            gemini(r#"{"url":"https://x/mcp","type":"http"}"#),
+            r#"{"httpUrl":"https://x/mcp"}"#
+        );
+        assert_eq!(
+            gemini(r#"{"url":"https://x/sse","type":"sse"}"#),
+            r#"{"url":"https://x/sse"}"#
+        );
+        assert_eq!(
+            gemini(r#"{"url":"https://x/mcp"}"#),
+            r#"{"httpUrl":"https://x/mcp","sseFallback":true}"#
+        );
+        // `httpUrl` wins over everything, as in Gemini CLI.
+        assert_eq!(
+            gemini(r#"{"httpUrl":"https://h","url":"https://u","type":"sse"}"#),
+            r#"{"httpUrl":"https://h","url":"https://u","type":"sse"}"#
+        );
+        assert_eq!(
+            gemini(r#"{"command":"x","type":"stdio"}"#),
+            r#"{"command":"x","type":"stdio"}"#
+        );
     }
 }
