@@ -538,6 +538,50 @@ fn gemini_clis_files_are_read_live() {
     m.wait("user1 back", |s| state_of(s, "user1") == "connected");
 }
 
+/// After `install gemini`, the user's `mcp.allowed: ["reconcile"]` is there so that Gemini CLI
+/// starts only the gateway: it does not narrow what the gateway reaches, while the
+/// administrator's allow list still does (Gemini intersects the lists).
+#[test]
+fn an_installed_gemini_gateway_keeps_the_administrators_allow_list() {
+    let m = Machine::new("gemini");
+    let project = m.project().canonicalize().expect("project");
+    m.write_json(
+        &m.home().join(".gemini/trustedFolders.json"),
+        &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
+    );
+    m.write_json(
+        &m.home().join(".gemini/settings.json"),
+        &json!({ "mcpServers": {
+            "notes": m.server("notes", "echo"),
+            "other": m.server("other", "echo"),
+        } }),
+    );
+    let install = m
+        .command()
+        .args(["install", "gemini"])
+        .env("XDG_STATE_HOME", m.path("xdg-state"))
+        .output()
+        .expect("install runs");
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let system = m.path("etc/managed-settings.json");
+    m.write_json(
+        &system,
+        &json!({ "mcp": { "allowed": ["notes", "reconcile"] } }),
+    );
+    let _watch = m.watch();
+    m.wait("notes up, other outside the administrator's list", |s| {
+        state_of(s, "notes") == "connected" && reason(s, "other") == "not_allowed"
+    });
+    fs::remove_file(&system).expect("rm");
+    m.wait("other up without the administrator's list", |s| {
+        state_of(s, "other") == "connected"
+    });
+}
+
 /// In a folder Gemini CLI does not trust it starts no MCP server, the user's included; neither
 /// does `--layout gemini`, and it says why and what to do.
 #[test]

@@ -166,7 +166,17 @@ impl Inputs {
         // the gateway; it does not narrow what the gateway reaches.
         let mut lists = lists;
         let mut client_policies = client.policies;
-        if !gateways.is_empty() {
+        if !gateways.is_empty() && self.layout == Layout::Gemini {
+            // Gemini intersects the scopes' lists: the gateway's name comes out of each list
+            // before, so a list that named only the gateway restricts nothing and the
+            // administrator's list still narrows.
+            let scopes: Vec<(LayerSource, Value)> = contents
+                .iter()
+                .map(|(kind, value)| (*kind, allowed_without(value, &gateways)))
+                .collect();
+            let scopes: Vec<(LayerSource, &Value)> = scopes.iter().map(|(k, v)| (*k, v)).collect();
+            lists = gemini_mcp_lists(&scopes);
+        } else if !gateways.is_empty() {
             lists.allowed = without_gateways(lists.allowed.take(), |p| gateways.contains(p));
             for policy in &mut client_policies {
                 policy.allowed = without_gateways(
@@ -319,6 +329,38 @@ fn gemini_transports(servers: Servers) -> Servers {
             (name, ServerConfig::new(entry))
         })
         .collect()
+}
+
+/// A settings value whose `mcp.allowed` leaves out `gateways`; a list that named only them is
+/// removed (not set).
+fn allowed_without(settings: &Value, gateways: &[String]) -> Value {
+    let Value::Object(top) = settings else {
+        return settings.clone();
+    };
+    let Some(Value::Object(mcp)) = top.get("mcp") else {
+        return settings.clone();
+    };
+    let Some(Value::Array(items)) = mcp.get("allowed") else {
+        return settings.clone();
+    };
+    let kept: Vec<Value> = items
+        .iter()
+        .filter(|item| {
+            !item
+                .as_str()
+                .is_some_and(|n| gateways.iter().any(|g| g == n))
+        })
+        .cloned()
+        .collect();
+    let mut mcp = mcp.clone();
+    if kept.is_empty() && !items.is_empty() {
+        mcp.remove("allowed");
+    } else {
+        mcp.insert("allowed".into(), Value::Array(kept));
+    }
+    let mut top = top.clone();
+    top.insert("mcp".into(), Value::Object(mcp));
+    Value::Object(top)
 }
 
 /// `list` without the items `gateway` says name the installed gateway; a list that named only
