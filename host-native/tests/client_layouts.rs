@@ -182,6 +182,19 @@ impl Machine {
         fs::read_to_string(self.path("watch.log")).unwrap_or_default()
     }
 
+    /// Polls the watch log until `pred` holds.
+    fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
+        let start = std::time::Instant::now();
+        while !pred(&self.log()) {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
     fn approve(&self, name: &str) {
         let out = self.run(&["approve", name]);
         assert!(
@@ -384,6 +397,70 @@ fn cursors_files_are_read_live() {
         log.contains("envfile") && log.contains("envFile"),
         "the refused entry is named with its field: {log}"
     );
+}
+
+/// After `install cursor` the gateway runs the servers install moved to
+/// `~/.cursor/mcp-reconcile.json` and applies edits there live; a server added to Cursor's own
+/// file afterwards, and the project's `.cursor/mcp.json`, are Cursor's to start (it has no
+/// switch to keep them off): the gateway leaves them alone and says how to hand one over.
+#[test]
+fn an_installed_cursor_gateway_runs_the_moved_servers() {
+    let m = Machine::new("cursor");
+    let file = m.home().join(".cursor/mcp.json");
+    m.write_json(
+        &file,
+        &json!({ "mcpServers": { "user1": m.server("user1", "echo") } }),
+    );
+    m.write_json(
+        &m.project().join(".cursor/mcp.json"),
+        &json!({ "mcpServers": { "proj": m.server("proj", "echo") } }),
+    );
+    let install = m
+        .command()
+        .args(["install", "cursor"])
+        .env("XDG_STATE_HOME", m.path("xdg-state"))
+        .output()
+        .expect("install runs");
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let _watch = m.watch();
+    let status = m.wait("the moved server up", |s| {
+        state_of(s, "user1") == "connected"
+    });
+    assert_eq!(
+        state_of(&status, "proj"),
+        "absent",
+        "Cursor starts it itself"
+    );
+    assert_eq!(state_of(&status, "reconcile"), "absent");
+    let user1 = pid_of(&status, "user1");
+
+    // An edit where the server now lives is applied; the other server is untouched.
+    let sidecar = m.home().join(".cursor/mcp-reconcile.json");
+    m.write_json(
+        &sidecar,
+        &json!({ "mcpServers": {
+            "user1": m.server("user1", "echo"),
+            "user2": m.server("user2", "echo"),
+        } }),
+    );
+    let status = m.wait("user2 added in the sidecar", |s| {
+        state_of(s, "user2") == "connected"
+    });
+    assert_eq!(pid_of(&status, "user1"), user1);
+
+    // Added with Cursor's own UI: Cursor starts it; the gateway says how to hand it over.
+    let mut editor: Value =
+        serde_json::from_str(&fs::read_to_string(&file).expect("read")).expect("json");
+    editor["mcpServers"]["late"] = m.server("late", "echo");
+    m.write_json(&file, &editor);
+    m.wait_output("the hand-over hint", |log| {
+        log.contains("\"late\" is started by the editor itself")
+    });
+    assert_eq!(state_of(&m.status(), "late"), "absent");
 }
 
 /// VS Code: the profile's `mcp.json` and `.vscode/mcp.json` with `servers`; an entry that

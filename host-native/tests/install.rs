@@ -56,6 +56,7 @@ impl Home {
             .env_remove("CODEX_HOME")
             .env_remove("GEMINI_CLI_HOME")
             .env_remove("QWEN_HOME")
+            .env_remove("COPILOT_HOME")
             .current_dir(self.path("project"))
             .stdin(Stdio::null());
         command
@@ -189,6 +190,91 @@ fn gemini_and_qwen_install_limit_the_client_with_mcp_allowed() {
         assert!(h.run(&["uninstall", client]).0);
         assert_eq!(read(&settings), original, "{client}: byte-identical");
     }
+}
+
+fn jsonc(text: &str) -> Value {
+    let value = mcp_reconcile_kernel::json::parse_jsonc(text).expect("jsonc");
+    serde_json::from_str(&value.to_json()).expect("json")
+}
+
+/// The editors have no switch that keeps a server listed but not started: install moves the
+/// user's servers, as written, to `mcp-reconcile.json` beside the editor's file and leaves the
+/// gateway there; uninstall puts the file back byte for byte and removes the sidecar.
+#[test]
+fn editor_install_moves_the_servers_beside_and_uninstall_puts_them_back() {
+    for (client, rel, key) in [
+        ("cursor", ".cursor/mcp.json", "mcpServers"),
+        ("vscode", ".config/Code/User/mcp.json", "servers"),
+        ("copilot", ".copilot/mcp-config.json", "mcpServers"),
+    ] {
+        let h = Home::new();
+        let original = format!(
+            "{{\n  // my servers\n  \"{key}\": {{\n    \"github\": {{ \"command\": \"npx\", \"args\": [\"-y\", \"gh\"] }},\n    \"web\": {{ \"url\": \"https://example.test/mcp\" }}\n  }}\n}}\n"
+        );
+        let file = h.write(rel, &original);
+        let sidecar = file.with_file_name("mcp-reconcile.json");
+        let (ok, said) = h.run(&["install", client]);
+        assert!(ok, "{client}: {said}");
+        let editor = jsonc(&read(&file));
+        let names: Vec<&String> = editor[key].as_object().expect("servers").keys().collect();
+        assert_eq!(names, ["reconcile"], "{client}: only the gateway is left");
+        assert_eq!(editor[key]["reconcile"]["args"][2], client);
+        let moved = jsonc(&read(&sidecar));
+        assert_eq!(
+            moved[key]["github"],
+            json!({"command": "npx", "args": ["-y", "gh"]}),
+            "{client}"
+        );
+        assert_eq!(
+            moved[key]["web"],
+            json!({"url": "https://example.test/mcp"})
+        );
+        let (ok, said) = h.run(&["install", client]);
+        assert!(ok && said.contains("already installed"), "{client}: {said}");
+
+        assert!(h.run(&["uninstall", client]).0);
+        assert_eq!(read(&file), original, "{client}: byte-identical");
+        assert!(!sidecar.exists(), "{client}: the sidecar is gone");
+    }
+}
+
+/// A server added in the editor's file while installed is handed over by the next install; an
+/// edit made in the sidecar survives uninstall (the servers go back as the sidecar has them).
+#[test]
+fn editor_uninstall_keeps_what_changed_while_installed() {
+    let h = Home::new();
+    let file = h.write(
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {"github": {"command": "npx", "args": ["gh"]}}}"#,
+    );
+    let sidecar = file.with_file_name("mcp-reconcile.json");
+    assert!(h.run(&["install", "cursor"]).0);
+    // Added with Cursor's own UI meanwhile.
+    let mut editor = jsonc(&read(&file));
+    editor["mcpServers"]["notes"] = json!({"command": "notes-server"});
+    fs::write(&file, serde_json::to_string_pretty(&editor).expect("json")).expect("write");
+    let (ok, said) = h.run(&["install", "cursor"]);
+    assert!(ok, "{said}");
+    assert_eq!(
+        jsonc(&read(&sidecar))["mcpServers"]["notes"],
+        json!({"command": "notes-server"}),
+        "handed over"
+    );
+    // An edit of a moved server, made where it now lives.
+    let mut side = jsonc(&read(&sidecar));
+    side["mcpServers"]["github"]["args"] = json!(["gh", "--verbose"]);
+    fs::write(&sidecar, serde_json::to_string_pretty(&side).expect("json")).expect("write");
+
+    let (ok, said) = h.run(&["uninstall", "cursor"]);
+    assert!(ok, "{said}");
+    let back = jsonc(&read(&file));
+    assert!(back["mcpServers"].get("reconcile").is_none(), "{back}");
+    assert_eq!(
+        back["mcpServers"]["github"]["args"],
+        json!(["gh", "--verbose"])
+    );
+    assert_eq!(back["mcpServers"]["notes"]["command"], "notes-server");
+    assert!(!sidecar.exists());
 }
 
 #[test]

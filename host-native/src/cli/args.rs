@@ -254,6 +254,12 @@ pub enum ClientArg {
     Qwen,
     /// Codex.
     Codex,
+    /// Cursor (its servers move to `~/.cursor/mcp-reconcile.json`).
+    Cursor,
+    /// VS Code (its servers move to `mcp-reconcile.json` beside the user `mcp.json`).
+    Vscode,
+    /// Copilot CLI (its servers move to `~/.copilot/mcp-reconcile.json`).
+    Copilot,
 }
 
 impl From<ClientArg> for mcp_reconcile::install::Client {
@@ -263,6 +269,9 @@ impl From<ClientArg> for mcp_reconcile::install::Client {
             ClientArg::Gemini => Self::Gemini,
             ClientArg::Qwen => Self::Qwen,
             ClientArg::Codex => Self::Codex,
+            ClientArg::Cursor => Self::Cursor,
+            ClientArg::Vscode => Self::Vscode,
+            ClientArg::Copilot => Self::Copilot,
         }
     }
 }

@@ -54,6 +54,13 @@ fn afterwards(client: Client) -> &'static str {
              Tools appear as mcp__reconcile__SERVER__TOOL. A server added later with `codex mcp \
              add` runs in Codex directly until you run `mcp-reconcile install codex` again."
         }
+        Client::Cursor | Client::Vscode | Client::Copilot => {
+            "The editor now starts only `reconcile`. Your servers moved, as written, to \
+             mcp-reconcile.json beside its file: edit them there and the gateway applies each \
+             edit live. A server you add in the editor's own file is started by the editor \
+             itself until you run install again, which hands it over. Tools appear as \
+             SERVER__TOOL under the `reconcile` server."
+        }
     }
 }
 

@@ -44,6 +44,7 @@ use crate::approvals_store::ApprovalsStore;
 use build::FrozenCommand;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
+pub(crate) use clients::{editor_user_file, sidecar};
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;

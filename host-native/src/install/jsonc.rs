@@ -272,6 +272,14 @@ pub fn remove(text: &str, path: &[&str], key: &str) -> anyhow::Result<String> {
     Ok(format!("{}{}", &text[..from], &text[to..]))
 }
 
+/// The member names of the object at `path`, in file order (none when there is no such object).
+pub fn keys(text: &str, path: &[&str]) -> Vec<String> {
+    match object_at(text, path) {
+        Ok(Some((members, _, _))) => members.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The value of the member `key` of the object at `path`, parsed (comments allowed).
 pub fn get(text: &str, path: &[&str], key: &str) -> Option<serde_json::Value> {
     let (members, _, _) = object_at(text, path).ok()??;

@@ -8,7 +8,9 @@
 //!   and never reads it as a server;
 //! * it makes the client start only that server, with the client's own switch: Claude Code's
 //!   `allowedMcpServers` (user settings), Gemini CLI's and qwen-code's `mcp.allowed`, Codex's
-//!   per-server `enabled = false` (marked, so the layout still runs those servers);
+//!   per-server `enabled = false` (marked, so the layout still runs those servers); the editors
+//!   (Cursor, VS Code, Copilot CLI) have no such switch, so their servers move to a file beside
+//!   theirs that the layout reads (`editors`);
 //! * the user's servers stay where the client's own `mcp add` writes them; `serve` reads them
 //!   there live (`--layout CLIENT`).
 //!
@@ -18,6 +20,7 @@
 //! what install added. Running install twice changes nothing the second time.
 
 mod codex;
+mod editors;
 pub mod jsonc;
 mod record;
 
@@ -43,6 +46,12 @@ pub enum Client {
     Qwen,
     /// Codex.
     Codex,
+    /// Cursor.
+    Cursor,
+    /// VS Code.
+    Vscode,
+    /// Copilot CLI.
+    Copilot,
 }
 
 impl Client {
@@ -53,7 +62,28 @@ impl Client {
             Client::Gemini => "gemini",
             Client::Qwen => "qwen",
             Client::Codex => "codex",
+            Client::Cursor => "cursor",
+            Client::Vscode => "vscode",
+            Client::Copilot => "copilot",
         }
+    }
+
+    /// The layout of the same name.
+    fn layout(self) -> inputs::Layout {
+        match self {
+            Client::Claude => inputs::Layout::Claude,
+            Client::Gemini => inputs::Layout::Gemini,
+            Client::Qwen => inputs::Layout::Qwen,
+            Client::Codex => inputs::Layout::Codex,
+            Client::Cursor => inputs::Layout::Cursor,
+            Client::Vscode => inputs::Layout::Vscode,
+            Client::Copilot => inputs::Layout::Copilot,
+        }
+    }
+
+    /// An editor: its servers move to the sidecar file (see `editors`).
+    fn is_editor(self) -> bool {
+        matches!(self, Client::Cursor | Client::Vscode | Client::Copilot)
     }
 }
 
@@ -89,8 +119,8 @@ pub fn gateway_entry(client: Client, exe: &Path, env: &HostEnv) -> Value {
             entry["env"]["CODEX_HOME"] = json!(home);
         }
     }
-    if client == Client::Claude {
-        // What `claude mcp add` writes for a stdio server.
+    if matches!(client, Client::Claude | Client::Vscode | Client::Copilot) {
+        // What these clients' own `add` writes for a stdio server.
         entry["type"] = json!("stdio");
     }
     entry
@@ -109,7 +139,17 @@ fn files(client: Client, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
         }
         Client::Qwen => vec![inputs::qwen_home(env, "qwen-code's settings")?.join("settings.json")],
         Client::Codex => vec![inputs::codex_home(env, "Codex's config.toml")?.join("config.toml")],
+        Client::Cursor | Client::Vscode | Client::Copilot => {
+            let (user, _) = editor_file(client, env)?;
+            vec![user.clone(), inputs::sidecar(&user)]
+        }
     })
+}
+
+/// An editor's user file and the key its servers are under.
+fn editor_file(client: Client, env: &HostEnv) -> anyhow::Result<(PathBuf, &'static str)> {
+    inputs::editor_user_file(client.layout(), env)?
+        .with_context(|| format!("{} keeps no servers file", client.as_str()))
 }
 
 fn read(path: &Path) -> anyhow::Result<Option<String>> {
@@ -123,6 +163,30 @@ fn read(path: &Path) -> anyhow::Result<Option<String>> {
 /// servers in a way install would have to override (the message says what to do).
 pub fn install(client: Client, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<Change>> {
     let entry = gateway_entry(client, exe, env);
+    if client.is_editor() {
+        let (user, key) = editor_file(client, env)?;
+        let side = inputs::sidecar(&user);
+        let (editor_before, sidecar_before) = (read(&user)?, read(&side)?);
+        let (editor_after, sidecar_after) = editors::install(
+            editor_before.as_deref().unwrap_or_default(),
+            sidecar_before.as_deref().unwrap_or_default(),
+            key,
+            &entry,
+        )
+        .with_context(|| format!("{} cannot be edited", user.display()))?;
+        return Ok(vec![
+            Change {
+                path: user,
+                before: editor_before,
+                after: Some(editor_after),
+            },
+            Change {
+                path: side,
+                before: sidecar_before,
+                after: Some(sidecar_after),
+            },
+        ]);
+    }
     let mut changes = Vec::new();
     for (i, path) in files(client, env)?.into_iter().enumerate() {
         let before = read(&path)?;
@@ -182,6 +246,9 @@ fn refuse_other_list(
 /// # Errors
 /// A file cannot be read or is no longer valid in its format.
 pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
+    if client.is_editor() {
+        return uninstall_editor(client, record);
+    }
     let mut changes = Vec::new();
     for file in &record.files {
         let before = read(&file.path)?;
@@ -212,6 +279,49 @@ pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>>
         });
     }
     Ok(changes)
+}
+
+/// An editor's uninstall: both files as install left them get their original bytes back;
+/// otherwise the sidecar's servers (edited there since, maybe) go back into the editor's file,
+/// and the sidecar is put back as it was before install (removed, as a rule).
+fn uninstall_editor(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
+    let [editor, side] = record.files.as_slice() else {
+        bail!(
+            "the install record of {} does not name its two files",
+            client.as_str()
+        );
+    };
+    let (editor_now, side_now) = (read(&editor.path)?, read(&side.path)?);
+    let untouched = |now: &Option<String>, file: &record::FileRecord| {
+        now.as_deref().map(record::digest).as_ref() == Some(&file.installed)
+    };
+    let editor_after = if untouched(&editor_now, editor) && untouched(&side_now, side) {
+        record.original(editor)?
+    } else {
+        // As `inputs::editor_user_file` names it.
+        let key = if client == Client::Vscode {
+            "servers"
+        } else {
+            "mcpServers"
+        };
+        Some(editors::uninstall(
+            editor_now.as_deref().unwrap_or_default(),
+            side_now.as_deref().unwrap_or_default(),
+            key,
+        )?)
+    };
+    Ok(vec![
+        Change {
+            path: editor.path.clone(),
+            before: editor_now,
+            after: editor_after,
+        },
+        Change {
+            path: side.path.clone(),
+            before: side_now,
+            after: record.original(side)?,
+        },
+    ])
 }
 
 /// Writes `changes`: each file replaced atomically, keeping its mode (a new file is 0600), or
@@ -340,6 +450,13 @@ mod tests {
         assert_eq!(
             files(Client::Gemini, &e)?,
             [PathBuf::from("/work/project/g/.gemini/settings.json")]
+        );
+        assert_eq!(
+            files(Client::Cursor, &e)?,
+            [
+                PathBuf::from("/home/u/.cursor/mcp.json"),
+                PathBuf::from("/home/u/.cursor/mcp-reconcile.json")
+            ]
         );
         let plain = env(&[]);
         assert_eq!(

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use mcp_reconcile_kernel::LayerSource;
 
 use super::{ClientFile, Format};
@@ -20,7 +21,6 @@ pub(in crate::inputs) fn client_files(
     env: &HostEnv,
     managed_settings: Option<PathBuf>,
 ) -> anyhow::Result<Vec<ClientFile>> {
-    let home = |what: &str| env.home(what).map(Path::to_path_buf);
     let file = ClientFile::new;
     Ok(match layout {
         Layout::Claude => {
@@ -78,29 +78,23 @@ pub(in crate::inputs) fn client_files(
             )
             .collect()
         }
-        Layout::Cursor => vec![
-            file(
-                Format::Cursor,
-                LayerSource::User,
-                home("Cursor's mcp.json")?.join(".cursor/mcp.json"),
-            ),
-            file(
-                Format::Cursor,
-                LayerSource::Project,
-                project.join(".cursor/mcp.json"),
-            ),
-        ],
-        Layout::Vscode => {
-            let config = match env.var("XDG_CONFIG_HOME").map(PathBuf::from) {
-                Some(dir) if dir.is_absolute() => dir,
-                _ => home("VS Code's user mcp.json")?.join(".config"),
-            };
+        Layout::Cursor => {
+            let (user, _) = editor_user_file(layout, env)?.context("Cursor's file")?;
             vec![
+                file(Format::Cursor, LayerSource::User, sidecar(&user)),
+                file(Format::Cursor, LayerSource::User, user),
                 file(
-                    Format::Vscode,
-                    LayerSource::User,
-                    config.join("Code/User/mcp.json"),
+                    Format::Cursor,
+                    LayerSource::Project,
+                    project.join(".cursor/mcp.json"),
                 ),
+            ]
+        }
+        Layout::Vscode => {
+            let (user, _) = editor_user_file(layout, env)?.context("VS Code's file")?;
+            vec![
+                file(Format::Vscode, LayerSource::User, sidecar(&user)),
+                file(Format::Vscode, LayerSource::User, user),
                 file(
                     Format::Vscode,
                     LayerSource::Project,
@@ -125,11 +119,13 @@ pub(in crate::inputs) fn client_files(
                 project_file,
             ]
         }
-        Layout::Copilot => vec![file(
-            Format::Copilot,
-            LayerSource::User,
-            copilot_home(env)?.join("mcp-config.json"),
-        )],
+        Layout::Copilot => {
+            let (user, _) = editor_user_file(layout, env)?.context("Copilot CLI's file")?;
+            vec![
+                file(Format::Copilot, LayerSource::User, sidecar(&user)),
+                file(Format::Copilot, LayerSource::User, user),
+            ]
+        }
         // Beside the settings files (read as this host's own): the folder trust and the
         // per-server switches.
         Layout::Gemini => {
@@ -148,5 +144,41 @@ pub(in crate::inputs) fn client_files(
             ]
         }
         Layout::Default | Layout::Qwen => Vec::new(),
+    })
+}
+
+/// The file `mcp-reconcile install` moves an editor's servers to: `mcp-reconcile.json` beside
+/// the editor's user file (same format, read first, so the editor's own file wins a name).
+pub(crate) fn sidecar(user_file: &Path) -> PathBuf {
+    user_file.with_file_name(SIDECAR)
+}
+
+/// The name of [`sidecar`]'s file.
+const SIDECAR: &str = "mcp-reconcile.json";
+
+/// An editor's user file and the key its servers are under: Cursor's `~/.cursor/mcp.json`
+/// (`mcpServers`), VS Code's `$XDG_CONFIG_HOME/Code/User/mcp.json` (`servers`), Copilot CLI's
+/// `$COPILOT_HOME/mcp-config.json` (`mcpServers`); `None` for the other layouts.
+///
+/// # Errors
+/// The home directory is needed and unknown.
+pub(crate) fn editor_user_file(
+    layout: Layout,
+    env: &HostEnv,
+) -> anyhow::Result<Option<(PathBuf, &'static str)>> {
+    Ok(match layout {
+        Layout::Cursor => Some((
+            env.home("Cursor's mcp.json")?.join(".cursor/mcp.json"),
+            "mcpServers",
+        )),
+        Layout::Vscode => {
+            let config = match env.var("XDG_CONFIG_HOME").map(PathBuf::from) {
+                Some(dir) if dir.is_absolute() => dir,
+                _ => env.home("VS Code's user mcp.json")?.join(".config"),
+            };
+            Some((config.join("Code/User/mcp.json"), "servers"))
+        }
+        Layout::Copilot => Some((copilot_home(env)?.join("mcp-config.json"), "mcpServers")),
+        _ => None,
     })
 }

@@ -32,6 +32,7 @@ pub use codex::CODEX_MARK;
 pub(super) use expand::{git_root, Context};
 pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
+pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
 
 use super::files::{file_errors, kept_note, read_input, read_text, Missing, Read};
@@ -113,6 +114,13 @@ pub(super) struct ClientFile {
     pub(super) missing: Missing,
     /// Read only while another file of the layout trusts the project (Codex's project file).
     pub(super) needs_trust: bool,
+}
+
+impl Format {
+    /// An editor's file (Cursor, VS Code, Copilot CLI).
+    fn is_editor(self) -> bool {
+        matches!(self, Format::Cursor | Format::Vscode | Format::Copilot)
+    }
 }
 
 impl ClientFile {
@@ -312,6 +320,13 @@ impl Admission {
             .find(|(_, c)| c.exclusive)
             .map(|(f, _)| f.path.clone());
         let trusted = contents.iter().any(|(_, c)| c.trusts_project);
+        // An editor's user file that holds the installed gateway: the editor starts that
+        // file's other servers and its project files' servers itself (it has no switch to
+        // keep them off; install moved the user's servers to the sidecar).
+        let handed_over = contents
+            .iter()
+            .find(|(f, c)| f.format.is_editor() && f.scope == LayerSource::User && installs(c))
+            .map(|(f, _)| f.path.clone());
         let mut out = Admission::default();
         let managed_only = contents
             .iter()
@@ -344,6 +359,36 @@ impl Admission {
         for (file, content) in contents {
             errors.extend(file.errors());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
+            if handed_over.is_some() && file.format.is_editor() && file.project_controlled() {
+                continue;
+            }
+            if handed_over.as_ref() == Some(&file.path) {
+                let others: Vec<&String> = content
+                    .layers
+                    .iter()
+                    .flat_map(|(_, servers, _)| servers.iter())
+                    .filter(|(_, config)| !installed(config))
+                    .map(|(name, _)| name)
+                    .collect();
+                if !others.is_empty() {
+                    errors.push(InputError {
+                        file: file.path.clone(),
+                        message: format!(
+                            "{} started by the editor itself, not by the gateway (this file \
+                             holds the installed gateway): run `mcp-reconcile install` for \
+                             this editor again to hand {} over",
+                            others
+                                .iter()
+                                .map(|n| format!("\"{}\"", crate::display::safe(n)))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                                + if others.len() == 1 { " is" } else { " are" },
+                            if others.len() == 1 { "it" } else { "them" }
+                        ),
+                    });
+                }
+                continue;
+            }
             if file.needs_trust && !trusted {
                 if has_servers {
                     errors.push(InputError {
@@ -387,6 +432,22 @@ impl Admission {
         }
         out
     }
+}
+
+/// Whether `config` is the gateway `install` put in (its env carries the install mark).
+fn installed(config: &mcp_reconcile_kernel::ServerConfig) -> bool {
+    config
+        .get("env")
+        .and_then(Value::as_object)
+        .is_some_and(|env| env.contains_key(crate::inputs::INSTALLED_MARK))
+}
+
+/// Whether a file's content holds the installed gateway.
+fn installs(content: &ClientContent) -> bool {
+    content
+        .layers
+        .iter()
+        .any(|(_, servers, _)| servers.values().any(installed))
 }
 
 /// A project's Codex entries as Codex takes them: merged field by field over the user's entry
