@@ -107,6 +107,7 @@ impl Machine {
             .env_remove("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
             .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
             .env_remove("GEMINI_RESTRICTED_MODE")
+            .env_remove("COPILOT_HOME")
             .stdin(Stdio::null());
         command
     }
@@ -461,6 +462,63 @@ fn an_installed_cursor_gateway_runs_the_moved_servers() {
         log.contains("\"late\" is started by the editor itself")
     });
     assert_eq!(state_of(&m.status(), "late"), "absent");
+}
+
+/// Copilot CLI: the user's `~/.copilot/mcp-config.json`, and — only while its `config.json`
+/// trusts the folder — the repository's `.github/mcp.json` and every `.mcp.json` from the
+/// repository's root down to the project (the nearest wins), gated.
+#[test]
+fn copilot_reads_project_files_only_in_a_trusted_folder() {
+    let m = Machine::in_project("copilot", "repo/sub");
+    let repo = m.path("repo");
+    fs::create_dir_all(repo.join(".git")).expect("git dir");
+    m.write_json(
+        &m.home().join(".copilot/mcp-config.json"),
+        &json!({ "mcpServers": { "user1": m.server("user1", "echo") } }),
+    );
+    m.write_json(
+        &repo.join(".mcp.json"),
+        &json!({ "mcpServers": { "shared": m.server("far", "echo") } }),
+    );
+    m.write_json(
+        &repo.join("sub/.mcp.json"),
+        &json!({ "mcpServers": { "shared": m.server("near", "echo") } }),
+    );
+    m.write_json(
+        &repo.join(".github/mcp.json"),
+        &json!({ "mcpServers": { "gh": m.server("gh", "echo") } }),
+    );
+    // Copilot trusts another folder, and a sibling whose name starts like the repository's.
+    let elsewhere = m.path("repo-other");
+    fs::create_dir_all(&elsewhere).expect("mkdir");
+    m.write_json(
+        &m.home().join(".copilot/config.json"),
+        &json!({ "trusted_folders": [elsewhere.canonicalize().expect("dir").to_string_lossy()] }),
+    );
+    let _watch = m.watch();
+    let status = m.wait("user1 up, project files not read", |s| {
+        state_of(s, "user1") == "connected"
+    });
+    assert_eq!(state_of(&status, "shared"), "absent");
+    assert_eq!(state_of(&status, "gh"), "absent");
+    assert!(
+        m.log().contains("does not trust this project"),
+        "{}",
+        m.log()
+    );
+
+    m.write_json(
+        &m.home().join(".copilot/config.json"),
+        &json!({ "trusted_folders": [repo.canonicalize().expect("repo").to_string_lossy()] }),
+    );
+    m.wait("project servers pending in the trusted folder", |s| {
+        reason(s, "shared") == "pending_approval" && reason(s, "gh") == "pending_approval"
+    });
+    m.approve("shared");
+    m.wait("the nearest shared approved and up", |s| {
+        state_of(s, "shared") == "connected"
+    });
+    assert!(m.marker("near").exists() && !m.marker("far").exists());
 }
 
 /// VS Code: the profile's `mcp.json` and `.vscode/mcp.json` with `servers`; an entry that

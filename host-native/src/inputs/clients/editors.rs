@@ -76,6 +76,24 @@ pub(super) fn copilot(top: &Object, scope: LayerSource, ctx: &Context<'_>) -> Cl
     })
 }
 
+/// Copilot CLI's `config.json`: whether one of its `trusted_folders` holds the project (a
+/// folder is trusted with everything below it; paths compare by real path).
+pub(super) fn copilot_config(top: &Object, ctx: &Context<'_>) -> ClientContent {
+    let real = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let trusts_project = match top.get("trusted_folders") {
+        Some(Value::Array(folders)) => folders
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|f| std::path::Path::new(f).is_absolute())
+            .any(|f| real(ctx.project).starts_with(real(std::path::Path::new(f)))),
+        _ => false,
+    };
+    ClientContent {
+        trusts_project,
+        ..ClientContent::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -121,10 +121,37 @@ pub(in crate::inputs) fn client_files(
         }
         Layout::Copilot => {
             let (user, _) = editor_user_file(layout, env)?.context("Copilot CLI's file")?;
-            vec![
+            let mut files = vec![
                 file(Format::Copilot, LayerSource::User, sidecar(&user)),
                 file(Format::Copilot, LayerSource::User, user),
-            ]
+                file(
+                    Format::CopilotConfig,
+                    LayerSource::User,
+                    copilot_home(env)?.join("config.json"),
+                ),
+            ];
+            // The project's files, read only while Copilot CLI trusts the folder:
+            // `.github/mcp.json` at the repository's root, then every `.mcp.json` from the
+            // root down to the project (the nearest wins).
+            let root = super::git_root(project)
+                .filter(|root| project.starts_with(root))
+                .unwrap_or_else(|| project.to_path_buf());
+            let mut dirs: Vec<&Path> = project
+                .ancestors()
+                .take_while(|dir| dir.starts_with(&root))
+                .collect();
+            dirs.reverse();
+            let project_file = |path: PathBuf| {
+                let mut f = file(Format::Copilot, LayerSource::Project, path);
+                f.needs_trust = true;
+                f
+            };
+            files.push(project_file(root.join(".github/mcp.json")));
+            files.extend(
+                dirs.into_iter()
+                    .map(|dir| project_file(dir.join(".mcp.json"))),
+            );
+            files
         }
         // Beside the settings files (read as this host's own): the folder trust and the
         // per-server switches.

@@ -66,6 +66,9 @@ pub(super) enum Format {
     Codex,
     /// Gemini CLI's `trustedFolders.json`: whether it trusts the project.
     GeminiTrust,
+    /// Copilot CLI's `config.json`: its `trusted_folders` (the project's files count only in
+    /// one of them).
+    CopilotConfig,
     /// Gemini CLI's `mcp-server-enablement.json`: the servers `gemini mcp disable` turned off.
     GeminiEnablement,
 }
@@ -206,6 +209,7 @@ impl ClientFile {
                     Format::Vscode => editors::vscode(&top, self.scope, ctx),
                     Format::Copilot => editors::copilot(&top, self.scope, ctx),
                     Format::GeminiTrust => gemini::trust(&top, ctx)?,
+                    Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
                     Format::Codex => unreachable!("handled above"),
                 })
@@ -394,8 +398,8 @@ impl Admission {
                     errors.push(InputError {
                         file: file.path.clone(),
                         message: "not read: the client does not trust this project (mark it \
-                                  trusted in the client first, e.g. Codex's [projects] \
-                                  trust_level = \"trusted\")"
+                                  trusted in the client first: Codex's [projects] trust_level = \
+                                  \"trusted\", Copilot CLI's trusted_folders)"
                             .into(),
                     });
                 }
