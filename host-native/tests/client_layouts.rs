@@ -621,6 +621,66 @@ fn codexs_files_are_read_live() {
     });
 }
 
+/// Codex's administrator files (`/etc/codex`, moved beside `--system-settings` here): the
+/// system `config.toml` under the user's (merged field by field), `managed_config.toml` over
+/// it, and `requirements.toml`'s allow list by name and identity, each applied live.
+#[test]
+fn codexs_administrator_files_are_honoured() {
+    let m = Machine::new("codex");
+    let fixture = fixture().to_string_lossy().into_owned();
+    let args = |name: &str| {
+        format!(
+            "args = [\"--name\", \"{name}\", \"--tools\", \"echo\", \"--marker\", {:?}]",
+            m.marker(name).to_string_lossy()
+        )
+    };
+    // The administrator gives `base` its command; the user adds the arguments.
+    m.write(
+        &m.path("etc/config.toml"),
+        &format!("[mcp_servers.base]\ncommand = {fixture:?}\n"),
+    );
+    m.write(
+        &m.home().join(".codex/config.toml"),
+        &format!(
+            "[mcp_servers.base]\n{}\n\n[mcp_servers.mine]\ncommand = {fixture:?}\n{}\n",
+            args("base"),
+            args("mine")
+        ),
+    );
+    m.write(
+        &m.path("etc/managed_config.toml"),
+        &format!(
+            "[mcp_servers.corp]\ncommand = {fixture:?}\n{}\n",
+            args("corp")
+        ),
+    );
+    let _watch = m.watch();
+    m.wait("base (merged), mine and corp up", |s| {
+        ["base", "mine", "corp"]
+            .iter()
+            .all(|n| state_of(s, n) == "connected")
+    });
+
+    // The allow list: `mine` is not on it, `base` is with another command.
+    let requirements = m.path("etc/requirements.toml");
+    m.write(
+        &requirements,
+        &format!(
+            "[mcp_servers.corp.identity]\ncommand = {fixture:?}\n\n[mcp_servers.base.identity]\ncommand = \"/usr/bin/other\"\n"
+        ),
+    );
+    m.wait("only corp is allowed", |s| {
+        state_of(s, "corp") == "connected"
+            && reason(s, "mine") == "blocked"
+            && reason(s, "base") == "blocked"
+    });
+    m.write(
+        &requirements,
+        &format!("[mcp_servers.corp.identity]\ncommand = {fixture:?}\n\n[mcp_servers.base.identity]\ncommand = {fixture:?}\n"),
+    );
+    m.wait("base allowed again", |s| state_of(s, "base") == "connected");
+}
+
 /// Gemini CLI: `~/.gemini/settings.json` and the workspace's `.gemini/settings.json` in a
 /// folder Gemini trusts (`trustedFolders.json`), with `mcp.excluded` honoured, `mcp.allowed: []`
 /// read as Gemini reads it (no restriction), `"type": "http"` with `url` as streamable HTTP, and

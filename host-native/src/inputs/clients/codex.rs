@@ -176,6 +176,93 @@ pub(super) fn parse(
     Ok(out)
 }
 
+/// What `requirements.toml` binds a server's name to (`identity`): its stdio `command`, or
+/// its streamable HTTP `url`, compared exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Identity {
+    Command(String),
+    Url(String),
+}
+
+/// `/etc/codex/requirements.toml`: its `[mcp_servers.NAME.identity]` allow list (`None` when
+/// the file sets none). A listed server whose requirement this layout cannot read is left off
+/// the list, which keeps it off, and reported.
+pub(super) fn requirements(text: &str) -> Result<ClientContent, String> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("not valid TOML: {}", e.message()))?;
+    let mut out = ClientContent::default();
+    let Some(servers) = table.get("mcp_servers") else {
+        return Ok(out);
+    };
+    let Some(servers) = servers.as_table() else {
+        return Err("mcp_servers must be a table of server requirements".into());
+    };
+    let mut required = Vec::new();
+    for (name, requirement) in servers {
+        let identity = requirement
+            .get("identity")
+            .and_then(toml::Value::as_table)
+            .and_then(|identity| {
+                match (
+                    identity.get("command").and_then(toml::Value::as_str),
+                    identity.get("url").and_then(toml::Value::as_str),
+                ) {
+                    (Some(command), None) => Some(Identity::Command(command.to_owned())),
+                    (None, Some(url)) => Some(Identity::Url(url.to_owned())),
+                    _ => None,
+                }
+            });
+        match identity {
+            Some(identity) => required.push((name.clone(), identity)),
+            None => out.entry_errors.push(format!(
+                "[mcp_servers.{name}] has no identity this layout reads (identity = {{ command \
+                 = \"…\" }} or {{ url = \"…\" }}): \"{name}\" stays off"
+            )),
+        }
+    }
+    out.required = Some(required);
+    Ok(out)
+}
+
+/// The servers of `read` the administrator's allow list keeps off: not listed, or listed with
+/// another identity than the entry that wins the name (the highest layer; the last file among
+/// equals) — as Codex turns them off.
+pub(super) fn not_required(
+    read: &[(std::path::PathBuf, ClientContent)],
+    required: &[(String, Identity)],
+) -> Vec<String> {
+    let mut winners: std::collections::BTreeMap<&str, (LayerSource, &Object)> =
+        std::collections::BTreeMap::new();
+    for (_, content) in read {
+        for (source, used, _) in &content.layers {
+            for (name, config) in used.iter() {
+                let wins = winners.get(name.as_str()).is_none_or(|(s, _)| source >= s);
+                if wins {
+                    winners.insert(name, (*source, config.object()));
+                }
+            }
+        }
+    }
+    winners
+        .into_iter()
+        .filter(|(name, (_, entry))| {
+            let matches = |identity: &Identity| match identity {
+                Identity::Command(command) => {
+                    entry.get("command").and_then(Value::as_str) == Some(command.as_str())
+                }
+                Identity::Url(url) => {
+                    entry.get("httpUrl").and_then(Value::as_str) == Some(url.as_str())
+                }
+            };
+            !required
+                .iter()
+                .any(|(allowed, identity)| allowed == name && matches(identity))
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -254,5 +341,27 @@ mod tests {
         let err =
             parse("[mcp_servers.a]\ncommand = \n", LayerSource::User, &ctx).expect_err("an error");
         assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn requirements_bind_names_to_identities_and_say_what_they_cannot_read() {
+        let content = requirements(
+            "[mcp_servers.a.identity]\ncommand = \"x\"\n[mcp_servers.b.identity]\nurl = \"https://b\"\n[mcp_servers.c]\nmatch = \"?\"\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            content.required,
+            Some(vec![
+                ("a".to_owned(), Identity::Command("x".into())),
+                ("b".to_owned(), Identity::Url("https://b".into())),
+            ])
+        );
+        assert!(content.entry_errors[0].contains("\"c\" stays off"));
+        assert_eq!(
+            requirements("allowed_sandbox_modes = []\n")
+                .expect("parses")
+                .required,
+            None
+        );
     }
 }

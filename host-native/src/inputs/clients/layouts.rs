@@ -110,13 +110,34 @@ pub(in crate::inputs) fn client_files(
                 project.join(".codex/config.toml"),
             );
             project_file.needs_trust = true;
+            // The administrator's files: `/etc/codex` (`--system-settings FILE` moves them
+            // beside FILE). Order matters: each file's entries merge over the earlier ones.
+            let etc = managed_settings
+                .as_deref()
+                .and_then(Path::parent)
+                .map_or_else(|| PathBuf::from("/etc/codex"), Path::to_path_buf);
             vec![
+                file(
+                    Format::Codex,
+                    LayerSource::SystemDefaults,
+                    etc.join("config.toml"),
+                ),
                 file(
                     Format::Codex,
                     LayerSource::User,
                     codex_home.join("config.toml"),
                 ),
                 project_file,
+                file(
+                    Format::Codex,
+                    LayerSource::System,
+                    etc.join("managed_config.toml"),
+                ),
+                file(
+                    Format::CodexRequirements,
+                    LayerSource::System,
+                    etc.join("requirements.toml"),
+                ),
             ]
         }
         Layout::Copilot => {

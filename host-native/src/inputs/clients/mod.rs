@@ -62,8 +62,12 @@ pub(super) enum Format {
     /// Copilot CLI's `mcp-config.json` (`mcpServers`; `type` `local` | `stdio` | `http` |
     /// `sse`).
     Copilot,
-    /// Codex's `config.toml` (`[mcp_servers.NAME]`).
+    /// Codex's `config.toml` (`[mcp_servers.NAME]`), also the administrator's
+    /// `/etc/codex/config.toml` and `managed_config.toml`.
     Codex,
+    /// Codex's `/etc/codex/requirements.toml`: the administrator's allow list of servers, by
+    /// name and identity (`[mcp_servers.NAME.identity] command = …` or `url = …`).
+    CodexRequirements,
     /// Gemini CLI's `trustedFolders.json`: whether it trusts the project.
     GeminiTrust,
     /// Copilot CLI's `config.json`: its `trusted_folders` (the project's files count only in
@@ -97,6 +101,9 @@ pub(super) struct ClientContent {
     /// What the file says of the project's trust: trusted, distrusted, or no rule (Gemini
     /// CLI's trust file; `None` from every other file).
     pub(super) folder_trust: Option<bool>,
+    /// The administrator's allow list of servers by name and identity (Codex's
+    /// `requirements.toml`): a server runs only when listed with its identity.
+    pub(super) required: Option<Vec<(String, codex::Identity)>>,
     /// When present, the file is the only source of servers (Claude's managed file).
     pub(super) exclusive: bool,
     /// The file trusts this project (Codex: `[projects."<root>"] trust_level = "trusted"`),
@@ -191,6 +198,7 @@ impl ClientFile {
     fn parse(&self, text: &str, ctx: &Context<'_>) -> Result<ClientContent, String> {
         match self.format {
             Format::Codex => codex::parse(text, self.scope, ctx),
+            Format::CodexRequirements => codex::requirements(text),
             format => {
                 let value = super::files::parse_or_explain(text, self.good.is_some())
                     .map_err(|e| e.split(" — ").next().unwrap_or_default().to_owned())?;
@@ -211,7 +219,7 @@ impl ClientFile {
                     Format::GeminiTrust => gemini::trust(&top, ctx)?,
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
-                    Format::Codex => unreachable!("handled above"),
+                    Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
                 })
             }
         }
@@ -246,7 +254,7 @@ impl ClientFile {
     /// Whether the file's text parses in its format now (settle detection).
     pub(super) fn complete(&self) -> bool {
         matches!(read_text(&self.path), Ok(Some(text)) if !text.trim().is_empty() && match self.format {
-            Format::Codex => text.parse::<toml::Table>().is_ok(),
+            Format::Codex | Format::CodexRequirements => text.parse::<toml::Table>().is_ok(),
             _ => mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok(),
         })
     }
@@ -307,6 +315,8 @@ pub(super) struct Admission {
     pub(super) disabled_folded: Vec<String>,
     /// What the client's trust file says of the project (`None`: no rule, or no such file).
     pub(super) folder_trust: Option<bool>,
+    /// The administrator's allow list by name and identity (Codex's `requirements.toml`).
+    pub(super) required: Option<Vec<(String, codex::Identity)>>,
     /// Project entries the client rejects.
     pub(super) rejected: Vec<String>,
     /// Project entries the client approved by name only.
@@ -427,12 +437,26 @@ impl Admission {
             out.approved_by_name
                 .extend(content.approved_by_name.iter().cloned());
             out.approve_all |= content.approve_all;
-            let content = if file.format == Format::Codex && file.needs_trust {
-                codex_over_user(content, &out.read)
-            } else {
-                content
+            if content.required.is_some() {
+                out.required = content.required.clone();
+            }
+            // Codex merges its files field by field: each entry over the same name in the
+            // files before it (the administrator's `config.toml`, then the user's). A merged
+            // project entry is the project's — gated, approved as a whole; the managed file's
+            // entries merge over the administrator's and the user's, never a project's.
+            let bases: &[LayerSource] = match (file.format, file.scope) {
+                (Format::Codex, LayerSource::User) => &[LayerSource::SystemDefaults],
+                (Format::Codex, LayerSource::Project | LayerSource::System) => {
+                    &[LayerSource::SystemDefaults, LayerSource::User]
+                }
+                _ => &[],
             };
+            let content = codex_merged(content, &out.read, bases);
             out.read.push((file.path.clone(), content));
+        }
+        if let Some(required) = &out.required {
+            out.disabled
+                .extend(codex::not_required(&out.read, required));
         }
         out
     }
@@ -454,31 +478,46 @@ fn installs(content: &ClientContent) -> bool {
         .any(|(_, servers, _)| servers.values().any(installed))
 }
 
-/// A project's Codex entries as Codex takes them: merged field by field over the user's entry
-/// of the same name (tables key by key), the project's fields winning. The merged entry is the
-/// project's — gated, approved as a whole.
-fn codex_over_user(mut project: ClientContent, read: &[(PathBuf, ClientContent)]) -> ClientContent {
-    let user: Vec<&(LayerSource, Servers, Servers)> = read
+/// Codex's entries as Codex takes them: each merged field by field over the entries of the
+/// same name in the earlier files of kinds `bases` (in file order; tables key by key), the
+/// later file's fields winning. The merged entry stays in `content`'s layer.
+fn codex_merged(
+    mut content: ClientContent,
+    read: &[(PathBuf, ClientContent)],
+    bases: &[LayerSource],
+) -> ClientContent {
+    if bases.is_empty() {
+        return content;
+    }
+    let below: Vec<&(LayerSource, Servers, Servers)> = read
         .iter()
         .flat_map(|(_, c)| &c.layers)
-        .filter(|(source, _, _)| *source == LayerSource::User)
+        .filter(|(source, _, _)| bases.contains(source))
         .collect();
-    for (_, used, written) in &mut project.layers {
+    for (_, used, written) in &mut content.layers {
         for (servers, pick) in [(used, 1), (written, 2)] {
             let names: Vec<String> = servers.keys().cloned().collect();
             for name in names {
-                let base = user.iter().rev().find_map(|layer| match pick {
-                    1 => layer.1.get(&name),
-                    _ => layer.2.get(&name),
-                });
+                let base = below
+                    .iter()
+                    .filter_map(|layer| match pick {
+                        1 => layer.1.get(&name),
+                        _ => layer.2.get(&name),
+                    })
+                    .fold(None, |acc: Option<mcp_reconcile_kernel::Object>, entry| {
+                        Some(match acc {
+                            Some(acc) => deep_merge(&acc, entry.object()),
+                            None => entry.object().clone(),
+                        })
+                    });
                 if let (Some(base), Some(over)) = (base, servers.get(&name)) {
-                    let merged = deep_merge(base.object(), over.object());
+                    let merged = deep_merge(&base, over.object());
                     servers.insert(name, mcp_reconcile_kernel::ServerConfig::new(merged));
                 }
             }
         }
     }
-    project
+    content
 }
 
 /// `over` laid over `base`: objects merged key by key, anything else replaced.
