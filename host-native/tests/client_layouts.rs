@@ -183,6 +183,15 @@ impl Machine {
         fs::read_to_string(self.path("watch.log")).unwrap_or_default()
     }
 
+    /// Gemini CLI trusts the project (`~/.gemini/trustedFolders.json`).
+    fn trust_in_gemini(&self) {
+        let project = self.project().canonicalize().expect("project");
+        self.write_json(
+            &self.home().join(".gemini/trustedFolders.json"),
+            &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
+        );
+    }
+
     /// Polls the watch log until `pred` holds.
     fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
         let start = std::time::Instant::now();
@@ -688,11 +697,7 @@ fn codexs_administrator_files_are_honoured() {
 #[test]
 fn gemini_clis_files_are_read_live() {
     let m = Machine::new("gemini");
-    let project = m.project().canonicalize().expect("project");
-    m.write_json(
-        &m.home().join(".gemini/trustedFolders.json"),
-        &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
-    );
+    m.trust_in_gemini();
     let remote = common::HttpFixture::start(&["--http", "127.0.0.1:0"]);
     m.write_json(
         &m.home().join(".gemini/settings.json"),
@@ -739,11 +744,7 @@ fn gemini_clis_files_are_read_live() {
 #[test]
 fn an_installed_gemini_gateway_keeps_the_administrators_allow_list() {
     let m = Machine::new("gemini");
-    let project = m.project().canonicalize().expect("project");
-    m.write_json(
-        &m.home().join(".gemini/trustedFolders.json"),
-        &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
-    );
+    m.trust_in_gemini();
     m.write_json(
         &m.home().join(".gemini/settings.json"),
         &json!({ "mcpServers": {

@@ -191,7 +191,12 @@ impl Inputs {
             .unwrap_or_else(|| (Approvals::empty(), Vec::new()));
         // The client's own rejections of project entries hold here too (SPEC §15): in memory
         // only, as a rejection of the entry as it is now — the approvals file is not written.
-        let assembled = mcp_reconcile_kernel::assemble(&layers).servers;
+        // The servers as assembled, only when a client's rejection or switch needs them.
+        let assembled = if client.rejected.is_empty() && client.disabled_folded.is_empty() {
+            mcp_reconcile_kernel::Servers::new()
+        } else {
+            mcp_reconcile_kernel::assemble(&layers).servers
+        };
         let mut client_disabled = client.disabled;
         if !client.disabled_folded.is_empty() {
             client_disabled.extend(
