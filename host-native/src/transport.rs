@@ -212,7 +212,7 @@ pub async fn connect(
                     if let Some(url) = sse.remove("httpUrl") {
                         sse.insert("url".into(), url);
                     }
-                    connect_sse(fresh(), &ServerConfig::new(sse), opts)
+                    sse::connect(fresh(), &ServerConfig::new(sse), opts)
                         .await
                         .map_err(|failed| match failed.kind {
                             ConnectErrorKind::NeedsAuth => failed,
@@ -225,7 +225,7 @@ pub async fn connect(
         }
         Kind::Stdio => connect_stdio(ctx, config, opts).await,
         Kind::Http => connect_http(ctx, config, opts).await,
-        Kind::Sse => connect_sse(ctx, config, opts).await,
+        Kind::Sse => sse::connect(ctx, config, opts).await,
         Kind::Websocket => Err(ctx.error(
             ConnectErrorKind::Unsupported,
             "uses a websocket (`tcp`) transport, which mcp-reconcile does not support; \
@@ -508,58 +508,6 @@ where
     );
     let opened = handshake(handler, transport, Some(subscribed), Opening::Initialize);
     (tokio::time::timeout_at(deadline, opened).await, failure)
-}
-
-async fn connect_sse(
-    ctx: Ctx,
-    config: &ServerConfig,
-    opts: ConnectOptions,
-) -> Result<Connection, ConnectError> {
-    let url = config.str_field("url").unwrap_or_default().to_owned();
-    let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
-    check_http_url(&url).map_err(spawn_error)?;
-    let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
-    let trust = crate::tls::Trust::of_launch(opts.launch.as_deref());
-    let client = crate::http_client::build_http_client_trusting(trust)
-        .await
-        .map_err(spawn_error)?;
-    let failure = Failure::default();
-    let relist = Arc::new(Notify::new());
-    let attempt = async {
-        let transport = sse::SseTransport::connect(client, &url, headers, failure.clone())
-            .await
-            .map_err(|e| HandshakeFailure {
-                kind: ConnectErrorKind::Handshake,
-                what: format!(
-                    "could not open its SSE stream: {}{}",
-                    describe(&e),
-                    streamable_type_hint(config)
-                ),
-                in_initialize: false,
-            })?;
-        handshake(
-            Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
-            Watched::new(transport, failure.clone(), &ctx.name, None),
-            None,
-            Opening::Initialize,
-        )
-        .await
-    };
-    let outcome = tokio::time::timeout(opts.handshake_timeout, attempt).await;
-    finish_remote(ctx, opts, outcome, relist, failure, &url)
-}
-
-/// For a `url` entry whose `type` is another client's name for streamable HTTP (Claude Code's
-/// `http` / `streamable-http`, Cline's `streamableHttp`): where this layout looks for that
-/// transport. Here `url` is legacy SSE, so such a server fails to open a stream.
-fn streamable_type_hint(config: &ServerConfig) -> &'static str {
-    match config.str_field("type") {
-        Some("http" | "streamable-http" | "streamableHttp") => {
-            "; its `\"type\"` names streamable HTTP, which this file's format reads from \
-             `httpUrl` (`url` means legacy SSE here): rename `url` to `httpUrl`"
-        }
-        _ => "",
-    }
 }
 
 fn check_http_url(url: &str) -> Result<(), String> {

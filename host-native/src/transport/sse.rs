@@ -8,7 +8,7 @@
 //! 4. every `message` event on the stream is one incoming JSON-RPC message.
 //!
 //! The session lives as long as the stream: its end (or a failed POST) ends the connection, with
-//! the reason recorded in the shared [`Failure`].
+//! the reason recorded in the shared [`Failure`]. [`connect`] opens one for a `url` entry.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,8 +21,16 @@ use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use sse_stream::{Sse, SseStream};
 
-use super::remote::Failure;
+use super::remote::{self, Failure, Watched};
+use super::session::{handshake, Handler, HandshakeFailure, Opening};
+use super::{
+    check_http_url, describe, finish_remote, ConnectError, ConnectErrorKind, ConnectOptions,
+    Connection, Ctx,
+};
 use crate::redact::mask_url;
+use mcp_reconcile_kernel::ServerConfig;
+use std::sync::Arc;
+use tokio::sync::Notify;
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
@@ -219,5 +227,58 @@ impl Transport<RoleClient> for SseTransport {
         // Dropping the response body closes the GET; the server then ends the session.
         self.events = None;
         Ok(())
+    }
+}
+
+/// Connects to a legacy SSE server (`url`): opens the stream, then the legacy handshake.
+pub(super) async fn connect(
+    ctx: Ctx,
+    config: &ServerConfig,
+    opts: ConnectOptions,
+) -> Result<Connection, ConnectError> {
+    let url = config.str_field("url").unwrap_or_default().to_owned();
+    let spawn_error = |what: String| ctx.error(ConnectErrorKind::Spawn, &what);
+    check_http_url(&url).map_err(spawn_error)?;
+    let headers = remote::configured_headers(config, &ctx.name).map_err(spawn_error)?;
+    let trust = crate::tls::Trust::of_launch(opts.launch.as_deref());
+    let client = crate::http_client::build_http_client_trusting(trust)
+        .await
+        .map_err(spawn_error)?;
+    let failure = Failure::default();
+    let relist = Arc::new(Notify::new());
+    let attempt = async {
+        let transport = SseTransport::connect(client, &url, headers, failure.clone())
+            .await
+            .map_err(|e| HandshakeFailure {
+                kind: ConnectErrorKind::Handshake,
+                what: format!(
+                    "could not open its SSE stream: {}{}",
+                    describe(&e),
+                    streamable_type_hint(config)
+                ),
+                in_initialize: false,
+            })?;
+        handshake(
+            Handler::new(relist.clone(), opts.elicitation.clone(), &ctx),
+            Watched::new(transport, failure.clone(), &ctx.name, None),
+            None,
+            Opening::Initialize,
+        )
+        .await
+    };
+    let outcome = tokio::time::timeout(opts.handshake_timeout, attempt).await;
+    finish_remote(ctx, opts, outcome, relist, failure, &url)
+}
+
+/// For a `url` entry whose `type` is another client's name for streamable HTTP (Claude Code's
+/// `http` / `streamable-http`, Cline's `streamableHttp`): where this layout looks for that
+/// transport. Here `url` is legacy SSE, so such a server fails to open a stream.
+fn streamable_type_hint(config: &ServerConfig) -> &'static str {
+    match config.str_field("type") {
+        Some("http" | "streamable-http" | "streamableHttp") => {
+            "; its `\"type\"` names streamable HTTP, which this file's format reads from \
+             `httpUrl` (`url` means legacy SSE here): rename `url` to `httpUrl`"
+        }
+        _ => "",
     }
 }
