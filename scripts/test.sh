@@ -88,6 +88,9 @@ expect_lines "$output" \
 # Without a server to connect to, it says how to run it and succeeds.
 output=$(env -u MCP_RECONCILE_FIXTURE cargo run -q --locked -p mcp-reconcile --example embed_session)
 expect_lines "$output" '^usage: embed_session SERVER'
+# Cargo builds mcp-reconcile against the kernel it just packaged, unpacked into its registry
+# cache under the same version: a copy an earlier run left there would be built instead.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/mcp-reconcile-kernel-*
 # `--allow-dirty`: the suite checks the work tree as it is, committed or not.
 cargo publish --dry-run --locked --allow-dirty -p mcp-reconcile-kernel -p mcp-reconcile
 
