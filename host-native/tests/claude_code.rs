@@ -68,7 +68,7 @@ fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
 
     // The session's servers live in a daemon of this test's own (its process group is
     // stopped when the guard drops).
-    let _daemon = start_daemon(&p, &runtime);
+    let _daemon = start_daemon_for_client(&p, &runtime);
     let mut list = Command::new(claude());
     env(&mut list);
     list.args(["mcp", "list"]).process_group(0);

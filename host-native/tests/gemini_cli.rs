@@ -170,7 +170,7 @@ async fn gemini_cli_through_an_installed_gateway() {
         .expect("install runs");
     assert!(install.status.success(), "{}", output_text(&install));
 
-    let _daemon = start_daemon(&p, &runtime);
+    let _daemon = start_daemon_for_client(&p, &runtime);
     let mut command = gemini_command(&gemini, &home, &workspace, &model.url);
     command.env("XDG_RUNTIME_DIR", &runtime);
     let child = tokio::process::Command::from(command)

@@ -1055,10 +1055,22 @@ pub fn require_node_20(who: &str) {
 /// `XDG_RUNTIME_DIR=runtime` attaches to it, never to the user's), in its own process group
 /// (killed on drop); it exits soon after its last session.
 pub fn start_daemon(p: &Project, runtime: &Path) -> Group {
+    start_daemon_idle(p, runtime, Duration::from_millis(800))
+}
+
+/// [`start_daemon`] for a real client, which may take seconds to start its `serve`: the
+/// daemon waits [`PATIENCE`] for a session. (After 800 ms without one it would exit, and the
+/// client's `serve` would start a daemon of its own, outside the test's process groups.)
+pub fn start_daemon_for_client(p: &Project, runtime: &Path) -> Group {
+    start_daemon_idle(p, runtime, PATIENCE)
+}
+
+fn start_daemon_idle(p: &Project, runtime: &Path, idle: Duration) -> Group {
     use std::os::unix::process::CommandExt;
     let log = fs::File::create(p.path("daemon.log")).expect("log");
+    let idle = idle.as_millis().to_string();
     let child = Command::new(cli())
-        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", "800"])
+        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", &idle])
         .env("XDG_RUNTIME_DIR", runtime)
         .env("MCP_RECONCILE_LOG", "info")
         .stdin(Stdio::null())
