@@ -214,6 +214,186 @@ async fn gemini_cli_through_an_installed_gateway() {
     );
 }
 
+/// A server the user adds to `~/.gemini/settings.json` while a headless Gemini CLI session
+/// runs reaches the model within that session: the installed gateway starts it and sends
+/// `notifications/tools/list_changed`, Gemini CLI lists the gateway's tools again and puts
+/// them into its chat (`McpClient.refreshTools`, then `GeminiClient.setTools()`), so a later
+/// request of the same turn offers `mcp_reconcile_extra__echo`, and the model's call of it
+/// goes through.
+///
+/// The fake model calls the echo tool first; when the request carrying its result arrives, it
+/// edits the settings file and waits until the gateway runs `extra`, then keeps the turn going
+/// with more echo calls (each with other text: Gemini CLI stops a turn that repeats a call)
+/// until a request offers the new tool, at most [`WAITING_TURNS`] of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_offers_a_server_added_during_the_session() {
+    let gemini = gemini();
+    let p = Arc::new(Project::new());
+    let home = p.path("gemini-home");
+    let workspace = p.path("gemini-workspace");
+    let runtime = p.path("run");
+    for dir in [home.join(".gemini"), workspace.clone(), runtime.clone()] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let settings_file = home.join(".gemini/settings.json");
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "mcpServers": {"notes": p.server("notes", "echo")},
+    });
+    fs::write(&settings_file, settings.to_string()).expect("settings");
+    let install = std::process::Command::new(cli())
+        .args(["install", "gemini"])
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", p.path("state"))
+        .env_remove("GEMINI_CLI_HOME")
+        .output()
+        .expect("install runs");
+    assert!(install.status.success(), "{}", output_text(&install));
+
+    let _daemon = start_daemon_for_client(&p, &runtime);
+    let mut command = gemini_command(&gemini, &home, &workspace, "");
+    command.env("XDG_RUNTIME_DIR", &runtime);
+    // `status` asks the gateway's session: the same files, seen with Gemini CLI's environment.
+    let mut status = std::process::Command::new(cli());
+    status
+        .args(["status", "--json", "--layout", "gemini"])
+        .current_dir(&workspace)
+        .env_clear()
+        .stdin(Stdio::null());
+    for (key, value) in command.get_envs() {
+        if let (key, Some(value)) = (key, value) {
+            if key != "GOOGLE_GEMINI_BASE_URL" {
+                status.env(key, value);
+            }
+        }
+    }
+
+    let edited = Arc::new(Mutex::new(None::<String>));
+    let script: Script = {
+        let (p, edited, status) = (p.clone(), edited.clone(), Mutex::new(status));
+        Arc::new(move |body: &Value| {
+            let offered = declarations(body);
+            let results = function_responses(body);
+            let answered = |tool: &str| {
+                results
+                    .iter()
+                    .any(|r| r["name"].as_str().is_some_and(|n| n.ends_with(tool)))
+            };
+            if let Some(new) = offered.iter().find(|n| n.ends_with("extra__echo")) {
+                if answered("extra__echo") {
+                    return json!({"text": DONE});
+                }
+                return call(new, json!({"text": FROM_EXTRA}));
+            }
+            let Some(echo) = offered.iter().find(|n| n.ends_with("notes__echo")) else {
+                return json!({"text": DONE});
+            };
+            if results.is_empty() {
+                return call(echo, json!({"text": ECHOED}));
+            }
+            let mut edited = edited.lock().unwrap_or_else(PoisonError::into_inner);
+            if edited.is_none() {
+                // The user adds a server while the turn runs; the model answers once the
+                // gateway runs it.
+                let mut now: Value =
+                    serde_json::from_str(&fs::read_to_string(&settings_file).expect("read"))
+                        .expect("settings are JSON");
+                now["mcpServers"]["extra"] = p.server("extra", "echo");
+                p.write(&settings_file, &now);
+                let mut status = status.lock().unwrap_or_else(PoisonError::into_inner);
+                *edited = Some(wait_running(&mut status, "extra"));
+            } else {
+                // Gemini CLI has not listed again yet: give it a moment, as a slower model
+                // would.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            if results.len() > WAITING_TURNS {
+                return json!({"text": DONE});
+            }
+            call(echo, json!({"text": format!("waiting-{}", results.len())}))
+        })
+    };
+    let model = FakeModel::with_script(script).await;
+    command.env("GOOGLE_GEMINI_BASE_URL", &model.url);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("node starts Gemini CLI");
+    let _group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("Gemini CLI finishes")
+        .expect("Gemini CLI runs");
+    let requests = model.requests();
+    let report = format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}\nstatus after the edit: {:?}\nmodel requests:\n{}\ndaemon log:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        edited.lock().unwrap_or_else(PoisonError::into_inner),
+        serde_json::to_string_pretty(&requests).unwrap_or_default(),
+        fs::read_to_string(p.path("daemon.log")).unwrap_or_default()
+    );
+    assert!(output.status.success(), "{report}");
+    let offers = |request: &Value| {
+        declarations(&request["body"])
+            .iter()
+            .any(|n| n.ends_with("reconcile_extra__echo"))
+    };
+    let first = requests.first().expect("a model request");
+    assert!(
+        !offers(first),
+        "extra is not there before the edit: {report}"
+    );
+    assert!(
+        requests.iter().any(offers),
+        "no request after the edit offered extra's tool: {report}"
+    );
+    let added = requests.iter().any(|request| {
+        function_responses(&request["body"]).iter().any(|r| {
+            r["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("extra__echo"))
+                && r["response"].to_string().contains(FROM_EXTRA)
+        })
+    });
+    assert!(
+        added,
+        "the new tool's result did not reach the model: {report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(DONE),
+        "no final answer: {report}"
+    );
+}
+
+/// How many more echo calls the fake model makes while it waits for the new tool.
+const WAITING_TURNS: usize = 15;
+/// What the model asks the new server's echo tool to return. (Not `add`: Gemini CLI 0.61's
+/// `McpComplianceTransport` parses a result's first text as JSON into `structuredContent`,
+/// and its SDK then rejects the call when that is a number, such as `add`'s sum.)
+const FROM_EXTRA: &str = "hello-from-extra";
+
+/// Polls `status` (a `status --json` command) until `server` is connected; its status.
+fn wait_running(status: &mut std::process::Command, server: &str) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let out = status.output().expect("status runs");
+        let servers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if state_of(&servers, server) == "connected" {
+            return String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the gateway never ran {server}: {}",
+            output_text(&out)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Gemini CLI's entry point in `node_modules`, or a failure that says how to install it.
 fn gemini() -> PathBuf {
     require_node_20("Gemini CLI");
@@ -247,7 +427,12 @@ fn function_responses(body: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// A Gemini model API on 127.0.0.1 that calls the echo tool once, then answers [`DONE`].
+/// What the fake model answers to one request (its body): the one part of its reply, a
+/// `functionCall` or a `text`. It runs on a blocking thread, so it may wait for the gateway.
+type Script = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
+
+/// A Gemini model API on 127.0.0.1 that answers each request as its [`Script`] says and
+/// records every request.
 struct FakeModel {
     url: String,
     requests: Arc<Mutex<Vec<Value>>>,
@@ -255,7 +440,12 @@ struct FakeModel {
 }
 
 impl FakeModel {
+    /// A model that calls the echo tool once, then answers [`DONE`].
     async fn start() -> FakeModel {
+        FakeModel::with_script(Arc::new(echo_once)).await
+    }
+
+    async fn with_script(script: Script) -> FakeModel {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the fake model API");
@@ -263,7 +453,7 @@ impl FakeModel {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let app = axum::Router::new()
             .fallback(answer)
-            .with_state(requests.clone());
+            .with_state((requests.clone(), script));
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -283,9 +473,30 @@ impl FakeModel {
     }
 }
 
-/// One turn of the model: a call of the echo tool while the conversation has no tool result,
-/// then text. `…:streamGenerateContent?alt=sse` gets it as one SSE event.
-async fn answer(State(requests): State<Arc<Mutex<Vec<Value>>>>, uri: Uri, body: Bytes) -> Response {
+/// A call of the echo tool while the conversation has no tool result, then text.
+fn echo_once(body: &Value) -> Value {
+    let echo = declarations(body)
+        .into_iter()
+        // `mcp__notes__echo` through `serve`; `mcp_reconcile_notes__echo` through an installed
+        // gateway (Gemini CLI's own `mcp_<server>_` in front of `--tool-names short`).
+        .find(|name| name.ends_with("notes__echo"));
+    match echo {
+        Some(name) if function_responses(body).is_empty() => call(&name, json!({"text": ECHOED})),
+        _ => json!({"text": DONE}),
+    }
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"functionCall": {"name": name, "args": args}})
+}
+
+/// One turn of the model, as the script says. `…:streamGenerateContent?alt=sse` gets it as
+/// one SSE event.
+async fn answer(
+    State((requests, script)): State<(Arc<Mutex<Vec<Value>>>, Script)>,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     requests
         .lock()
@@ -294,17 +505,9 @@ async fn answer(State(requests): State<Arc<Mutex<Vec<Value>>>>, uri: Uri, body: 
     if uri.path().ends_with(":countTokens") {
         return json_reply(&json!({"totalTokens": 1}));
     }
-    let echo = declarations(&body)
-        .into_iter()
-        // `mcp__notes__echo` through `serve`; `mcp_reconcile_notes__echo` through an installed
-        // gateway (Gemini CLI's own `mcp_<server>_` in front of `--tool-names short`).
-        .find(|name| name.ends_with("notes__echo"));
-    let part = match echo {
-        Some(name) if function_responses(&body).is_empty() => {
-            json!({"functionCall": {"name": name, "args": {"text": ECHOED}}})
-        }
-        _ => json!({"text": DONE}),
-    };
+    let part = tokio::task::spawn_blocking(move || script(&body))
+        .await
+        .unwrap_or_else(|_| json!({"text": "the fake model's script failed"}));
     let reply = json!({
         "candidates": [{
             "content": {"role": "model", "parts": [part]},
