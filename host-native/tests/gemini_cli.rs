@@ -304,7 +304,7 @@ async fn gemini_cli_offers_a_server_added_during_the_session() {
                 now["mcpServers"]["extra"] = p.server("extra", "echo");
                 p.write(&settings_file, &now);
                 let mut status = status.lock().unwrap_or_else(PoisonError::into_inner);
-                *edited = Some(wait_running(&mut status, "extra"));
+                *edited = Some(wait_connected(&mut status, "extra"));
             } else {
                 // Gemini CLI has not listed again yet: give it a moment, as a slower model
                 // would.
@@ -375,24 +375,6 @@ const WAITING_TURNS: usize = 15;
 /// `McpComplianceTransport` parses a result's first text as JSON into `structuredContent`,
 /// and its SDK then rejects the call when that is a number, such as `add`'s sum.)
 const FROM_EXTRA: &str = "hello-from-extra";
-
-/// Polls `status` (a `status --json` command) until `server` is connected; its status.
-fn wait_running(status: &mut std::process::Command, server: &str) -> String {
-    let start = std::time::Instant::now();
-    loop {
-        let out = status.output().expect("status runs");
-        let servers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if state_of(&servers, server) == "connected" {
-            return String::from_utf8_lossy(&out.stdout).into_owned();
-        }
-        assert!(
-            start.elapsed() < PATIENCE,
-            "the gateway never ran {server}: {}",
-            output_text(&out)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
 
 /// Gemini CLI's entry point in `node_modules`, or a failure that says how to install it.
 fn gemini() -> PathBuf {

@@ -615,6 +615,25 @@ pub async fn wait_until_async(what: &str, mut pred: impl FnMut() -> bool) {
     }
 }
 
+/// Runs `status` (a `status --json` command, e.g. with a client's `--layout` and environment)
+/// until it shows `server` connected; its output then.
+pub fn wait_connected(status: &mut Command, server: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let out = status.output().expect("status runs");
+        let servers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if state_of(&servers, server) == "connected" {
+            return String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "{server} never connected: {}",
+            output_text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A finished command's stdout, then its stderr.
 pub fn output_text(out: &std::process::Output) -> String {
     format!(
