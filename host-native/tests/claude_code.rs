@@ -1,18 +1,27 @@
 //! The real Claude Code (npm `@anthropic-ai/claude-code`, pinned in the root package.json)
 //! in front of an installed gateway: `claude mcp list` starts and health-checks every server
 //! Claude Code would start — after `mcp-reconcile install claude` only `reconcile`, which
-//! connects, while the user's own server runs behind it. No account and no network: `mcp list`
-//! never talks to a model.
+//! connects, while the user's own server runs behind it; and `claude -p` (headless) offers a
+//! server the user adds to `~/.claude.json` during the session to the model.
+//!
+//! No account and no network: `mcp list` never talks to a model, and `-p` talks to a fake
+//! Anthropic Messages API on 127.0.0.1 (`ANTHROPIC_BASE_URL`) that answers from a script and
+//! records every request.
 
 mod common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, Uri};
+use axum::response::{IntoResponse, Response};
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn claude() -> PathBuf {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -28,7 +37,6 @@ fn claude() -> PathBuf {
 fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
     let p = Project::new();
     let home = p.path("home");
-    let project = p.path("project");
     let runtime = p.path("run");
     for dir in [&home, &runtime] {
         fs::create_dir_all(dir).expect("mkdir");
@@ -44,23 +52,7 @@ fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
         serde_json::to_string_pretty(&state).expect("json"),
     )
     .expect("write");
-    let env = |command: &mut Command| {
-        command
-            .env("HOME", &home)
-            .env("XDG_STATE_HOME", p.path("state"))
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("XDG_RUNTIME_DIR", &runtime)
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env_remove("ANTHROPIC_API_KEY")
-            .current_dir(&project)
-            .stdin(Stdio::null());
-    };
-
-    let mut install = Command::new(cli());
-    env(&mut install);
-    let out = install
+    let out = claude_env(Command::new(cli()), &p, &home)
         .args(["install", "claude"])
         .output()
         .expect("install runs");
@@ -69,8 +61,7 @@ fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
     // The session's servers live in a daemon of this test's own (its process group is
     // stopped when the guard drops).
     let _daemon = start_daemon_for_client(&p, &runtime);
-    let mut list = Command::new(claude());
-    env(&mut list);
+    let mut list = claude_env(Command::new(claude()), &p, &home);
     list.args(["mcp", "list"]).process_group(0);
     let child = list
         .stdout(Stdio::piped())
@@ -94,9 +85,7 @@ fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
         "the gateway started the user's server: {said}"
     );
 
-    let mut uninstall = Command::new(cli());
-    env(&mut uninstall);
-    let out = uninstall
+    let out = claude_env(Command::new(cli()), &p, &home)
         .args(["uninstall", "claude"])
         .output()
         .expect("uninstall");
@@ -109,4 +98,337 @@ fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
     assert!(left["mcpServers"].get("reconcile").is_none(), "{left}");
     assert_eq!(left["mcpServers"]["notes"], state["mcpServers"]["notes"]);
     assert!(!home.join(".claude/settings.json").exists());
+}
+
+/// What the fake model says to end the conversation.
+const DONE: &str = "model-done";
+/// The text the model asks the echo tool to return.
+const ECHOED: &str = "hello-from-model";
+/// What the model asks the new server's echo tool to return.
+const FROM_EXTRA: &str = "hello-from-extra";
+/// How many more echo calls the fake model makes while it waits for the new tool.
+const WAITING_TURNS: usize = 15;
+
+/// A server the user adds to `~/.claude.json` while `claude -p` runs reaches the model within
+/// that turn: the installed gateway starts it and sends `notifications/tools/list_changed`;
+/// Claude Code lists the gateway's tools again into its state and, before the next request of
+/// the turn, takes the tools from there again (`refreshTools`), so that request offers
+/// `mcp__reconcile__extra__echo`, and the model's call of it goes through (`--allowedTools
+/// mcp__reconcile` allows every tool of the gateway, the new one included).
+///
+/// The fake model calls the echo tool first; when the request carrying its result arrives, it
+/// edits `~/.claude.json` and waits until the gateway runs `extra`, then keeps the turn going
+/// with more echo calls until a request offers the new tool, at most [`WAITING_TURNS`] of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_offers_a_server_added_during_the_session() {
+    let p = Arc::new(Project::new());
+    let home = p.path("home");
+    let runtime = p.path("run");
+    for dir in [&home, &runtime] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let claude_json = home.join(".claude.json");
+    let state = json!({"mcpServers": {"notes": p.server("notes", "echo")}});
+    fs::write(&claude_json, state.to_string()).expect("write");
+    let install = claude_env(Command::new(cli()), &p, &home)
+        .args(["install", "claude"])
+        .output()
+        .expect("install runs");
+    assert!(install.status.success(), "{}", output_text(&install));
+
+    let _daemon = start_daemon_for_client(&p, &runtime);
+    // `status` asks the gateway's session: the same files, seen with Claude Code's environment.
+    let mut status = claude_env(Command::new(cli()), &p, &home);
+    status.args(["status", "--json", "--layout", "claude"]);
+
+    let edited = Arc::new(Mutex::new(None::<String>));
+    let script: Script = {
+        let (p, edited, status) = (p.clone(), edited.clone(), Mutex::new(status));
+        Arc::new(move |body: &Value| {
+            let offered = tool_names(body);
+            let results = tool_results(body);
+            if let Some(new) = offered.iter().find(|n| n.ends_with("extra__echo")) {
+                if results.iter().any(|r| r.contains(FROM_EXTRA)) {
+                    return json!({"type": "text", "text": DONE});
+                }
+                return tool_use(new, json!({"text": FROM_EXTRA}));
+            }
+            let Some(echo) = offered.iter().find(|n| n.ends_with("notes__echo")) else {
+                return json!({"type": "text", "text": DONE});
+            };
+            if results.is_empty() {
+                return tool_use(echo, json!({"text": ECHOED}));
+            }
+            let mut edited = edited.lock().unwrap_or_else(PoisonError::into_inner);
+            if edited.is_none() {
+                // The user adds a server while the turn runs (Claude Code's allow list keeps
+                // `claude mcp add` from doing it); the model answers once the gateway runs it.
+                let mut now: Value =
+                    serde_json::from_str(&fs::read_to_string(&claude_json).expect("read"))
+                        .expect("~/.claude.json is JSON");
+                now["mcpServers"]["extra"] = p.server("extra", "echo");
+                p.write(&claude_json, &now);
+                let mut status = status.lock().unwrap_or_else(PoisonError::into_inner);
+                *edited = Some(wait_connected(&mut status, "extra"));
+            } else {
+                // Claude Code has not listed again yet: give it a moment, as a slower model
+                // would.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            if results.len() > WAITING_TURNS {
+                return json!({"type": "text", "text": DONE});
+            }
+            tool_use(echo, json!({"text": format!("waiting-{}", results.len())}))
+        })
+    };
+    let model = FakeModel::start(script).await;
+
+    let mut command = claude_env(Command::new(claude()), &p, &home);
+    command
+        .args(["-p", "Call the echo tool.", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__reconcile"])
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "not-a-real-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("claude runs");
+    // Whatever Claude Code left in its group goes when the guard drops.
+    let _group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("claude -p finishes")
+        .expect("claude -p runs");
+    let requests = model.requests();
+    let report = format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}\nstatus after the edit: {:?}\nmodel requests:\n{}\ndaemon log:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        edited.lock().unwrap_or_else(PoisonError::into_inner),
+        serde_json::to_string_pretty(&requests).unwrap_or_default(),
+        fs::read_to_string(p.path("daemon.log")).unwrap_or_default()
+    );
+    assert!(output.status.success(), "{report}");
+    let turns: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["path"].as_str().is_some_and(is_messages))
+        .map(|r| &r["body"])
+        .collect();
+    let offers = |body: &&Value| {
+        tool_names(body)
+            .iter()
+            .any(|n| n == "mcp__reconcile__extra__echo")
+    };
+    let first = turns.first().expect("a model request");
+    assert!(
+        tool_names(first)
+            .iter()
+            .any(|n| n == "mcp__reconcile__notes__echo"),
+        "the gateway's tools reach the model: {report}"
+    );
+    assert!(
+        !offers(first),
+        "extra is not there before the edit: {report}"
+    );
+    assert!(
+        turns.iter().any(offers),
+        "no request after the edit offered extra's tool: {report}"
+    );
+    assert!(
+        turns
+            .iter()
+            .any(|body| tool_results(body).iter().any(|r| r.contains(FROM_EXTRA))),
+        "the new tool's result did not reach the model: {report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(DONE),
+        "no final answer: {report}"
+    );
+}
+
+/// `command` with the test's `HOME` (Claude Code's files in it), its own state, config and
+/// runtime dirs, no update checks and no traffic but the model's, and nothing else of the
+/// machine's environment (no credentials, no proxies).
+fn claude_env(mut command: Command, p: &Project, home: &Path) -> Command {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", p.path("state"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_RUNTIME_DIR", p.path("run"))
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .current_dir(p.path("project"))
+        .stdin(Stdio::null());
+    command
+}
+
+/// Whether `path` is the Messages API's create call (not `count_tokens`).
+fn is_messages(path: &str) -> bool {
+    path.split('?').next() == Some("/v1/messages")
+}
+
+/// The names of the tools a Messages request offers.
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The `tool_result` blocks of a Messages request's conversation, as JSON text.
+fn tool_results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| block.to_string())
+        .collect()
+}
+
+fn tool_use(name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "name": name, "input": input})
+}
+
+/// What the fake model answers to one Messages request (its body): the one content block of
+/// its reply, `text` or `tool_use`. It runs on a blocking thread, so it may wait for the
+/// gateway.
+type Script = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
+
+/// An Anthropic Messages API on 127.0.0.1 that answers each request as its [`Script`] says
+/// and records every request.
+struct FakeModel {
+    url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeModel {
+    async fn start(script: Script) -> FakeModel {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the fake model API");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state((requests.clone(), script));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeModel {
+            url,
+            requests,
+            _server: server,
+        }
+    }
+
+    /// Every request so far: `{"path": …, "body": …}`.
+    fn requests(&self) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// One turn of the model, as the script says: the message as SSE events (`message_start`,
+/// the block's start, delta and stop, `message_delta` with the stop reason, `message_stop`)
+/// when the request streams, else as one JSON message. `count_tokens` gets a count; anything
+/// else (Claude Code's reachability check of the base URL) a 404.
+async fn answer(
+    State((requests, script)): State<(Arc<Mutex<Vec<Value>>>, Script)>,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    requests
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(json!({"path": uri.to_string(), "body": body}));
+    if uri.path() == "/v1/messages/count_tokens" {
+        return json_reply(&json!({"input_tokens": 1}));
+    }
+    if uri.path() != "/v1/messages" {
+        return axum::http::StatusCode::NOT_FOUND.into_response();
+    }
+    let streams = body["stream"] == true;
+    let model = body["model"].clone();
+    let block = tokio::task::spawn_blocking(move || script(&body))
+        .await
+        .unwrap_or_else(|_| json!({"type": "text", "text": "the fake model's script failed"}));
+    let turn = TURN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let (start, delta, stop_reason) = if block["type"] == "tool_use" {
+        let start = json!({"type": "tool_use", "id": format!("toolu_{turn}"),
+            "name": block["name"], "input": {}});
+        let delta = json!({"type": "input_json_delta",
+            "partial_json": block["input"].to_string()});
+        (start, delta, "tool_use")
+    } else {
+        let delta = json!({"type": "text_delta", "text": block["text"]});
+        (json!({"type": "text", "text": ""}), delta, "end_turn")
+    };
+    let usage = json!({"input_tokens": 1, "output_tokens": 1});
+    let message = json!({"id": format!("msg_{turn}"), "type": "message", "role": "assistant",
+        "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": usage});
+    if !streams {
+        let mut whole = block;
+        if whole["type"] == "tool_use" {
+            whole["id"] = start["id"].clone();
+        }
+        let mut message = message;
+        message["content"] = json!([whole]);
+        message["stop_reason"] = json!(stop_reason);
+        return json_reply(&message);
+    }
+    let events = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": message}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+            "usage": {"output_tokens": 1}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    let stream: String = events
+        .iter()
+        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], stream).into_response()
+}
+
+/// Numbers the fake model's messages and tool calls (ids must be unique in a conversation).
+static TURN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn json_reply(value: &Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
 }
