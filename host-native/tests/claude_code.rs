@@ -16,10 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use common::fake_model::{json_reply, not_found, sse_reply, FakeModel};
 use common::*;
 use serde_json::{json, Value};
 
@@ -181,7 +179,7 @@ async fn claude_code_offers_a_server_added_during_the_session() {
             tool_use(echo, json!({"text": format!("waiting-{}", results.len())}))
         })
     };
-    let model = FakeModel::start(script).await;
+    let model = fake_anthropic(script).await;
 
     let mut command = claude_env(Command::new(claude()), &p, &home);
     command
@@ -303,68 +301,29 @@ fn tool_use(name: &str, input: Value) -> Value {
 /// gateway.
 type Script = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
 
-/// An Anthropic Messages API on 127.0.0.1 that answers each request as its [`Script`] says
-/// and records every request.
-struct FakeModel {
-    url: String,
-    requests: Arc<Mutex<Vec<Value>>>,
-    _server: tokio::task::JoinHandle<()>,
-}
-
-impl FakeModel {
-    async fn start(script: Script) -> FakeModel {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the fake model API");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let app = axum::Router::new()
-            .fallback(answer)
-            .with_state((requests.clone(), script));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        FakeModel {
-            url,
-            requests,
-            _server: server,
-        }
-    }
-
-    /// Every request so far: `{"path": …, "body": …}`.
-    fn requests(&self) -> Vec<Value> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
+/// An Anthropic Messages API on 127.0.0.1 that answers each request as `script` says.
+async fn fake_anthropic(script: Script) -> FakeModel {
+    FakeModel::start(Arc::new(move |path: &str, body: &Value| {
+        answer(&script, path, body)
+    }))
+    .await
 }
 
 /// One turn of the model, as the script says: the message as SSE events (`message_start`,
 /// the block's start, delta and stop, `message_delta` with the stop reason, `message_stop`)
 /// when the request streams, else as one JSON message. `count_tokens` gets a count; anything
 /// else (Claude Code's reachability check of the base URL) a 404.
-async fn answer(
-    State((requests, script)): State<(Arc<Mutex<Vec<Value>>>, Script)>,
-    uri: Uri,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(json!({"path": uri.to_string(), "body": body}));
-    if uri.path() == "/v1/messages/count_tokens" {
+fn answer(script: &Script, path: &str, body: &Value) -> Response {
+    let route = path.split('?').next().unwrap_or(path);
+    if route == "/v1/messages/count_tokens" {
         return json_reply(&json!({"input_tokens": 1}));
     }
-    if uri.path() != "/v1/messages" {
-        return axum::http::StatusCode::NOT_FOUND.into_response();
+    if route != "/v1/messages" {
+        return not_found();
     }
     let streams = body["stream"] == true;
     let model = body["model"].clone();
-    let block = tokio::task::spawn_blocking(move || script(&body))
-        .await
-        .unwrap_or_else(|_| json!({"type": "text", "text": "the fake model's script failed"}));
+    let block = script(body);
     let turn = TURN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let (start, delta, stop_reason) = if block["type"] == "tool_use" {
         let start = json!({"type": "tool_use", "id": format!("toolu_{turn}"),
@@ -390,45 +349,32 @@ async fn answer(
         message["stop_reason"] = json!(stop_reason);
         return json_reply(&message);
     }
-    let events = [
+    sse_reply([
         (
-            "message_start",
+            Some("message_start"),
             json!({"type": "message_start", "message": message}),
         ),
         (
-            "content_block_start",
+            Some("content_block_start"),
             json!({"type": "content_block_start", "index": 0, "content_block": start}),
         ),
         (
-            "content_block_delta",
+            Some("content_block_delta"),
             json!({"type": "content_block_delta", "index": 0, "delta": delta}),
         ),
         (
-            "content_block_stop",
+            Some("content_block_stop"),
             json!({"type": "content_block_stop", "index": 0}),
         ),
         (
-            "message_delta",
+            Some("message_delta"),
             json!({"type": "message_delta",
             "delta": {"stop_reason": stop_reason, "stop_sequence": null},
             "usage": {"output_tokens": 1}}),
         ),
-        ("message_stop", json!({"type": "message_stop"})),
-    ];
-    let stream: String = events
-        .iter()
-        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
-        .collect();
-    ([(header::CONTENT_TYPE, "text/event-stream")], stream).into_response()
+        (Some("message_stop"), json!({"type": "message_stop"})),
+    ])
 }
 
 /// Numbers the fake model's messages and tool calls (ids must be unique in a conversation).
 static TURN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn json_reply(value: &Value) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
-}

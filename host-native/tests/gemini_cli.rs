@@ -22,10 +22,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use common::fake_model::{json_reply, sse_reply, FakeModel};
 use common::*;
 use serde_json::{json, Value};
 
@@ -40,7 +38,7 @@ async fn gemini_cli_lists_and_calls_the_gateways_tools() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"notes": p.server("notes", "echo,add")}}));
     let mut served = ServeHttp::start(&p);
-    let model = FakeModel::start().await;
+    let model = fake_gemini(Arc::new(echo_once)).await;
 
     let home = p.path("gemini-home");
     let workspace = p.path("gemini-workspace");
@@ -146,7 +144,7 @@ fn gemini_command(
 async fn gemini_cli_through_an_installed_gateway() {
     let gemini = gemini();
     let p = Project::new();
-    let model = FakeModel::start().await;
+    let model = fake_gemini(Arc::new(echo_once)).await;
     let home = p.path("gemini-home");
     let workspace = p.path("gemini-workspace");
     let runtime = p.path("run");
@@ -316,7 +314,7 @@ async fn gemini_cli_offers_a_server_added_during_the_session() {
             call(echo, json!({"text": format!("waiting-{}", results.len())}))
         })
     };
-    let model = FakeModel::with_script(script).await;
+    let model = fake_gemini(script).await;
     command.env("GOOGLE_GEMINI_BASE_URL", &model.url);
     let child = tokio::process::Command::from(command)
         .spawn()
@@ -413,46 +411,12 @@ fn function_responses(body: &Value) -> Vec<Value> {
 /// `functionCall` or a `text`. It runs on a blocking thread, so it may wait for the gateway.
 type Script = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
 
-/// A Gemini model API on 127.0.0.1 that answers each request as its [`Script`] says and
-/// records every request.
-struct FakeModel {
-    url: String,
-    requests: Arc<Mutex<Vec<Value>>>,
-    _server: tokio::task::JoinHandle<()>,
-}
-
-impl FakeModel {
-    /// A model that calls the echo tool once, then answers [`DONE`].
-    async fn start() -> FakeModel {
-        FakeModel::with_script(Arc::new(echo_once)).await
-    }
-
-    async fn with_script(script: Script) -> FakeModel {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the fake model API");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let app = axum::Router::new()
-            .fallback(answer)
-            .with_state((requests.clone(), script));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        FakeModel {
-            url,
-            requests,
-            _server: server,
-        }
-    }
-
-    /// Every request so far: `{"path": …, "body": …}`.
-    fn requests(&self) -> Vec<Value> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
+/// A Gemini model API on 127.0.0.1 that answers each request as `script` says.
+async fn fake_gemini(script: Script) -> FakeModel {
+    FakeModel::start(Arc::new(move |path: &str, body: &Value| {
+        answer(&script, path, body)
+    }))
+    .await
 }
 
 /// A call of the echo tool while the conversation has no tool result, then text.
@@ -474,41 +438,21 @@ fn call(name: &str, args: Value) -> Value {
 
 /// One turn of the model, as the script says. `…:streamGenerateContent?alt=sse` gets it as
 /// one SSE event.
-async fn answer(
-    State((requests, script)): State<(Arc<Mutex<Vec<Value>>>, Script)>,
-    uri: Uri,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(json!({"path": uri.to_string(), "body": body}));
-    if uri.path().ends_with(":countTokens") {
+fn answer(script: &Script, path: &str, body: &Value) -> Response {
+    let (route, query) = path.split_once('?').unwrap_or((path, ""));
+    if route.ends_with(":countTokens") {
         return json_reply(&json!({"totalTokens": 1}));
     }
-    let part = tokio::task::spawn_blocking(move || script(&body))
-        .await
-        .unwrap_or_else(|_| json!({"text": "the fake model's script failed"}));
     let reply = json!({
         "candidates": [{
-            "content": {"role": "model", "parts": [part]},
+            "content": {"role": "model", "parts": [script(body)]},
             "finishReason": "STOP",
             "index": 0,
         }],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
     });
-    if uri.query().is_some_and(|q| q.contains("alt=sse")) {
-        let event = format!("data: {reply}\r\n\r\n");
-        return ([(header::CONTENT_TYPE, "text/event-stream")], event).into_response();
+    if query.contains("alt=sse") {
+        return sse_reply([(None, reply)]);
     }
     json_reply(&reply)
-}
-
-fn json_reply(value: &Value) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
 }

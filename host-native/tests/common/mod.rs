@@ -19,6 +19,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+pub mod fake_model;
 mod serve_http;
 // Not every test binary starts an HTTP serve.
 #[allow(unused_imports)]
