@@ -234,6 +234,7 @@ impl Inputs {
             lsp_approvals,
             layers,
             written_layers,
+            layer_files: files,
             mcp_json: self.paths.mcp_json.clone(),
             workspace_settings: self.paths.workspace.clone(),
             client_policies,

@@ -20,6 +20,9 @@ pub struct Snapshot {
     /// workspace settings, a workspace `mcp.serverCommand`) as their files
     /// wrote them: `$VAR`s not expanded. What a review shows; never what runs.
     pub written_layers: Vec<Layer>,
+    /// The file each of [`Snapshot::layers`] came from, in the same order (a client layout
+    /// reads its project servers from several).
+    pub layer_files: Vec<PathBuf>,
     /// The project's `.mcp.json` (where project servers come from).
     pub mcp_json: PathBuf,
     /// The workspace settings file (where workspace servers come from).
