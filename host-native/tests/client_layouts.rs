@@ -368,6 +368,92 @@ fn claude_finds_the_git_roots_local_scope_and_parent_mcp_json() {
     );
 }
 
+/// Claude Code's plugins: a plugin installed for the user and enabled in the user's settings
+/// runs its server as `plugin:<plugin>:<server>`, its `${CLAUDE_PLUGIN_ROOT}` expanded to the
+/// installed version's directory; a plugin that only the project's settings switch on waits
+/// for approval; switching the user's plugin off stops its server, live, and a plugin update
+/// (a new install path) restarts it from the new version.
+#[test]
+fn claudes_enabled_plugins_run_their_servers() {
+    let m = Machine::new("claude");
+    let plugins = m.home().join(".claude/plugins");
+    let version = |plugin: &str, v: &str| plugins.join(format!("cache/mkt/{plugin}/{v}"));
+    let notes_server = json!({
+        "command": fixture().to_string_lossy(),
+        "args": ["--name", "notes", "--tools", "echo", "--marker", "${CLAUDE_PLUGIN_ROOT}/notes.marker"],
+    });
+    for v in ["1.0.0", "1.1.0"] {
+        m.write_json(
+            &version("notes", v).join(".mcp.json"),
+            &json!({ "mcpServers": { "notes": notes_server } }),
+        );
+    }
+    // The other plugin declares its server inline in its manifest.
+    m.write_json(
+        &version("tools", "2.0.0").join(".claude-plugin/plugin.json"),
+        &json!({ "name": "tools", "mcpServers": { "tools": m.server("tools", "echo") } }),
+    );
+    let install = |notes_version: &str| {
+        m.write_json(
+            &plugins.join("installed_plugins.json"),
+            &json!({ "version": 2, "plugins": {
+                "notes@mkt": [{ "scope": "user", "installPath": version("notes", notes_version), "version": notes_version }],
+                "tools@mkt": [{ "scope": "user", "installPath": version("tools", "2.0.0") }],
+            }}),
+        );
+    };
+    install("1.0.0");
+    let user_settings = m.home().join(".claude/settings.json");
+    m.write_json(
+        &user_settings,
+        &json!({ "enabledPlugins": { "notes@mkt": true } }),
+    );
+    m.write_json(
+        &m.project().join(".claude/settings.json"),
+        &json!({ "enabledPlugins": { "tools@mkt": true } }),
+    );
+    let _watch = m.watch();
+    m.wait(
+        "the user's plugin server up, the project-enabled one pending",
+        |s| {
+            state_of(s, "plugin:notes:notes") == "connected"
+                && reason(s, "plugin:tools:tools") == "pending_approval"
+        },
+    );
+    assert!(
+        version("notes", "1.0.0").join("notes.marker").is_file(),
+        "${{CLAUDE_PLUGIN_ROOT}} is the installed version's directory"
+    );
+    assert!(
+        m.log().contains("\"plugin:tools:tools\" (from ")
+            && m.log().contains("installed_plugins.json) wants to start"),
+        "the review names the file the entry came from:\n{}",
+        m.log()
+    );
+    m.approve("plugin:tools:tools");
+    m.wait("the approved plugin's server up", |s| {
+        state_of(s, "plugin:tools:tools") == "connected"
+    });
+
+    // An update moves the plugin to a new directory: its server restarts from there.
+    install("1.1.0");
+    m.wait("the updated plugin's server up", |_| {
+        version("notes", "1.1.0").join("notes.marker").is_file()
+    });
+    m.wait("the updated plugin's server connected", |s| {
+        state_of(s, "plugin:notes:notes") == "connected"
+    });
+
+    // Switched off in the user's settings: its server goes.
+    m.write_json(
+        &user_settings,
+        &json!({ "enabledPlugins": { "notes@mkt": false } }),
+    );
+    m.wait("the disabled plugin's server gone", |s| {
+        state_of(s, "plugin:notes:notes") == "absent"
+    });
+}
+
 /// Cursor: `~/.cursor/mcp.json` and the project's `.cursor/mcp.json` with `${env:…}` and
 /// `${workspaceFolder}`; an `envFile` entry refused by name; an edit hot-applied.
 #[test]

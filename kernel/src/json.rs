@@ -205,6 +205,16 @@ impl<V> FromIterator<(String, V)> for Object<V> {
     }
 }
 
+impl<V> Extend<(String, V)> for Object<V> {
+    /// Inserts each member as [`Object::insert`] does: a key already present keeps its place
+    /// and takes the new value (`Object.assign` semantics).
+    fn extend<I: IntoIterator<Item = (String, V)>>(&mut self, iter: I) {
+        for (key, value) in iter {
+            self.insert(key, value);
+        }
+    }
+}
+
 impl<'a, V> IntoIterator for &'a Object<V> {
     type Item = (&'a String, &'a V);
     type IntoIter = indexmap::map::Iter<'a, String, V>;

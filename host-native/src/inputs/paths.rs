@@ -38,7 +38,9 @@ host's approvals, language-server and token files as in --layout default:
            /etc/claude-code/managed-mcp.json (exclusive when present), and for approvals and
            policy ~/.claude/settings.json, <project>/.claude/settings{,.local}.json,
            /etc/claude-code/managed-settings.json ($CLAUDE_CONFIG_DIR moves ~/.claude*;
-           --system-settings FILE moves the managed files to FILE and its directory)
+           --system-settings FILE moves the managed files to FILE and its directory), and
+           the servers of the plugins ~/.claude/plugins/installed_plugins.json lists and a
+           settings file enables (enabledPlugins)
   cursor   ~/.cursor/mcp.json, <project>/.cursor/mcp.json
   vscode   $XDG_CONFIG_HOME/Code/User/mcp.json, <project>/.vscode/mcp.json
   codex    $CODEX_HOME/config.toml (~/.codex/), <project>/.codex/config.toml (only while the

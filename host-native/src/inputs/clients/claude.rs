@@ -12,7 +12,7 @@ const EXPANDED: [&str; 5] = ["command", "args", "env", "url", "headers"];
 
 /// One entry as Claude Code reads it: expanded, then its transport normalized; the variables
 /// it uses that are not set (left as written, as Claude Code does) are added to `unset`.
-fn entry(
+pub(super) fn entry(
     ctx: &Context<'_>,
     object: &Object,
     unset: &mut Vec<String>,
@@ -136,6 +136,7 @@ pub(super) fn settings(top: &Object, managed: bool) -> ClientContent {
     let mut out = ClientContent::default();
     approvals(top, &mut out);
     out.policy = policy_of(top, &mut out.entry_errors);
+    out.enabled_plugins = super::claude_plugins::enabled_plugins(top);
     out.managed_allow_only =
         managed && top.get("allowManagedMcpServersOnly") == Some(&Value::Bool(true));
     out

@@ -31,6 +31,10 @@ pub(in crate::inputs) fn client_files(
             let managed = managed_settings
                 .parent()
                 .map_or_else(|| PathBuf::from("/etc/claude-code"), Path::to_path_buf);
+            let plugins = env.var("CLAUDE_CODE_PLUGIN_CACHE_DIR").map_or_else(
+                || config_dir.join("plugins"),
+                |dir| env.absolute(Path::new(dir)),
+            );
             vec![
                 file(
                     Format::ClaudeSettings { managed: false },
@@ -53,6 +57,11 @@ pub(in crate::inputs) fn client_files(
                     managed_settings,
                 ),
                 file(Format::ClaudeState, LayerSource::User, state),
+                file(
+                    Format::ClaudePlugins,
+                    LayerSource::User,
+                    plugins.join("installed_plugins.json"),
+                ),
                 file(
                     Format::ClaudeManaged,
                     LayerSource::System,

@@ -15,6 +15,7 @@
 //! `claude`, `editors` (Cursor, VS Code, Copilot CLI), `codex` (TOML).
 
 mod claude;
+mod claude_plugins;
 mod codex;
 mod editors;
 mod expand;
@@ -55,6 +56,9 @@ pub(super) enum Format {
         /// only one.
         managed: bool,
     },
+    /// Claude Code's `installed_plugins.json`: its installed plugins, whose servers count
+    /// while a settings file enables them.
+    ClaudePlugins,
     /// Cursor's `mcp.json` (`mcpServers`; `${env:NAME}`, `${userHome}`, `${workspaceFolder}`).
     Cursor,
     /// VS Code's `mcp.json` (`servers`, `inputs`; `${input:id}` cannot be answered here).
@@ -104,6 +108,11 @@ pub(super) struct ClientContent {
     /// The administrator's allow list of servers by name and identity (Codex's
     /// `requirements.toml`): a server runs only when listed with its identity.
     pub(super) required: Option<Vec<(String, codex::Identity)>>,
+    /// Claude Code's installed plugins that apply to this project, with their servers; they
+    /// join `layers` while enabled (`claude_plugins::enable`).
+    pub(super) plugins: Vec<claude_plugins::Plugin>,
+    /// A Claude Code settings file's `enabledPlugins`: plugin id, on or off.
+    pub(super) enabled_plugins: Vec<(String, bool)>,
     /// When present, the file is the only source of servers (Claude's managed file).
     pub(super) exclusive: bool,
     /// The file trusts this project (Codex: `[projects."<root>"] trust_level = "trusted"`),
@@ -159,10 +168,9 @@ impl ClientFile {
 
     pub(super) fn reload(&mut self, ctx: &Context<'_>) {
         self.loaded = true;
-        let had_content = self
-            .good
-            .as_ref()
-            .is_some_and(|g| g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive);
+        let had_content = self.good.as_ref().is_some_and(|g| {
+            g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive || !g.plugins.is_empty()
+        });
         let text = match read_input(
             &self.path,
             !self.project_controlled(),
@@ -213,6 +221,7 @@ impl ClientFile {
                     Format::ClaudeMcpJson => claude::mcp_json(&top, self.scope, ctx),
                     Format::ClaudeManaged => claude::managed(&top, ctx),
                     Format::ClaudeSettings { managed } => claude::settings(&top, managed),
+                    Format::ClaudePlugins => claude_plugins::installed(&top, &self.path, ctx)?,
                     Format::Cursor => editors::cursor(&top, self.scope, ctx),
                     Format::Vscode => editors::vscode(&top, self.scope, ctx),
                     Format::Copilot => editors::copilot(&top, self.scope, ctx),
@@ -327,8 +336,9 @@ pub(super) struct Admission {
 
 impl Admission {
     pub(super) fn of(files: &[ClientFile], errors: &mut Vec<InputError>) -> Self {
-        let contents: Vec<(&ClientFile, ClientContent)> =
+        let mut contents: Vec<(&ClientFile, ClientContent)> =
             files.iter().map(|f| (f, f.content())).collect();
+        claude_plugins::enable(&mut contents);
         let exclusive = contents
             .iter()
             .find(|(_, c)| c.exclusive)
@@ -451,7 +461,7 @@ impl Admission {
                 }
                 _ => &[],
             };
-            let content = codex_merged(content, &out.read, bases);
+            let content = codex::merged(content, &out.read, bases);
             out.read.push((file.path.clone(), content));
         }
         if let Some(required) = &out.required {
@@ -476,64 +486,6 @@ fn installs(content: &ClientContent) -> bool {
         .layers
         .iter()
         .any(|(_, servers, _)| servers.values().any(installed))
-}
-
-/// Codex's entries as Codex takes them: each merged field by field over the entries of the
-/// same name in the earlier files of kinds `bases` (in file order; tables key by key), the
-/// later file's fields winning. The merged entry stays in `content`'s layer.
-fn codex_merged(
-    mut content: ClientContent,
-    read: &[(PathBuf, ClientContent)],
-    bases: &[LayerSource],
-) -> ClientContent {
-    if bases.is_empty() {
-        return content;
-    }
-    let below: Vec<&(LayerSource, Servers, Servers)> = read
-        .iter()
-        .flat_map(|(_, c)| &c.layers)
-        .filter(|(source, _, _)| bases.contains(source))
-        .collect();
-    for (_, used, written) in &mut content.layers {
-        for (servers, pick) in [(used, 1), (written, 2)] {
-            let names: Vec<String> = servers.keys().cloned().collect();
-            for name in names {
-                let base = below
-                    .iter()
-                    .filter_map(|layer| match pick {
-                        1 => layer.1.get(&name),
-                        _ => layer.2.get(&name),
-                    })
-                    .fold(None, |acc: Option<mcp_reconcile_kernel::Object>, entry| {
-                        Some(match acc {
-                            Some(acc) => deep_merge(&acc, entry.object()),
-                            None => entry.object().clone(),
-                        })
-                    });
-                if let (Some(base), Some(over)) = (base, servers.get(&name)) {
-                    let merged = deep_merge(&base, over.object());
-                    servers.insert(name, mcp_reconcile_kernel::ServerConfig::new(merged));
-                }
-            }
-        }
-    }
-    content
-}
-
-/// `over` laid over `base`: objects merged key by key, anything else replaced.
-fn deep_merge(
-    base: &mcp_reconcile_kernel::Object,
-    over: &mcp_reconcile_kernel::Object,
-) -> mcp_reconcile_kernel::Object {
-    let mut out = base.clone();
-    for (key, value) in over {
-        let merged = match (out.get(key), value) {
-            (Some(Value::Object(b)), Value::Object(o)) => Value::Object(deep_merge(b, o)),
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), merged);
-    }
-    out
 }
 
 #[cfg(test)]
