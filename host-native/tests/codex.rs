@@ -14,7 +14,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -92,7 +92,7 @@ async fn codex_calls_through_the_installed_gateway_and_sees_its_server_edited() 
         toml_string(&p.marker("notes").to_string_lossy()),
     );
     fs::write(&config, user_config).expect("write the config");
-    let install = codex_env(Command::new(cli()), &p, &home)
+    let install = client_env(Command::new(cli()), &p, &home)
         .args(["install", "codex"])
         .output()
         .expect("install runs");
@@ -111,7 +111,7 @@ async fn codex_calls_through_the_installed_gateway_and_sees_its_server_edited() 
     fs::write(&config, passed).expect("write");
 
     let _daemon = start_daemon_for_client(&p, &runtime);
-    let mut command = codex_env(Command::new(codex()), &p, &home);
+    let mut command = client_env(Command::new(codex()), &p, &home);
     command
         // No prompts in a headless run: MCP tool calls go through without asking.
         .args([
@@ -169,39 +169,11 @@ async fn codex_calls_through_the_installed_gateway_and_sees_its_server_edited() 
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    assert!(
-        outputs
-            .first()
-            .is_some_and(|o| o.contains("before-the-edit")),
-        "the first call reached the server as configured: {report}"
-    );
-    assert!(
-        outputs.last().is_some_and(|o| o.contains("after-the-edit")),
-        "a call after the edit reached the edited server in the same session: {report}"
-    );
-    assert_eq!(
-        p.spawns("notes"),
-        2,
-        "the edit restarted notes once: {report}"
-    );
+    assert_edit_reached_the_server(&outputs, &p, "notes", &report);
     assert!(
         String::from_utf8_lossy(&output.stdout).contains(DONE),
         "no final answer: {report}"
     );
-}
-
-/// `command` with the test's `HOME` (Codex's files in `~/.codex`), its own state and runtime
-/// dirs, and nothing else of the machine's environment (no credentials, no proxies).
-fn codex_env(mut command: Command, p: &Project, home: &Path) -> Command {
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_STATE_HOME", p.path("state"))
-        .env("XDG_RUNTIME_DIR", p.path("run"))
-        .current_dir(p.path("project"))
-        .stdin(Stdio::null());
-    command
 }
 
 /// A TOML basic string (a JSON string is one, for the paths and URLs used here).

@@ -16,7 +16,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -63,7 +63,7 @@ async fn qwen_code_calls_through_the_installed_gateway_and_sees_its_server_edite
         "mcpServers": {"notes": notes},
     });
     fs::write(&settings, user_settings.to_string()).expect("settings");
-    let install = qwen_env(Command::new(cli()), &p, &home)
+    let install = client_env(Command::new(cli()), &p, &home)
         .args(["install", "qwen"])
         .output()
         .expect("install runs");
@@ -103,8 +103,9 @@ async fn qwen_code_calls_through_the_installed_gateway_and_sees_its_server_edite
     let model = fake_chat_completions(script).await;
 
     let _daemon = start_daemon_for_client(&p, &runtime);
-    let mut command = qwen_env(Command::new(&node), &p, &home);
+    let mut command = client_env(Command::new(&node), &p, &home);
     command
+        .env("NO_COLOR", "1")
         .arg(&entry)
         .args(["--yolo", "-p", "Ask the notes server for GREETING."])
         .env("OPENAI_API_KEY", "not-a-real-key")
@@ -155,40 +156,11 @@ async fn qwen_code_calls_through_the_installed_gateway_and_sees_its_server_edite
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    assert!(
-        outputs
-            .first()
-            .is_some_and(|o| o.contains("before-the-edit")),
-        "the first call reached the server as configured: {report}"
-    );
-    assert!(
-        outputs.last().is_some_and(|o| o.contains("after-the-edit")),
-        "a call after the edit reached the edited server in the same session: {report}"
-    );
-    assert_eq!(
-        p.spawns("notes"),
-        2,
-        "the edit restarted notes once: {report}"
-    );
+    assert_edit_reached_the_server(&outputs, &p, "notes", &report);
     assert!(
         String::from_utf8_lossy(&output.stdout).contains(DONE),
         "no final answer: {report}"
     );
-}
-
-/// `command` with the test's `HOME` (qwen-code's files in `~/.qwen`), its own state and
-/// runtime dirs, and nothing else of the machine's environment (no credentials, no proxies).
-fn qwen_env(mut command: Command, p: &Project, home: &Path) -> Command {
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_STATE_HOME", p.path("state"))
-        .env("XDG_RUNTIME_DIR", p.path("run"))
-        .env("NO_COLOR", "1")
-        .current_dir(p.path("project"))
-        .stdin(Stdio::null());
-    command
 }
 
 /// Whether the request offers qwen-code's `tool_call` (the way to a deferred tool).

@@ -635,6 +635,43 @@ pub fn wait_connected(status: &mut Command, server: &str) -> String {
     }
 }
 
+/// `command` as a real client runs in a test: nothing of the machine's environment (no
+/// credentials, no proxies) but `PATH`, the test's `home`, its own state and runtime dirs, in
+/// the project directory, no stdin.
+pub fn client_env(mut command: Command, p: &Project, home: &Path) -> Command {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", p.path("state"))
+        .env("XDG_RUNTIME_DIR", p.path("run"))
+        .current_dir(p.path("project"))
+        .stdin(Stdio::null());
+    command
+}
+
+/// The hot reload a client that lists tools once per session gets: of the results of the
+/// model's calls of `server`'s env tool (`GREETING`), the first came from the server as
+/// configured, the last from the server after the user's edit, and the edit restarted it
+/// exactly once.
+pub fn assert_edit_reached_the_server(outputs: &[String], p: &Project, server: &str, report: &str) {
+    assert!(
+        outputs
+            .first()
+            .is_some_and(|o| o.contains("before-the-edit")),
+        "the first call reached the server as configured: {report}"
+    );
+    assert!(
+        outputs.last().is_some_and(|o| o.contains("after-the-edit")),
+        "a call after the edit reached the edited server in the same session: {report}"
+    );
+    assert_eq!(
+        p.spawns(server),
+        2,
+        "the edit restarted {server} once: {report}"
+    );
+}
+
 /// A finished command's stdout, then its stderr.
 pub fn output_text(out: &std::process::Output) -> String {
     format!(
