@@ -3,8 +3,8 @@
 #   - rustfmt and clippy (rustup components)
 #   - cargo-fuzz (crates.io)
 #   - server-everything and friends, the JSON / YAML language servers, the real
-#     clients Gemini CLI, Claude Code, Codex and qwen-code (host-native/tests/
-#     gemini_cli.rs, claude_code.rs, codex.rs, qwen_code.rs), the
+#     clients Gemini CLI, Claude Code and Codex (host-native/tests/gemini_cli.rs,
+#     claude_code.rs, codex.rs), the
 #     TypeScript SDKs 2.x and 1.x (real clients of both MCP eras:
 #     host-native/tests/ts_clients.rs), and the TypeScript compiler
 #     host-wasm/tests/typescript.rs checks the generated types with (npm ci at the
@@ -13,6 +13,8 @@
 #     (scripts/lsp-test-requirements.txt, scripts/mcp-client-test-requirements.txt)
 #   - the MCP conformance suite's 2026-07-28 prerelease with its own Node 22, which
 #     runs qwen-code as well (npm ci in tests/conformance-2026)
+#   - qwen-code, a real client (host-native/tests/qwen_code.rs): its pinned tarball,
+#     checked and unpacked into tests/qwen-code
 #   - the openssl CLI (host-native/tests/remote_tls.rs makes its test CA with it)
 #   - the wasm toolchain: Debian's rustc-web + std sources, wasm-bindgen-cli
 set -euo pipefail
@@ -26,14 +28,13 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# Third-party MCP servers, the real clients (Gemini CLI, Claude Code, Codex, qwen-code) and the
+# Third-party MCP servers, the real clients Gemini CLI, Claude Code and Codex, and the
 # TypeScript MCP SDKs for the integration tests and
 # TypeScript for the generated-types check, at pinned versions.
 if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ ! -f node_modules/@google/gemini-cli/bundle/gemini.js ] \
   || [ ! -x node_modules/@anthropic-ai/claude-code/bin/claude.exe ] \
   || [ ! -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ] \
-  || [ ! -f node_modules/@qwen-code/qwen-code/cli.js ] \
   || [ ! -f node_modules/@modelcontextprotocol/client/package.json ] \
   || [ ! -f node_modules/@modelcontextprotocol/sdk/package.json ] \
   || [ ! -x node_modules/.bin/vscode-json-language-server ] \
@@ -54,6 +55,31 @@ if ! command -v openssl >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
   apt-get install -y --no-install-recommends openssl
+fi
+
+# qwen-code, a real client (host-native/tests/qwen_code.rs): one self-contained bundle, unpacked
+# from its pinned tarball into tests/qwen-code/package. `npm ci` cannot install it: optional
+# native extras it lists (clipboard builds) are not on the registry, so no lock file can be in
+# sync; headless it needs none of them. The tarball must have the integrity the registry
+# published for that version.
+QWEN_VERSION=0.24.4
+QWEN_INTEGRITY=sha512-pmexy/Nj+BKd3Un1ogqGQE8V4GJn5B6N9PQOrU1GH+lMR29kn6Bgf6YdbZa8hNIoTmAKT1LTPK+P8TibZRPPVg==
+if [ ! -f "tests/qwen-code/.installed-$QWEN_VERSION" ]; then
+  rm -rf tests/qwen-code
+  mkdir -p tests/qwen-code
+  (
+    cd tests/qwen-code
+    tarball=$(npm pack --silent "@qwen-code/qwen-code@$QWEN_VERSION")
+    got="sha512-$(openssl dgst -sha512 -binary "$tarball" | base64 -w0)"
+    if [ "$got" != "$QWEN_INTEGRITY" ]; then
+      echo "qwen-code $QWEN_VERSION: the tarball's integrity is $got, expected $QWEN_INTEGRITY" >&2
+      exit 1
+    fi
+    tar xzf "$tarball"
+    rm "$tarball"
+    # Last, so an interrupted install is redone.
+    touch ".installed-$QWEN_VERSION"
+  )
 fi
 
 # pylsp for the language-server tests (host-native/tests/lsp_connection.rs) and the official

