@@ -952,3 +952,40 @@ fn claudes_lsp_json_is_read_as_claude_reads_it() {
         }
     }
 }
+
+/// A Claude Code plugin's language server (`.lsp.json` at the plugin's root) starts while the
+/// user's settings enable the plugin — a real JSON language server — and stops when they
+/// switch it off.
+#[test]
+fn claudes_plugin_language_servers_start_while_enabled() {
+    let m = Machine::new("claude");
+    let plugins = m.home().join(".claude/plugins");
+    let root = plugins.join("cache/mkt/lang/1.0.0");
+    m.write_json(
+        &root.join(".lsp.json"),
+        &json!({ "json": { "command": json_server().to_string_lossy(), "args": ["--stdio"],
+                           "extensionToLanguage": { ".json": "json" } } }),
+    );
+    m.write_json(
+        &plugins.join("installed_plugins.json"),
+        &json!({ "version": 2, "plugins": {
+            "lang@mkt": [{ "scope": "user", "installPath": root }],
+        }}),
+    );
+    let settings = m.home().join(".claude/settings.json");
+    m.write_json(
+        &settings,
+        &json!({ "enabledPlugins": { "lang@mkt": true } }),
+    );
+    let _watch = m.watch();
+    m.wait("the plugin's language server up", |s| {
+        lsp_state(s, "plugin:lang:json") == "connected"
+    });
+    m.write_json(
+        &settings,
+        &json!({ "enabledPlugins": { "lang@mkt": false } }),
+    );
+    m.wait("the plugin's language server gone", |s| {
+        lsp_state(s, "plugin:lang:json") == "absent"
+    });
+}

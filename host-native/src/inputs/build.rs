@@ -223,6 +223,7 @@ impl Inputs {
         let (lsp, lsp_written, lsp_approvals) = lsp::lsp_part(
             self.lsp_user.as_ref(),
             &self.lsp_project,
+            &client.lsp,
             self.lsp_approvals.as_ref(),
             self.lsp_store.path(),
             &mut errors,

@@ -146,11 +146,13 @@ impl LspFile {
     }
 }
 
-/// The desired language servers of `user` under `project` (and as written), the language-server
-/// approvals, and their problems added to `errors`.
+/// The desired language servers of `user` under `project` (and as written), with the ones a
+/// client's files add (`extra`, in their scope), the language-server approvals, and their
+/// problems added to `errors`.
 pub(super) fn lsp_part(
     user: Option<&LspFile>,
     project: &LspFile,
+    extra: &[super::clients::PluginLsp],
     approvals: Option<&(Approvals, Vec<String>)>,
     store_path: &std::path::Path,
     errors: &mut Vec<InputError>,
@@ -158,13 +160,24 @@ pub(super) fn lsp_part(
     for file in user.into_iter().chain([project]) {
         errors.extend(file.errors());
     }
+    let layer = |file: Option<&LspFile>, scope: LspScope, written: bool| {
+        let mut servers = match (file, written) {
+            (Some(file), false) => file.servers(),
+            (Some(file), true) => file.written(),
+            (None, _) => Object::new(),
+        };
+        for (_, used, as_written) in extra.iter().filter(|(s, _, _)| *s == scope) {
+            servers.extend(if written { as_written } else { used }.clone());
+        }
+        servers
+    };
     let servers = merge_lsp(
-        &user.map(LspFile::servers).unwrap_or_default(),
-        &project.servers(),
+        &layer(user, LspScope::User, false),
+        &layer(Some(project), LspScope::Project, false),
     );
     let written = merge_lsp(
-        &user.map(LspFile::written).unwrap_or_default(),
-        &project.written(),
+        &layer(user, LspScope::User, true),
+        &layer(Some(project), LspScope::Project, true),
     );
     let (approvals, problems) = approvals
         .cloned()

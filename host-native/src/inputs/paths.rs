@@ -47,8 +47,9 @@ host's approvals, language-server and token files as in --layout default:
            user's config trusts the project)
   copilot  ~/.copilot/mcp-config.json (Copilot CLI; $COPILOT_HOME); language servers in
            ~/.copilot/lsp-config.json and <project>/.github/lsp.json (lspServers)
-  The language-server file of the claude layout is the project's .lsp.json read as a Claude
-  Code plugin's (extensionToLanguage required, maxRestarts 3, no unknown fields).
+  The language-server files of the claude layout are the project's .lsp.json and the
+  enabled plugins' (.lsp.json, lspServers), read as a Claude Code plugin's
+  (extensionToLanguage required, maxRestarts 3, no unknown fields).
 
 $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
 /Library/Application Support/QwenCode/. Settings files are JSON with comments; a

@@ -28,11 +28,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use mcp_reconcile_kernel::lsp::LspScope;
 use mcp_reconcile_kernel::{LayerSource, Object, Servers, Value};
 
-use super::claude::entry;
+use super::claude_plugin_entries::{self as plugin_entries, Expansion};
 use super::expand::Context;
-use super::normalize::{entries, transport, BareUrl};
+use super::normalize::entries;
 use super::{ClientContent, ClientFile};
 use crate::inputs::files::read_text;
 
@@ -43,6 +44,10 @@ pub(in crate::inputs) struct Plugin {
     pub(super) id: String,
     pub(super) used: Servers,
     pub(super) written: Servers,
+    /// Its language servers, in this host's format (scope not stamped yet), used and as
+    /// written.
+    pub(super) lsp: Object<Object>,
+    pub(super) lsp_written: Object<Object>,
 }
 
 /// `installed_plugins.json` at `file`: the plugins that apply to this project, each with its
@@ -80,12 +85,33 @@ pub(super) fn installed(
                 continue;
             }
         };
-        let map = servers_of(&root, id, &mut out.entry_errors);
+        let manifest_path = root.join(".claude-plugin/plugin.json");
+        let manifest = read_object(&manifest_path).unwrap_or_else(|why| {
+            out.entry_errors.push(format!(
+                "plugin \"{id}\": {}: {why} — the servers it declares are not loaded",
+                manifest_path.display()
+            ));
+            None
+        });
+        let manifest = manifest.unwrap_or_default();
+        let map = servers_of(&root, id, &manifest, &mut out.entry_errors);
         let data = plugins_dir.join("data").join(data_dir_name(id));
         let name = id.split('@').next().unwrap_or(id);
+        let expansion = Expansion {
+            ctx,
+            root: &root,
+            data: &data,
+        };
+        let (lsp, lsp_written) = plugin_entries::lsp_servers(
+            &expansion,
+            id,
+            name,
+            manifest.get("lspServers"),
+            &mut out.entry_errors,
+        );
         let where_ = format!("plugin \"{id}\"");
         let (used, written) = entries(&map, &where_, &mut out.entry_errors, |o| {
-            plugin_entry(ctx, o, &root, &data)
+            plugin_entries::mcp_entry(&expansion, o)
         });
         let prefixed = |servers: Servers| -> Servers {
             servers
@@ -97,6 +123,8 @@ pub(super) fn installed(
             id: id.clone(),
             used: prefixed(used),
             written: prefixed(written),
+            lsp,
+            lsp_written,
         });
     }
     Ok(out)
@@ -137,7 +165,7 @@ fn install_path(installs: &Value, ctx: &Context<'_>) -> Option<Result<PathBuf, S
 }
 
 /// The server entries a plugin at `root` declares, before expansion.
-fn servers_of(root: &Path, id: &str, errors: &mut Vec<String>) -> Object {
+fn servers_of(root: &Path, id: &str, manifest: &Object, errors: &mut Vec<String>) -> Object {
     let mut map = Object::new();
     let mut add = |path: &Path, errors: &mut Vec<String>| match read_object(path) {
         Ok(Some(top)) => {
@@ -154,17 +182,7 @@ fn servers_of(root: &Path, id: &str, errors: &mut Vec<String>) -> Object {
         )),
     };
     add(&root.join(".mcp.json"), errors);
-    let manifest = root.join(".claude-plugin/plugin.json");
-    let declared = match read_object(&manifest) {
-        Ok(manifest) => manifest.and_then(|mut m| m.remove("mcpServers")),
-        Err(why) => {
-            errors.push(format!(
-                "plugin \"{id}\": {}: {why} — the servers it declares are not loaded",
-                manifest.display()
-            ));
-            None
-        }
-    };
+    let declared = manifest.get("mcpServers").cloned();
     let specs = match declared {
         Some(Value::Array(items)) => items,
         Some(other) => vec![other],
@@ -196,7 +214,7 @@ fn bundled(spec: &str) -> bool {
 }
 
 /// A JSON object file (`None`: absent).
-fn read_object(path: &Path) -> Result<Option<Object>, String> {
+pub(super) fn read_object(path: &Path) -> Result<Option<Object>, String> {
     let Some(text) = read_text(path)? else {
         return Ok(None);
     };
@@ -208,75 +226,6 @@ fn read_object(path: &Path) -> Result<Option<Object>, String> {
         )),
         Err(e) => Err(format!("not valid JSON: {e}")),
     }
-}
-
-/// One plugin entry as Claude Code takes it: the plugin's variables replaced, its
-/// environment given `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA`, then read as any entry
-/// of a Claude file. As written: the entry of the plugin's file.
-fn plugin_entry(
-    ctx: &Context<'_>,
-    object: &Object,
-    root: &Path,
-    data: &Path,
-) -> Result<(Object, Object), String> {
-    if Value::Object(object.clone())
-        .to_string()
-        .contains("${user_config.")
-    {
-        return Err(
-            "it uses a plugin option (${user_config.…}), which Claude Code keeps for the \
-             plugin; mcp-reconcile does not read plugin options — the server is skipped"
-                .into(),
-        );
-    }
-    let root_text = root.to_string_lossy();
-    let data_text = data.to_string_lossy();
-    let project = ctx.project.to_string_lossy();
-    let replace = |text: &str| {
-        text.replace("${CLAUDE_PLUGIN_ROOT}", &root_text)
-            .replace("${CLAUDE_PROJECT_DIR}", &project)
-            .replace("${CLAUDE_PLUGIN_DATA}", &data_text)
-    };
-    let mut used = substitute(object, &replace);
-    let stdio = match object.get("type") {
-        None | Some(Value::Null) => true,
-        Some(Value::String(kind)) => kind == "stdio",
-        Some(_) => false,
-    };
-    if stdio {
-        let mut env = Object::new();
-        env.insert(
-            "CLAUDE_PLUGIN_ROOT".into(),
-            Value::String(root_text.into_owned()),
-        );
-        env.insert(
-            "CLAUDE_PLUGIN_DATA".into(),
-            Value::String(data_text.into_owned()),
-        );
-        if let Some(Value::Object(own)) = used.get("env") {
-            env.extend(own.clone());
-        }
-        used.insert("env".into(), Value::Object(env));
-    }
-    let (used, _) = entry(ctx, &used, &mut Vec::new())?;
-    let written = transport(object.clone(), BareUrl::Error)?;
-    Ok((used, written))
-}
-
-/// `object` with `replace` applied to every string inside it.
-fn substitute(object: &Object, replace: &impl Fn(&str) -> String) -> Object {
-    fn value(v: &Value, replace: &impl Fn(&str) -> String) -> Value {
-        match v {
-            Value::String(s) => Value::String(replace(s)),
-            Value::Array(items) => Value::Array(items.iter().map(|i| value(i, replace)).collect()),
-            Value::Object(map) => Value::Object(substitute(map, replace)),
-            other => other.clone(),
-        }
-    }
-    object
-        .iter()
-        .map(|(k, v)| (k.clone(), value(v, replace)))
-        .collect()
 }
 
 /// Claude Code's directory name for a plugin's data: the id with every character but
@@ -308,6 +257,10 @@ pub(super) fn enable(contents: &mut [(&ClientFile, ClientContent)]) {
             (LayerSource::User, Servers::new(), Servers::new()),
             (LayerSource::Project, Servers::new(), Servers::new()),
         ];
+        let mut lsp = [
+            (LspScope::User, Object::new(), Object::new()),
+            (LspScope::Project, Object::new(), Object::new()),
+        ];
         for plugin in std::mem::take(&mut content.plugins) {
             let Some((true, by_project)) = enabled.get(&plugin.id).copied() else {
                 continue;
@@ -315,7 +268,13 @@ pub(super) fn enable(contents: &mut [(&ClientFile, ClientContent)]) {
             let layer = &mut layers[usize::from(by_project)];
             layer.1.extend(plugin.used);
             layer.2.extend(plugin.written);
+            let lsp = &mut lsp[usize::from(by_project)];
+            lsp.1.extend(plugin.lsp);
+            lsp.2.extend(plugin.lsp_written);
         }
+        content
+            .lsp
+            .extend(lsp.into_iter().filter(|(_, used, _)| !used.is_empty()));
         content.layers.extend(
             layers
                 .into_iter()
@@ -519,6 +478,8 @@ mod tests {
             id: id.to_owned(),
             used: crate::inputs::clients::tests::servers(&[&format!("plugin:{id}:s")]),
             written: Servers::new(),
+            lsp: Object::new(),
+            lsp_written: Object::new(),
         };
         let mut contents = vec![
             (

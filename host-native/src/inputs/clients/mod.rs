@@ -15,6 +15,7 @@
 //! `claude`, `editors` (Cursor, VS Code, Copilot CLI), `codex` (TOML).
 
 mod claude;
+mod claude_plugin_entries;
 mod claude_plugins;
 mod codex;
 mod editors;
@@ -81,6 +82,14 @@ pub(super) enum Format {
     GeminiEnablement,
 }
 
+/// Language servers in this host's format from a client file: their scope, as used and as
+/// written.
+pub(super) type PluginLsp = (
+    mcp_reconcile_kernel::lsp::LspScope,
+    mcp_reconcile_kernel::Object<mcp_reconcile_kernel::Object>,
+    mcp_reconcile_kernel::Object<mcp_reconcile_kernel::Object>,
+);
+
 /// What a client file says, parsed.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ClientContent {
@@ -113,6 +122,9 @@ pub(super) struct ClientContent {
     pub(super) plugins: Vec<claude_plugins::Plugin>,
     /// A Claude Code settings file's `enabledPlugins`: plugin id, on or off.
     pub(super) enabled_plugins: Vec<(String, bool)>,
+    /// Language servers it adds (Claude Code's enabled plugins'), in this host's format: the
+    /// scope they count in, used and as written.
+    pub(super) lsp: Vec<PluginLsp>,
     /// When present, the file is the only source of servers (Claude's managed file).
     pub(super) exclusive: bool,
     /// The file trusts this project (Codex: `[projects."<root>"] trust_level = "trusted"`),
@@ -332,6 +344,8 @@ pub(super) struct Admission {
     pub(super) approved_by_name: Vec<String>,
     /// The client approves every project entry by name.
     pub(super) approve_all: bool,
+    /// Language servers the client's files add (Claude Code's enabled plugins').
+    pub(super) lsp: Vec<PluginLsp>,
 }
 
 impl Admission {
@@ -382,6 +396,7 @@ impl Admission {
         out.policies = merged.into_iter().chain(narrowing).collect();
         for (file, content) in contents {
             errors.extend(file.errors());
+            out.lsp.extend(content.lsp.iter().cloned());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
             if handed_over.is_some() && file.format.is_editor() && file.project_controlled() {
                 continue;
