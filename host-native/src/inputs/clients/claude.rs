@@ -136,7 +136,7 @@ pub(super) fn settings(top: &Object, managed: bool) -> ClientContent {
     let mut out = ClientContent::default();
     approvals(top, &mut out);
     out.policy = policy_of(top, &mut out.entry_errors);
-    out.enabled_plugins = super::claude_plugins::enabled_plugins(top);
+    out.enabled_plugins = super::claude_plugin_enable::enabled_plugins(top);
     out.managed_allow_only =
         managed && top.get("allowManagedMcpServersOnly") == Some(&Value::Bool(true));
     out

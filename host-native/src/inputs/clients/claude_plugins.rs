@@ -1,4 +1,4 @@
-//! Claude Code's plugins: the MCP servers of the plugins it has installed
+//! Claude Code's plugins: the MCP and language servers of the plugins it has installed
 //! (`<plugins dir>/installed_plugins.json`, version 2) and a settings file enables
 //! (`enabledPlugins`), read as Claude Code 2.1 reads them.
 //!
@@ -16,25 +16,21 @@
 //!   server also gets `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` in its environment. An
 //!   entry that uses a plugin option (`${user_config.NAME}`, kept by Claude Code) is skipped
 //!   with a message: the options are not read here.
-//! * **Enabled by whom.** `enabledPlugins` merges over the settings files (user, project,
-//!   local, managed; the later wins); `true` or a list turns a plugin on. A plugin turned on
-//!   by the user's or the administrator's file is the user's (not gated); one turned on only
-//!   by a project's settings file is the project's: its servers wait for approval like a
-//!   `.mcp.json` entry (a repository cannot start a plugin's server by switching it on).
+//! * **Enabled by whom** (`claude_plugin_enable`): a plugin turned on only by a project's
+//!   settings file is the project's, its servers wait for approval like a `.mcp.json` entry (a
+//!   repository cannot start a plugin's server by switching it on).
 //!
 //! A plugin's own files are read when `installed_plugins.json` changes (Claude Code rewrites
 //! it on every install, update and removal).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::lsp::LspScope;
-use mcp_reconcile_kernel::{LayerSource, Object, Servers, Value};
+use mcp_reconcile_kernel::{Object, Servers, Value};
 
 use super::claude_plugin_entries::{self as plugin_entries, Expansion};
 use super::expand::Context;
 use super::normalize::entries;
-use super::{ClientContent, ClientFile};
+use super::ClientContent;
 use crate::inputs::files::read_text;
 
 /// One installed plugin that applies to this project, with its servers (named
@@ -242,61 +238,6 @@ fn data_dir_name(id: &str) -> String {
         .collect()
 }
 
-/// Puts the servers of the enabled plugins into their file's layers: merged `enabledPlugins`
-/// over `contents` in file order (the later file wins); a plugin turned on by a
-/// project-controlled file only is the project's (gated).
-pub(super) fn enable(contents: &mut [(&ClientFile, ClientContent)]) {
-    let mut enabled: BTreeMap<String, (bool, bool)> = BTreeMap::new();
-    for (file, content) in contents.iter() {
-        for (id, on) in &content.enabled_plugins {
-            enabled.insert(id.clone(), (*on, file.project_controlled()));
-        }
-    }
-    for (_, content) in contents.iter_mut() {
-        let mut layers: [(LayerSource, Servers, Servers); 2] = [
-            (LayerSource::User, Servers::new(), Servers::new()),
-            (LayerSource::Project, Servers::new(), Servers::new()),
-        ];
-        let mut lsp = [
-            (LspScope::User, Object::new(), Object::new()),
-            (LspScope::Project, Object::new(), Object::new()),
-        ];
-        for plugin in std::mem::take(&mut content.plugins) {
-            let Some((true, by_project)) = enabled.get(&plugin.id).copied() else {
-                continue;
-            };
-            let layer = &mut layers[usize::from(by_project)];
-            layer.1.extend(plugin.used);
-            layer.2.extend(plugin.written);
-            let lsp = &mut lsp[usize::from(by_project)];
-            lsp.1.extend(plugin.lsp);
-            lsp.2.extend(plugin.lsp_written);
-        }
-        content
-            .lsp
-            .extend(lsp.into_iter().filter(|(_, used, _)| !used.is_empty()));
-        content.layers.extend(
-            layers
-                .into_iter()
-                .filter(|(_, used, written)| !used.is_empty() || !written.is_empty()),
-        );
-    }
-}
-
-/// A settings file's `enabledPlugins`: `true` or a list turns a plugin on, `false` off.
-pub(super) fn enabled_plugins(top: &Object) -> Vec<(String, bool)> {
-    let Some(Value::Object(map)) = top.get("enabledPlugins") else {
-        return Vec::new();
-    };
-    map.iter()
-        .filter_map(|(id, value)| match value {
-            Value::Bool(on) => Some((id.clone(), *on)),
-            Value::Array(_) => Some((id.clone(), true)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -449,74 +390,5 @@ mod tests {
         let err = installed(&top, Path::new("/x/i.json"), &ctx(&vars, Path::new("/p")))
             .expect_err("refused");
         assert!(err.contains("start it once"), "{err}");
-    }
-
-    #[test]
-    fn the_later_settings_file_decides_and_a_projects_switch_gates() {
-        let file = |scope| {
-            ClientFile::new(
-                super::super::Format::ClaudeSettings { managed: false },
-                scope,
-                PathBuf::from("/s"),
-            )
-        };
-        let plugins_file = ClientFile::new(
-            super::super::Format::ClaudePlugins,
-            LayerSource::User,
-            PathBuf::from("/i"),
-        );
-        let (user, project, local) = (
-            file(LayerSource::User),
-            file(LayerSource::Project),
-            file(LayerSource::Project),
-        );
-        let switches = |list: &str| ClientContent {
-            enabled_plugins: enabled_plugins(&object(list)),
-            ..ClientContent::default()
-        };
-        let plugin = |id: &str| Plugin {
-            id: id.to_owned(),
-            used: crate::inputs::clients::tests::servers(&[&format!("plugin:{id}:s")]),
-            written: Servers::new(),
-            lsp: Object::new(),
-            lsp_written: Object::new(),
-        };
-        let mut contents = vec![
-            (
-                &plugins_file,
-                ClientContent {
-                    plugins: vec![
-                        plugin("mine"),
-                        plugin("repo"),
-                        plugin("off"),
-                        plugin("unset"),
-                    ],
-                    ..ClientContent::default()
-                },
-            ),
-            (
-                &user,
-                switches(r#"{"enabledPlugins":{"mine":true,"off":true,"repo":false}}"#),
-            ),
-            (
-                &project,
-                switches(r#"{"enabledPlugins":{"repo":["x"],"bad":"yes"}}"#),
-            ),
-            (&local, switches(r#"{"enabledPlugins":{"off":false}}"#)),
-        ];
-        enable(&mut contents);
-        let layers: Vec<(LayerSource, Vec<&String>)> = contents[0]
-            .1
-            .layers
-            .iter()
-            .map(|(source, used, _)| (*source, used.keys().collect()))
-            .collect();
-        assert_eq!(
-            layers,
-            [
-                (LayerSource::User, vec![&"plugin:mine:s".to_owned()]),
-                (LayerSource::Project, vec![&"plugin:repo:s".to_owned()]),
-            ]
-        );
     }
 }

@@ -15,6 +15,7 @@
 //! `claude`, `editors` (Cursor, VS Code, Copilot CLI), `codex` (TOML).
 
 mod claude;
+mod claude_plugin_enable;
 mod claude_plugin_entries;
 mod claude_plugins;
 mod codex;
@@ -352,7 +353,7 @@ impl Admission {
     pub(super) fn of(files: &[ClientFile], errors: &mut Vec<InputError>) -> Self {
         let mut contents: Vec<(&ClientFile, ClientContent)> =
             files.iter().map(|f| (f, f.content())).collect();
-        claude_plugins::enable(&mut contents);
+        claude_plugin_enable::enable(&mut contents);
         let exclusive = contents
             .iter()
             .find(|(_, c)| c.exclusive)
