@@ -33,6 +33,16 @@ impl Inputs {
             written_layers.push(layer(written));
             files.push(file);
         };
+        if let Some((dot_git, why)) = &self.git_problem {
+            errors.push(InputError {
+                file: dot_git.clone(),
+                message: format!(
+                    "{why} — so this directory is not taken as part of that repository, as git \
+                     and Claude Code refuse it: nothing keyed by that repository (Claude Code's \
+                     local scope) is used here"
+                ),
+            });
+        }
         let client = clients::Admission::of(&self.clients, &mut errors);
         if self.layout == Layout::Gemini {
             self.gemini_trust(client.folder_trust, &mut errors);

@@ -91,6 +91,9 @@ pub struct Inputs {
     project_given: PathBuf,
     /// The git repository the project is in (Claude Code keys its local scope by it).
     git_root: Option<PathBuf>,
+    /// A `.git` file that claims a worktree of another repository without being one, and why
+    /// (reported: the project is not taken as part of that repository).
+    git_problem: Option<(PathBuf, String)>,
     cli_configs: Vec<JsonFile>,
     store: ApprovalsStore,
     approvals: Option<(Approvals, Vec<String>)>,
@@ -192,7 +195,15 @@ impl Inputs {
             })
             .collect();
 
+        let (git_root, git_problem) = if layout.reads_client_files() {
+            clients::git_root(&project_dir)
+                .map_or((None, None), |(root, problem)| (Some(root), problem))
+        } else {
+            (None, None)
+        };
         Ok(Inputs {
+            git_root,
+            git_problem,
             lsp_user: paths
                 .user_lsp
                 .clone()
@@ -204,10 +215,6 @@ impl Inputs {
             mcp_json,
             clients,
             project_given: env.absolute(given),
-            git_root: layout
-                .reads_client_files()
-                .then(|| clients::git_root(&project_dir))
-                .flatten(),
             store: ApprovalsStore::new(paths.approvals.clone()),
             paths,
             project_dir,

@@ -2,7 +2,7 @@
 //! hash is taken (SPEC §3, §15): a changed variable is a changed entry.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::{Object, Value};
 
@@ -21,21 +21,96 @@ pub(in crate::inputs) struct Context<'a> {
 }
 
 /// The root of the git repository `dir` is in, as Claude Code finds it: the nearest ancestor
-/// with a `.git` directory or file; for a linked worktree (a `.git` file naming
-/// `…/.git/worktrees/NAME`), the main repository's root. Bounded reads of small files only.
-pub(in crate::inputs) fn git_root(dir: &Path) -> Option<std::path::PathBuf> {
+/// with a `.git` directory or file; for a linked worktree, the main repository's root — but
+/// only a worktree as git itself resolves one (see [`linked_main`]). A `.git` file that names
+/// another repository's worktree without being that worktree leaves the directory its own
+/// root, with a problem to report (`.git` file, why): a downloaded directory never takes
+/// another project's local-scope servers. Bounded reads of small files only.
+pub(in crate::inputs) fn git_root(dir: &Path) -> Option<(PathBuf, Option<(PathBuf, String)>)> {
     let found = dir.ancestors().find(|d| d.join(".git").exists())?;
     let dot_git = found.join(".git");
-    if dot_git.is_file() {
-        let text = crate::inputs::read_text(&dot_git).ok()??;
-        let gitdir = Path::new(text.trim().strip_prefix("gitdir:")?.trim());
-        let gitdir = found.join(gitdir);
-        // `<main>/.git/worktrees/<name>` → `<main>`.
-        if gitdir.parent()?.file_name()? == "worktrees" {
-            return gitdir.parent()?.parent()?.parent()?.canonicalize().ok();
-        }
+    let own = found.canonicalize().ok()?;
+    if !dot_git.is_file() {
+        return Some((own, None));
     }
-    found.canonicalize().ok()
+    match linked_main(found, &dot_git) {
+        Ok(Some(main)) => Some((main, None)),
+        Ok(None) => Some((own, None)),
+        Err(why) => Some((own, Some((dot_git, why)))),
+    }
+}
+
+/// The main repository's root of the linked worktree whose `.git` file is `dot_git` in `dir`,
+/// checked as git checks it: the file says `gitdir: <common>/worktrees/<id>`, that directory
+/// exists, its `commondir` leads back to `<common>`, and its `gitdir` back-link names this very
+/// `.git` file (Claude Code checks the same). `None` when the file names a git directory that
+/// is not a linked worktree's (`git init --separate-git-dir`): `dir` is its own root. An error
+/// says why a claimed worktree is not one.
+fn linked_main(dir: &Path, dot_git: &Path) -> Result<Option<PathBuf>, String> {
+    let text = crate::inputs::read_text(dot_git)
+        .map_err(|e| format!("its .git file cannot be read ({e})"))?
+        .unwrap_or_default();
+    let Some(gitdir) = text.trim().strip_prefix("gitdir:").map(str::trim) else {
+        return Err("its .git file is not a gitfile (\"gitdir: <path>\")".into());
+    };
+    let gitdir = dir.join(gitdir);
+    let Ok(real_gitdir) = gitdir.canonicalize() else {
+        let claims_worktree =
+            gitdir.parent().and_then(Path::file_name) == Some("worktrees".as_ref());
+        return if claims_worktree {
+            Err(format!(
+                "its .git file names {}, which does not exist",
+                crate::display::safe(&gitdir.to_string_lossy())
+            ))
+        } else {
+            Ok(None)
+        };
+    };
+    let small = |name: &str| {
+        crate::inputs::read_text(&real_gitdir.join(name))
+            .ok()
+            .flatten()
+            .map(|text| text.trim().to_owned())
+            .filter(|text| !text.is_empty())
+    };
+    let Some(commondir) = small("commondir") else {
+        if real_gitdir.parent().and_then(Path::file_name) == Some("worktrees".as_ref()) {
+            return Err(format!(
+                "its .git file names {}, which has no commondir: not a worktree of that repository",
+                crate::display::safe(&gitdir.to_string_lossy())
+            ));
+        }
+        return Ok(None);
+    };
+    let common = real_gitdir.join(commondir).canonicalize().map_err(|_| {
+        format!(
+            "the commondir of {} does not exist",
+            crate::display::safe(&gitdir.to_string_lossy())
+        )
+    })?;
+    if real_gitdir.parent() != Some(common.join("worktrees").as_path()) {
+        return Err(format!(
+            "{} is not under the worktrees of the repository its commondir names",
+            crate::display::safe(&gitdir.to_string_lossy())
+        ));
+    }
+    let links_back = small("gitdir")
+        .and_then(|link| real_gitdir.join(link).canonicalize().ok())
+        .zip(dot_git.canonicalize().ok())
+        .is_some_and(|(link, this)| link == this);
+    if !links_back {
+        return Err(format!(
+            "{} does not link back to this directory (its gitdir file names another \
+             worktree): not a worktree of that repository",
+            crate::display::safe(&gitdir.to_string_lossy())
+        ));
+    }
+    // `<main>/.git` → `<main>`; a bare repository is its own root.
+    Ok(Some(if common.file_name() == Some(".git".as_ref()) {
+        common.parent().map_or(common.clone(), Path::to_path_buf)
+    } else {
+        common
+    }))
 }
 
 /// A variable syntax.

@@ -164,6 +164,7 @@ pub(in crate::inputs) fn client_files(
             // `.github/mcp.json` at the repository's root, then every `.mcp.json` from the
             // root down to the project (the nearest wins).
             let root = super::git_root(project)
+                .map(|(root, _)| root)
                 .filter(|root| project.starts_with(root))
                 .unwrap_or_else(|| project.to_path_buf());
             let mut dirs: Vec<&Path> = project
