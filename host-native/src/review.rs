@@ -18,7 +18,7 @@ use mcp_reconcile_kernel::lsp::lsp_approval_hash;
 use mcp_reconcile_kernel::{LayerSource, ServerConfig};
 
 use crate::display::{decide_command, safe};
-use crate::inputs::Snapshot;
+use crate::inputs::{ClientApproval, Snapshot};
 
 /// One gated server waiting for a decision, with everything its review shows.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -41,9 +41,9 @@ pub struct ApprovalRequest {
     /// What the entry would do with a stored OAuth login for its URL
     /// ([`crate::auth::binding::review_line`]).
     pub oauth_login: Option<String>,
-    /// The client whose files the entry comes from approved it by name only (SPEC §15): said
+    /// The client files that approve it by name only (SPEC §15), each with who wrote it: said
     /// in the review, never an approval here.
-    pub approved_by_name: bool,
+    pub approved_by_name: Vec<ClientApproval>,
 }
 
 impl ApprovalRequest {
@@ -90,7 +90,9 @@ impl ApprovalRequest {
             approved_by_name: snapshot
                 .client_approved
                 .iter()
-                .any(|approved| approved == name || approved == "*"),
+                .filter(|approved| approved.name == name || approved.name == "*")
+                .cloned()
+                .collect(),
         }
     }
 
@@ -114,7 +116,7 @@ impl ApprovalRequest {
             replaces: None,
             lsp: true,
             oauth_login: None,
-            approved_by_name: false,
+            approved_by_name: Vec::new(),
         })
     }
 
@@ -182,12 +184,11 @@ impl ApprovalRequest {
         if let Some(login) = &self.oauth_login {
             let _ = writeln!(out, "    login    {login}");
         }
-        if self.approved_by_name {
-            let _ = writeln!(
-                out,
-                "    note     your client approved a server of this name; that approval is not \
-                 bound to the entry's content, so mcp-reconcile asks for this exact entry"
-            );
+        for line in secrets_sent(written, expanded) {
+            let _ = writeln!(out, "  !! {line}");
+        }
+        for approval in &self.approved_by_name {
+            let _ = writeln!(out, "    note     {}", by_name_note(approval));
         }
         let _ = writeln!(out, "    approval hash {}", self.hash);
         out
@@ -204,6 +205,76 @@ impl ApprovalRequest {
             self.hash
         )
     }
+}
+
+/// What a review says of a by-name approval: who wrote it, and why it does not approve.
+fn by_name_note(approval: &ClientApproval) -> String {
+    let what = if approval.name == "*" {
+        "sets enableAllProjectMcpServers (every project server)".to_owned()
+    } else {
+        format!("lists it in {}", safe(&approval.key))
+    };
+    let file = safe(&approval.file.to_string_lossy()).into_owned();
+    if approval.repository {
+        format!(
+            "the repository's own {file} {what} — that is not an approval: the repository wrote \
+             it, not you"
+        )
+    } else {
+        format!(
+            "your own {file} {what}; that approval is not bound to the entry's content, so \
+             mcp-reconcile asks for this exact entry"
+        )
+    }
+}
+
+/// The lines that say which of the user's environment variables the entry sends to its URL,
+/// by name, never their values: Codex's `bearer_token_env_var` (as the bearer token) and
+/// `env_http_headers` (a header from each variable), and any header or URL whose written value
+/// expands from the environment.
+fn secrets_sent(written: &ServerConfig, expanded: &ServerConfig) -> Vec<String> {
+    let Some((key, url)) = ["httpUrl", "url"]
+        .iter()
+        .find_map(|key| Some((*key, written.get(key).and_then(Value::as_str)?)))
+    else {
+        return Vec::new();
+    };
+    let mut sent = Vec::new();
+    let mut in_url = Vec::new();
+    changed_vars(&Value::from(url), expanded.get(key), &mut in_url);
+    for var in in_url {
+        sent.push(format!("{} (in the URL)", safe(&var)));
+    }
+    if let Some(Value::String(var)) = written.get("bearer_token_env_var") {
+        sent.push(format!("{} (as its bearer token)", safe(var)));
+    }
+    if let Some(Value::Object(headers)) = written.get("env_http_headers") {
+        for (header, var) in headers {
+            if let Value::String(var) = var {
+                sent.push(format!("{} (as header {})", safe(var), safe(header)));
+            }
+        }
+    }
+    if let Some(Value::Object(headers)) = written.get("headers") {
+        let theirs = expanded.get("headers").and_then(Value::as_object);
+        for (header, value) in headers {
+            let mut names = Vec::new();
+            changed_vars(value, theirs.and_then(|h| h.get(header)), &mut names);
+            let names: Vec<String> = names.iter().map(|n| safe(n).into_owned()).collect();
+            if !names.is_empty() {
+                sent.push(format!("{} (in header {})", names.join(", "), safe(header)));
+            }
+        }
+    }
+    if sent.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "it SENDS the values of your environment variables {} to {} — approve only if that \
+         server may have them",
+        sent.join(", "),
+        safe(&crate::redact::mask_url(url))
+    )]
 }
 
 /// A name in double quotes, escaped.
@@ -337,7 +408,7 @@ mod tests {
             )),
             lsp: false,
             oauth_login: None,
-            approved_by_name: false,
+            approved_by_name: Vec::new(),
         };
         let text = request.review();
         assert!(!text.contains("s3cr3t"), "{text}");
@@ -367,5 +438,32 @@ mod tests {
                 "ab".repeat(32)
             )
         );
+    }
+
+    /// An HTTP entry whose header or URL expands from the environment says so by name.
+    #[test]
+    fn the_review_names_the_variables_an_entry_sends_to_its_url() {
+        let written = cfg(
+            r#"{"httpUrl":"https://u:p@h.example/mcp?k=${KEY}","headers":{"Authorization":"Bearer ${TOKEN}","X":"plain"}}"#,
+        );
+        let expanded = cfg(
+            r#"{"httpUrl":"https://u:p@h.example/mcp?k=k3y","headers":{"Authorization":"Bearer t0ken","X":"plain"}}"#,
+        );
+        let lines = secrets_sent(&written, &expanded);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line = &lines[0];
+        assert!(
+            line.contains("KEY (in the URL)") && line.contains("TOKEN (in header Authorization)"),
+            "{line}"
+        );
+        assert!(
+            !line.contains("t0ken") && !line.contains("k3y") && !line.contains("u:p"),
+            "{line}"
+        );
+        assert!(secrets_sent(
+            &cfg(r#"{"command":"x","env":{"T":"${T}"}}"#),
+            &cfg(r#"{"command":"x","env":{"T":"t"}}"#)
+        )
+        .is_empty());
     }
 }

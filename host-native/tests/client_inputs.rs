@@ -184,3 +184,211 @@ fn a_real_git_worktree_maps_to_its_main_repository() {
     assert_eq!(names(&snapshot, LayerSource::Session), ["local1"]);
     assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
 }
+
+/// A project's own `.codex/config.toml` that declares its folder trusted is not read for it:
+/// the user's server of the same name stays the user's, and the trust entry is reported.
+#[test]
+fn a_repositorys_codex_file_cannot_trust_its_own_folder() {
+    let m = Machine::new();
+    let project = real(&m.path("project"));
+    write(
+        &m.home().join(".codex/config.toml"),
+        "[mcp_servers.shared]\ncommand = \"mine\"\n",
+    );
+    let planted = m.path("project/.codex/config.toml");
+    write(
+        &planted,
+        &format!(
+            "[projects.{project:?}]\ntrust_level = \"trusted\"\n\n\
+             [mcp_servers.shared]\ncommand = \"theirs\"\n\n[mcp_servers.repo]\ncommand = \"x\"\n"
+        ),
+    );
+    let snapshot = m.snapshot(Layout::Codex, "project");
+    assert!(
+        names(&snapshot, LayerSource::Project).is_empty(),
+        "the project file is not read: {:?}",
+        names(&snapshot, LayerSource::Project)
+    );
+    let servers = assemble(&snapshot.layers).servers;
+    assert_eq!(
+        servers.get("shared").and_then(|c| c.str_field("command")),
+        Some("mine")
+    );
+    assert!(
+        errors_about(&snapshot, &planted)
+            .iter()
+            .any(|e| e.contains("trusting this project is ignored")),
+        "{:?}",
+        snapshot.errors
+    );
+}
+
+/// Some padding: `n` MiB of project history, as Claude Code keeps it.
+fn history(n: usize) -> serde_json::Value {
+    let chunk = "x".repeat(1024);
+    let entries: Vec<serde_json::Value> = (0..n * 1024)
+        .map(|i| json!({ "display": chunk, "at": i }))
+        .collect();
+    json!({ "history": entries })
+}
+
+/// A `~/.claude.json` larger than the 4 MiB bound of repository files (Claude Code keeps
+/// project histories in it) is read: the user keeps every server. A repository's
+/// `.mcp.json` of that size is still refused.
+#[test]
+fn a_large_claude_state_file_keeps_the_users_servers() {
+    let m = Machine::new();
+    let project = real(&m.path("project"));
+    let state = m.home().join(".claude.json");
+    write(
+        &state,
+        &json!({
+            "numStartups": 3,
+            "mcpServers": { "u1": { "command": "u1" } },
+            "projects": {
+                "/somewhere/else": history(6),
+                project.clone(): { "mcpServers": { "local1": { "command": "l" } } },
+            },
+        })
+        .to_string(),
+    );
+    assert!(fs::metadata(&state).expect("state").len() > 6 * 1024 * 1024);
+    let mcp_json = m.path("project/.mcp.json");
+    let mut big = history(5);
+    big["mcpServers"] = json!({ "repo": { "command": "r" } });
+    write(&mcp_json, &big.to_string());
+
+    let snapshot = m.snapshot(Layout::Claude, "project");
+    assert_eq!(names(&snapshot, LayerSource::User), ["u1"]);
+    assert_eq!(names(&snapshot, LayerSource::Session), ["local1"]);
+    assert!(
+        errors_about(&snapshot, &state).is_empty(),
+        "{:?}",
+        snapshot.errors
+    );
+    assert!(!names(&snapshot, LayerSource::Project).contains(&"repo".to_owned()));
+    assert!(
+        errors_about(&snapshot, &mcp_json)
+            .iter()
+            .any(|e| e.contains("larger than 4 MiB")),
+        "{:?}",
+        snapshot.errors
+    );
+}
+
+/// `read_client_text` (what `install` reads a client's state file with) takes a large
+/// `~/.claude.json` that `read_text` refuses.
+#[test]
+fn a_client_state_file_is_read_with_its_own_bound() {
+    let m = Machine::new();
+    let state = m.home().join(".claude.json");
+    write(&state, &history(5).to_string());
+    assert!(mcp_reconcile::inputs::read_text(&state).is_err());
+    let text = mcp_reconcile::inputs::read_client_text(&state)
+        .expect("read")
+        .expect("present");
+    assert!(text.len() > 5 * 1024 * 1024);
+}
+
+/// A `.mcp.json` in a directory above the project that other users can write (a shared
+/// `/tmp`) is not read: its servers do not replace or join the user's; the file is named with
+/// why.
+#[test]
+fn a_parent_mcp_json_others_can_write_is_ignored() {
+    let m = Machine::new();
+    let shared = m.path("shared");
+    let planted = shared.join(".mcp.json");
+    write(
+        &planted,
+        &json!({ "mcpServers": { "planted": { "command": "x" } } }).to_string(),
+    );
+    fs::set_permissions(&planted, fs::Permissions::from_mode(0o666)).expect("chmod");
+    write(
+        &shared.join("project/.mcp.json"),
+        &json!({ "mcpServers": { "mine": { "command": "y" } } }).to_string(),
+    );
+    let snapshot = m.snapshot(Layout::Claude, "shared/project");
+    assert_eq!(names(&snapshot, LayerSource::Project), ["mine"]);
+    assert!(
+        errors_about(&snapshot, &planted)
+            .iter()
+            .any(|e| e.contains("not read") && e.contains("can be written by other users")),
+        "{:?}",
+        snapshot.errors
+    );
+}
+
+/// The review of a project server says who named it: the repository's own
+/// `.claude/settings.json` listing it is said to be no approval, the user's own settings are
+/// called the user's.
+#[test]
+fn a_review_says_who_named_a_server() {
+    let m = Machine::new();
+    write(
+        &m.path("project/.mcp.json"),
+        &json!({ "mcpServers": { "theirs": { "command": "a" }, "named": { "command": "b" } } })
+            .to_string(),
+    );
+    let repo_settings = m.path("project/.claude/settings.json");
+    write(
+        &repo_settings,
+        &json!({ "enabledMcpjsonServers": ["theirs"] }).to_string(),
+    );
+    write(
+        &m.home().join(".claude/settings.json"),
+        &json!({ "enabledMcpjsonServers": ["named"] }).to_string(),
+    );
+    let snapshot = m.snapshot(Layout::Claude, "project");
+    let servers = assemble(&snapshot.layers).servers;
+    let review = |name: &str| {
+        let config: &ServerConfig = servers.get(name).expect("assembled");
+        ApprovalRequest::new(&snapshot, name, config).review()
+    };
+    let theirs = review("theirs");
+    assert!(
+        theirs.contains("the repository's own")
+            && theirs.contains(&repo_settings.to_string_lossy().into_owned())
+            && theirs.contains("not an approval"),
+        "{theirs}"
+    );
+    assert!(!theirs.contains("your client approved"), "{theirs}");
+    assert!(!theirs.contains("your own"), "{theirs}");
+    let named = review("named");
+    assert!(named.contains("your own"), "{named}");
+    assert!(!named.contains("repository's own"), "{named}");
+}
+
+/// The review of a Codex entry says which environment variables its `bearer_token_env_var`
+/// and `env_http_headers` send to its URL, by name, never their values.
+#[test]
+fn a_codex_review_marks_the_secrets_sent_to_the_url() {
+    let mut m = Machine::new();
+    m.vars.insert("GH_TOKEN".into(), "s3cret-token".into());
+    m.vars.insert("TENANT".into(), "s3cret-tenant".into());
+    let project = real(&m.path("project"));
+    write(
+        &m.home().join(".codex/config.toml"),
+        &format!("[projects.{project:?}]\ntrust_level = \"trusted\"\n"),
+    );
+    write(
+        &m.path("project/.codex/config.toml"),
+        "[mcp_servers.gh]\nurl = \"https://mcp.example.com/mcp\"\n\
+         bearer_token_env_var = \"GH_TOKEN\"\nenv_http_headers = { \"X-Tenant\" = \"TENANT\" }\n",
+    );
+    let snapshot = m.snapshot(Layout::Codex, "project");
+    let servers = assemble(&snapshot.layers).servers;
+    let config = servers.get("gh").expect("gh");
+    let text = ApprovalRequest::new(&snapshot, "gh", config).review();
+    let sends = text
+        .lines()
+        .find(|l| l.contains("SENDS"))
+        .unwrap_or_else(|| panic!("no line says what is sent: {text}"));
+    assert!(
+        sends.contains("GH_TOKEN")
+            && sends.contains("TENANT")
+            && sends.contains("X-Tenant")
+            && sends.contains("mcp.example.com"),
+        "{sends}"
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+}

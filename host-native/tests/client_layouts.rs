@@ -255,7 +255,7 @@ fn claude_codes_files_are_read_live() {
         &json!({ "mcpServers": { "shared": shared, "other": m.server("other", "echo") } }),
     );
 
-    // Approved by name in Claude's project settings: shown in the review, never trusted.
+    // Named in the repository's own Claude settings: the review says so, and it never approves.
     m.write_json(
         &m.project().join(".claude/settings.json"),
         &json!({ "enabledMcpjsonServers": ["other"] }),
@@ -269,8 +269,10 @@ fn claude_codes_files_are_read_live() {
     });
     let user_pid = pid_of(&status, "user1").expect("pid");
     assert!(
-        m.log()
-            .contains("your client approved a server of this name"),
+        m.log().contains(&format!(
+            "the repository's own {} lists it in enabledMcpjsonServers — that is not an approval",
+            project.join(".claude/settings.json").display()
+        )),
         "{}",
         m.log()
     );

@@ -140,3 +140,54 @@ fn a_user_settings_file_others_can_write_starts_nothing() {
     fs::set_permissions(p.user_settings(), fs::Permissions::from_mode(0o600)).expect("chmod");
     assert!(p.status().iter().any(|s| s["name"] == "planted"));
 }
+
+/// Needs root to plant a file owned by someone else: another local user's `.mcp.json` in a
+/// shared parent directory (a sticky, world-writable `/tmp`) is not read for a project below
+/// it — its servers never shadow the user's same-named ones — and `status` names it.
+#[test]
+#[ignore = "needs root: run with --include-ignored as root"]
+fn another_users_mcp_json_in_a_shared_parent_is_ignored() {
+    let shared = tempfile::tempdir().expect("shared");
+    fs::set_permissions(shared.path(), fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let own = tempfile::tempdir().expect("private");
+    let home = own.path().join("home");
+    let project = shared.path().join("project");
+    fs::create_dir_all(&home).expect("home");
+    fs::create_dir_all(&project).expect("project");
+    let planted = shared.path().join(".mcp.json");
+    fs::write(&planted, r#"{"mcpServers":{"tools":{"command":"theirs"}}}"#).expect("plant");
+    nix::unistd::chown(&planted, Some(nix::unistd::Uid::from_raw(65534)), None).expect("chown");
+    fs::write(
+        home.join(".claude.json"),
+        r#"{"mcpServers":{"tools":{"command":"mine"}}}"#,
+    )
+    .expect("state");
+    let out = std::process::Command::new(common::cli())
+        .args(["status", "--json", "--layout", "claude", "--project"])
+        .arg(&project)
+        .arg("--state-dir")
+        .arg(own.path().join("state"))
+        .arg("--approvals")
+        .arg(own.path().join("approvals.json"))
+        .arg("--system-settings")
+        .arg(own.path().join("etc/managed-settings.json"))
+        .env("HOME", &home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .expect("status runs");
+    let text = common::output_text(&out);
+    assert!(
+        text.contains(&planted.to_string_lossy().into_owned()) && text.contains("uid 65534"),
+        "{text}"
+    );
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    let tools = status
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["name"] == "tools"))
+        .cloned()
+        .unwrap_or_default();
+    assert_ne!(
+        tools["reason"], "pending_approval",
+        "the user's own server is not replaced by the planted one: {text}"
+    );
+}

@@ -250,11 +250,7 @@ impl Inputs {
             workspace_settings: self.paths.workspace.clone(),
             client_policies,
             client_disabled,
-            client_approved: if client.approve_all {
-                vec!["*".to_owned()]
-            } else {
-                client.approved_by_name
-            },
+            client_approved: client.approved_by_name,
             lists,
             cli_allowed: self.cli_allowed.clone(),
             approvals,

@@ -84,6 +84,12 @@ pub(super) fn file_errors<'a>(
 /// configuration comes near this.
 pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The largest client state file read ([`read_client_text`]): Claude Code's `~/.claude.json`
+/// keeps every project's history beside the servers, and users report 15–65 MB of it. Four
+/// times the largest report, and still a bound: only the user's own client files, never a
+/// repository's, are read with it.
+pub const MAX_CLIENT_STATE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Reads a file as text; `None` when it does not exist.
 ///
 /// Bounded and never waiting: the file is opened non-blocking (a FIFO does
@@ -91,6 +97,21 @@ pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
 /// (a FIFO, socket, device such as `/dev/zero`, or directory is refused), and
 /// at most [`MAX_INPUT_BYTES`] are read (a larger file is an error).
 pub fn read_text(path: &Path) -> Result<Option<String>, String> {
+    read_text_within(path, MAX_INPUT_BYTES)
+}
+
+/// Reads a client file that is large by nature (Claude Code's `~/.claude.json`) as
+/// [`read_text`] does, with the bound that fits it, [`MAX_CLIENT_STATE_BYTES`]. For the user's
+/// own client state only: a repository's file keeps [`MAX_INPUT_BYTES`].
+///
+/// # Errors
+/// Unreadable, not a regular file, larger than the bound, or not UTF-8, as a clause.
+pub fn read_client_text(path: &Path) -> Result<Option<String>, String> {
+    read_text_within(path, MAX_CLIENT_STATE_BYTES)
+}
+
+/// [`read_text`] with at most `limit` bytes.
+pub(super) fn read_text_within(path: &Path, limit: u64) -> Result<Option<String>, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let opened = std::fs::OpenOptions::new()
         .read(true)
@@ -106,7 +127,7 @@ pub fn read_text(path: &Path) -> Result<Option<String>, String> {
         }
         Err(e) => return Err(format!("cannot read it: {e}")),
     };
-    read_opened(file).map(Some)
+    read_opened_within(file, limit).map(Some)
 }
 
 /// Reads an open file as [`read_text`] does: a regular file of at most
@@ -116,6 +137,11 @@ pub fn read_text(path: &Path) -> Result<Option<String>, String> {
 /// # Errors
 /// Not a regular file, too large, unreadable, or not UTF-8, as a clause.
 pub fn read_opened(file: std::fs::File) -> Result<String, String> {
+    read_opened_within(file, MAX_INPUT_BYTES)
+}
+
+/// [`read_opened`] with at most `limit` bytes.
+fn read_opened_within(file: std::fs::File, limit: u64) -> Result<String, String> {
     use std::io::Read as _;
     let meta = file
         .metadata()
@@ -129,17 +155,17 @@ pub fn read_opened(file: std::fs::File) -> Result<String, String> {
     let too_large = || {
         format!(
             "it is larger than {} MiB; a configuration file is never that large — check what wrote it",
-            MAX_INPUT_BYTES / (1024 * 1024)
+            limit / (1024 * 1024)
         )
     };
-    if meta.len() > MAX_INPUT_BYTES {
+    if meta.len() > limit {
         return Err(too_large());
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_INPUT_BYTES + 1)
+    file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read it: {e}"))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
+    if bytes.len() as u64 > limit {
         return Err(too_large());
     }
     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
@@ -171,12 +197,13 @@ pub(super) enum Read {
     Kept(String),
 }
 
-/// Reads an input file as every reloader does: a file of the user or the administrator
-/// (`trusted_scope`) that another user can write is not read; a missing file that `had_content`
-/// is held (until it expires), else empty; `missing` follows. `has_last_good` says what the
-/// message promises.
+/// Reads an input file as every reloader does, at most `limit` bytes: a file of the user or
+/// the administrator (`trusted_scope`) that another user can write is not read; a missing file
+/// that `had_content` is held (until it expires), else empty; `missing` follows.
+/// `has_last_good` says what the message promises.
 pub(super) fn read_input(
     path: &Path,
+    limit: u64,
     trusted_scope: bool,
     has_last_good: bool,
     had_content: bool,
@@ -189,7 +216,7 @@ pub(super) fn read_input(
             return Read::Kept(format!("{why}; {}", kept_note(has_last_good)));
         }
     }
-    match read_text(path) {
+    match read_text_within(path, limit) {
         Ok(Some(text)) => {
             *missing = Missing::No;
             Read::Text(text)
@@ -297,6 +324,7 @@ impl SettingsFile {
         });
         let text = match read_input(
             &self.path,
+            MAX_INPUT_BYTES,
             self.kind != LayerSource::Workspace,
             self.good.is_some(),
             had_content,

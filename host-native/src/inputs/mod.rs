@@ -45,14 +45,17 @@ use build::FrozenCommand;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{editor_user_file, sidecar};
-pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
+pub use files::{
+    read_client_text, read_opened, read_text, MAX_CLIENT_STATE_BYTES, MAX_INPUT_BYTES,
+    MISSING_GRACE,
+};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 pub use shell_words::shell_words;
-pub use snapshot::Snapshot;
+pub use snapshot::{ClientApproval, Snapshot};
 
 /// A problem with one input, as the user should see it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -8,6 +8,21 @@ use mcp_reconcile_kernel::{assemble, Approvals, Assembled, Gating, Layer, McpLis
 
 use super::InputError;
 
+/// A client's approval of a project entry by name (Claude Code's `enabledMcpjsonServers` or
+/// `enableAllProjectMcpServers`): what a review says of it, never an approval here. Who wrote
+/// it matters: the repository's own `.claude/settings.json` can name its own servers.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClientApproval {
+    /// The server it names; `"*"` for every project entry.
+    pub name: String,
+    /// The file that says so.
+    pub file: PathBuf,
+    /// The key that says so (`enabledMcpjsonServers`, `enableAllProjectMcpServers`).
+    pub key: String,
+    /// The file lies in the project (the repository wrote it), not in the user's own files.
+    pub repository: bool,
+}
+
 /// What the inputs hold at one moment, ready for the kernel.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -31,9 +46,9 @@ pub struct Snapshot {
     pub client_policies: Vec<mcp_reconcile_kernel::policy::Policy>,
     /// Servers a client layout's files switch off by their own entry.
     pub client_disabled: Vec<String>,
-    /// Project entries the client approved by name only (`"*"`: all of them): shown in a
-    /// review, never an approval here.
-    pub client_approved: Vec<String>,
+    /// Project entries a client file approves by name only, and which file says so: shown in
+    /// a review, never an approval here.
+    pub client_approved: Vec<ClientApproval>,
     /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
     pub lists: McpLists,
     /// The `--allowed-mcp-server-names` occurrences as given (`None` when

@@ -78,11 +78,14 @@ pub(in crate::inputs) fn client_files(
                     .into_iter()
                     .rev()
                     .map(|dir| {
-                        file(
+                        let mut f = file(
                             Format::ClaudeMcpJson,
                             LayerSource::Project,
                             dir.join(".mcp.json"),
-                        )
+                        );
+                        // One above the project may be another user's (`/tmp/.mcp.json`).
+                        f.shared_parent = dir != project;
+                        f
                     }),
             )
             .collect()
@@ -178,10 +181,11 @@ pub(in crate::inputs) fn client_files(
                 f
             };
             files.push(project_file(root.join(".github/mcp.json")));
-            files.extend(
-                dirs.into_iter()
-                    .map(|dir| project_file(dir.join(".mcp.json"))),
-            );
+            files.extend(dirs.into_iter().map(|dir| {
+                let mut f = project_file(dir.join(".mcp.json"));
+                f.shared_parent = dir != project;
+                f
+            }));
             files
         }
         // Beside the settings files (read as this host's own): the folder trust and the

@@ -11,13 +11,17 @@
 //! policy rules, its rejections of project entries, its by-name approvals (shown, never
 //! trusted), per-server switches, and whether the file is exclusive.
 //!
-//! Parts: `expand` (each client's variable syntax), `normalize` (transport spellings),
-//! `claude`, `editors` (Cursor, VS Code, Copilot CLI), `codex` (TOML).
+//! Parts: `expand` (each client's variable syntax, and the git root as git resolves it),
+//! `normalize` (transport spellings), `claude`, `claude_state` (`~/.claude.json`, large by
+//! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
+//! `codex` (TOML), `admission` (what the files say together).
 
+mod admission;
 mod claude;
 mod claude_plugin_enable;
 mod claude_plugin_entries;
 mod claude_plugins;
+mod claude_state;
 mod codex;
 mod editors;
 mod expand;
@@ -31,6 +35,7 @@ use mcp_reconcile_kernel::policy::{parse_rules, Policy, PolicyRule};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::{LayerSource, Servers, Value};
 
+pub(super) use admission::Admission;
 pub use codex::CODEX_MARK;
 pub(super) use expand::{git_root, Context};
 pub(super) use gemini::{folded, folder_trust_on, verdict};
@@ -38,7 +43,7 @@ pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
 
-use super::files::{file_errors, kept_note, read_input, read_text, Missing, Read};
+use super::files::{file_errors, kept_note, read_input, read_text_within, Missing, Read};
 use super::InputError;
 
 /// How a client file is read.
@@ -146,12 +151,24 @@ pub(super) struct ClientFile {
     pub(super) missing: Missing,
     /// Read only while another file of the layout trusts the project (Codex's project file).
     pub(super) needs_trust: bool,
+    /// A `.mcp.json` in a directory above the project (`/tmp`, a shared checkout): not read
+    /// when another user could have written it.
+    pub(super) shared_parent: bool,
 }
 
 impl Format {
     /// An editor's file (Cursor, VS Code, Copilot CLI).
     fn is_editor(self) -> bool {
         matches!(self, Format::Cursor | Format::Vscode | Format::Copilot)
+    }
+
+    /// The most bytes read of a file of this format: Claude Code's state file is large by
+    /// nature (it keeps project histories); every other file keeps the small bound.
+    fn limit(self) -> u64 {
+        match self {
+            Format::ClaudeState => super::files::MAX_CLIENT_STATE_BYTES,
+            _ => super::MAX_INPUT_BYTES,
+        }
     }
 }
 
@@ -166,6 +183,7 @@ impl ClientFile {
             error: None,
             missing: Missing::No,
             needs_trust: false,
+            shared_parent: false,
         }
     }
 
@@ -184,8 +202,21 @@ impl ClientFile {
         let had_content = self.good.as_ref().is_some_and(|g| {
             g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive || !g.plugins.is_empty()
         });
+        if let Some(why) = self
+            .shared_parent
+            .then(|| crate::private::foreign_writer(&self.path))
+            .flatten()
+        {
+            self.error = Some(format!(
+                "not read: it lies above the project, and another user could have put it there \
+                 — {why}; {}",
+                kept_note(self.good.is_some())
+            ));
+            return;
+        }
         let text = match read_input(
             &self.path,
+            self.format.limit(),
             !self.project_controlled(),
             self.good.is_some(),
             had_content,
@@ -217,6 +248,11 @@ impl ClientFile {
     }
 
     fn parse(&self, text: &str, ctx: &Context<'_>) -> Result<ClientContent, String> {
+        if self.format == Format::ClaudeState {
+            if let Some(top) = claude_state::parts(text, ctx) {
+                return Ok(claude::state(&top, ctx));
+            }
+        }
         match self.format {
             Format::Codex => codex::parse(text, self.scope, ctx),
             Format::CodexRequirements => codex::requirements(text),
@@ -275,7 +311,7 @@ impl ClientFile {
 
     /// Whether the file's text parses in its format now (settle detection).
     pub(super) fn complete(&self) -> bool {
-        matches!(read_text(&self.path), Ok(Some(text)) if !text.trim().is_empty() && match self.format {
+        matches!(read_text_within(&self.path, self.format.limit()), Ok(Some(text)) if !text.trim().is_empty() && match self.format {
             Format::Codex | Format::CodexRequirements => text.parse::<toml::Table>().is_ok(),
             _ => mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok(),
         })
@@ -317,242 +353,9 @@ pub(super) fn names(value: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// What a layout's client files say together: the files whose servers count (a present
-/// exclusive file leaves out the others' servers; a file that needs the project's trust
-/// counts only while another file trusts it), and their admission lists.
-#[derive(Debug, Default)]
-pub(super) struct Admission {
-    /// The files whose servers count, with their content.
-    pub(super) read: Vec<(PathBuf, ClientContent)>,
-    /// The client's policies; a server must pass every one. The first is merged over the
-    /// user's and the administrator's files: deny lists concatenated, allow lists concatenated
-    /// (only the administrator's when it says so), not set when no file sets one. Each
-    /// project-controlled file's allow list follows as one more policy: it can only narrow
-    /// (Claude Code would concatenate it too, letting a repository widen an allow list); its
-    /// deny rules join the first.
-    pub(super) policies: Vec<Policy>,
-    /// Servers switched off by their own entry.
-    pub(super) disabled: Vec<String>,
-    /// Servers switched off by name, lowercased and trimmed (Gemini CLI).
-    pub(super) disabled_folded: Vec<String>,
-    /// What the client's trust file says of the project (`None`: no rule, or no such file).
-    pub(super) folder_trust: Option<bool>,
-    /// The administrator's allow list by name and identity (Codex's `requirements.toml`).
-    pub(super) required: Option<Vec<(String, codex::Identity)>>,
-    /// Project entries the client rejects.
-    pub(super) rejected: Vec<String>,
-    /// Project entries the client approved by name only.
-    pub(super) approved_by_name: Vec<String>,
-    /// The client approves every project entry by name.
-    pub(super) approve_all: bool,
-    /// Language servers the client's files add (Claude Code's enabled plugins').
-    pub(super) lsp: Vec<PluginLsp>,
-}
-
-impl Admission {
-    pub(super) fn of(files: &[ClientFile], errors: &mut Vec<InputError>) -> Self {
-        let mut contents: Vec<(&ClientFile, ClientContent)> =
-            files.iter().map(|f| (f, f.content())).collect();
-        claude_plugin_enable::enable(&mut contents);
-        let exclusive = contents
-            .iter()
-            .find(|(_, c)| c.exclusive)
-            .map(|(f, _)| f.path.clone());
-        let trusted = contents.iter().any(|(_, c)| c.trusts_project);
-        // An editor's user file that holds the installed gateway: the editor starts that
-        // file's other servers and its project files' servers itself (it has no switch to
-        // keep them off; install moved the user's servers to the sidecar).
-        let handed_over = contents
-            .iter()
-            .find(|(f, c)| f.format.is_editor() && f.scope == LayerSource::User && installs(c))
-            .map(|(f, _)| f.path.clone());
-        let mut out = Admission::default();
-        let managed_only = contents
-            .iter()
-            .any(|(f, c)| c.managed_allow_only && f.scope == LayerSource::System);
-        let mut merged: Option<Policy> = None;
-        let mut narrowing = Vec::new();
-        for (file, content) in &contents {
-            let Some(policy) = &content.policy else {
-                continue;
-            };
-            let first = merged.get_or_insert_with(Policy::default);
-            first.denied.extend(policy.denied.iter().cloned());
-            let counts = !managed_only || file.scope == LayerSource::System;
-            let Some(allowed) = policy.allowed.as_ref().filter(|_| counts) else {
-                continue;
-            };
-            if file.project_controlled() {
-                narrowing.push(Policy {
-                    allowed: Some(allowed.clone()),
-                    denied: Vec::new(),
-                });
-            } else {
-                first
-                    .allowed
-                    .get_or_insert_with(Vec::new)
-                    .extend(allowed.iter().cloned());
-            }
-        }
-        out.policies = merged.into_iter().chain(narrowing).collect();
-        for (file, content) in contents {
-            errors.extend(file.errors());
-            out.lsp.extend(content.lsp.iter().cloned());
-            let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
-            if handed_over.is_some() && file.format.is_editor() && file.project_controlled() {
-                continue;
-            }
-            if handed_over.as_ref() == Some(&file.path) {
-                let others: Vec<&String> = content
-                    .layers
-                    .iter()
-                    .flat_map(|(_, servers, _)| servers.iter())
-                    .filter(|(_, config)| !installed(config))
-                    .map(|(name, _)| name)
-                    .collect();
-                if !others.is_empty() {
-                    errors.push(InputError {
-                        file: file.path.clone(),
-                        message: format!(
-                            "{} started by the editor itself, not by the gateway (this file \
-                             holds the installed gateway): run `mcp-reconcile install` for \
-                             this editor again to hand {} over",
-                            others
-                                .iter()
-                                .map(|n| format!("\"{}\"", crate::display::safe(n)))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                                + if others.len() == 1 { " is" } else { " are" },
-                            if others.len() == 1 { "it" } else { "them" }
-                        ),
-                    });
-                }
-                continue;
-            }
-            if file.needs_trust && !trusted {
-                if has_servers {
-                    errors.push(InputError {
-                        file: file.path.clone(),
-                        message: "not read: the client does not trust this project (mark it \
-                                  trusted in the client first: Codex's [projects] trust_level = \
-                                  \"trusted\", Copilot CLI's trusted_folders)"
-                            .into(),
-                    });
-                }
-                continue;
-            }
-            if let Some(only) = exclusive
-                .as_ref()
-                .filter(|_| !content.exclusive && has_servers)
-            {
-                errors.push(InputError {
-                    file: file.path.clone(),
-                    message: format!(
-                        "its servers are not used: {} is present, and the client then uses \
-                         only that file's servers",
-                        only.display()
-                    ),
-                });
-                continue;
-            }
-            out.disabled.extend(content.disabled.iter().cloned());
-            out.disabled_folded
-                .extend(content.disabled_folded.iter().cloned());
-            out.folder_trust = out.folder_trust.or(content.folder_trust);
-            out.rejected.extend(content.rejected.iter().cloned());
-            out.approved_by_name
-                .extend(content.approved_by_name.iter().cloned());
-            out.approve_all |= content.approve_all;
-            if content.required.is_some() {
-                out.required = content.required.clone();
-            }
-            // Codex merges its files field by field: each entry over the same name in the
-            // files before it (the administrator's `config.toml`, then the user's). A merged
-            // project entry is the project's — gated, approved as a whole; the managed file's
-            // entries merge over the administrator's and the user's, never a project's.
-            let bases: &[LayerSource] = match (file.format, file.scope) {
-                (Format::Codex, LayerSource::User) => &[LayerSource::SystemDefaults],
-                (Format::Codex, LayerSource::Project | LayerSource::System) => {
-                    &[LayerSource::SystemDefaults, LayerSource::User]
-                }
-                _ => &[],
-            };
-            let content = codex::merged(content, &out.read, bases);
-            out.read.push((file.path.clone(), content));
-        }
-        if let Some(required) = &out.required {
-            out.disabled
-                .extend(codex::not_required(&out.read, required));
-        }
-        out
-    }
-}
-
-/// Whether `config` is the gateway `install` put in (its env carries the install mark).
-fn installed(config: &mcp_reconcile_kernel::ServerConfig) -> bool {
-    config
-        .get("env")
-        .and_then(Value::as_object)
-        .is_some_and(|env| env.contains_key(crate::inputs::INSTALLED_MARK))
-}
-
-/// Whether a file's content holds the installed gateway.
-fn installs(content: &ClientContent) -> bool {
-    content
-        .layers
-        .iter()
-        .any(|(_, servers, _)| servers.values().any(installed))
-}
-
 #[cfg(test)]
 mod tests {
-    use mcp_reconcile_kernel::json::parse;
-    use mcp_reconcile_kernel::policy::parse_rules;
-
     use super::*;
-
-    fn settings(scope: LayerSource, allowed: &str) -> ClientFile {
-        let mut file = ClientFile::new(
-            Format::ClaudeSettings { managed: false },
-            scope,
-            PathBuf::from("/nonexistent/settings.json"),
-        );
-        file.loaded = true;
-        file.good = Some(ClientContent {
-            policy: Some(Policy {
-                allowed: Some(parse_rules(&parse(allowed).expect("json")).0),
-                denied: Vec::new(),
-            }),
-            ..ClientContent::default()
-        });
-        file
-    }
-
-    #[test]
-    fn a_project_allow_list_only_narrows() {
-        let files = [
-            settings(
-                LayerSource::User,
-                r#"[{"serverName":"user1"},{"serverName":"both"}]"#,
-            ),
-            settings(
-                LayerSource::Project,
-                r#"[{"serverName":"both"},{"serverName":"repo"}]"#,
-            ),
-        ];
-        let admission = Admission::of(&files, &mut Vec::new());
-        let servers = crate::inputs::clients::tests::servers(&["user1", "both", "repo"]);
-        let admitted: Vec<&String> = servers
-            .iter()
-            .filter(|(name, config)| admission.policies.iter().all(|p| p.admits(name, config)))
-            .map(|(name, _)| name)
-            .collect();
-        assert_eq!(
-            admitted,
-            ["both"],
-            "the repository's list cannot add \"repo\""
-        );
-    }
 
     pub(super) fn servers(names: &[&str]) -> Servers {
         names
