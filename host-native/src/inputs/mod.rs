@@ -45,10 +45,8 @@ use build::FrozenCommand;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{editor_user_file, sidecar};
-pub use files::{
-    read_client_text, read_opened, read_text, MAX_CLIENT_STATE_BYTES, MAX_INPUT_BYTES,
-    MISSING_GRACE,
-};
+pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
+pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
