@@ -48,6 +48,12 @@ pub(super) fn parts(text: &str, ctx: &Context<'_>) -> Option<Object> {
     Some(out)
 }
 
+/// Whether the text parses as the file would be read (settle detection): plain JSON checked
+/// without building it, else as a whole (comments allowed).
+pub(super) fn complete(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() || json::parse_jsonc(text).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -76,5 +82,10 @@ mod tests {
             "a duplicate key is left to the whole parse (the last one wins there)"
         );
         assert!(parts("// a comment\n{}", &ctx).is_none());
+        assert!(complete(text) && complete("// a comment\n{}"));
+        assert!(
+            !complete(r#"{"mcpServers":{"#),
+            "a half-written file is not complete"
+        );
     }
 }

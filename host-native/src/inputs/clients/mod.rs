@@ -313,6 +313,8 @@ impl ClientFile {
     pub(super) fn complete(&self) -> bool {
         matches!(read_text_within(&self.path, self.format.limit()), Ok(Some(text)) if !text.trim().is_empty() && match self.format {
             Format::Codex | Format::CodexRequirements => text.parse::<toml::Table>().is_ok(),
+            // Large by nature: checked without building the document, as it is read.
+            Format::ClaudeState => claude_state::complete(&text),
             _ => mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok(),
         })
     }
