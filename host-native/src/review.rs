@@ -18,7 +18,7 @@ use mcp_reconcile_kernel::lsp::lsp_approval_hash;
 use mcp_reconcile_kernel::{LayerSource, ServerConfig};
 
 use crate::display::{decide_command, safe};
-use crate::inputs::{ClientApproval, Snapshot};
+use crate::inputs::{ApprovalWriter, ClientApproval, Snapshot};
 
 /// One gated server waiting for a decision, with everything its review shows.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -215,16 +215,19 @@ fn by_name_note(approval: &ClientApproval) -> String {
         format!("lists it in {}", safe(&approval.key))
     };
     let file = safe(&approval.file.to_string_lossy()).into_owned();
-    if approval.repository {
-        format!(
+    match approval.written_by {
+        ApprovalWriter::Repository => format!(
             "the repository's own {file} {what} — that is not an approval: the repository wrote \
              it, not you"
-        )
-    } else {
-        format!(
+        ),
+        ApprovalWriter::ProjectLocal => format!(
+            "the project's {file} {what} — Claude Code writes that file when you approve there, \
+             but it lies in the project and a download can bring one: not an approval here"
+        ),
+        ApprovalWriter::User => format!(
             "your own {file} {what}; that approval is not bound to the entry's content, so \
              mcp-reconcile asks for this exact entry"
-        )
+        ),
     }
 }
 

@@ -319,15 +319,22 @@ fn a_parent_mcp_json_others_can_write_is_ignored() {
 }
 
 /// The review of a project server says who named it: the repository's own
-/// `.claude/settings.json` listing it is said to be no approval, the user's own settings are
-/// called the user's.
+/// `.claude/settings.json` listing it is said to be no approval, the project's
+/// `.claude/settings.local.json` is named for what it is, the user's own settings are called
+/// the user's.
 #[test]
 fn a_review_says_who_named_a_server() {
     let m = Machine::new();
     write(
         &m.path("project/.mcp.json"),
-        &json!({ "mcpServers": { "theirs": { "command": "a" }, "named": { "command": "b" } } })
-            .to_string(),
+        &json!({ "mcpServers": {
+            "theirs": { "command": "a" }, "named": { "command": "b" }, "local": { "command": "c" }
+        } })
+        .to_string(),
+    );
+    write(
+        &m.path("project/.claude/settings.local.json"),
+        &json!({ "enabledMcpjsonServers": ["local"] }).to_string(),
     );
     let repo_settings = m.path("project/.claude/settings.json");
     write(
@@ -356,6 +363,12 @@ fn a_review_says_who_named_a_server() {
     let named = review("named");
     assert!(named.contains("your own"), "{named}");
     assert!(!named.contains("repository's own"), "{named}");
+    let local = review("local");
+    assert!(
+        local.contains("settings.local.json") && local.contains("not an approval here"),
+        "{local}"
+    );
+    assert!(!local.contains("your own"), "{local}");
 }
 
 /// The review of a Codex entry says which environment variables its `bearer_token_env_var`

@@ -53,7 +53,7 @@ pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 pub use shell_words::shell_words;
-pub use snapshot::{ClientApproval, Snapshot};
+pub use snapshot::{ApprovalWriter, ClientApproval, Snapshot};
 
 /// A problem with one input, as the user should see it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

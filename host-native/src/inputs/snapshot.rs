@@ -19,8 +19,21 @@ pub struct ClientApproval {
     pub file: PathBuf,
     /// The key that says so (`enabledMcpjsonServers`, `enableAllProjectMcpServers`).
     pub key: String,
-    /// The file lies in the project (the repository wrote it), not in the user's own files.
-    pub repository: bool,
+    /// Who could have written that file.
+    pub written_by: ApprovalWriter,
+}
+
+/// Who could have written a file that approves by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ApprovalWriter {
+    /// The user's own files (`~/.claude.json`, `~/.claude/settings.json`) or the
+    /// administrator's.
+    User,
+    /// The repository: its shared `.claude/settings.json`.
+    Repository,
+    /// The project's `.claude/settings.local.json`: Claude Code writes it when the user
+    /// approves there, but it lies in the project, and a downloaded project can bring one.
+    ProjectLocal,
 }
 
 /// What the inputs hold at one moment, ready for the kernel.

@@ -7,7 +7,7 @@ use mcp_reconcile_kernel::policy::Policy;
 use mcp_reconcile_kernel::{LayerSource, Value};
 
 use super::{claude_plugin_enable, codex, ClientContent, ClientFile, Format, PluginLsp};
-use crate::inputs::InputError;
+use crate::inputs::{ApprovalWriter, InputError};
 
 /// What a layout's client files say together: the files whose servers count (a present
 /// exclusive file leaves out the others' servers; a file that needs the project's trust
@@ -199,7 +199,13 @@ fn by_name(file: &ClientFile, content: &ClientContent) -> Vec<crate::inputs::Cli
         name: name.to_owned(),
         file: file.path.clone(),
         key: key.to_owned(),
-        repository: file.project_controlled(),
+        written_by: if !file.project_controlled() {
+            ApprovalWriter::User
+        } else if file.path.ends_with(".claude/settings.local.json") {
+            ApprovalWriter::ProjectLocal
+        } else {
+            ApprovalWriter::Repository
+        },
     };
     let named = content
         .approved_by_name
