@@ -301,7 +301,8 @@ impl<B: Backend> Host<B> {
     /// Loads every input and adopts its servers and gating without starting
     /// anything; returns whether the folder is trusted.
     fn adopt_files(&mut self) -> bool {
-        let snapshot = self.inputs.load(None);
+        // A client's state file may be tens of MiB (`~/.claude.json`): read off the loop.
+        let snapshot = pass::off_the_loop(|| self.inputs.load(None));
         self.desired = assemble(&snapshot.layers).servers;
         self.gating = snapshot.gating_for(&self.desired);
         self.lsp.adopt(&snapshot);
@@ -483,7 +484,7 @@ impl<B: Backend> Host<B> {
                 let _ = reply.send(self.lsp.route(&extension));
             }
             Control::Plan(reply) => {
-                let snapshot = self.inputs.load(None);
+                let snapshot = pass::off_the_loop(|| self.inputs.load(None));
                 let servers = assemble(&snapshot.layers).servers;
                 let gating = snapshot.gating_for(&servers);
                 let result = plan(
