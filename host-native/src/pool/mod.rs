@@ -14,8 +14,10 @@
 //!   process; each session applies its own fields in its own view (its catalog and routes,
 //!   through the [`Session`](crate::session::Session) its handle implements).
 //! * The bookkeeping is the kernel's [`Pool`](mcp_reconcile_kernel::Pool): a connection lives
-//!   while any session holds it and closes a drain delay ([`PoolOptions::drain`]) after the last
-//!   release; concurrent acquires of one id spawn once; only stdio servers are pooled (remote
+//!   while any session holds it. When the last session holding it ends, it closes a drain delay
+//!   ([`PoolOptions::drain`]) later, so a client that restarts re-attaches; when the last one's
+//!   plan stops it (removed, excluded, rejected, blocked by policy, its entry changed), it is
+//!   stopped at once. Concurrent acquires of one id spawn once; only stdio servers are pooled (remote
 //!   ones with [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a private
 //!   connection for its session, closed when the session releases it.
 //! * **The approval gate runs before any acquire**: a session's plan is made against its gating
@@ -88,7 +90,8 @@ use crate::clock::Clock;
 /// How a [`SharedPool`] behaves.
 #[derive(Clone, Debug)]
 pub struct PoolOptions {
-    /// How long a connection nobody holds stays open (SPEC default 30 s).
+    /// How long a connection stays open after the last session holding it ended (SPEC default
+    /// 30 s); one a session's plan stopped closes at once.
     pub drain: Duration,
     /// Share remote (HTTP, SSE) connections too; by default they are per session.
     pub pool_remote: bool,
