@@ -133,3 +133,61 @@ async fn a_removed_or_excluded_server_stops_at_once_and_only_an_ended_session_dr
     assert_eq!(pids(&p, "keep"), [keep], "the drained process was re-attached");
 }
 
+/// Guards another session's calls: an agent's loop of `mcp_reconcile_reconnect` restarts no
+/// process a second session holds — every call of that session succeeds — and after the first,
+/// its reconnects are refused as too frequent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_reconnect_loop_never_cuts_another_sessions_calls() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let (runtime, _daemon) = long_drain_daemon(&p);
+    let agent = attach(&p, &runtime, &["--manage-tools"]).await;
+    let other = attach(&p, &runtime, &[]).await;
+    let has_a = |names: &[String]| names.iter().any(|n| n == "mcp__a__echo");
+    agent.wait_tools("a for the agent", has_a).await;
+    other.wait_tools("a for the other session", has_a).await;
+    assert_eq!(pids(&p, "a").len(), 1, "one process for both sessions");
+
+    let asked = Instant::now();
+    let (answers, calls) = {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let reconnects = async {
+            let mut answers = Vec::new();
+            for _ in 0..20 {
+                answers.push(agent.call("mcp_reconcile_reconnect", json!({"server": "a"})).await);
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            answers
+        };
+        let calls = async {
+            let mut calls = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || calls.len() < 20 {
+                calls.push(other.call("mcp__a__echo", json!({"text": "on"})).await);
+            }
+            calls
+        };
+        tokio::join!(reconnects, calls)
+    };
+    let elapsed = asked.elapsed();
+
+    for call in &calls {
+        assert_ne!(call.is_error, Some(true), "{call:?}");
+        assert_eq!(text(call), "on");
+    }
+    assert_eq!(pids(&p, "a").len(), 1, "never restarted under the other session");
+    // One answer per 10 s window may be the limiter letting it through (it is still refused,
+    // as shared); every other one says when to try again.
+    let passed: Vec<String> = answers
+        .iter()
+        .map(text)
+        .filter(|t| !t.contains("try again in"))
+        .collect();
+    let windows = 1 + usize::try_from(elapsed.as_secs() / 10).unwrap_or(usize::MAX);
+    assert!(passed.len() <= windows, "{passed:#?} in {elapsed:?}");
+    for answer in &answers {
+        assert_eq!(answer.is_error, Some(true), "{answer:?}");
+    }
+    for refusal in &passed {
+        assert!(refusal.contains("\"a\" is shared with 1 other session"), "{refusal}");
+    }
+}

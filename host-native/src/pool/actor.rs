@@ -536,8 +536,9 @@ impl Actor {
         }
     }
 
-    /// Restarts what `sessions` hold for `server` (all: `None`) once each, if admitted; a
-    /// connected one another session holds too is refused (see `Reconnected`).
+    /// Restarts what `sessions` hold for `server` (all: `None`) once each, if admitted; one
+    /// another session holds too is refused while it is up or starting (see `Reconnected`): a
+    /// restart would cut that session's calls, or its start.
     fn reconnect(&mut self, sessions: &[String], server: Option<&str>) -> super::Reconnected {
         let (mut seen, mut keys) = (HashSet::new(), Vec::new());
         for state in sessions.iter().filter_map(|s| self.sessions.get(s)) {
@@ -562,7 +563,11 @@ impl Actor {
                 .into_iter()
                 .filter(|holder| !sessions.contains(holder))
                 .collect();
-            if !others.is_empty() && pooled.health().status == Status::Connected {
+            let serving = matches!(
+                pooled.health().status,
+                Status::Connected | Status::Connecting
+            );
+            if !others.is_empty() && serving {
                 done.refused.push((pooled.name.clone(), others.len()));
                 continue;
             }

@@ -159,7 +159,8 @@ pub struct PooledStatus {
 pub struct Reconnected {
     /// Servers restarted.
     pub restarted: Vec<String>,
-    /// Connected servers left alone because other sessions hold them too, with how many.
+    /// Servers left alone because other sessions hold them too while they are up or starting,
+    /// with how many.
     pub refused: Vec<(String, usize)>,
 }
 
@@ -175,14 +176,15 @@ impl Reconnected {
             .map(|(name, others)| {
                 format!(
                     "\"{}\" is shared with {others} other session{}",
-                    crate::display::safe(name),
+                    crate::display::short_name(name),
                     if *others == 1 { "" } else { "s" }
                 )
             })
             .collect();
         Some(format!(
-            "not reconnected: {}; a running process shared with another project's session is \
-             restarted only by a reconnect every session holding it asks for (or when it fails)",
+            "not reconnected: {}; a running process another session uses is not restarted \
+             under its calls — it restarts when it fails, or when every session holding it asks \
+             (`mcp-reconcile reconnect NAME` with each one's flags)",
             each.join(", ")
         ))
     }
