@@ -127,10 +127,16 @@ async fn a_removed_or_excluded_server_stops_at_once_and_only_an_ended_session_dr
         .wait_tools("keep again", |n| n.iter().any(|t| t == "mcp__keep__echo"))
         .await;
     assert_eq!(
-        again.call_text("mcp__keep__echo", json!({"text": "back"})).await,
+        again
+            .call_text("mcp__keep__echo", json!({"text": "back"}))
+            .await,
         "back"
     );
-    assert_eq!(pids(&p, "keep"), [keep], "the drained process was re-attached");
+    assert_eq!(
+        pids(&p, "keep"),
+        [keep],
+        "the drained process was re-attached"
+    );
 }
 
 /// Guards another session's calls: an agent's loop of `mcp_reconcile_reconnect` restarts no
@@ -154,7 +160,11 @@ async fn an_agents_reconnect_loop_never_cuts_another_sessions_calls() {
         let reconnects = async {
             let mut answers = Vec::new();
             for _ in 0..20 {
-                answers.push(agent.call("mcp_reconcile_reconnect", json!({"server": "a"})).await);
+                answers.push(
+                    agent
+                        .call("mcp_reconcile_reconnect", json!({"server": "a"}))
+                        .await,
+                );
             }
             done.store(true, std::sync::atomic::Ordering::SeqCst);
             answers
@@ -174,7 +184,11 @@ async fn an_agents_reconnect_loop_never_cuts_another_sessions_calls() {
         assert_ne!(call.is_error, Some(true), "{call:?}");
         assert_eq!(text(call), "on");
     }
-    assert_eq!(pids(&p, "a").len(), 1, "never restarted under the other session");
+    assert_eq!(
+        pids(&p, "a").len(),
+        1,
+        "never restarted under the other session"
+    );
     // One answer per 10 s window may be the limiter letting it through (it is still refused,
     // as shared); every other one says when to try again.
     let passed: Vec<String> = answers
@@ -188,6 +202,9 @@ async fn an_agents_reconnect_loop_never_cuts_another_sessions_calls() {
         assert_eq!(answer.is_error, Some(true), "{answer:?}");
     }
     for refusal in &passed {
-        assert!(refusal.contains("\"a\" is shared with 1 other session"), "{refusal}");
+        assert!(
+            refusal.contains("\"a\" is shared with 1 other session"),
+            "{refusal}"
+        );
     }
 }

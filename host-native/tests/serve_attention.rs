@@ -655,7 +655,12 @@ async fn a_repositorys_server_names_reach_the_model_only_shortened_and_escaped()
     // A hundred waiting servers: the status lists a bounded number and counts the rest.
     forget_heard(&mut served);
     let many: serde_json::Map<String, Value> = (0..99)
-        .map(|i| (format!("{i:02}{}", "n".repeat(300)), p.server("many", "echo")))
+        .map(|i| {
+            (
+                format!("{i:02}{}", "n".repeat(300)),
+                p.server("many", "echo"),
+            )
+        })
         .chain([(name.clone(), p.server("evil", "echo"))])
         .collect();
     p.write(&p.mcp_json(), &json!({"mcpServers": many}));
@@ -665,7 +670,10 @@ async fn a_repositorys_server_names_reach_the_model_only_shortened_and_escaped()
         if status.contains("100 servers wait") {
             break status;
         }
-        assert!(start.elapsed() < PATIENCE, "never saw 100 waiting: {status}");
+        assert!(
+            start.elapsed() < PATIENCE,
+            "never saw 100 waiting: {status}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     assert!(status.contains("- and 61 more servers"), "{status}");

@@ -361,7 +361,10 @@ mod tests {
         let open = Gating::default();
         pool.acquire("s1", &id, &config, &open, Millis(0));
         pool.acquire("s2", &id, &config, &open, Millis(0));
-        assert_eq!(pool.stop("s1", &id, Millis(1)), Release::Held { refcount: 1 });
+        assert_eq!(
+            pool.stop("s1", &id, Millis(1)),
+            Release::Held { refcount: 1 }
+        );
         assert_eq!(pool.stop("s1", &id, Millis(1)), Release::NotHeld);
         assert_eq!(pool.stop("s2", &id, Millis(2)), Release::Closed);
         assert!(!pool.is_open(&id));

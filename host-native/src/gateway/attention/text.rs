@@ -196,7 +196,11 @@ pub(in crate::gateway) fn status_text(
         for error in report.errors.iter().take(LISTED) {
             let _ = writeln!(out, "- {}", short(error, LONG));
         }
-        and_more(&mut out, report.errors.len().saturating_sub(LISTED), "problem");
+        and_more(
+            &mut out,
+            report.errors.len().saturating_sub(LISTED),
+            "problem",
+        );
     }
     out.push_str(
         "\nApproving or rejecting a server is the user's act: no tool of this gateway can do \
