@@ -17,9 +17,9 @@
 //!   while any session holds it. When the last session holding it ends, it closes a drain delay
 //!   ([`PoolOptions::drain`]) later, so a client that restarts re-attaches; when the last one's
 //!   plan stops it (removed, excluded, rejected, blocked by policy, its entry changed), it is
-//!   stopped at once. Concurrent acquires of one id spawn once; only stdio servers are pooled (remote
-//!   ones with [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a private
-//!   connection for its session, closed when the session releases it.
+//!   stopped at once. Concurrent acquires of one id spawn once; only stdio servers are pooled
+//!   (remote ones with [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a
+//!   private connection for its session, closed when the session releases it.
 //! * **The approval gate runs before any acquire**: a session's plan is made against its gating
 //!   (pending and rejected servers are not admitted), every acquire is checked against that
 //!   gating again by the kernel ([`Pool::acquire`](mcp_reconcile_kernel::Pool::acquire)), and
