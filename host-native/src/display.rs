@@ -48,6 +48,27 @@ pub fn safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The most characters of a repository-chosen name (a server's) that text for a model or a
+/// log shows ([`short_name`]): enough to tell names apart, too few to carry instructions.
+pub const NAME_SHOWN: usize = 64;
+
+/// `text` through [`safe`], cut to at most `max` characters (on a character boundary) with
+/// `…` as the last one when it was longer.
+pub fn short(text: &str, max: usize) -> String {
+    let text = safe(text);
+    if text.chars().count() <= max {
+        return text.into_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// A server name as a model or a log is shown it: [`short`] to [`NAME_SHOWN`].
+pub fn short_name(name: &str) -> String {
+    short(name, NAME_SHOWN)
+}
+
 /// [`safe`] for text that may span lines (a stderr tail, an error report):
 /// newlines and tabs stay, every other unsafe character is escaped.
 pub fn safe_multiline(text: &str) -> Cow<'_, str> {
@@ -126,6 +147,16 @@ mod tests {
         assert_eq!(safe("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
         assert_eq!(safe("ünïcödé ✓"), "ünïcödé ✓");
         assert_eq!(safe_multiline("a\nb\u{1b}c\td"), "a\nb\\ec\td");
+    }
+
+    #[test]
+    fn short_text_is_escaped_then_cut_on_a_character_boundary() {
+        assert_eq!(short("abc", 3), "abc");
+        assert_eq!(short("äöüß", 3), "äö…");
+        assert_eq!(short("a\u{1b}[2J", 4), "a\\e…");
+        let name = short_name(&"\u{202e}x".repeat(1000));
+        assert_eq!(name.chars().count(), NAME_SHOWN);
+        assert!(!name.chars().any(is_unsafe), "{name}");
     }
 
     #[test]

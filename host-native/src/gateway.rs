@@ -77,6 +77,8 @@ pub struct Gateway<S = HostHandle> {
     manage: bool,
     /// What needs attention as last told, and each client's log level.
     notices: Arc<attention::Notices>,
+    /// The reconnects its clients asked for lately (one per server per 10 s).
+    reconnects: Arc<manage::Reconnects>,
     /// `serve --tool-names`: how the servers' tools and prompts are named.
     names: ToolNames,
 }
@@ -91,6 +93,7 @@ impl<S> Clone for Gateway<S> {
             only: self.only.clone(),
             manage: self.manage,
             notices: Arc::clone(&self.notices),
+            reconnects: Arc::clone(&self.reconnects),
             names: self.names,
         }
     }
@@ -113,6 +116,7 @@ impl<S: Session> Gateway<S> {
             only: None,
             manage: false,
             notices: Arc::default(),
+            reconnects: Arc::default(),
             names: ToolNames::Mcp,
         }
     }
@@ -210,7 +214,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
                     "mcp-reconcile: the configured MCP server \"{}\" under its own names; it \
                      follows the settings files while the session runs (watch for \
                      list_changed).",
-                    crate::display::safe(server)
+                    crate::display::short_name(server)
                 ),
             })
     }

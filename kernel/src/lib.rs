@@ -28,6 +28,7 @@ pub mod lsp;
 pub mod plan;
 pub mod policy;
 pub mod pool;
+pub mod reconnects;
 pub mod reload;
 pub mod settings;
 pub mod sources;
@@ -51,6 +52,7 @@ pub use lsp::{
 };
 pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Status};
 pub use pool::{Acquire, Pool, Release};
+pub use reconnects::{ReconnectLimit, RECONNECT_INTERVAL};
 pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
 pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
 pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};

@@ -2,9 +2,12 @@
 //! pure state machine: inputs are data, outputs are data, time is passed in.
 //!
 //! Sessions key pooled connections by [`ConnectionId`]. A connection lives
-//! while any session holds it and is closed a drain delay after the last
-//! holder lets go, so a quick release-then-acquire (a session's `reconnect`
-//! back and forth, a session restarting) does not respawn the server.
+//! while any session holds it. When the last holder's session *ends*, it is
+//! closed a drain delay later, so a client that restarts at once re-attaches
+//! instead of respawning the server ([`Pool::release`]); when the last holder
+//! *stops* it — its plan no longer runs it: removed, excluded, rejected,
+//! blocked, or replaced by a changed entry — it closes at once
+//! ([`Pool::stop`]): nobody is configured to run it any more.
 //! Concurrent acquires of one id spawn it once. The admission gate applies
 //! before anything else: a pending, rejected, excluded or not-allowed server
 //! is never spawned by any session.
@@ -25,9 +28,9 @@ pub const DEFAULT_DRAIN: Millis = Millis(30_000);
 /// # Drive loop
 ///
 /// 1. Execute a session's plan action by action: `disconnect` →
-///    [`Pool::release`]; `reconnect` → [`Pool::release`] of `from`, then
+///    [`Pool::stop`]; `reconnect` → [`Pool::stop`] of `from`, then
 ///    [`Pool::acquire`] of `to`; `connect` → [`Pool::acquire`]. When a session
-///    ends, [`Pool::release_session`].
+///    ends, [`Pool::release_session`] (the drain).
 /// 2. Act on each [`Acquire`]: `Spawn` → start the transport (this session is
 ///    the first holder); `Attach` → share the running or starting connection;
 ///    `Unpooled` → the session starts a connection of its own; `Refused` →
@@ -81,6 +84,9 @@ pub enum Release {
         /// When [`Pool::handle_timeout`] will close it.
         deadline: Millis,
     },
+    /// That was the last hold, let go by [`Pool::stop`]: the host closes the
+    /// connection now (no drain).
+    Closed,
     /// The session held no such connection; nothing changed.
     NotHeld,
 }
@@ -222,6 +228,22 @@ impl Pool {
         }
     }
 
+    /// `session`'s plan stopped `id` (the server was removed, excluded,
+    /// rejected, blocked by policy, or its entry changed): one hold let go as
+    /// [`Pool::release`] does, but the last one closes the connection now —
+    /// [`Release::Closed`], and the host stops it — instead of draining it.
+    /// The drain is for sessions that end ([`Pool::release_session`]), not
+    /// for a server nobody is configured to run any more.
+    pub fn stop(&mut self, session: &str, id: &ConnectionId, now: Millis) -> Release {
+        match self.release(session, id, now) {
+            Release::Draining { .. } => {
+                self.entries.shift_remove(id);
+                Release::Closed
+            }
+            other => other,
+        }
+    }
+
     /// Releases every hold of `session` (the session ended), in pool order.
     pub fn release_session(&mut self, session: &str, now: Millis) -> Vec<(ConnectionId, Release)> {
         let held: Vec<(ConnectionId, u32)> = self
@@ -329,6 +351,36 @@ mod tests {
         );
         assert!(!pool.is_open(&id));
         assert_eq!(pool.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_stopped_server_closes_at_once_unless_another_session_holds_it() {
+        let mut pool = Pool::new();
+        let config = cfg(r#"{"command":"node"}"#);
+        let id = connection_id("a", &config).expect("id");
+        let open = Gating::default();
+        pool.acquire("s1", &id, &config, &open, Millis(0));
+        pool.acquire("s2", &id, &config, &open, Millis(0));
+        assert_eq!(
+            pool.stop("s1", &id, Millis(1)),
+            Release::Held { refcount: 1 }
+        );
+        assert_eq!(pool.stop("s1", &id, Millis(1)), Release::NotHeld);
+        assert_eq!(pool.stop("s2", &id, Millis(2)), Release::Closed);
+        assert!(!pool.is_open(&id));
+        assert_eq!(pool.poll_timeout(), None, "nothing drains");
+        // A session that ends still drains what it held last.
+        pool.acquire("s3", &id, &config, &open, Millis(3));
+        assert_eq!(
+            pool.release_session("s3", Millis(4)),
+            [(
+                id.clone(),
+                Release::Draining {
+                    deadline: Millis(30_004)
+                }
+            )]
+        );
+        assert!(pool.is_open(&id));
     }
 
     #[test]

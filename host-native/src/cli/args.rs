@@ -278,7 +278,9 @@ impl From<ClientArg> for mcp_reconcile::install::Client {
 
 #[derive(Args, Debug)]
 pub struct DaemonArgs {
-    /// Keep a server nobody holds running this long before stopping it.
+    /// Keep a server running this long after the last session holding it
+    /// ended (a client that restarts re-attaches); one the sessions' files no
+    /// longer run stops at once.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub drain_ms: u64,
     /// Exit after this long without any attached session.

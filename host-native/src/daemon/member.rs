@@ -1,10 +1,13 @@
 //! [`Member`]: the [`Session`] an attached client's gateway fronts — its own session for the
-//! catalog, routes, status and language servers, and its file set for a reload or a
-//! reconnect, which reach every session of the daemon that reads the same files, as
-//! `mcp-reconcile reload` and `mcp-reconcile reconnect` with the same flags do
-//! ([`Registry::reload`], [`Registry::reconnect`]). So a management tool
-//! (`serve --manage-tools`) does what the command does: a server two sessions of one project
-//! share restarts once for both, instead of being refused as held elsewhere.
+//! catalog, routes, status, language servers and a reconnect, and its file set for a reload,
+//! which reaches every session of the daemon that reads the same files, as `mcp-reconcile
+//! reload` with the same flags does ([`Registry::reload`]).
+//!
+//! A reconnect asked through the gateway (`serve --manage-tools`: an agent's tool) is the
+//! session's alone: a process another session holds too — even one of the same project — is
+//! not restarted under that session's calls, it is refused with the reason. Only a person's
+//! `mcp-reconcile reconnect` asks for every session of the file set together
+//! ([`Registry::reconnect`]).
 
 use super::registry::Registry;
 use crate::host::{HostHandle, MergedCatalog, Route, SessionGone, StatusReport, Target};
@@ -42,14 +45,12 @@ impl Session for Member {
         Ok(())
     }
 
+    /// This session's reconnect only (see the module docs).
     async fn reconnect(
         &self,
         server: Option<String>,
     ) -> Result<Result<Vec<String>, String>, SessionGone> {
-        match self.registry.reconnect(&self.id, server.clone()).await {
-            Some(answer) => answer,
-            None => Session::reconnect(&self.session, server).await,
-        }
+        Session::reconnect(&self.session, server).await
     }
 
     async fn language(

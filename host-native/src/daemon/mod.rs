@@ -71,7 +71,8 @@ pub const MAX_REQUEST: usize = 1024 * 1024;
 /// How the daemon behaves.
 #[derive(Clone, Debug)]
 pub struct DaemonOptions {
-    /// How long a server nobody holds keeps running (SPEC default 30 s).
+    /// How long a server keeps running after the last session holding it ended (SPEC default
+    /// 30 s); one the sessions' plans stopped stops at once.
     pub drain: Duration,
     /// How long the daemon waits, with no session attached, before it exits.
     pub idle_exit: Duration,

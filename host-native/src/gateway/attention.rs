@@ -41,7 +41,7 @@ use crate::session::Session;
 use mcp_reconcile_kernel::Reason;
 
 mod text;
-pub(super) use text::status_text;
+pub(super) use text::{command, status_text};
 
 /// The tool that says what needs attention (and, with `serve --manage-tools`, always lists
 /// every server). Never a server's name: those are qualified `mcp__<server>__…`.

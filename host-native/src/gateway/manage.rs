@@ -11,33 +11,61 @@
 //! for approval, was rejected or is off by policy is refused with who can decide — it would
 //! not start it anyway, the session's gating decides that.
 //!
+//! A reconnect is the session's own (a process another session holds is not restarted under
+//! it) and rate-limited: one per server per [`RECONNECT_INTERVAL`] for the gateway's session,
+//! however often an agent's loop asks ([`Reconnects`], over the kernel's [`ReconnectLimit`]).
+//! Every name a call brings or a refusal says is escaped and shortened
+//! ([`short_name`]) before it reaches the model or a log.
+//!
 //! Names: `mcp_reconcile_*`, which no server's tool can have — every server's tools are
 //! qualified `mcp__<server>__…` (two underscores after `mcp`), the language tools are `lsp_*`.
 //! Under `--passthrough` a server's own tools keep their names, and one named like these wins:
 //! the gateway's is then not offered.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
 
-use super::attention::{status_text, Attention, STATUS_TOOL};
+use super::attention::{command, status_text, Attention, STATUS_TOOL};
 use super::{gone, Gateway};
-use crate::display::{decide_command, safe};
+use crate::clock::Clock;
+use crate::display::{safe, short, short_name};
 use crate::host::State;
 use crate::session::Session;
-use mcp_reconcile_kernel::Reason;
+use mcp_reconcile_kernel::{Millis, Reason, ReconnectLimit, RECONNECT_INTERVAL};
 
 /// Reads the files again now (`serve --manage-tools`).
 pub const RELOAD_TOOL: &str = "mcp_reconcile_reload";
 /// Restarts one server now (`serve --manage-tools`).
 pub const RECONNECT_TOOL: &str = "mcp_reconcile_reconnect";
 
+/// The most characters of a refusal the session gives (it may name servers and say why).
+const ERROR_SHOWN: usize = 600;
+
 /// Said whenever a call brings arguments a tool does not take.
 const NO_APPROVAL: &str = "No tool of this gateway approves or rejects a server: that is the \
                            user's act, with `mcp-reconcile approve NAME` or `mcp-reconcile \
                            reject NAME` in a terminal.";
+
+/// The reconnects one gateway's clients asked for lately, on the clock they are timed by.
+#[derive(Default)]
+pub(super) struct Reconnects {
+    limit: Mutex<ReconnectLimit>,
+    clock: Clock,
+}
+
+impl Reconnects {
+    /// A reconnect of `server` asked now: `Ok` (counted), or how long until one is allowed.
+    fn ask(&self, server: &str) -> Result<(), Millis> {
+        let now = self.clock.now();
+        self.limit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .ask(server, now)
+    }
+}
 
 impl<S: Session> Gateway<S> {
     /// Appends the gateway's own tools that are offered now to `tools` (a listing's).
@@ -121,32 +149,43 @@ impl<S: Session> Gateway<S> {
         if self.only.as_deref().is_some_and(|only| only != server) {
             return Ok(refused(format!(
                 "this gateway offers only server \"{}\"",
-                safe(self.only.as_deref().unwrap_or_default())
+                short_name(self.only.as_deref().unwrap_or_default())
             )));
         }
         let report = self.session.status().await.map_err(gone)?;
         let status = report.servers.iter().find(|s| s.name == *server);
         if let Some(s) = status.filter(|s| s.state == State::Skipped) {
-            let decide = |verb| decide_command(verb, server);
+            let decide = |verb| command(verb, server);
             return Ok(refused(match s.reason {
                 Some(Reason::PendingApproval) => format!(
                     "server \"{}\" waits for the user's approval, and no tool can give it: ask \
-                     them to run `{}` in a terminal. A reconnect would not start it.",
-                    safe(server),
+                     them to run {} in a terminal. A reconnect would not start it.",
+                    short_name(server),
                     decide("approve")
                 ),
                 Some(Reason::Rejected) => format!(
-                    "the user rejected server \"{}\": only they can change that (`{}`).",
-                    safe(server),
+                    "the user rejected server \"{}\": only they can change that ({}).",
+                    short_name(server),
                     decide("approve")
                 ),
                 reason => format!(
                     "server \"{}\" is off by policy ({}): a reconnect would not start it; the \
                      settings decide.",
-                    safe(server),
+                    short_name(server),
                     reason.map_or("skipped", Reason::as_str)
                 ),
             }));
+        }
+        if let Err(wait) = self.reconnects.ask(server) {
+            return Ok(refused(format!(
+                "server \"{}\" was asked to reconnect less than {} s ago: try again in {} s \
+                 (one reconnect per server every {} s; a failing server is also retried on its \
+                 own).",
+                short_name(server),
+                RECONNECT_INTERVAL.0 / 1000,
+                wait.0.div_ceil(1000),
+                RECONNECT_INTERVAL.0 / 1000,
+            )));
         }
         Ok(
             match self
@@ -156,17 +195,20 @@ impl<S: Session> Gateway<S> {
                 .map_err(gone)?
             {
                 Ok(names) => {
-                    tracing::info!(server = %safe(server), "reconnect asked through {RECONNECT_TOOL}");
+                    tracing::info!(
+                        server = %short_name(server),
+                        "reconnect asked through {RECONNECT_TOOL}"
+                    );
                     ok(format!(
                         "Restarting {}. Call {STATUS_TOOL} to see it connect.",
                         names
                             .iter()
-                            .map(|n| format!("\"{}\"", safe(n)))
+                            .map(|n| format!("\"{}\"", short_name(n)))
                             .collect::<Vec<_>>()
                             .join(", ")
                     ))
                 }
-                Err(why) => refused(safe(&why).into_owned()),
+                Err(why) => refused(short(&why, ERROR_SHOWN)),
             },
         )
     }

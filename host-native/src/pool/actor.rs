@@ -323,11 +323,9 @@ impl Actor {
         let old = match self.held_key(session, from) {
             Some(old) if !stop_first => old,
             old => {
-                if let Some(old) = &old {
+                if old.is_some() {
+                    // Stopped now if nobody else holds it.
                     self.release(session, from, now);
-                    if self.holders(old).is_empty() {
-                        self.close_key(old);
-                    }
                 }
                 let (outcome, key) = self.acquire(session, id, &config.0, now);
                 if let Some(key) = key.filter(|key| self.conns.get(key).is_none()) {
@@ -387,7 +385,8 @@ impl Actor {
         match key {
             Key::Private(..) => self.conns.forget_spawns(key),
             Key::Shared(id) => {
-                self.pool.release(session, id, now);
+                // Nothing runs under the old id any more: nothing to drain.
+                self.pool.stop(session, id, now);
             }
         }
     }
@@ -428,6 +427,9 @@ impl Actor {
         }
     }
 
+    /// `session`'s plan let go of `id` (removed, excluded, rejected, blocked, or replaced by
+    /// a changed entry): a connection nobody else holds is stopped now. Only a session that
+    /// ends leaves its connections to the drain ([`Actor::close_session`]).
     fn release(&mut self, session: &str, id: &ConnectionId, now: Millis) {
         let private = Key::Private(session.to_owned(), id.clone());
         let shared = Key::Shared(id.clone());
@@ -441,12 +443,16 @@ impl Actor {
         }
         if let Some(at) = state.held.iter().position(|k| *k == shared) {
             state.held.remove(at);
-            if let Release::Draining { deadline } = self.pool.release(session, id, now) {
-                tracing::debug!(%id, ?deadline, "draining");
+            if let Release::Closed = self.pool.stop(session, id, now) {
+                tracing::debug!(%id, "no session holds it any more; stopping");
+                self.close_key(&shared);
             }
         }
     }
 
+    /// `session` ended: its private connections stop, and a shared one it held last drains
+    /// (closed after the drain delay unless a session acquires it again — a client that
+    /// restarts at once re-attaches).
     fn close_session(&mut self, session: &str) {
         let now = self.now();
         let Some(state) = self.sessions.remove(session) else {
@@ -530,8 +536,9 @@ impl Actor {
         }
     }
 
-    /// Restarts what `sessions` hold for `server` (all: `None`) once each, if admitted; a
-    /// connected one another session holds too is refused (see `Reconnected`).
+    /// Restarts what `sessions` hold for `server` (all: `None`) once each, if admitted; one
+    /// another session holds too is refused while it is up or starting (see `Reconnected`): a
+    /// restart would cut that session's calls, or its start.
     fn reconnect(&mut self, sessions: &[String], server: Option<&str>) -> super::Reconnected {
         let (mut seen, mut keys) = (HashSet::new(), Vec::new());
         for state in sessions.iter().filter_map(|s| self.sessions.get(s)) {
@@ -556,7 +563,11 @@ impl Actor {
                 .into_iter()
                 .filter(|holder| !sessions.contains(holder))
                 .collect();
-            if !others.is_empty() && pooled.health().status == Status::Connected {
+            let serving = matches!(
+                pooled.health().status,
+                Status::Connected | Status::Connecting
+            );
+            if !others.is_empty() && serving {
                 done.refused.push((pooled.name.clone(), others.len()));
                 continue;
             }

@@ -14,10 +14,12 @@
 //!   process; each session applies its own fields in its own view (its catalog and routes,
 //!   through the [`Session`](crate::session::Session) its handle implements).
 //! * The bookkeeping is the kernel's [`Pool`](mcp_reconcile_kernel::Pool): a connection lives
-//!   while any session holds it and closes a drain delay ([`PoolOptions::drain`]) after the last
-//!   release; concurrent acquires of one id spawn once; only stdio servers are pooled (remote
-//!   ones with [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a private
-//!   connection for its session, closed when the session releases it.
+//!   while any session holds it. When the last session holding it ends, it closes a drain delay
+//!   ([`PoolOptions::drain`]) later, so a client that restarts re-attaches; when the last one's
+//!   plan stops it (removed, excluded, rejected, blocked by policy, its entry changed), it is
+//!   stopped at once. Concurrent acquires of one id spawn once; only stdio servers are pooled
+//!   (remote ones with [`PoolOptions::pool_remote`]; `sdk` never) — an unpooled server gets a
+//!   private connection for its session, closed when the session releases it.
 //! * **The approval gate runs before any acquire**: a session's plan is made against its gating
 //!   (pending and rejected servers are not admitted), every acquire is checked against that
 //!   gating again by the kernel ([`Pool::acquire`](mcp_reconcile_kernel::Pool::acquire)), and
@@ -88,7 +90,8 @@ use crate::clock::Clock;
 /// How a [`SharedPool`] behaves.
 #[derive(Clone, Debug)]
 pub struct PoolOptions {
-    /// How long a connection nobody holds stays open (SPEC default 30 s).
+    /// How long a connection stays open after the last session holding it ended (SPEC default
+    /// 30 s); one a session's plan stopped closes at once.
     pub drain: Duration,
     /// Share remote (HTTP, SSE) connections too; by default they are per session.
     pub pool_remote: bool,
@@ -156,7 +159,8 @@ pub struct PooledStatus {
 pub struct Reconnected {
     /// Servers restarted.
     pub restarted: Vec<String>,
-    /// Connected servers left alone because other sessions hold them too, with how many.
+    /// Servers left alone because other sessions hold them too while they are up or starting,
+    /// with how many.
     pub refused: Vec<(String, usize)>,
 }
 
@@ -172,14 +176,15 @@ impl Reconnected {
             .map(|(name, others)| {
                 format!(
                     "\"{}\" is shared with {others} other session{}",
-                    crate::display::safe(name),
+                    crate::display::short_name(name),
                     if *others == 1 { "" } else { "s" }
                 )
             })
             .collect();
         Some(format!(
-            "not reconnected: {}; a running process shared with another project's session is \
-             restarted only by a reconnect every session holding it asks for (or when it fails)",
+            "not reconnected: {}; a running process another session uses is not restarted \
+             under its calls — it restarts when it fails, or when every session holding it asks \
+             (`mcp-reconcile reconnect NAME` with each one's flags)",
             each.join(", ")
         ))
     }

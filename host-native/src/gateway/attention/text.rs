@@ -1,11 +1,15 @@
 //! What the attention is said in: the one-line summary (instructions, the status tool's
 //! description, the warning) and the full status the status tool returns. Every name, path and
-//! error is escaped for a terminal and shortened.
+//! error is escaped for a terminal and shortened — a server's name to
+//! [`NAME_SHOWN`](crate::display::NAME_SHOWN) characters, also inside a command to run (a name
+//! too long to show is named `NAME` there) — and the full status lists a bounded number of
+//! servers and problems, then counts the rest: a repository's names cannot flood a model's
+//! context or carry instructions to it whole.
 
 use std::fmt::Write as _;
 
 use super::{Attention, Problem, STATUS_TOOL};
-use crate::display::{decide_command, safe};
+use crate::display::{decide_command, short, NAME_SHOWN};
 use crate::host::{ServerStatus, State, StatusReport};
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::Reason;
@@ -16,6 +20,9 @@ const NAMES_SHOWN: usize = 3;
 const SHORT: usize = 160;
 /// The longest error the full status shows for one server or input.
 const LONG: usize = 600;
+/// Servers (and language servers, and input problems) the full status lists; the rest are
+/// counted.
+const LISTED: usize = 40;
 
 impl Attention {
     /// The summary of `problems` (some of this reading's).
@@ -34,10 +41,7 @@ impl Attention {
         if let Some(&(name, lsp)) = pending.first() {
             let project = short(&self.project, SHORT);
             let (them, run) = match pending.len() {
-                1 => (
-                    "it",
-                    format!("`{}` in {project}", approve_command(name, lsp)),
-                ),
+                1 => ("it", format!("{} in {project}", approve_command(name, lsp))),
                 _ => (
                     "them",
                     format!("`mcp-reconcile approve NAME` in {project} for each"),
@@ -57,9 +61,9 @@ impl Attention {
                 Problem::Failing { name, reason, .. } => Some(match reason {
                     Some(Reason::CrashLoop) => format!("{} (crash loop)", quoted(name)),
                     Some(Reason::NeedsAuth) => format!(
-                        "{} (wants authorization: `{}`)",
+                        "{} (wants authorization: {})",
                         quoted(name),
-                        decide_command("auth", name)
+                        command("auth", name)
                     ),
                     _ => quoted(name),
                 }),
@@ -116,11 +120,11 @@ pub(in crate::gateway) fn status_text(
     }
     let reconnect = |name: &str| match manage {
         true => format!(
-            "the {} tool or `{}`",
+            "the {} tool or {}",
             crate::gateway::RECONNECT_TOOL,
-            decide_command("reconnect", name)
+            command("reconnect", name)
         ),
-        false => format!("`{}`", decide_command("reconnect", name)),
+        false => command("reconnect", name),
     };
     out.push_str("\nServers:\n");
     let servers: Vec<&ServerStatus> = report
@@ -131,7 +135,8 @@ pub(in crate::gateway) fn status_text(
     if servers.is_empty() {
         out.push_str("- none configured\n");
     }
-    for s in servers {
+    let more = servers.len().saturating_sub(LISTED);
+    for s in servers.into_iter().take(LISTED) {
         if s.state == State::Connected {
             let _ = writeln!(
                 out,
@@ -163,9 +168,10 @@ pub(in crate::gateway) fn status_text(
         );
         let _ = writeln!(out, "- {line}");
     }
+    and_more(&mut out, more, "server");
     if only.is_none() && !report.language_servers.is_empty() {
         out.push_str("\nLanguage servers:\n");
-        for s in &report.language_servers {
+        for s in report.language_servers.iter().take(LISTED) {
             let line = server_line(
                 &Line {
                     name: &s.name,
@@ -178,16 +184,23 @@ pub(in crate::gateway) fn status_text(
                     last_error: s.last_error.as_deref(),
                 },
                 &attention.project,
-                &|name: &str| format!("`{}`", decide_command("reconnect", name)),
+                &|name: &str| command("reconnect", name),
             );
             let _ = writeln!(out, "- {line}");
         }
+        let more = report.language_servers.len().saturating_sub(LISTED);
+        and_more(&mut out, more, "language server");
     }
     if !report.errors.is_empty() {
         out.push_str("\nInput problems (fix the file; the session keeps what it last read):\n");
-        for error in &report.errors {
+        for error in report.errors.iter().take(LISTED) {
             let _ = writeln!(out, "- {}", short(error, LONG));
         }
+        and_more(
+            &mut out,
+            report.errors.len().saturating_sub(LISTED),
+            "problem",
+        );
     }
     out.push_str(
         "\nApproving or rejecting a server is the user's act: no tool of this gateway can do \
@@ -218,7 +231,7 @@ fn server_line(s: &Line<'_>, project: &str, reconnect: &dyn Fn(&str) -> String) 
     match (s.state, s.reason) {
         (State::Skipped, Some(Reason::PendingApproval)) => format!(
             "{name}: waits for the user's approval (it comes from a project file) — ask them to \
-             run `{}` in {} (with serve's flags, if it has any); it shows the entry before it \
+             run {} in {} (with serve's flags, if it has any); it shows the entry before it \
              approves it",
             approve_command(s.name, s.lsp),
             short(project, LONG)
@@ -236,8 +249,8 @@ fn server_line(s: &Line<'_>, project: &str, reconnect: &dyn Fn(&str) -> String) 
             reconnect(s.name)
         ),
         (State::Failed, Some(Reason::NeedsAuth)) => format!(
-            "{name}: wants authorization{error} — ask the user to run `{}`",
-            decide_command("auth", s.name)
+            "{name}: wants authorization{error} — ask the user to run {}",
+            command("auth", s.name)
         ),
         (State::Failed, _) => format!(
             "{name}: failing after {}{}{error} — fix its entry or its program; it is retried on \
@@ -262,15 +275,37 @@ fn server_line(s: &Line<'_>, project: &str, reconnect: &dyn Fn(&str) -> String) 
     }
 }
 
-/// The command that approves `name`: `mcp-reconcile approve NAME` (`--lsp` for a language
-/// server), the name quoted for the shell and escaped.
+/// The command that approves `name`, in backticks: `mcp-reconcile approve NAME` (`--lsp` for a
+/// language server), as [`command`] writes it.
 fn approve_command(name: &str, lsp: bool) -> String {
-    decide_command(if lsp { "approve --lsp" } else { "approve" }, name)
+    command(if lsp { "approve --lsp" } else { "approve" }, name)
 }
 
-/// `name` escaped, shortened and quoted.
+/// The command `mcp-reconcile VERB NAME` for server `name`, in backticks: the name quoted for
+/// the shell and escaped ([`decide_command`]) when it is at most [`NAME_SHOWN`] characters;
+/// a longer one is not written out (it would carry whatever it says to the model), the command
+/// says `NAME` and where the full name is.
+pub(in crate::gateway) fn command(verb: &str, name: &str) -> String {
+    if name.chars().count() <= NAME_SHOWN {
+        return format!("`{}`", decide_command(verb, name));
+    }
+    format!(
+        "`mcp-reconcile {verb} NAME` with the server's full name (too long to show here; \
+         `mcp-reconcile status` in a terminal lists it)"
+    )
+}
+
+/// `name` escaped, shortened to [`NAME_SHOWN`] and quoted.
 fn quoted(name: &str) -> String {
-    format!("\"{}\"", short(name, 60))
+    format!("\"{}\"", short(name, NAME_SHOWN))
+}
+
+/// The line that counts the `more` items (of `what`) the full status does not list.
+fn and_more(out: &mut String, more: usize, what: &str) {
+    if more > 0 {
+        let plural = if more == 1 { "" } else { "s" };
+        let _ = writeln!(out, "- and {more} more {what}{plural}");
+    }
 }
 
 /// The first [`NAMES_SHOWN`] names quoted, and how many more.
@@ -292,17 +327,6 @@ fn count(n: usize, what: &str) -> String {
         1 => format!("1 {what}"),
         n => format!("{n} {what}s"),
     }
-}
-
-/// `text` escaped for a terminal ([`safe`]) and cut to `max` characters (with `…`).
-fn short(text: &str, max: usize) -> String {
-    let text = safe(text);
-    if text.chars().count() <= max {
-        return text.into_owned();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 #[cfg(test)]
