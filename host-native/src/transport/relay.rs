@@ -61,9 +61,13 @@ pub struct Limits {
     pub sampling: Duration,
     /// How long a relayed `roots/list` waits for the client.
     pub roots: Duration,
-    /// Log messages queued per client of a connection; past it they are dropped (one warning
-    /// per burst, then the count).
+    /// Log messages queued per client of a connection (per request for a client of MCP
+    /// 2026-07-28); past it they are dropped, and the client is told how many once its queue
+    /// has drained.
     pub log_queue: usize,
+    /// The bytes those queued log messages may hold at most (their data and logger), so a
+    /// server's large messages cannot fill a queue of [`Limits::log_queue`] with megabytes each.
+    pub log_bytes: usize,
 }
 
 impl Default for Limits {
@@ -74,6 +78,7 @@ impl Default for Limits {
             sampling: Duration::from_secs(600),
             roots: Duration::from_secs(30),
             log_queue: 256,
+            log_bytes: 1 << 20,
         }
     }
 }
@@ -137,6 +142,9 @@ pub struct Question {
 pub struct Owner {
     pub peer: Peer<RoleServer>,
     pub questions: Option<Questions>,
+    /// The running request it was found by, when it was: a client of 2026-07-28 has no
+    /// session to key its log queue by, so its log messages go through that request's queue.
+    pub(super) request: Option<u64>,
 }
 
 impl Owner {
@@ -181,7 +189,7 @@ struct Inner {
     /// The log level each client asked for.
     levels: Vec<(Peer<RoleServer>, LoggingLevel)>,
     /// Each client's log messages on their way to it.
-    logs: Vec<(Peer<RoleServer>, LogQueue)>,
+    logs: Vec<(LogKey, LogQueue)>,
     /// The client that last said its roots changed, and when: the next `roots/list` on an
     /// idle connection within [`ROOTS_CHANGED_WINDOW`] is that client's.
     roots_changed: Option<(Peer<RoleServer>, tokio::time::Instant)>,
@@ -204,6 +212,7 @@ impl Active {
         open(&self.client).map(|peer| Owner {
             peer,
             questions: self.questions.clone(),
+            request: Some(self.id),
         })
     }
 
@@ -226,7 +235,53 @@ impl Inner {
         self.departed += before - self.members.len();
         self.subscribed.retain(|(_, p)| !p.is_transport_closed());
         self.levels.retain(|(p, _)| !p.is_transport_closed());
-        self.logs.retain(|(p, _)| !p.is_transport_closed());
+        self.logs.retain(|(key, _)| match key {
+            LogKey::Client(p) => !p.is_transport_closed(),
+            LogKey::Request(_) => true,
+        });
+    }
+
+    /// Gives back the room a burst of requests left in the lists (10 000 concurrent calls
+    /// grow them to 10 000), once they are mostly empty again.
+    fn shrink(&mut self) {
+        fn shrink<T>(list: &mut Vec<T>) {
+            if list.capacity() > 64 && list.len() < list.capacity() / 4 {
+                list.shrink_to(list.len() * 2);
+            }
+        }
+        shrink(&mut self.active);
+        shrink(&mut self.logs);
+    }
+}
+
+/// Whose log queue a message waits in: a client's with a session of its own (it began with
+/// `initialize`), else the running request's it belongs to.
+///
+/// A client of MCP 2026-07-28 (`server/discover`) has no session: rmcp keeps no peer info for
+/// it, so two handles of it cannot be told the same ([`same`]). Keyed by the client, each of
+/// its log messages used to get a queue (and a task) of its own, kept until the client left.
+enum LogKey {
+    Client(Peer<RoleServer>),
+    Request(u64),
+}
+
+impl LogKey {
+    /// The queue `owner`'s log messages go through; `None` for a client without a session
+    /// that has no request running (it asked for none of them).
+    fn of(owner: &Owner) -> Option<LogKey> {
+        if owner.peer.peer_info().is_some() {
+            Some(LogKey::Client(owner.peer.clone()))
+        } else {
+            owner.request.map(LogKey::Request)
+        }
+    }
+
+    fn is(&self, other: &LogKey) -> bool {
+        match (self, other) {
+            (LogKey::Client(a), LogKey::Client(b)) => same(a, b),
+            (LogKey::Request(a), LogKey::Request(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
@@ -248,9 +303,14 @@ impl Asking {
 }
 
 impl Drop for Asking {
+    /// The request ended: it is no longer running, and its log queue (a client of 2026-07-28's)
+    /// goes — what it still holds is sent, then its task ends.
     fn drop(&mut self) {
         let mut inner = self.askers.lock();
         inner.active.retain(|a| a.id != self.id);
+        let request = LogKey::Request(self.id);
+        inner.logs.retain(|(key, _)| !key.is(&request));
+        inner.shrink();
     }
 }
 
@@ -307,7 +367,9 @@ impl Askers {
         inner.prune();
         inner.next += 1;
         let id = inner.next;
-        if !inner.members.iter().any(|m| same(m, &peer)) {
+        // A client without a session (2026-07-28) cannot be told apart from itself, and is
+        // never asked outside its own requests: it is no member.
+        if peer.peer_info().is_some() && !inner.members.iter().any(|m| same(m, &peer)) {
             inner.members.push(peer.clone());
         }
         inner.active.push(Active {
@@ -344,10 +406,13 @@ impl Askers {
             [] => {}
             several => return Err(Unowned::Several(several.len())),
         }
-        let questions = None;
         match (inner.members.as_slice(), inner.departed) {
             ([], 0) => Err(Unowned::NoClient),
-            ([one], 0) => open(one).map(|peer| Owner { peer, questions }),
+            ([one], 0) => open(one).map(|peer| Owner {
+                peer,
+                questions: None,
+                request: None,
+            }),
             ([], _) => Err(Unowned::Gone),
             (members, departed) => Err(Unowned::Idle(members.len() + departed)),
         }
@@ -368,6 +433,7 @@ impl Askers {
                     open(&client).map(|peer| Owner {
                         peer,
                         questions: None,
+                        request: None,
                     })
                 }
                 _ => Err(Unowned::Idle(n)),
@@ -394,34 +460,37 @@ impl Askers {
         inner.refusals.settled();
     }
 
-    /// Relays a log message to `client`: at once while it keeps up, else through its bounded
-    /// queue (dropped, one warning per burst, while that is full).
+    /// Relays a log message to its `owner`: at once while the client keeps up, else through
+    /// its bounded queue (dropped while that is full, and the client told how many).
     #[allow(deprecated)]
     pub async fn log(
         &self,
         server: &str,
-        client: Peer<RoleServer>,
+        owner: Owner,
         message: rmcp::model::LoggingMessageNotificationParam,
     ) {
-        if let Some(direct) = self.enqueue_log(server, client.clone(), message) {
-            let _ = client.notify_logging_message(direct.message.clone()).await;
+        if let Some(direct) = self.enqueue_log(server, &owner, message) {
+            let _ = owner
+                .peer
+                .notify_logging_message(direct.message.clone())
+                .await;
         }
     }
 
     fn enqueue_log(
         &self,
         server: &str,
-        client: Peer<RoleServer>,
+        owner: &Owner,
         message: rmcp::model::LoggingMessageNotificationParam,
     ) -> Option<queue::Direct> {
+        let key = LogKey::of(owner)?;
         let mut inner = self.lock();
         inner.prune();
-        let capacity = self.0.limits.log_queue;
-        let at = match inner.logs.iter().position(|(p, _)| same(p, &client)) {
+        let at = match inner.logs.iter().position(|(k, _)| k.is(&key)) {
             Some(at) => at,
             None => {
-                let queue = LogQueue::start(server, client.clone(), capacity);
-                inner.logs.push((client, queue));
+                let queue = LogQueue::start(server, owner.peer.clone(), self.0.limits);
+                inner.logs.push((key, queue));
                 inner.logs.len() - 1
             }
         };
