@@ -5,7 +5,8 @@
 //! * a legacy server's log flood during one call, to a client of MCP 2026-07-28 and to one
 //!   of 2025-06-18 that reads nothing until the flood is over: the call answers, the daemon
 //!   stays small and shrinks back, the client gets the messages that fit and one message
-//!   saying how many were dropped.
+//!   saying how many were dropped;
+//! * a burst of concurrent calls: the daemon's memory comes back afterwards.
 
 mod common;
 
@@ -266,5 +267,53 @@ fn log_flood(modern: bool) {
     assert!(
         after.saturating_sub(before) < 64,
         "the daemon kept {after} MB after the call (it had {before} MB before)"
+    );
+}
+
+/// A burst of 10 000 concurrent calls (each waits 2 s at the server, so they are all in flight
+/// together) through a daemon session: every call is answered, and once they are, the daemon's
+/// memory is back within 64 MB of where it started (it used to keep about 500 MB).
+#[test]
+fn the_daemon_gives_back_the_memory_of_a_burst_of_calls() {
+    const CALLS: u64 = 10_000;
+    let p = Project::new();
+    let runtime = p.path("run");
+    fs::create_dir_all(&runtime).expect("runtime dir");
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "sleep")}}));
+    let daemon = start_daemon(&p, &runtime);
+    let mut client = Raw::start(&p, &runtime);
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw-burst", "version": "0"}}}),
+    );
+    let (opened, _) = client.answer(1, "the handshake");
+    assert!(opened.get("result").is_some(), "{opened}");
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    wait_until("a starts", || pids(&p, "a").len() == 1);
+    let before = rss_mb(daemon.id());
+
+    for id in 100..100 + CALLS {
+        client.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "mcp__a__sleep", "arguments": {"ms": 2000}}}));
+    }
+    let mut peak = before;
+    let mut answered = 0;
+    while answered < CALLS {
+        let line = client.next("the answers to the burst");
+        if line["id"].as_u64().is_some_and(|id| id >= 100) && line.get("method").is_none() {
+            assert!(line.get("result").is_some(), "{line}");
+            answered += 1;
+            if answered % 500 == 0 {
+                peak = peak.max(rss_mb(daemon.id()));
+            }
+        }
+    }
+    let after = settled_rss_mb(daemon.id(), before + 64);
+    eprintln!("burst: before {before} MB, peak {peak} MB, after {after} MB");
+    assert!(
+        after.saturating_sub(before) < 64,
+        "the daemon kept {after} MB after {CALLS} calls (it had {before} MB before, {peak} MB \
+         during them)"
     );
 }

@@ -405,6 +405,7 @@ impl Caller {
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
         let _busy = self.ctx.in_flight.enter();
+        let _work = super::idle::Work::start();
         let asking = self
             .asker
             .clone()

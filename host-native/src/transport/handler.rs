@@ -132,6 +132,7 @@ impl ClientHandler for Handler {
     ) {
         self.relay_log(params).await;
         self.askers.log_relayed();
+        super::idle::did(1);
     }
 
     /// Relayed to the clients subscribed to the resource.
