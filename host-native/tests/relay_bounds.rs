@@ -225,12 +225,6 @@ fn log_flood(modern: bool) {
             .map(str::to_owned)
     };
     let mut logs: Vec<Value> = before_answer.into_iter().filter(is_log).collect();
-    eprintln!(
-        "flood (modern: {modern}): before {before} MB, peak {peak} MB, now {} MB, {} log \
-         messages before the answer",
-        rss_mb(daemon.id()),
-        logs.len()
-    );
     let notice = loop {
         if let Some(notice) = logs.iter().find_map(dropped_notice) {
             break notice;
