@@ -6,7 +6,9 @@
 //!   of 2025-06-18 that reads nothing until the flood is over: the call answers, the daemon
 //!   stays small and shrinks back, the client gets the messages that fit and one message
 //!   saying how many were dropped;
-//! * a burst of concurrent calls: the daemon's memory comes back afterwards.
+//! * a burst of concurrent calls: the daemon's memory comes back afterwards;
+//! * whose a server's question is when a client of 2026-07-28 (which the relay cannot tell
+//!   apart from itself) shares the process with another session.
 
 mod common;
 
@@ -310,4 +312,58 @@ fn the_daemon_gives_back_the_memory_of_a_burst_of_calls() {
         "the daemon kept {after} MB after {CALLS} calls (it had {before} MB before, {peak} MB \
          during them)"
     );
+}
+
+/// A question a server asks after a 2026-07-28 client's call has returned (`ask_later`) on
+/// a process it shares with a legacy client that has used it too is nobody's: it is declined,
+/// never put to the legacy client (which could not have caused it).
+#[test]
+fn a_modern_clients_late_question_never_reaches_another_session() {
+    let p = Project::new();
+    let runtime = p.path("run");
+    fs::create_dir_all(&runtime).expect("runtime dir");
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,ask_later")}}));
+    let _daemon = start_daemon(&p, &runtime);
+    let mut legacy = Raw::start(&p, &runtime);
+    legacy.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw-legacy", "version": "0"}}}),
+    );
+    assert!(legacy.answer(1, "the handshake").0.get("result").is_some());
+    legacy.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    legacy.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "mcp__a__echo", "arguments": {"text": "hi"}}}));
+    assert!(legacy.answer(2, "echo").0.get("result").is_some());
+
+    let mut modern = Raw::start(&p, &runtime);
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    modern.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": meta}}),
+    );
+    assert!(modern.answer(1, "discovery").0.get("result").is_some());
+    let go = p.path("go");
+    modern.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp__a__ask_later", "_meta": meta,
+        "arguments": {"text": "late", "wait_for": go.to_string_lossy()}}}),
+    );
+    assert!(modern.answer(2, "ask_later").0.get("result").is_some());
+    assert_eq!(pids(&p, "a").len(), 1, "both sessions share one process");
+
+    fs::write(&go, "").expect("go");
+    let marker = || fs::read_to_string(p.marker("a")).unwrap_or_default();
+    wait_until("the late question is answered", || {
+        marker().contains("asked late:")
+    });
+    assert!(
+        marker().contains("asked late: action=decline"),
+        "{}",
+        marker()
+    );
+    while let Ok(line) = legacy.lines.try_recv() {
+        assert_ne!(line["method"], "elicitation/create", "{line}");
+    }
 }

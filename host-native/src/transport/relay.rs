@@ -11,7 +11,8 @@
 //! 2. else the one client whose forwarded requests are running on the connection, when exactly
 //!    one client's are;
 //! 3. else, with nothing running, the one client that has ever used the connection, when
-//!    exactly one has (it alone can have caused the request);
+//!    exactly one has (it alone can have caused the request) — a client of MCP 2026-07-28
+//!    counts among them, but is asked only during its own requests;
 //! 4. for `roots/list` on an idle connection several clients used: the client whose
 //!    `notifications/roots/list_changed` the gateway forwarded last, once, within
 //!    [`ROOTS_CHANGED_WINDOW`] (the server is asking because that client said so).
@@ -94,6 +95,9 @@ pub enum Unowned {
     Several(usize),
     /// Nothing is in flight and this many clients have used the connection.
     Idle(usize),
+    /// Nothing is in flight, and the one client that used the connection speaks MCP
+    /// 2026-07-28: it is asked, and sent log messages, only during its own requests.
+    BetweenRequests,
 }
 
 impl std::fmt::Display for Unowned {
@@ -110,6 +114,11 @@ impl std::fmt::Display for Unowned {
                 f,
                 "no call is running and {n} sessions use this shared server, so which one it \
                  belongs to is unknown"
+            ),
+            Unowned::BetweenRequests => write!(
+                f,
+                "no call is running, and the client that used this server (MCP 2026-07-28) \
+                 can be asked only during its own calls"
             ),
         }
     }
@@ -184,6 +193,10 @@ struct Inner {
     members: Vec<Peer<RoleServer>>,
     /// Clients that used the connection and have gone since.
     departed: usize,
+    /// Whether a client without a session (MCP 2026-07-28, which cannot be told apart from
+    /// itself) has used the connection: it counts as one more client that may have caused an
+    /// idle connection's request, so none is taken to be another client's.
+    sessionless: bool,
     /// Resource subscriptions: the URI and the client that asked.
     subscribed: Vec<(String, Peer<RoleServer>)>,
     /// The log level each client asked for.
@@ -368,8 +381,10 @@ impl Askers {
         inner.next += 1;
         let id = inner.next;
         // A client without a session (2026-07-28) cannot be told apart from itself, and is
-        // never asked outside its own requests: it is no member.
-        if peer.peer_info().is_some() && !inner.members.iter().any(|m| same(m, &peer)) {
+        // never asked outside its own requests: it is counted once, not listed each time.
+        if peer.peer_info().is_none() {
+            inner.sessionless = true;
+        } else if !inner.members.iter().any(|m| same(m, &peer)) {
             inner.members.push(peer.clone());
         }
         inner.active.push(Active {
@@ -406,15 +421,18 @@ impl Askers {
             [] => {}
             several => return Err(Unowned::Several(several.len())),
         }
-        match (inner.members.as_slice(), inner.departed) {
-            ([], 0) => Err(Unowned::NoClient),
-            ([one], 0) => open(one).map(|peer| Owner {
+        match (inner.members.as_slice(), inner.departed, inner.sessionless) {
+            ([], 0, false) => Err(Unowned::NoClient),
+            ([], 0, true) => Err(Unowned::BetweenRequests),
+            ([one], 0, false) => open(one).map(|peer| Owner {
                 peer,
                 questions: None,
                 request: None,
             }),
-            ([], _) => Err(Unowned::Gone),
-            (members, departed) => Err(Unowned::Idle(members.len() + departed)),
+            ([], _, false) => Err(Unowned::Gone),
+            (members, departed, sessionless) => Err(Unowned::Idle(
+                members.len() + departed + usize::from(sessionless),
+            )),
         }
     }
 
