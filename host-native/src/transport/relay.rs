@@ -48,7 +48,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 mod queue;
 pub(super) use queue::Relaying;
-use queue::{LogQueue, Refusals};
+use queue::{LogKey, LogQueue, Refusals};
 
 /// How much a server may make a connection hold for its clients.
 #[derive(Clone, Copy, Debug)]
@@ -264,37 +264,6 @@ impl Inner {
         }
         shrink(&mut self.active);
         shrink(&mut self.logs);
-    }
-}
-
-/// Whose log queue a message waits in: a client's with a session of its own (it began with
-/// `initialize`), else the running request's it belongs to.
-///
-/// A client of MCP 2026-07-28 (`server/discover`) has no session: rmcp keeps no peer info for
-/// it, so two handles of it cannot be told the same ([`same`]). Keyed by the client, each of
-/// its log messages used to get a queue (and a task) of its own, kept until the client left.
-enum LogKey {
-    Client(Peer<RoleServer>),
-    Request(u64),
-}
-
-impl LogKey {
-    /// The queue `owner`'s log messages go through; `None` for a client without a session
-    /// that has no request running (it asked for none of them).
-    fn of(owner: &Owner) -> Option<LogKey> {
-        if owner.peer.peer_info().is_some() {
-            Some(LogKey::Client(owner.peer.clone()))
-        } else {
-            owner.request.map(LogKey::Request)
-        }
-    }
-
-    fn is(&self, other: &LogKey) -> bool {
-        match (self, other) {
-            (LogKey::Client(a), LogKey::Client(b)) => same(a, b),
-            (LogKey::Request(a), LogKey::Request(b)) => a == b,
-            _ => false,
-        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! waiting for an answer ([`Relaying`], refused past the cap with one log line per burst), and
 //! each client's log messages ([`LogQueue`]: a queue bounded in messages and bytes, drained by
 //! one task, dropping while full with one warning per burst, and telling the client the count
-//! once it has caught up).
+//! once it has caught up; one per client, or per request for a client without a session:
+//! [`LogKey`]).
 
 // Logging is deprecated by protocol 2026-07-28; clients of the versions the gateway speaks use it.
 #![allow(deprecated)]
@@ -16,7 +17,7 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Askers, Limits};
+use super::{Askers, Limits, Owner};
 
 /// A relayed request waiting for a client's answer; it counts against the cap until dropped.
 pub struct Relaying(Askers);
@@ -62,6 +63,37 @@ impl Refusals {
                 "relayed requests are below the cap again"
             );
             self.count = 0;
+        }
+    }
+}
+
+/// Whose log queue a message waits in: a client's with a session of its own (it began with
+/// `initialize`), else the running request's it belongs to.
+///
+/// A client of MCP 2026-07-28 (`server/discover`) has no session: rmcp keeps no peer info for
+/// it, so two handles of it cannot be told the same ([`super::same`]). Keyed by the client, each of
+/// its log messages used to get a queue (and a task) of its own, kept until the client left.
+pub(super) enum LogKey {
+    Client(Peer<RoleServer>),
+    Request(u64),
+}
+
+impl LogKey {
+    /// The queue `owner`'s log messages go through; `None` for a client without a session
+    /// that has no request running (it asked for none of them).
+    pub(super) fn of(owner: &Owner) -> Option<LogKey> {
+        if owner.peer.peer_info().is_some() {
+            Some(LogKey::Client(owner.peer.clone()))
+        } else {
+            owner.request.map(LogKey::Request)
+        }
+    }
+
+    pub(super) fn is(&self, other: &LogKey) -> bool {
+        match (self, other) {
+            (LogKey::Client(a), LogKey::Client(b)) => super::same(a, b),
+            (LogKey::Request(a), LogKey::Request(b)) => a == b,
+            _ => false,
         }
     }
 }
