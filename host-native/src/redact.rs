@@ -43,6 +43,63 @@ pub fn secrets(config: &ServerConfig) -> Vec<String> {
     out
 }
 
+/// The shortest value of an inherited variable that [`env_secrets`] masks for its name alone:
+/// a real token is longer, and masking every `true` or `1` would make a message unreadable.
+pub const MIN_ENV_SECRET: usize = 8;
+
+/// Whether an environment variable named `name` holds a credential, by its name (ASCII case
+/// ignored): one that contains `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `CREDENTIAL`,
+/// `API_KEY`, `APIKEY`, `ACCESS_KEY`, `PRIVATE_KEY` or `AUTH`, or ends in `KEY`, `_PAT`,
+/// `_PASS`, `_PWD` or `_SIG` (`GITHUB_TOKEN`, `OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`,
+/// `PGPASSWORD`, `NPM_AUTH`, `GH_PAT`).
+pub fn is_secret_var(name: &str) -> bool {
+    const PARTS: [&str; 10] = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "API_KEY",
+        "APIKEY",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+        "AUTH",
+    ];
+    const SUFFIXES: [&str; 5] = ["KEY", "_PAT", "_PASS", "_PWD", "_SIG"];
+    let name = name.to_ascii_uppercase();
+    PARTS.iter().any(|p| name.contains(p)) || SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// The secret values of an environment `vars` — what a server inherits, not only what its
+/// entry configures: the value of every variable whose name looks like a credential
+/// ([`is_secret_var`]) and is at least [`MIN_ENV_SECRET`] characters long, and the
+/// credentials of every value that is a URL ([`url_secrets`]: `DATABASE_URL` with a
+/// password). Longest first, like [`secrets`].
+pub fn env_secrets<'a>(vars: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        if is_secret_var(name) && value.chars().count() >= MIN_ENV_SECRET {
+            out.push(value.to_owned());
+        }
+        if value.contains("://") {
+            out.extend(
+                url_secrets(value)
+                    .into_iter()
+                    .filter(|s| s.chars().count() >= 3),
+            );
+        }
+    }
+    merged(out, Vec::new())
+}
+
+/// `a` and `b` as one list of secrets: longest first, each once.
+pub fn merged(mut a: Vec<String>, b: Vec<String>) -> Vec<String> {
+    a.extend(b);
+    a.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    a.dedup();
+    a
+}
+
 /// `text` with every secret of `config` replaced by [`MASK`].
 pub fn redact(text: &str, config: &ServerConfig) -> String {
     redact_all(text, &secrets(config))
@@ -235,6 +292,45 @@ mod tests {
             "failed: TOKEN=*** sent *** with *** and 1 retry"
         );
         assert_eq!(keys_of(&c, "env"), ["TOKEN", "N"]);
+    }
+
+    #[test]
+    fn inherited_credentials_are_secrets_by_name_and_url() {
+        let vars = [
+            ("GITHUB_TOKEN", "ghp_0123456789abcdef"),
+            ("aws_secret_access_key", "wJalrXUtnFEMI/K7MDENG"),
+            ("OPENAI_API_KEY", "sk-proj-abcdefgh"),
+            ("DATABASE_URL", "postgres://app:hunter22@db.internal/app"),
+            ("NO_AUTH", "true"),
+            ("HOME", "/home/someone-with-a-long-name"),
+            ("SOME_TOKEN", "short"),
+            ("TERM", "xterm-256color"),
+        ];
+        let s = env_secrets(vars);
+        for expected in [
+            "ghp_0123456789abcdef",
+            "wJalrXUtnFEMI/K7MDENG",
+            "sk-proj-abcdefgh",
+            "hunter22",
+        ] {
+            assert!(s.iter().any(|x| x == expected), "{expected} in {s:?}");
+        }
+        for kept in [
+            "true",
+            "short",
+            "xterm-256color",
+            "/home/someone-with-a-long-name",
+        ] {
+            assert!(!s.iter().any(|x| x == kept), "{kept} not in {s:?}");
+        }
+        assert!(is_secret_var("PGPASSWORD") && is_secret_var("gh_pat"));
+        assert!(!is_secret_var("PATH") && !is_secret_var("KEYBOARD_LAYOUT"));
+        let text = "auth failed for ghp_0123456789abcdef at postgres://app:hunter22@db.internal";
+        let redacted = redact_all(text, &s);
+        assert!(
+            !redacted.contains("ghp_") && !redacted.contains("hunter22"),
+            "{redacted}"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod caller;
 mod describe;
 mod digest;
 mod handler;
+mod idle;
 pub(crate) mod names;
 mod oauth;
 mod ordered;

@@ -96,7 +96,8 @@ impl std::fmt::Debug for Caller {
 /// How a forwarded request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    /// The server answered with a JSON-RPC error (forward it as is).
+    /// The server answered with a JSON-RPC error (forwarded with its message masked of the
+    /// server's secrets and shortened: [`MAX_ERROR_MESSAGE`]).
     #[error("{}", .0.message)]
     Mcp(rmcp::ErrorData),
     /// No answer: the connection closed, the `timeout` passed, the caller cancelled, or the
@@ -366,6 +367,22 @@ impl Caller {
     /// The error of a request that failed without an answer. A `403 insufficient_scope` says
     /// what to run (the same sentence whether rmcp hands the send error to the request or
     /// closes the connection first).
+    /// The server's error as the client may see it: its message without the server's
+    /// secrets (configured or inherited), at most [`MAX_ERROR_MESSAGE`] bytes.
+    fn masked(&self, mut error: rmcp::ErrorData) -> rmcp::ErrorData {
+        let mut message = self.ctx.redact(&error.message);
+        if message.len() > MAX_ERROR_MESSAGE {
+            let mut end = MAX_ERROR_MESSAGE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str(" …");
+        }
+        error.message = message.into();
+        error
+    }
+
     fn failed(&self, what: &str, error: &ServiceError) -> CallError {
         if let ServiceError::TransportSend(dynamic) = error {
             let cause: &(dyn std::error::Error + 'static) = &*dynamic.error;
@@ -388,6 +405,7 @@ impl Caller {
         cancel: CancellationToken,
     ) -> Result<ServerResult, CallError> {
         let _busy = self.ctx.in_flight.enter();
+        let _work = super::idle::Work::start();
         let asking = self
             .asker
             .clone()
@@ -450,7 +468,7 @@ impl Caller {
                     self.ctx.askers.logs_relayed(LOGS_BEFORE_ANSWER).await;
                     return match response {
                         Ok(Ok(result)) => Ok(result),
-                        Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(error)),
+                        Ok(Err(ServiceError::McpError(error))) => Err(CallError::Mcp(self.masked(error))),
                         Ok(Err(ServiceError::TransportClosed)) | Err(_) => Err(closed().await),
                         Ok(Err(e)) => Err(self.failed(what, &e)),
                     };
@@ -484,6 +502,9 @@ impl Caller {
         }
     }
 }
+
+/// The longest error message of a server's that is passed on (the rest is cut, marked `…`).
+pub const MAX_ERROR_MESSAGE: usize = 4096;
 
 /// How long an answer waits for progress the server sent before it but rmcp has not handed
 /// over yet (it runs each notification in a task of its own, so they can trail the answer).

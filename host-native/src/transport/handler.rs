@@ -56,19 +56,19 @@ impl Handler {
     /// Relays one log message to the client it belongs to; drops it when it belongs to none.
     #[allow(deprecated)]
     async fn relay_log(&self, mut params: LoggingMessageNotificationParam) {
-        let (client, questions) = match self.askers.owner_of(None) {
-            Ok(owner) => (owner.peer, owner.questions),
+        let owner = match self.askers.owner_of(None) {
+            Ok(owner) => owner,
             Err(why) => {
                 tracing::debug!(server = %self.server, "log message dropped: {why}");
                 return;
             }
         };
-        let wanted = match &questions {
+        let wanted = match &owner.questions {
             // A 2026-07-28 client gets log messages only at the level its request asked for.
             Some(questions) => questions
                 .log_level
                 .is_some_and(|asked| params.level as u8 >= asked as u8),
-            None => self.askers.wants(&client, params.level),
+            None => self.askers.wants(&owner.peer, params.level),
         };
         if !wanted {
             return;
@@ -77,7 +77,7 @@ impl Handler {
             Some(logger) if !logger.is_empty() => format!("{}/{logger}", self.server),
             _ => self.server.clone(),
         });
-        self.askers.log(&self.server, client, params).await;
+        self.askers.log(&self.server, owner, params).await;
     }
 }
 
@@ -132,6 +132,7 @@ impl ClientHandler for Handler {
     ) {
         self.relay_log(params).await;
         self.askers.log_relayed();
+        super::idle::did(1);
     }
 
     /// Relayed to the clients subscribed to the resource.

@@ -311,6 +311,42 @@ fn die_with_parent(command: &mut tokio::process::Command) {
 
 /// The `PATH` the child gets: its own `env`'s, else the session's (a daemon session's launch
 /// environment), else the host's; `None` when it gets none.
+/// The secrets of the environment a server of `config` is spawned with — the session's
+/// (`launch`) or this process's, and the entry's own `env` over it — as
+/// [`crate::redact::env_secrets`] finds them: a server that echoes an inherited `GITHUB_TOKEN`
+/// on stderr has it masked in every text made of that stderr.
+pub(crate) fn env_secrets(config: &ServerConfig, launch: Option<&Launch>) -> Vec<String> {
+    let mut vars: Vec<(String, String)> = match launch {
+        Some(launch) => launch
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .chain(launch.raw.iter().map(|(k, v)| {
+                (
+                    String::from_utf8_lossy(k).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            }))
+            .collect(),
+        None => std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect(),
+    };
+    if let Some(Value::Object(env)) = config.get("env") {
+        for (key, value) in env.iter() {
+            if !matches!(value, Value::Null | Value::Object(_) | Value::Array(_)) {
+                vars.push((key.clone(), value.to_js_string()));
+            }
+        }
+    }
+    crate::redact::env_secrets(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
 fn child_path(config: &ServerConfig, launch: Option<&Launch>) -> Option<std::ffi::OsString> {
     if let Some(Value::Object(env)) = config.get("env") {
         match env.get("PATH") {

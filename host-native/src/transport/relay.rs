@@ -11,7 +11,8 @@
 //! 2. else the one client whose forwarded requests are running on the connection, when exactly
 //!    one client's are;
 //! 3. else, with nothing running, the one client that has ever used the connection, when
-//!    exactly one has (it alone can have caused the request);
+//!    exactly one has (it alone can have caused the request) — a client of MCP 2026-07-28
+//!    counts among them, but is asked only during its own requests;
 //! 4. for `roots/list` on an idle connection several clients used: the client whose
 //!    `notifications/roots/list_changed` the gateway forwarded last, once, within
 //!    [`ROOTS_CHANGED_WINDOW`] (the server is asking because that client said so).
@@ -47,7 +48,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 mod queue;
 pub(super) use queue::Relaying;
-use queue::{LogQueue, Refusals};
+use queue::{LogKey, LogQueue, Refusals};
 
 /// How much a server may make a connection hold for its clients.
 #[derive(Clone, Copy, Debug)]
@@ -61,9 +62,13 @@ pub struct Limits {
     pub sampling: Duration,
     /// How long a relayed `roots/list` waits for the client.
     pub roots: Duration,
-    /// Log messages queued per client of a connection; past it they are dropped (one warning
-    /// per burst, then the count).
+    /// Log messages queued per client of a connection (per request for a client of MCP
+    /// 2026-07-28); past it they are dropped, and the client is told how many once its queue
+    /// has drained.
     pub log_queue: usize,
+    /// The bytes those queued log messages may hold at most (their data and logger), so a
+    /// server's large messages cannot fill a queue of [`Limits::log_queue`] with megabytes each.
+    pub log_bytes: usize,
 }
 
 impl Default for Limits {
@@ -74,6 +79,7 @@ impl Default for Limits {
             sampling: Duration::from_secs(600),
             roots: Duration::from_secs(30),
             log_queue: 256,
+            log_bytes: 1 << 20,
         }
     }
 }
@@ -89,6 +95,9 @@ pub enum Unowned {
     Several(usize),
     /// Nothing is in flight and this many clients have used the connection.
     Idle(usize),
+    /// Nothing is in flight, and the one client that used the connection speaks MCP
+    /// 2026-07-28: it is asked, and sent log messages, only during its own requests.
+    BetweenRequests,
 }
 
 impl std::fmt::Display for Unowned {
@@ -105,6 +114,11 @@ impl std::fmt::Display for Unowned {
                 f,
                 "no call is running and {n} sessions use this shared server, so which one it \
                  belongs to is unknown"
+            ),
+            Unowned::BetweenRequests => write!(
+                f,
+                "no call is running, and the client that used this server (MCP 2026-07-28) \
+                 can be asked only during its own calls"
             ),
         }
     }
@@ -137,6 +151,9 @@ pub struct Question {
 pub struct Owner {
     pub peer: Peer<RoleServer>,
     pub questions: Option<Questions>,
+    /// The running request it was found by, when it was: a client of 2026-07-28 has no
+    /// session to key its log queue by, so its log messages go through that request's queue.
+    pub(super) request: Option<u64>,
 }
 
 impl Owner {
@@ -176,12 +193,16 @@ struct Inner {
     members: Vec<Peer<RoleServer>>,
     /// Clients that used the connection and have gone since.
     departed: usize,
+    /// Whether a client without a session (MCP 2026-07-28, which cannot be told apart from
+    /// itself) has used the connection: it counts as one more client that may have caused an
+    /// idle connection's request, so none is taken to be another client's.
+    sessionless: bool,
     /// Resource subscriptions: the URI and the client that asked.
     subscribed: Vec<(String, Peer<RoleServer>)>,
     /// The log level each client asked for.
     levels: Vec<(Peer<RoleServer>, LoggingLevel)>,
     /// Each client's log messages on their way to it.
-    logs: Vec<(Peer<RoleServer>, LogQueue)>,
+    logs: Vec<(LogKey, LogQueue)>,
     /// The client that last said its roots changed, and when: the next `roots/list` on an
     /// idle connection within [`ROOTS_CHANGED_WINDOW`] is that client's.
     roots_changed: Option<(Peer<RoleServer>, tokio::time::Instant)>,
@@ -204,6 +225,7 @@ impl Active {
         open(&self.client).map(|peer| Owner {
             peer,
             questions: self.questions.clone(),
+            request: Some(self.id),
         })
     }
 
@@ -226,7 +248,22 @@ impl Inner {
         self.departed += before - self.members.len();
         self.subscribed.retain(|(_, p)| !p.is_transport_closed());
         self.levels.retain(|(p, _)| !p.is_transport_closed());
-        self.logs.retain(|(p, _)| !p.is_transport_closed());
+        self.logs.retain(|(key, _)| match key {
+            LogKey::Client(p) => !p.is_transport_closed(),
+            LogKey::Request(_) => true,
+        });
+    }
+
+    /// Gives back the room a burst of requests left in the lists (10 000 concurrent calls
+    /// grow them to 10 000), once they are mostly empty again.
+    fn shrink(&mut self) {
+        fn shrink<T>(list: &mut Vec<T>) {
+            if list.capacity() > 64 && list.len() < list.capacity() / 4 {
+                list.shrink_to(list.len() * 2);
+            }
+        }
+        shrink(&mut self.active);
+        shrink(&mut self.logs);
     }
 }
 
@@ -248,9 +285,14 @@ impl Asking {
 }
 
 impl Drop for Asking {
+    /// The request ended: it is no longer running, and its log queue (a client of 2026-07-28's)
+    /// goes — what it still holds is sent, then its task ends.
     fn drop(&mut self) {
         let mut inner = self.askers.lock();
         inner.active.retain(|a| a.id != self.id);
+        let request = LogKey::Request(self.id);
+        inner.logs.retain(|(key, _)| !key.is(&request));
+        inner.shrink();
     }
 }
 
@@ -307,7 +349,11 @@ impl Askers {
         inner.prune();
         inner.next += 1;
         let id = inner.next;
-        if !inner.members.iter().any(|m| same(m, &peer)) {
+        // A client without a session (2026-07-28) cannot be told apart from itself, and is
+        // never asked outside its own requests: it is counted once, not listed each time.
+        if peer.peer_info().is_none() {
+            inner.sessionless = true;
+        } else if !inner.members.iter().any(|m| same(m, &peer)) {
             inner.members.push(peer.clone());
         }
         inner.active.push(Active {
@@ -344,12 +390,18 @@ impl Askers {
             [] => {}
             several => return Err(Unowned::Several(several.len())),
         }
-        let questions = None;
-        match (inner.members.as_slice(), inner.departed) {
-            ([], 0) => Err(Unowned::NoClient),
-            ([one], 0) => open(one).map(|peer| Owner { peer, questions }),
-            ([], _) => Err(Unowned::Gone),
-            (members, departed) => Err(Unowned::Idle(members.len() + departed)),
+        match (inner.members.as_slice(), inner.departed, inner.sessionless) {
+            ([], 0, false) => Err(Unowned::NoClient),
+            ([], 0, true) => Err(Unowned::BetweenRequests),
+            ([one], 0, false) => open(one).map(|peer| Owner {
+                peer,
+                questions: None,
+                request: None,
+            }),
+            ([], _, false) => Err(Unowned::Gone),
+            (members, departed, sessionless) => Err(Unowned::Idle(
+                members.len() + departed + usize::from(sessionless),
+            )),
         }
     }
 
@@ -368,6 +420,7 @@ impl Askers {
                     open(&client).map(|peer| Owner {
                         peer,
                         questions: None,
+                        request: None,
                     })
                 }
                 _ => Err(Unowned::Idle(n)),
@@ -394,34 +447,37 @@ impl Askers {
         inner.refusals.settled();
     }
 
-    /// Relays a log message to `client`: at once while it keeps up, else through its bounded
-    /// queue (dropped, one warning per burst, while that is full).
+    /// Relays a log message to its `owner`: at once while the client keeps up, else through
+    /// its bounded queue (dropped while that is full, and the client told how many).
     #[allow(deprecated)]
     pub async fn log(
         &self,
         server: &str,
-        client: Peer<RoleServer>,
+        owner: Owner,
         message: rmcp::model::LoggingMessageNotificationParam,
     ) {
-        if let Some(direct) = self.enqueue_log(server, client.clone(), message) {
-            let _ = client.notify_logging_message(direct.message.clone()).await;
+        if let Some(direct) = self.enqueue_log(server, &owner, message) {
+            let _ = owner
+                .peer
+                .notify_logging_message(direct.message.clone())
+                .await;
         }
     }
 
     fn enqueue_log(
         &self,
         server: &str,
-        client: Peer<RoleServer>,
+        owner: &Owner,
         message: rmcp::model::LoggingMessageNotificationParam,
     ) -> Option<queue::Direct> {
+        let key = LogKey::of(owner)?;
         let mut inner = self.lock();
         inner.prune();
-        let capacity = self.0.limits.log_queue;
-        let at = match inner.logs.iter().position(|(p, _)| same(p, &client)) {
+        let at = match inner.logs.iter().position(|(k, _)| k.is(&key)) {
             Some(at) => at,
             None => {
-                let queue = LogQueue::start(server, client.clone(), capacity);
-                inner.logs.push((client, queue));
+                let queue = LogQueue::start(server, owner.peer.clone(), self.0.limits);
+                inner.logs.push((key, queue));
                 inner.logs.len() - 1
             }
         };

@@ -80,6 +80,7 @@ impl Caller {
         let owner = self.asker.clone().map(|peer| Owner {
             peer,
             questions: self.questions.clone(),
+            request: None,
         });
         let limits = self.ctx.askers.limits();
         let mut responses = InputResponses::new();

@@ -14,10 +14,14 @@ use super::{with_stderr, ConnectError, ConnectErrorKind, ConnectOptions, Connect
 
 /// Starts a stdio server and runs the handshake (see [`super::connect`]).
 pub(super) async fn connect_stdio(
-    ctx: Ctx,
+    mut ctx: Ctx,
     config: &ServerConfig,
     opts: ConnectOptions,
 ) -> Result<Connection, ConnectError> {
+    // What the process inherits is as secret as what its entry configures: every text made
+    // of its stderr or its failures is masked of both.
+    let inherited = super::process::env_secrets(config, opts.launch.as_deref());
+    ctx.secrets = crate::redact::merged(std::mem::take(&mut ctx.secrets), inherited);
     let deadline = Instant::now() + opts.handshake_timeout;
     let program = config.str_field("command").unwrap_or_default().to_owned();
     let (mut process, pipes) = ChildProcess::spawn(
