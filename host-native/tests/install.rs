@@ -9,8 +9,8 @@ mod common;
 mod install_home;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use common::*;
 use install_home::{jsonc, read, Home};

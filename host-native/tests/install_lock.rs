@@ -10,7 +10,6 @@ mod install_home;
 use std::fs;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +46,15 @@ fn add_locked(file: &Path, name: &str) {
     fs::write(&tmp, serde_json::to_string_pretty(&value).expect("json")).expect("tmp");
     fs::rename(&tmp, file).expect("rename");
     fs::remove_dir(&lock).expect("unlock");
+}
+
+/// Sets its flag when dropped — also when an assertion fails — so the churn ends.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Installs and uninstalls Claude Code again and again until `done`, each run successful.
@@ -105,10 +113,12 @@ fn claude_codes_lock_keeps_every_concurrent_write() {
         .collect();
     let churned = std::thread::scope(|s| {
         let churn = s.spawn(|| churn(&h, &done));
-        for writer in writers {
-            writer.join().expect("writer");
+        {
+            let _stop = Stop(&done);
+            for writer in writers {
+                writer.join().expect("writer");
+            }
         }
-        done.store(true, Ordering::SeqCst);
         churn.join().expect("churn")
     });
     assert!(churned >= 4);
@@ -126,41 +136,57 @@ fn claude() -> PathBuf {
     bin
 }
 
-/// Real `claude mcp add` runs (no network: `mcp add` only writes `~/.claude.json`) race
-/// install and uninstall: every server they add, with its secret, is there at the end.
+/// Runs `claude mcp add NAME` (with a secret in its env) until Claude Code adds it: while the
+/// gateway is installed, Claude Code refuses a server its `allowedMcpServers` does not name, so
+/// the add is tried again — as a user would — until it lands after an uninstall.
+fn claude_mcp_add(h: &Home, name: &str) {
+    let said = h.path(&format!("{name}.out"));
+    for _ in 0..200 {
+        let mut command = h.command_of(&claude());
+        command
+            .args(["mcp", "add", "-s", "user", name, "-e"])
+            .arg(format!("TOKEN=secret-{name}"))
+            .args(["--", "echo", "hi"])
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .stdout(fs::File::create(&said).expect("out"))
+            .stderr(fs::File::options().append(true).open(&said).expect("err"))
+            .process_group(0);
+        let mut add = Group::new(command.spawn().expect("claude runs"));
+        assert!(add.wait_exit(), "claude mcp add exits");
+        let out = read(&said);
+        if out.contains(&format!("Added stdio MCP server {name} ")) {
+            return;
+        }
+        assert!(out.contains("not allowed"), "claude mcp add {name}: {out}");
+    }
+    panic!("claude mcp add {name} was refused 200 times");
+}
+
+/// Real `claude mcp add` runs (no network: `mcp add` only writes `~/.claude.json`), one after
+/// the other, race install and uninstall running over and over: every server Claude Code said
+/// it added, with its secret, is there at the end. (One add at a time: concurrent `claude mcp
+/// add` runs lose each other's writes without any help — a run that finds the lock taken
+/// saves without it.)
 #[test]
 fn real_claude_mcp_add_runs_racing_install_are_never_lost() {
     let h = Home::new();
     let file = h.write(".claude.json", "{\n  \"mcpServers\": {}\n}\n");
-    let names: Vec<String> = (0..8).map(|i| format!("added{i}")).collect();
+    let names: Vec<String> = (0..6).map(|i| format!("added{i}")).collect();
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let churn = s.spawn(|| churn(&h, &done));
-        for wave in names.chunks(4) {
-            let mut adds: Vec<Group> = wave
-                .iter()
-                .map(|name| {
-                    let mut command = h.command_of(&claude());
-                    command
-                        .args(["mcp", "add", "-s", "user", name, "-e"])
-                        .arg(format!("TOKEN=secret-{name}"))
-                        .args(["--", "echo", "hi"])
-                        .env("DISABLE_AUTOUPDATER", "1")
-                        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .process_group(0);
-                    Group::new(command.spawn().expect("claude runs"))
-                })
-                .collect();
-            for add in &mut adds {
-                assert!(add.wait_exit(), "claude mcp add exits");
-            }
+        s.spawn(|| churn(&h, &done));
+        let _stop = Stop(&done);
+        for name in &names {
+            claude_mcp_add(&h, name);
         }
-        done.store(true, Ordering::SeqCst);
-        churn.join().expect("churn");
     });
     assert_every_server_kept(&h, &file, &names);
     let value: Value = serde_json::from_str(&read(&file)).expect("JSON");
-    assert_eq!(value["mcpServers"]["added3"]["env"]["TOKEN"], "secret-added3");
+    for name in &names {
+        assert_eq!(
+            value["mcpServers"][name]["env"]["TOKEN"],
+            format!("secret-{name}")
+        );
+    }
 }
