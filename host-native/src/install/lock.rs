@@ -48,11 +48,16 @@ impl FileLock {
     /// The lock is held past [`WAIT`] (the message names the lock directory), or the lock
     /// directory cannot be made.
     pub(super) fn acquire(file: &Path) -> anyhow::Result<FileLock> {
+        FileLock::acquire_within(file, WAIT)
+    }
+
+    /// [`FileLock::acquire`], waiting at most `wait`.
+    fn acquire_within(file: &Path, wait: Duration) -> anyhow::Result<FileLock> {
         let dir = lock_dir(file);
         if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
-            crate::private::create_dir(parent)?;
+            super::write::make_dirs(parent)?;
         }
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
         loop {
             match std::fs::create_dir(&dir) {
@@ -71,11 +76,11 @@ impl FileLock {
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "{} has been locked by another program for {} s (Claude Code saving it, \
+                    "{} has been locked by another program for {:.1} s (Claude Code saving it, \
                      as a rule); try again — if no Claude Code is running, remove that \
                      directory first",
                     dir.display(),
-                    WAIT.as_secs()
+                    wait.as_secs_f32()
                 );
             }
             thread::sleep(pause);
@@ -149,6 +154,22 @@ mod tests {
         assert!(held > old, "the lock is ours now, with a fresh mtime");
         drop(lock);
         assert!(!dir.exists());
+        Ok(())
+    }
+
+    /// A live lock (fresh heartbeat) is waited for, and past the wait the error names the lock
+    /// directory; the other holder's lock is left alone.
+    #[test]
+    fn a_held_lock_times_out_naming_its_path() -> anyhow::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let file = tmp.path().join(".claude.json");
+        let dir = lock_dir(&file);
+        std::fs::create_dir(&dir)?;
+        let Err(e) = FileLock::acquire_within(&file, Duration::from_millis(200)) else {
+            panic!("a held lock was taken");
+        };
+        assert!(e.to_string().contains(&dir.display().to_string()), "{e}");
+        assert!(dir.is_dir(), "someone else's lock stays");
         Ok(())
     }
 }

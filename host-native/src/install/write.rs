@@ -73,7 +73,7 @@ pub(super) fn write(
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    crate::private::create_dir(&dir)?;
+    make_dirs(&dir)?;
     let mode = fs::metadata(&file)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o600);
@@ -99,6 +99,21 @@ pub(super) fn write(
         let _ = d.sync_all();
     }
     outcome
+}
+
+/// Makes `dir` and its missing parents with mode 0700 whatever the umask (a client's config
+/// directory install is the first to need); existing ones stay as they are.
+///
+/// # Errors
+/// A directory cannot be made.
+pub(super) fn make_dirs(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    // `mode` is filtered by the umask, which can only take bits away from 0700.
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating the directory {}", dir.display()))
 }
 
 /// `text` in a new temporary file beside `file` with `mode`, flushed to disk.
@@ -134,5 +149,63 @@ fn remove(path: &Path) -> anyhow::Result<Written> {
             Err(e).with_context(|| format!("removing {}", path.display()))
         }
         _ => Ok(Written::Done),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &Path, before: Option<&str>, after: Option<&str>) -> Change {
+        Change {
+            path: path.to_path_buf(),
+            before: before.map(str::to_owned),
+            after: after.map(str::to_owned),
+        }
+    }
+
+    /// A file another program wrote after the change was computed is left as it is (and
+    /// nothing runs before a rename that does not happen); one still as read is replaced,
+    /// keeping its mode.
+    #[test]
+    fn a_file_changed_since_the_plan_is_not_overwritten() -> anyhow::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let file = tmp.path().join("settings.json");
+        fs::write(&file, "{\"theirs\": 1}")?;
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o640))?;
+        let stale = change(&file, Some("{}"), Some("{\"ours\": 1}"));
+        let written = write(&stale, || panic!("no backup for a write that does not happen"))?;
+        assert_eq!(written, Written::Stale);
+        assert_eq!(fs::read_to_string(&file)?, "{\"theirs\": 1}");
+
+        let fresh = change(&file, Some("{\"theirs\": 1}"), Some("{\"ours\": 1}"));
+        let mut backed_up = false;
+        let backup = || {
+            backed_up = true;
+            Ok(())
+        };
+        assert_eq!(write(&fresh, backup)?, Written::Done);
+        assert!(backed_up);
+        assert_eq!(fs::read_to_string(&file)?, "{\"ours\": 1}");
+        assert_eq!(fs::metadata(&file)?.permissions().mode() & 0o777, 0o640);
+        let left: Vec<_> = fs::read_dir(tmp.path())?.collect();
+        assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
+        Ok(())
+    }
+
+    /// A chain of relative links names the file at its end, even one that does not exist yet.
+    #[test]
+    fn a_link_chain_names_its_last_target() -> anyhow::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        fs::create_dir(tmp.path().join("real"))?;
+        std::os::unix::fs::symlink("real/middle", tmp.path().join("first"))?;
+        std::os::unix::fs::symlink("end.json", tmp.path().join("real/middle"))?;
+        assert_eq!(
+            target(&tmp.path().join("first"))?,
+            tmp.path().join("real/end.json")
+        );
+        std::os::unix::fs::symlink("loop", tmp.path().join("loop"))?;
+        assert!(target(&tmp.path().join("loop")).is_err());
+        Ok(())
     }
 }
