@@ -61,7 +61,11 @@ impl Drop for Stop<'_> {
 fn churn(h: &Home, done: &AtomicBool) -> usize {
     let mut runs = 0;
     while !done.load(Ordering::SeqCst) || runs < 4 {
-        let verb = if runs % 2 == 0 { "install" } else { "uninstall" };
+        let verb = if runs % 2 == 0 {
+            "install"
+        } else {
+            "uninstall"
+        };
         let (ok, said) = h.run(&[verb, "claude"]);
         assert!(ok, "{verb}: {said}");
         runs += 1;
@@ -80,7 +84,10 @@ fn assert_every_server_kept(h: &Home, file: &Path, names: &[String]) {
             .iter()
             .filter(|n| value["mcpServers"].get(n.as_str()).is_none())
             .collect();
-        assert!(lost.is_empty(), "after {verb}, these writes were lost: {lost:?}");
+        assert!(
+            lost.is_empty(),
+            "after {verb}, these writes were lost: {lost:?}"
+        );
         assert_eq!(
             value["mcpServers"].get("reconcile").is_some(),
             verb == "install",

@@ -116,7 +116,11 @@ fn a_codex_server_added_between_two_installs_survives_uninstall() {
     fs::write(&config, &text).expect("write");
     let (ok, said) = h.run(&["install", "codex"]);
     assert!(ok, "{said}");
-    assert!(read(&config).contains("[mcp_servers.added]\ncommand = \"added-server\"\nenabled = false"), "{}", read(&config));
+    assert!(
+        read(&config).contains("[mcp_servers.added]\ncommand = \"added-server\"\nenabled = false"),
+        "{}",
+        read(&config)
+    );
 
     let (ok, said) = h.run(&["uninstall", "codex"]);
     assert!(ok, "{said}");
@@ -177,13 +181,32 @@ fn a_symlinked_client_file_stays_a_link() {
 
         let (ok, said) = h.run(&["install", client]);
         assert!(ok, "{client}: {said}");
-        assert!(link.symlink_metadata().expect("lstat").file_type().is_symlink(), "{client}: still a link");
-        assert!(read(&target).contains("reconcile"), "{client}: the target got the edit");
+        assert!(
+            link.symlink_metadata()
+                .expect("lstat")
+                .file_type()
+                .is_symlink(),
+            "{client}: still a link"
+        );
+        assert!(
+            read(&target).contains("reconcile"),
+            "{client}: the target got the edit"
+        );
 
         let (ok, said) = h.run(&["uninstall", client]);
         assert!(ok, "{client}: {said}");
-        assert!(link.symlink_metadata().expect("lstat").file_type().is_symlink(), "{client}: a link after uninstall");
-        assert_eq!(read(&target), original, "{client}: the target's bytes are back");
+        assert!(
+            link.symlink_metadata()
+                .expect("lstat")
+                .file_type()
+                .is_symlink(),
+            "{client}: a link after uninstall"
+        );
+        assert_eq!(
+            read(&target),
+            original,
+            "{client}: the target's bytes are back"
+        );
     }
 }
 
@@ -194,7 +217,10 @@ fn install_makes_private_directories_whatever_the_umask() {
     let h = Home::new();
     for client in ["cursor", "claude"] {
         let mut command = std::process::Command::new("/bin/sh");
-        command.args(["-c", "umask 000 && exec \"$0\" \"$@\""]).arg(cli()).args(["install", client]);
+        command
+            .args(["-c", "umask 000 && exec \"$0\" \"$@\""])
+            .arg(cli())
+            .args(["install", client]);
         let base = h.command();
         for (k, v) in base.get_envs() {
             match v {
@@ -206,7 +232,13 @@ fn install_makes_private_directories_whatever_the_umask() {
         let out = command.output().expect("runs");
         assert!(out.status.success(), "{client}: {}", output_text(&out));
     }
-    let mode = |p: PathBuf| fs::metadata(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).permissions().mode() & 0o777;
+    let mode = |p: PathBuf| {
+        fs::metadata(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
     for dir in [
         h.home().join(".cursor"),
         h.home().join(".claude"),

@@ -130,7 +130,11 @@ fn is_stale(dir: &Path) -> bool {
 fn touch(dir: &Path) {
     if let Ok(handle) = std::fs::File::open(dir) {
         let now = SystemTime::now();
-        let _ = handle.set_times(std::fs::FileTimes::new().set_accessed(now).set_modified(now));
+        let _ = handle.set_times(
+            std::fs::FileTimes::new()
+                .set_accessed(now)
+                .set_modified(now),
+        );
     }
 }
 

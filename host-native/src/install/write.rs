@@ -174,7 +174,9 @@ mod tests {
         fs::write(&file, "{\"theirs\": 1}")?;
         fs::set_permissions(&file, fs::Permissions::from_mode(0o640))?;
         let stale = change(&file, Some("{}"), Some("{\"ours\": 1}"));
-        let written = write(&stale, || panic!("no backup for a write that does not happen"))?;
+        let written = write(&stale, || {
+            panic!("no backup for a write that does not happen")
+        })?;
         assert_eq!(written, Written::Stale);
         assert_eq!(fs::read_to_string(&file)?, "{\"theirs\": 1}");
 
