@@ -103,7 +103,8 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         );
     }
     println!(
-        "kept the originals in {} — `mcp-reconcile uninstall {}` puts them back",
+        "kept the bytes it replaced in {} — `mcp-reconcile uninstall {}` takes install out \
+         again, keeping every change made since",
         display::safe(&record.dir.display().to_string()),
         client.as_str()
     );

@@ -54,6 +54,7 @@ impl FileLock {
     /// [`FileLock::acquire`], waiting at most `wait`.
     fn acquire_within(file: &Path, wait: Duration) -> anyhow::Result<FileLock> {
         let dir = lock_dir(file);
+        let shown = crate::display::safe(&dir.display().to_string()).into_owned();
         if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
             super::write::make_dirs(parent)?;
         }
@@ -63,23 +64,22 @@ impl FileLock {
             match std::fs::create_dir(&dir) {
                 Ok(()) => return Ok(FileLock::held(dir)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => bail!("cannot take the lock {}: {e}", dir.display()),
+                Err(e) => bail!("cannot take the lock {shown}: {e}"),
             }
             if is_stale(&dir) {
                 // As `proper-lockfile` does: remove it and try again at once.
                 match std::fs::remove_dir(&dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        bail!("cannot remove the stale lock {}: {e}", dir.display())
+                        bail!("cannot remove the stale lock {shown}: {e}")
                     }
                     _ => continue,
                 }
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "{} has been locked by another program for {:.1} s (Claude Code saving it, \
+                    "{shown} has been locked by another program for {:.1} s (Claude Code saving it, \
                      as a rule); try again — if no Claude Code is running, remove that \
                      directory first",
-                    dir.display(),
                     wait.as_secs_f32()
                 );
             }

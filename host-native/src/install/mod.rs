@@ -14,10 +14,16 @@
 //! * the user's servers stay where the client's own `mcp add` writes them; `serve` reads them
 //!   there live (`--layout CLIENT`).
 //!
-//! Every file is changed only where install changes it ([`jsonc`], `toml_edit`); the original
-//! bytes are kept in a private directory with a record of what was written. `uninstall` puts
-//! back the original bytes when the file is as install left it, and otherwise takes out only
-//! what install added. Running install twice changes nothing the second time.
+//! Every file is changed only where install changes it ([`jsonc`], `toml_edit`); the bytes each
+//! run replaces are kept in a private directory with a record of what was written (`record`).
+//! `uninstall` puts back the original bytes only when nothing but install touched the file
+//! since they were taken, and otherwise takes out only what install added. Running install
+//! twice changes nothing the second time.
+//!
+//! Files are written as the clients expect (`settle`, `write`): under Claude Code's own lock
+//! on `~/.claude.json` (`lock`), each re-read right before its rename and computed again if
+//! another program changed it meanwhile, through a symbolic link to its target, new
+//! directories 0700.
 
 mod codex;
 mod diff;
