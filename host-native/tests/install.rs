@@ -6,71 +6,15 @@
 //! user's servers under short names and never itself.
 
 mod common;
+mod install_home;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use common::*;
+use install_home::{jsonc, read, Home};
 use serde_json::{json, Value};
-
-struct Home {
-    dir: tempfile::TempDir,
-}
-
-impl Home {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        fs::create_dir_all(dir.path().join("home")).expect("home");
-        fs::create_dir_all(dir.path().join("project")).expect("project");
-        Home { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    fn write(&self, rel: &str, text: &str) -> PathBuf {
-        let path = self.home().join(rel);
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        fs::write(&path, text).expect("write");
-        path
-    }
-
-    fn command(&self) -> Command {
-        self.command_of(&cli())
-    }
-
-    /// `program` in the project directory with this home's environment.
-    fn command_of(&self, program: &Path) -> Command {
-        let mut command = Command::new(program);
-        command
-            .env("HOME", self.home())
-            .env("XDG_STATE_HOME", self.path("state"))
-            .env("XDG_CONFIG_HOME", self.home().join(".config"))
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env_remove("CODEX_HOME")
-            .env_remove("GEMINI_CLI_HOME")
-            .env_remove("QWEN_HOME")
-            .env_remove("COPILOT_HOME")
-            .current_dir(self.path("project"))
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> (bool, String) {
-        let out = self.command().args(args).output().expect("runs");
-        (out.status.success(), output_text(&out))
-    }
-}
-
-fn read(path: &Path) -> String {
-    fs::read_to_string(path).unwrap_or_else(|_| "<absent>".into())
-}
 
 /// A `~/.claude.json` as Claude Code writes it (two-space JSON), with a user server.
 const CLAUDE_STATE: &str = r#"{
@@ -190,11 +134,6 @@ fn gemini_and_qwen_install_limit_the_client_with_mcp_allowed() {
         assert!(h.run(&["uninstall", client]).0);
         assert_eq!(read(&settings), original, "{client}: byte-identical");
     }
-}
-
-fn jsonc(text: &str) -> Value {
-    let value = mcp_reconcile_kernel::json::parse_jsonc(text).expect("jsonc");
-    serde_json::from_str(&value.to_json()).expect("json")
 }
 
 /// The editors have no switch that keeps a server listed but not started: install moves the

@@ -75,9 +75,8 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         .and_then(std::fs::canonicalize)
         .context("cannot find this program's own path")?;
     let state = state_dir(args, &env)?;
-    let previous = Record::load(&state, client)?;
-    let changes = install::install(client, &env, &exe)?;
     if args.dry_run {
+        let changes = install::install(client, &env, &exe)?;
         if changes.iter().any(Change::changes) {
             show(&changes);
         } else {
@@ -88,16 +87,15 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if !changes.iter().any(Change::changes) {
+    // Each file's bytes are backed up before a byte of it changes.
+    let (changes, record) = install::install_and_record(client, &env, &exe, &state)?;
+    if changes.is_empty() {
         println!(
             "mcp-reconcile is already installed for {}; nothing changed",
             client.as_str()
         );
         return Ok(());
     }
-    // The originals are safe before a byte of the client's files changes.
-    let record = Record::save(&state, client, &changes, previous.as_ref())?;
-    install::apply(&changes)?;
     for change in changes.iter().filter(|c| c.changes()) {
         println!(
             "changed {}",
@@ -105,7 +103,8 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         );
     }
     println!(
-        "kept the originals in {} — `mcp-reconcile uninstall {}` puts them back",
+        "kept the bytes it replaced in {} — `mcp-reconcile uninstall {}` takes install out \
+         again, keeping every change made since",
         display::safe(&record.dir.display().to_string()),
         client.as_str()
     );
@@ -129,16 +128,17 @@ pub fn uninstall(args: &InstallArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     };
-    let changes = install::uninstall(client, &record)?;
     if args.dry_run {
-        show(&changes);
+        show(&install::uninstall(client, &record)?);
         return Ok(());
     }
-    install::apply(&changes)?;
-    for (change, file) in changes.iter().zip(&record.files) {
+    let changes = install::uninstall_and_restore(client, &record)?;
+    for file in &record.files {
+        let Some(change) = changes.iter().find(|c| c.path == file.path) else {
+            continue;
+        };
         let path = display::safe(&change.path.display().to_string()).into_owned();
-        let exact = change.after == record.original(file)?;
-        if exact {
+        if file.untouched_since_install(change.before.as_deref()) {
             println!("restored {path}");
         } else {
             println!("{path} changed since install: took out only what install added");

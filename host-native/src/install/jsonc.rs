@@ -252,7 +252,7 @@ pub fn set(
 /// # Errors
 /// The text is not a JSON object, or something on `path` is not an object.
 pub fn remove(text: &str, path: &[&str], key: &str) -> anyhow::Result<String> {
-    let Some((members, _, _)) = object_at(text, path)? else {
+    let Some((members, open, close)) = object_at(text, path)? else {
         return Ok(text.to_owned());
     };
     let Some(index) = members.iter().position(|(k, _)| k == key) else {
@@ -265,9 +265,12 @@ pub fn remove(text: &str, path: &[&str], key: &str) -> anyhow::Result<String> {
     } else if let Some((_, next)) = members.get(1) {
         (member.start, next.start)
     } else {
-        // The only member: the line it is on goes.
-        let line = text[..member.start].rfind('\n').unwrap_or(member.start);
-        (line, member.end)
+        // The only member: the line it is on goes — or, in an object written on one line,
+        // everything between the braces.
+        match text[..member.start].rfind('\n') {
+            Some(line) if line > open => (line, member.end),
+            _ => (open + 1, close),
+        }
     };
     Ok(format!("{}{}", &text[..from], &text[to..]))
 }
@@ -357,5 +360,17 @@ mod tests {
         );
         assert!(set("[1]", &[], "a", &json!(1)).is_err());
         assert!(set("{\"a\": 1}", &["a"], "b", &json!(1)).is_err());
+    }
+
+    /// The only member of an object written on one line goes with nothing else: the text
+    /// stays valid (an editor's `"mcpServers": { "a": {...} }` handed over by install).
+    #[test]
+    fn the_only_member_of_a_one_line_object_is_removed() -> anyhow::Result<()> {
+        let text = "{\n  // mine\n  \"mcpServers\": { \"first\": { \"command\": \"f\" } }\n}\n";
+        let removed = remove(text, &["mcpServers"], "first")?;
+        assert_eq!(removed, "{\n  // mine\n  \"mcpServers\": {}\n}\n");
+        assert_eq!(keys(&removed, &["mcpServers"]), Vec::<String>::new());
+        assert_eq!(remove("{\"a\": 1}", &[], "a")?, "{}");
+        Ok(())
     }
 }

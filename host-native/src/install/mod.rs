@@ -14,15 +14,25 @@
 //! * the user's servers stay where the client's own `mcp add` writes them; `serve` reads them
 //!   there live (`--layout CLIENT`).
 //!
-//! Every file is changed only where install changes it ([`jsonc`], `toml_edit`); the original
-//! bytes are kept in a private directory with a record of what was written. `uninstall` puts
-//! back the original bytes when the file is as install left it, and otherwise takes out only
-//! what install added. Running install twice changes nothing the second time.
+//! Every file is changed only where install changes it ([`jsonc`], `toml_edit`); the bytes each
+//! run replaces are kept in a private directory with a record of what was written (`record`).
+//! `uninstall` puts back the original bytes only when nothing but install touched the file
+//! since they were taken, and otherwise takes out only what install added. Running install
+//! twice changes nothing the second time.
+//!
+//! Files are written as the clients expect (`settle`, `write`): under Claude Code's own lock
+//! on `~/.claude.json` (`lock`), each re-read right before its rename and computed again if
+//! another program changed it meanwhile, through a symbolic link to its target, new
+//! directories 0700.
 
 mod codex;
+mod diff;
 mod editors;
 pub mod jsonc;
+mod lock;
 mod record;
+mod settle;
+mod write;
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +40,7 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use crate::inputs::{self, read_text, HostEnv, INSTALLED_MARK};
+pub use diff::diff;
 pub use record::Record;
 
 /// The name of the gateway's entry in the client's files.
@@ -152,6 +163,7 @@ fn editor_file(client: Client, env: &HostEnv) -> anyhow::Result<(PathBuf, &'stat
         .with_context(|| format!("{} keeps no servers file", client.as_str()))
 }
 
+/// The text of a client's file (`None`: it does not exist).
 fn read(path: &Path) -> anyhow::Result<Option<String>> {
     read_text(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
@@ -174,16 +186,18 @@ pub fn install(client: Client, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<
             &entry,
         )
         .with_context(|| format!("{} cannot be edited", user.display()))?;
+        // The sidecar first: until the editor's file is written too, a moved server is in
+        // both files, never in neither.
         return Ok(vec![
-            Change {
-                path: user,
-                before: editor_before,
-                after: Some(editor_after),
-            },
             Change {
                 path: side,
                 before: sidecar_before,
                 after: Some(sidecar_after),
+            },
+            Change {
+                path: user,
+                before: editor_before,
+                after: Some(editor_after),
             },
         ]);
     }
@@ -239,8 +253,60 @@ fn refuse_other_list(
     }
 }
 
+/// Runs `install client`: writes what [`install`] computes, again from the new bytes whenever
+/// a file changed meanwhile (under Claude Code's own lock on `~/.claude.json`), each file's
+/// current bytes backed up in the record under `state_dir` before it is replaced. Returns
+/// what changed (nothing: it was installed already) and the record.
+///
+/// # Errors
+/// As [`install`], or a file or the record cannot be written.
+pub fn install_and_record(
+    client: Client,
+    env: &HostEnv,
+    exe: &Path,
+    state_dir: &Path,
+) -> anyhow::Result<(Vec<Change>, Record)> {
+    let mut record = Record::continue_or_start(state_dir, client, Record::load(state_dir, client)?);
+    let files = files(client, env)?;
+    let changes = settle::settle(
+        lock_of(client, &files),
+        || install(client, env, exe),
+        |change| record.note(change),
+    )?;
+    record.note_found(&files)?;
+    Ok((changes, record))
+}
+
+/// Runs `uninstall client` from its install `record`, as [`install_and_record`] writes (the
+/// client's lock, a file that changed meanwhile computed again). Returns what changed; the
+/// record is left to the caller to remove.
+///
+/// # Errors
+/// As [`uninstall`], or a file cannot be written.
+pub fn uninstall_and_restore(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
+    let files: Vec<PathBuf> = record.files.iter().map(|f| f.path.clone()).collect();
+    settle::settle(
+        lock_of(client, &files),
+        || uninstall(client, record),
+        |_| Ok(()),
+    )
+}
+
+/// The file among `files` whose client locks it while saving: Claude Code's `.claude.json`.
+fn lock_of(client: Client, files: &[PathBuf]) -> Option<&Path> {
+    (client == Client::Claude)
+        .then(|| {
+            files
+                .iter()
+                .find(|f| f.file_name().is_some_and(|n| n == ".claude.json"))
+        })
+        .flatten()
+        .map(PathBuf::as_path)
+}
+
 /// What `uninstall client` would change, from its install `record` and the files as they are:
-/// a file as install left it gets its original bytes back; one changed since loses only what
+/// a file only install changed since its original was taken gets its original bytes back; one
+/// changed otherwise (by the client, by the user, between two installs) loses only what
 /// install added.
 ///
 /// # Errors
@@ -252,25 +318,10 @@ pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>>
     let mut changes = Vec::new();
     for file in &record.files {
         let before = read(&file.path)?;
-        let after = if before.as_deref().map(record::digest) == Some(file.installed.clone()) {
-            record.original(file)?
-        } else {
-            let text = before.clone().unwrap_or_default();
-            Some(match client {
-                Client::Codex => codex::uninstall(&text)?,
-                _ => {
-                    let mut text = jsonc::remove(&text, &["mcpServers"], GATEWAY)?;
-                    if jsonc::get(&text, &[], "allowedMcpServers")
-                        == Some(json!([{ "serverName": GATEWAY }]))
-                    {
-                        text = jsonc::remove(&text, &[], "allowedMcpServers")?;
-                    }
-                    if jsonc::get(&text, &["mcp"], "allowed") == Some(json!([GATEWAY])) {
-                        text = jsonc::remove(&text, &["mcp"], "allowed")?;
-                    }
-                    text
-                }
-            })
+        let after = match &before {
+            _ if file.untouched_since_install(before.as_deref()) => record.original(file)?,
+            None => None,
+            Some(text) => Some(take_out(client, text)?),
         };
         changes.push(Change {
             path: file.path.clone(),
@@ -281,21 +332,39 @@ pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>>
     Ok(changes)
 }
 
-/// An editor's uninstall: both files as install left them get their original bytes back;
-/// otherwise the sidecar's servers (edited there since, maybe) go back into the editor's file,
-/// and the sidecar is put back as it was before install (removed, as a rule).
+/// `text` without what install adds to a file of `client`'s.
+fn take_out(client: Client, text: &str) -> anyhow::Result<String> {
+    if client == Client::Codex {
+        return codex::uninstall(text);
+    }
+    let mut text = jsonc::remove(text, &["mcpServers"], GATEWAY)?;
+    if jsonc::get(&text, &[], "allowedMcpServers") == Some(json!([{ "serverName": GATEWAY }])) {
+        text = jsonc::remove(&text, &[], "allowedMcpServers")?;
+    }
+    if jsonc::get(&text, &["mcp"], "allowed") == Some(json!([GATEWAY])) {
+        text = jsonc::remove(&text, &["mcp"], "allowed")?;
+    }
+    Ok(text)
+}
+
+/// An editor's uninstall: when only install changed both files since their originals were
+/// taken, each gets its original bytes back; otherwise the sidecar's servers (edited there
+/// since, or handed over by a later install) go back into the editor's file, and the sidecar
+/// is put back as it was before install (removed, as a rule).
 fn uninstall_editor(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
-    let [editor, side] = record.files.as_slice() else {
+    let is_sidecar = |f: &&record::FileRecord| inputs::sidecar(&f.path) == f.path;
+    let Some(editor) = record.files.iter().find(|f| !is_sidecar(f)) else {
         bail!(
-            "the install record of {} does not name its two files",
+            "the install record of {} does not name the editor's file",
             client.as_str()
         );
     };
-    let (editor_now, side_now) = (read(&editor.path)?, read(&side.path)?);
-    let untouched = |now: &Option<String>, file: &record::FileRecord| {
-        now.as_deref().map(record::digest).as_ref() == Some(&file.installed)
-    };
-    let editor_after = if untouched(&editor_now, editor) && untouched(&side_now, side) {
+    let side_path = inputs::sidecar(&editor.path);
+    let side = record.files.iter().find(|f| f.path == side_path);
+    let (editor_now, side_now) = (read(&editor.path)?, read(&side_path)?);
+    let untouched = editor.untouched_since_install(editor_now.as_deref())
+        && side.is_some_and(|s| s.untouched_since_install(side_now.as_deref()));
+    let editor_after = if untouched {
         record.original(editor)?
     } else {
         // As `inputs::editor_user_file` names it.
@@ -310,6 +379,11 @@ fn uninstall_editor(client: Client, record: &Record) -> anyhow::Result<Vec<Chang
             key,
         )?)
     };
+    let side_after = match side {
+        Some(side) => record.original(side)?,
+        // Install never got to write it: whatever is there is not install's.
+        None => side_now.clone(),
+    };
     Ok(vec![
         Change {
             path: editor.path.clone(),
@@ -317,92 +391,11 @@ fn uninstall_editor(client: Client, record: &Record) -> anyhow::Result<Vec<Chang
             after: editor_after,
         },
         Change {
-            path: side.path.clone(),
+            path: side_path,
             before: side_now,
-            after: record.original(side)?,
+            after: side_after,
         },
     ])
-}
-
-/// Writes `changes`: each file replaced atomically, keeping its mode (a new file is 0600), or
-/// removed.
-///
-/// # Errors
-/// A file cannot be written.
-pub fn apply(changes: &[Change]) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    for change in changes.iter().filter(|c| c.changes()) {
-        match &change.after {
-            Some(text) => {
-                let mode = std::fs::metadata(&change.path)
-                    .map(|m| m.permissions().mode() & 0o7777)
-                    .unwrap_or(0o600);
-                if let Some(dir) = change.path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .with_context(|| format!("creating {}", dir.display()))?;
-                }
-                crate::approvals_store::write_atomic(&change.path, text.as_bytes())
-                    .with_context(|| format!("writing {}", change.path.display()))?;
-                std::fs::set_permissions(&change.path, std::fs::Permissions::from_mode(mode))?;
-            }
-            None => match std::fs::remove_file(&change.path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("removing {}", change.path.display()))
-                }
-                _ => {}
-            },
-        }
-    }
-    Ok(())
-}
-
-/// What `change` does, for a person (`--dry-run`): the lines it takes out (`-`) and puts in
-/// (`+`), in the style of a unified diff without context — a client's file holds other
-/// servers' secrets, and no line install did not touch is shown. A string value under a key
-/// that names a credential is masked even there.
-pub fn diff(change: &Change) -> String {
-    let before = change.before.as_deref().unwrap_or("");
-    let after = change.after.as_deref().unwrap_or("");
-    let old: Vec<&str> = before.lines().collect();
-    let new: Vec<&str> = after.lines().collect();
-    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let suffix = old[prefix..]
-        .iter()
-        .rev()
-        .zip(new[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
-    let path = crate::display::safe(&change.path.display().to_string()).into_owned();
-    let mut out = format!("--- {path}\n+++ {path}\n@@ line {} @@\n", prefix + 1);
-    for line in &old[prefix..old_end] {
-        out.push_str(&format!("-{}\n", shown(line)));
-    }
-    for line in &new[prefix..new_end] {
-        out.push_str(&format!("+{}\n", shown(line)));
-    }
-    out
-}
-
-/// A line of a client's file as a terminal may show it: escaped, and a credential's value
-/// masked.
-fn shown(line: &str) -> String {
-    let masked = match line
-        .trim_start()
-        .strip_prefix('"')
-        .and_then(|l| l.split_once('"'))
-    {
-        Some((key, rest))
-            if crate::redact::is_secret_param(key)
-                && rest.trim_start().starts_with(':')
-                && rest.contains('"') =>
-        {
-            let indent = &line[..line.len() - line.trim_start().len()];
-            format!("{indent}\"{key}\": \"****\"")
-        }
-        _ => line.to_owned(),
-    };
-    crate::display::safe(&masked).into_owned()
 }
 
 #[cfg(test)]
