@@ -256,3 +256,46 @@ fn install_makes_private_directories_whatever_the_umask() {
         assert_eq!(mode(file.clone()), 0o600, "{}", file.display());
     }
 }
+
+/// A `~/.claude.json` over the 4 MiB bound of repository files (Claude Code keeps every
+/// project's history there; users report 15–65 MB) is installed into and restored byte for
+/// byte, and the servers behind the gateway are still read from it.
+#[test]
+fn a_large_claude_state_file_is_installed_and_restored() {
+    let h = Home::new();
+    let history: Vec<Value> = (0..60_000)
+        .map(|i| json!({ "display": format!("prompt number {i} of a long history") }))
+        .collect();
+    let original = serde_json::to_string_pretty(&json!({
+        "mcpServers": { "first": { "type": "stdio", "command": "first-server" } },
+        "projects": { "/elsewhere": { "history": history } },
+    }))
+    .expect("json");
+    assert!(original.len() > 5 * 1024 * 1024, "{}", original.len());
+    let file = h.write(".claude.json", &original);
+
+    let (ok, said) = h.run(&["install", "claude"]);
+    assert!(ok, "{said}");
+    let value = jsonc(&read(&file));
+    assert!(value["mcpServers"].get("reconcile").is_some(), "{said}");
+    assert_eq!(
+        value["projects"]["/elsewhere"]["history"][59_999]["display"],
+        "prompt number 59999 of a long history"
+    );
+
+    let out = h
+        .command()
+        .args(["status", "--layout", "claude", "--json"])
+        .output()
+        .expect("status");
+    let status = output_text(&out);
+    assert!(status.contains("first"), "{status}");
+    assert!(!status.contains("larger than"), "{status}");
+
+    let (ok, said) = h.run(&["uninstall", "claude"]);
+    assert!(ok, "{said}");
+    assert!(
+        read(&file) == original,
+        "uninstall restores the large file byte for byte: {said}"
+    );
+}

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use crate::inputs::{self, read_text, HostEnv, INSTALLED_MARK};
+use crate::inputs::{self, read_client_text, HostEnv, INSTALLED_MARK};
 pub use diff::diff;
 pub use record::Record;
 
@@ -163,9 +163,10 @@ fn editor_file(client: Client, env: &HostEnv) -> anyhow::Result<(PathBuf, &'stat
         .with_context(|| format!("{} keeps no servers file", client.as_str()))
 }
 
-/// The text of a client's file (`None`: it does not exist).
+/// The text of a client's file (`None`: it does not exist), with the bound of a client's own
+/// state file: `~/.claude.json` holds every project's history and may be tens of MiB.
 fn read(path: &Path) -> anyhow::Result<Option<String>> {
-    read_text(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    read_client_text(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// What `install client` would change.

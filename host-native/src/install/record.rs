@@ -204,7 +204,8 @@ impl Record {
             return Ok(None);
         };
         let path = self.dir.join(name);
-        crate::inputs::read_text(&path)
+        // A backup is a client's file as it was: `~/.claude.json` may be tens of MiB.
+        crate::inputs::read_client_text(&path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
             .map(Some)
             .with_context(|| format!("the original {} is missing", path.display()))
