@@ -263,7 +263,7 @@ fn install_makes_private_directories_whatever_the_umask() {
 #[test]
 fn a_large_claude_state_file_is_installed_and_restored() {
     let h = Home::new();
-    let history: Vec<Value> = (0..60_000)
+    let history: Vec<Value> = (0..80_000)
         .map(|i| json!({ "display": format!("prompt number {i} of a long history") }))
         .collect();
     let original = serde_json::to_string_pretty(&json!({
