@@ -286,6 +286,9 @@ impl<B: Backend> Host<B> {
                 Err(e) => problems.push((name.clone(), e.to_string())),
             }
         }
+        // A server no longer configured takes its brake with it.
+        let desired = &self.desired;
+        self.dev.brakes.retain(|name, _| desired.contains_key(name));
         if specs == self.dev.armed && !self.dev.stale {
             return;
         }
