@@ -21,6 +21,8 @@ mod claude_plugins;
 mod codex;
 mod editors;
 mod expand;
+#[doc(hidden)]
+pub mod fuzz;
 mod gemini;
 mod layouts;
 mod normalize;
