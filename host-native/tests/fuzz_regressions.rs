@@ -86,3 +86,41 @@ fn every_language_server_seed_converts_and_parses() {
         );
     }
 }
+
+/// `f` run on its own thread: its answer, or `None` when it has not answered within a generous
+/// deadline (a loop that never ends fails the test instead of hanging it).
+fn answers<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(45)).ok()
+}
+
+/// Guards `jsonc_edit`'s first finding: a stray `]`, `}` or `/` where a value should be made
+/// install's JSONC scanner loop forever; it is an error now, and the file is left alone.
+#[test]
+fn a_stray_bracket_or_slash_in_a_jsonc_file_is_an_error_not_a_hang() {
+    use mcp_reconcile::install::jsonc;
+    for text in [
+        "{\n  /* block */ \"mcp\": {\"allowe\"]},\n}",
+        "{\"a\": [1, }]}",
+        "{\"a\": / }",
+    ] {
+        let owned = text.to_owned();
+        let keys = answers(move || jsonc::keys(&owned, &["mcp"])).expect("keys answers");
+        assert!(keys.is_empty(), "{text}: {keys:?}");
+        let owned = text.to_owned();
+        let set = answers(move || {
+            jsonc::set(
+                &owned,
+                &["mcp"],
+                "allowed",
+                &serde_json::json!(["reconcile"]),
+            )
+            .map_err(|e| e.to_string())
+        })
+        .expect("set answers");
+        assert!(set.is_err(), "{text}: {set:?}");
+    }
+}

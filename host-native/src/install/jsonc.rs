@@ -85,10 +85,15 @@ impl Scan<'_> {
                 }
             }
             Some(_) => {
+                let start = self.at;
                 while self.text.get(self.at).is_some_and(|b| {
                     !matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' | b'/')
                 }) {
                     self.at += 1;
+                }
+                // A stray `]`, `}` or `/` is no value: scanning on from it never ends.
+                if self.at == start {
+                    bail!("unexpected byte {} where a value should be", self.at);
                 }
                 Ok(())
             }
