@@ -124,3 +124,33 @@ fn a_stray_bracket_or_slash_in_a_jsonc_file_is_an_error_not_a_hang() {
         assert!(set.is_err(), "{text}: {set:?}");
     }
 }
+
+/// Guards `jsonc_edit`'s second finding: a member added to an object that held only a line
+/// comment went after the comment on its line, so the comment swallowed the closing brace and
+/// the file no longer parsed.
+#[test]
+fn a_member_added_to_an_object_holding_only_a_comment_keeps_the_file_valid() {
+    use mcp_reconcile::install::jsonc;
+    let value = serde_json::json!(["reconcile"]);
+    for (text, path, comment) in [
+        ("{\n  // no servers yet\n}\n", &[][..], "// no servers yet"),
+        (
+            "{\"mcp\": {\n    // allowed: [\"a\"]\n  }}",
+            &["mcp"][..],
+            "// allowed: [\"a\"]",
+        ),
+        ("{ /* empty */ }", &[][..], "/* empty */"),
+    ] {
+        let set = jsonc::set(text, path, "allowed", &value).expect("set");
+        assert!(
+            mcp_reconcile_kernel::json::parse_jsonc(&set).is_ok(),
+            "{text:?} became {set:?}"
+        );
+        assert_eq!(
+            jsonc::get(&set, path, "allowed"),
+            Some(value.clone()),
+            "{set}"
+        );
+        assert!(set.contains(comment), "the comment stays: {set}");
+    }
+}
