@@ -286,3 +286,72 @@ fn a_repository_glob_is_bounded_and_applies_only_once_approved() {
         state_of(s, "tool") == "connected" && pid_of(s, "tool") != tool
     });
 }
+
+/// The `server` lines a fixture's `--marker` file holds: how many times it started.
+fn starts(marker: &Path) -> usize {
+    fs::read_to_string(marker)
+        .map(|t| t.lines().filter(|l| l.starts_with("server")).count())
+        .unwrap_or(0)
+}
+
+/// What `status` says of the inputs and dev mode (its error lines).
+fn status_errors(p: &Project) -> String {
+    String::from_utf8_lossy(&p.run(&["status", "--json"]).stderr).into_owned()
+}
+
+/// Guards the restart-storm brake: a server that writes into its own watched folder when it
+/// starts is restarted at most the brake's count, then its dev restarts pause and status says
+/// so, until a reconnect or a change after its sources were quiet.
+#[test]
+fn a_server_writing_into_its_own_watched_folder_is_paused_after_the_brakes_count() {
+    use mcp_reconcile_kernel::dev::{BRAKE_QUIET, BRAKE_RESTARTS};
+    let p = Project::new();
+    let app = sources(&p, "app", &["src/x.ts"]);
+    let lib = sources(&p, "lib", &["y.py"]);
+    // The fixture appends `server PID` to its marker when it starts: inside its own glob.
+    let log = app.join("src/started.log");
+    let mut storm = dev_server(&p, "storm", "echo", &app, json!("src/*"));
+    storm["args"] = json!(["--name", "storm", "--marker", log.to_string_lossy()]);
+    p.write_settings(json!({"mcpServers": {
+        "storm": storm,
+        "barrier": dev_server(&p, "barrier", "echo", &lib, json!("*.py")),
+    }}));
+    let watch = p.watch_with(&["--debounce-ms", "100"]);
+    p.wait_for("both connected", |s| {
+        all_connected(s, &["storm", "barrier"])
+    });
+    // Its first start may come before the watches are armed: an edit starts the storm.
+    save(&app.join("src/x.ts"), "// v1");
+    let paused = "dev mode paused for server \"storm\": restarted 5 times in 10 s by changes \
+                  under src/started.log";
+    wait_until("the storm paused", || status_errors(&p).contains(paused));
+    let said = status_errors(&p);
+    assert!(said.contains("`mcp-reconcile reconnect storm`"), "{said}");
+    let at_pause = starts(&log);
+    assert!(at_pause > BRAKE_RESTARTS, "{at_pause} starts");
+    // Behind a barrier (a later edit's restart): the storm restarted nothing more.
+    let s = p.wait_for("storm connected", |s| state_of(s, "storm") == "connected");
+    let (storm_pid, barrier) = (pid_of(&s, "storm"), pid_of(&s, "barrier"));
+    save(&lib.join("y.py"), "# v1");
+    let s = p.wait_for("the barrier restarted", |s| {
+        state_of(s, "barrier") == "connected" && pid_of(s, "barrier") != barrier
+    });
+    assert_eq!(starts(&log), at_pause, "{}", watch.output());
+    assert_eq!(pid_of(&s, "storm"), storm_pid);
+
+    // A reconnect resumes dev restarts: its new process's write restarts it again, until the
+    // brake pauses it anew.
+    assert!(p.run(&["reconnect", "storm"]).status.success());
+    wait_until("dev restarts resumed", || starts(&log) >= at_pause + 2);
+    wait_until("the storm paused again", || {
+        status_errors(&p).contains(paused)
+    });
+    let again = starts(&log);
+    assert!(again <= at_pause + 1 + BRAKE_RESTARTS, "{again} starts");
+
+    // Quiet for the brake's period, then an edit restarts it too.
+    std::thread::sleep(std::time::Duration::from_millis(BRAKE_QUIET.0 + 500));
+    save(&app.join("src/x.ts"), "// v2");
+    wait_until("an edit after quiet restarted it", || starts(&log) > again);
+    watch.stop();
+}

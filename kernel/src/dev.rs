@@ -12,12 +12,20 @@
 //! * [`DevMatcher`]: which servers a changed path belongs to;
 //! * [`restart`]: the plan with those servers restarted — a server the plan keeps (or holds
 //!   back after failures) becomes a `reconnect` to its own connection id, which a host runs
-//!   make before break like any changed entry.
+//!   make before break like any changed entry;
+//! * [`Brake`] (`brake`): whether a change restarts a server now — at most
+//!   [`BRAKE_RESTARTS`] dev restarts of one server within [`BRAKE_WINDOW`], then its dev
+//!   restarts pause (a server that writes into its own watched folder restarts itself
+//!   forever otherwise) until its sources are quiet or the user reconnects it.
 //!
 //! The host watches the directories (bounded by [`MAX_WATCHED_DIRS`] per session), debounces
 //! the changes through its reload scheduler and runs the plan. `dev` is part of the entry but
 //! not of its identity (editing it restarts nothing), and the approval hash covers it: a
 //! project entry's dev mode applies only once that very entry is approved.
+
+mod brake;
+
+pub use brake::{paused_text, Brake, Paused, BRAKE_QUIET, BRAKE_RESTARTS, BRAKE_WINDOW};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 

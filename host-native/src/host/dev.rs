@@ -13,12 +13,19 @@
 //!    run like a burst of settings edits. A directory that appeared or vanished re-arms.
 //! 3. That run restarts the servers ([`dev::restart`]): a `reconnect` to the same connection
 //!    id, make before break like any edited entry, reported with `source changed: PATH`.
+//! 4. Each server's [`Brake`] decides whether that run restarts it: a server restarted
+//!    [`BRAKE_RESTARTS`](dev::BRAKE_RESTARTS) times within the brake's window (one that writes
+//!    into its own watched folder) has its dev restarts paused until its sources are quiet, a
+//!    reconnect or a reload; status says so while it lasts (an error line, which the gateway's
+//!    attention reads).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mcp_reconcile_kernel::dev::{self, dev_globs, DevMatcher, GlobRoot, MAX_WATCHED_DIRS};
+use mcp_reconcile_kernel::dev::{
+    self, dev_globs, paused_text, Brake, DevMatcher, GlobRoot, MAX_WATCHED_DIRS,
+};
 use mcp_reconcile_kernel::reload::{Arrival, FileSource};
 use mcp_reconcile_kernel::LayerSource;
 use tokio::sync::mpsc;
@@ -51,6 +58,8 @@ pub(super) struct Dev {
     pending: BTreeMap<String, String>,
     /// Servers not watched, and why (the file they come from is added when shown).
     problems: Vec<(String, String)>,
+    /// Each restarted server's restart-storm brake.
+    brakes: BTreeMap<String, Brake>,
 }
 
 /// One server's globs and where relative ones start.
@@ -79,6 +88,7 @@ impl Dev {
             bases: BTreeMap::new(),
             pending: BTreeMap::new(),
             problems: Vec::new(),
+            brakes: BTreeMap::new(),
         }
     }
 
@@ -91,11 +101,41 @@ impl Dev {
     }
 
     /// The first changed path of each server in `names` that has one, taken: the run that
-    /// restarts them is starting.
-    fn take(&mut self, names: impl Iterator<Item = String>) -> Vec<(String, String)> {
-        names
-            .filter_map(|name| Some((name.clone(), self.pending.remove(&name)?)))
-            .collect()
+    /// restarts them is starting at `now`. Only those their [`Brake`] lets restart are
+    /// returned.
+    fn take(
+        &mut self,
+        names: impl Iterator<Item = String>,
+        now: mcp_reconcile_kernel::Millis,
+    ) -> Vec<(String, String)> {
+        let mut restarted = Vec::new();
+        for name in names {
+            let Some(path) = self.pending.remove(&name) else {
+                continue;
+            };
+            if self
+                .brakes
+                .entry(name.clone())
+                .or_default()
+                .change(now, &path)
+            {
+                restarted.push((name, path));
+            }
+        }
+        restarted
+    }
+
+    /// The user restarted `names` (a reconnect) or every server (`None`, a reload): their dev
+    /// restarts resume.
+    pub(super) fn release(&mut self, names: Option<&[String]>) {
+        match names {
+            None => self.brakes.clear(),
+            Some(names) => {
+                for name in names {
+                    self.brakes.remove(name);
+                }
+            }
+        }
     }
 
     /// The first path that changed for `name` since its last restart, as shown (relative to
@@ -246,6 +286,9 @@ impl<B: Backend> Host<B> {
                 Err(e) => problems.push((name.clone(), e.to_string())),
             }
         }
+        // A server no longer configured takes its brake with it.
+        let desired = &self.desired;
+        self.dev.brakes.retain(|name, _| desired.contains_key(name));
         if specs == self.dev.armed && !self.dev.stale {
             return;
         }
@@ -290,11 +333,27 @@ impl<B: Backend> Host<B> {
                 })
                 .collect(),
         };
-        self.dev.take(names.into_iter())
+        let now = self.now();
+        self.dev.take(names.into_iter(), now)
+    }
+
+    /// The servers dev mode cannot watch, each with its file and why; then those whose dev
+    /// restarts are paused, and why.
+    pub(super) fn dev_problems(&self) -> Vec<String> {
+        let mut problems = self.dev_off();
+        problems.extend(self.dev.brakes.iter().filter_map(|(name, brake)| {
+            let paused = brake.paused().filter(|_| self.desired.contains_key(name))?;
+            let shown = dev::Paused {
+                path: crate::display::safe(&paused.path).into_owned(),
+                ..paused.clone()
+            };
+            Some(paused_text(&crate::display::safe(name), &shown))
+        }));
+        problems
     }
 
     /// The servers dev mode cannot watch, each with its file and why.
-    pub(super) fn dev_problems(&self) -> Vec<String> {
+    fn dev_off(&self) -> Vec<String> {
         if self.dev.problems.is_empty() {
             return Vec::new();
         }

@@ -430,6 +430,7 @@ impl<B: Backend> Host<B> {
             }
             Control::Reload(reply) => {
                 self.clear_crash_loops = true;
+                self.dev.release(None);
                 let now = self.now();
                 self.scheduler.handle_manual_reload(now);
                 let _ = reply.send(());
@@ -450,6 +451,7 @@ impl<B: Backend> Host<B> {
                     }
                     None => self.desired.keys().cloned().collect(),
                 };
+                self.dev.release(Some(&names));
                 match self.backend.reconnect(server.as_deref(), &names, &also) {
                     Restart::Pass => {
                         self.restart.extend(names.iter().cloned());

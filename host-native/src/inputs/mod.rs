@@ -32,6 +32,10 @@ mod session_id;
 mod shell_words;
 mod snapshot;
 
+/// The client-file parsers for the fuzz targets (not part of the API).
+#[doc(hidden)]
+pub use clients::fuzz;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};

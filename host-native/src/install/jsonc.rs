@@ -85,10 +85,15 @@ impl Scan<'_> {
                 }
             }
             Some(_) => {
+                let start = self.at;
                 while self.text.get(self.at).is_some_and(|b| {
                     !matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' | b'/')
                 }) {
                     self.at += 1;
+                }
+                // A stray `]`, `}` or `/` is no value: scanning on from it never ends.
+                if self.at == start {
+                    bail!("unexpected byte {} where a value should be", self.at);
                 }
                 Ok(())
             }
@@ -234,12 +239,16 @@ pub fn set(
         None => {
             let outer = indent_of(base, open).to_owned();
             let indent = format!("{outer}  ");
-            let inner = &base[open + 1..close];
+            // What the empty object held (comments) stays, on its own line: a line comment
+            // would otherwise swallow the closing brace.
+            let inner = match base[open + 1..close].trim_matches([' ', '\t', '\n', '\r']) {
+                "" => String::new(),
+                inner => format!("{indent}{inner}\n"),
+            };
             Ok(format!(
-                "{}{{\n{indent}{key_json}: {}\n{outer}{}}}{}",
+                "{}{{\n{indent}{key_json}: {}\n{inner}{outer}}}{}",
                 &base[..open],
                 pretty(value, &indent),
-                inner.trim_matches([' ', '\t', '\n', '\r']),
                 &base[close + 1..]
             ))
         }

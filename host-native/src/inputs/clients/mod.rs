@@ -25,6 +25,8 @@ mod claude_state;
 mod codex;
 mod editors;
 mod expand;
+#[doc(hidden)]
+pub mod fuzz;
 mod gemini;
 mod layouts;
 mod normalize;
