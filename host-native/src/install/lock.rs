@@ -66,14 +66,20 @@ impl FileLock {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => bail!("cannot take the lock {shown}: {e}"),
             }
-            if is_stale(&dir) {
-                // As `proper-lockfile` does: remove it and try again at once.
-                match std::fs::remove_dir(&dir) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        bail!("cannot remove the stale lock {shown}: {e}")
+            match heartbeat_age(&dir) {
+                // Released between the `mkdir` and this look: take it at once. (Never remove
+                // it here: another writer may have taken it meanwhile.)
+                Age::Gone => continue,
+                Age::Stale => {
+                    // As `proper-lockfile` does: remove it and try again at once.
+                    match std::fs::remove_dir(&dir) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            bail!("cannot remove the stale lock {shown}: {e}")
+                        }
+                        _ => continue,
                     }
-                    _ => continue,
                 }
+                Age::Fresh => {}
             }
             if Instant::now() >= deadline {
                 bail!(
@@ -115,14 +121,29 @@ impl Drop for FileLock {
     }
 }
 
-/// Whether the lock directory's last heartbeat is older than [`STALE`] (a directory that
-/// is gone meanwhile counts as stale: the next `mkdir` decides).
-fn is_stale(dir: &Path) -> bool {
+/// How old a lock directory's last heartbeat is.
+enum Age {
+    /// The directory is gone: its holder released it.
+    Gone,
+    /// Older than [`STALE`]: its holder died.
+    Stale,
+    /// Held (or its age cannot be read: wait, as for a held one).
+    Fresh,
+}
+
+/// The age of the lock directory's last heartbeat.
+fn heartbeat_age(dir: &Path) -> Age {
     match std::fs::symlink_metadata(dir).and_then(|m| m.modified()) {
-        Ok(beat) => SystemTime::now()
-            .duration_since(beat)
-            .is_ok_and(|age| age > STALE),
-        Err(_) => true,
+        Ok(beat)
+            if SystemTime::now()
+                .duration_since(beat)
+                .is_ok_and(|age| age > STALE) =>
+        {
+            Age::Stale
+        }
+        Ok(_) => Age::Fresh,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Age::Gone,
+        Err(_) => Age::Fresh,
     }
 }
 
