@@ -97,7 +97,7 @@ impl std::fmt::Debug for Caller {
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     /// The server answered with a JSON-RPC error (forwarded with its message masked of the
-    /// server's secrets and shortened: [`MAX_ERROR_MESSAGE`]).
+    /// server's secrets and cut at 4 KiB).
     #[error("{}", .0.message)]
     Mcp(rmcp::ErrorData),
     /// No answer: the connection closed, the `timeout` passed, the caller cancelled, or the
