@@ -14,40 +14,21 @@
 mod common;
 
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::*;
 use serde_json::json;
 
 /// Far longer than any wait of these tests: a server stopped within it was not drained.
-const LONG_DRAIN_MS: &str = "120000";
+const LONG_DRAIN_MS: u64 = 120_000;
 
 /// A private runtime dir with a daemon of the test's own whose drain is [`LONG_DRAIN_MS`].
 fn long_drain_daemon(p: &Project) -> (PathBuf, Group) {
     let runtime = p.path("run");
     fs::create_dir_all(&runtime).expect("runtime dir");
-    let log = fs::File::create(p.path("daemon.log")).expect("log");
-    let child = Command::new(cli())
-        .args(["daemon", "--drain-ms", LONG_DRAIN_MS, "--idle-exit-ms"])
-        .arg(PATIENCE.as_millis().to_string())
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("MCP_RECONCILE_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .process_group(0)
-        .spawn()
-        .expect("daemon starts");
-    let daemon = Group::new(child);
-    let socket = runtime.join("mcp-reconcile/daemon.sock");
-    let start = Instant::now();
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        assert!(start.elapsed() < PATIENCE, "the daemon never listened");
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    let daemon = start_daemon_with(p, &runtime, LONG_DRAIN_MS, PATIENCE);
     (runtime, daemon)
 }
 

@@ -1123,11 +1123,23 @@ pub fn start_daemon_for_client(p: &Project, runtime: &Path) -> Group {
 }
 
 fn start_daemon_idle(p: &Project, runtime: &Path, idle: Duration) -> Group {
+    start_daemon_with(p, runtime, 300, idle)
+}
+
+/// A daemon of the test's own in `runtime` (its log `daemon.log`), with the drain and idle exit
+/// given, once it listens. Its process group is the test's from the spawn on, so a daemon that
+/// never listens is stopped too.
+pub fn start_daemon_with(p: &Project, runtime: &Path, drain_ms: u64, idle: Duration) -> Group {
     use std::os::unix::process::CommandExt;
     let log = fs::File::create(p.path("daemon.log")).expect("log");
-    let idle = idle.as_millis().to_string();
     let child = Command::new(cli())
-        .args(["daemon", "--drain-ms", "300", "--idle-exit-ms", &idle])
+        .args([
+            "daemon",
+            "--drain-ms",
+            &drain_ms.to_string(),
+            "--idle-exit-ms",
+        ])
+        .arg(idle.as_millis().to_string())
         .env("XDG_RUNTIME_DIR", runtime)
         .env("MCP_RECONCILE_LOG", "info")
         .stdin(Stdio::null())
@@ -1136,11 +1148,12 @@ fn start_daemon_idle(p: &Project, runtime: &Path, idle: Duration) -> Group {
         .process_group(0)
         .spawn()
         .expect("daemon starts");
+    let daemon = Group::new(child);
     let socket = runtime.join("mcp-reconcile/daemon.sock");
     let start = std::time::Instant::now();
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         assert!(start.elapsed() < PATIENCE, "the daemon never listened");
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
-    Group::new(child)
+    daemon
 }

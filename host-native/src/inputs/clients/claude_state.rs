@@ -56,20 +56,13 @@ pub(super) fn complete(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use super::*;
 
     #[test]
     fn only_the_servers_and_this_projects_entry_are_kept() {
         let vars = BTreeMap::new();
-        let ctx = Context {
-            vars: &vars,
-            home: None,
-            project: Path::new("/p"),
-            project_given: Path::new("/p"),
-            git_root: None,
-        };
+        let ctx = Context::at_p(&vars);
         let text = r#"{"history":[1,2,{"x":"\u0041"}],"mcpServers":{"u":{"command":"u"}},
             "projects":{"/other":{"big":[1,2,3]},"/p":{"mcpServers":{"l":{"command":"l"}}}}}"#;
         let top = parts(text, &ctx).expect("plain JSON");

@@ -323,7 +323,6 @@ fn deep_merge(base: &Object, over: &Object) -> Object {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::path::Path;
 
     use super::*;
 
@@ -333,13 +332,7 @@ mod tests {
             ("GH_TOKEN".to_owned(), "secret".to_owned()),
             ("TENANT".to_owned(), "acme".to_owned()),
         ]);
-        let ctx = Context {
-            vars: &vars,
-            home: None,
-            project: Path::new("/p"),
-            project_given: Path::new("/p"),
-            git_root: None,
-        };
+        let ctx = Context::at_p(&vars);
         let text = r#"
             [mcp_servers.fs]
             command = "npx"
@@ -388,13 +381,7 @@ mod tests {
     #[test]
     fn invalid_toml_names_the_line() {
         let vars = BTreeMap::new();
-        let ctx = Context {
-            vars: &vars,
-            home: None,
-            project: Path::new("/p"),
-            project_given: Path::new("/p"),
-            git_root: None,
-        };
+        let ctx = Context::at_p(&vars);
         let err =
             parse("[mcp_servers.a]\ncommand = \n", LayerSource::User, &ctx).expect_err("an error");
         assert!(err.contains("line 2"), "{err}");

@@ -112,11 +112,8 @@ mod tests {
     fn vscode_servers_expand_and_inputs_fail_by_name() {
         let vars = BTreeMap::from([("KEY".to_owned(), "k".to_owned())]);
         let ctx = Context {
-            vars: &vars,
             home: Some(Path::new("/home/u")),
-            project: Path::new("/p"),
-            project_given: Path::new("/p"),
-            git_root: None,
+            ..Context::at_p(&vars)
         };
         let top = object(
             r#"{"inputs":[{"id":"pat","type":"promptString"}],"servers":{
@@ -142,13 +139,7 @@ mod tests {
     #[test]
     fn copilot_tools_become_a_filter() {
         let vars = BTreeMap::new();
-        let ctx = Context {
-            vars: &vars,
-            home: None,
-            project: Path::new("/p"),
-            project_given: Path::new("/p"),
-            git_root: None,
-        };
+        let ctx = Context::at_p(&vars);
         let top = object(
             r#"{"mcpServers":{"a":{"type":"local","command":"a","tools":["x"]},
                               "b":{"type":"local","command":"b","tools":["*"]}}}"#,

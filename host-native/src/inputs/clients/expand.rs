@@ -20,6 +20,20 @@ pub(in crate::inputs) struct Context<'a> {
     pub(in crate::inputs) git_root: Option<&'a Path>,
 }
 
+#[cfg(test)]
+impl<'a> Context<'a> {
+    /// The context unit tests parse in: project `/p` (as given), no home, no git root.
+    pub(in crate::inputs) fn at_p(vars: &'a BTreeMap<String, String>) -> Self {
+        Context {
+            vars,
+            home: None,
+            project: Path::new("/p"),
+            project_given: Path::new("/p"),
+            git_root: None,
+        }
+    }
+}
+
 /// The root of the git repository `dir` is in, as Claude Code finds it: the nearest ancestor
 /// with a `.git` directory or file; for a linked worktree, the main repository's root — but
 /// only a worktree as git itself resolves one (see [`linked_main`]). A `.git` file that names
