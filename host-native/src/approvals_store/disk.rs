@@ -206,25 +206,9 @@ pub(super) fn backup(target: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// Writes `bytes` to `path` atomically with mode 0600: a new temporary file
 /// in the same directory, synced, then renamed over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = parent_dir(path);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
+    let tmp = write_temporary(path, bytes, 0o600)?;
+    let result = fs::rename(&tmp, path);
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -234,6 +218,34 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// `bytes` in a new temporary file beside `path` (`.NAME.PID.N.tmp`, which
+/// [`sweep_stale_tmp`] clears after a crash) with `mode`, synced; removed again if
+/// it cannot be written. The caller renames it over `path`.
+pub fn write_temporary(path: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = parent_dir(path).join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(tmp)
 }
 
 /// `JSON.stringify(value, null, 2)`: two-space indentation, `{}` / `[]` for

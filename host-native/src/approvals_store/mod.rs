@@ -51,7 +51,7 @@ mod salvage;
 
 pub(crate) use self::disk::lock_dir;
 use self::disk::{backup, parent_dir, read_contents, write_target};
-pub use self::disk::{sweep_stale_tmp, to_pretty_json, write_atomic};
+pub use self::disk::{sweep_stale_tmp, to_pretty_json, write_atomic, write_temporary};
 pub use self::salvage::salvage;
 
 /// How many backups of damaged originals are kept (`<file>.bak`,

@@ -6,10 +6,8 @@
 //! (the caller computes the change again).
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context as _;
 
@@ -118,28 +116,8 @@ pub(super) fn make_dirs(dir: &Path) -> anyhow::Result<()> {
 
 /// `text` in a new temporary file beside `file` with `mode`, flushed to disk.
 fn temporary(file: &Path, text: &str, mode: u32) -> anyhow::Result<PathBuf> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = file.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = file.with_file_name(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut out = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        out.set_permissions(fs::Permissions::from_mode(mode))?;
-        out.write_all(text.as_bytes())?;
-        out.sync_all()
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing beside {}", file.display()));
-    }
-    Ok(tmp)
+    crate::approvals_store::write_temporary(file, text.as_bytes(), mode)
+        .with_context(|| format!("writing beside {}", file.display()))
 }
 
 /// Removes a file install made (the path itself: a link is removed, not its target).
