@@ -12,7 +12,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -20,16 +20,6 @@ use axum::response::Response;
 use common::fake_model::{json_reply, not_found, sse_reply, FakeModel};
 use common::*;
 use serde_json::{json, Value};
-
-fn claude() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    assert!(
-        bin.exists(),
-        "Claude Code is not installed: run `npm ci` at the repository root (scripts/setup.sh does)"
-    );
-    bin
-}
 
 #[test]
 fn claude_code_starts_only_the_installed_gateway_and_it_connects() {

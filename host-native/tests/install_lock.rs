@@ -132,17 +132,6 @@ fn claude_codes_lock_keeps_every_concurrent_write() {
     assert_every_server_kept(&h, &file, &names);
 }
 
-/// The real Claude Code, pinned in the root package.json.
-fn claude() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    assert!(
-        bin.exists(),
-        "Claude Code is not installed: run `npm ci` at the repository root (scripts/setup.sh does)"
-    );
-    bin
-}
-
 /// Runs `claude mcp add NAME` (with a secret in its env) until Claude Code adds it: while the
 /// gateway is installed, Claude Code refuses a server its `allowedMcpServers` does not name, so
 /// the add is tried again — as a user would — until it lands after an uninstall.

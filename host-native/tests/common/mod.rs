@@ -33,6 +33,17 @@ pub fn cli() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcp-reconcile"))
 }
 
+/// The real Claude Code, pinned in the root package.json.
+pub fn claude() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    assert!(
+        bin.exists(),
+        "Claude Code is not installed: run `npm ci` at the repository root (scripts/setup.sh does)"
+    );
+    bin
+}
+
 /// The fixture server, built on first use next to the test binaries.
 pub fn fixture() -> PathBuf {
     let bin_dir = cli().parent().map(Path::to_path_buf).expect("binary dir");
