@@ -45,15 +45,7 @@ async fn inherited_token_is_masked(daemon: bool) {
         .env("GITHUB_TOKEN", TOKEN)
         .env("MCP_RECONCILE_LOG", "debug")
         .stderr(fs::File::create(&log).expect("log"));
-    let _daemon = if daemon {
-        let runtime = p.path("run");
-        fs::create_dir_all(&runtime).expect("runtime dir");
-        command.env("XDG_RUNTIME_DIR", &runtime);
-        Some(start_daemon(&p, &runtime))
-    } else {
-        command.arg("--no-daemon");
-        None
-    };
+    let _daemon = on_backend(&p, &mut command, daemon);
     let served = Served::spawn(command, log).await;
 
     let start = Instant::now();

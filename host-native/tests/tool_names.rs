@@ -18,15 +18,7 @@ async fn short_names_round_trip(daemon: bool) {
         .args(p.flags())
         .args(["--debounce-ms", "150", "--tool-names", "short"])
         .stderr(fs::File::create(p.path("serve.log")).expect("log"));
-    let _daemon = if daemon {
-        let runtime = p.path("run");
-        fs::create_dir_all(&runtime).expect("runtime dir");
-        command.env("XDG_RUNTIME_DIR", &runtime);
-        Some(start_daemon(&p, &runtime))
-    } else {
-        command.arg("--no-daemon");
-        None
-    };
+    let _daemon = on_backend(&p, &mut command, daemon);
     let served = Served::spawn(command, p.path("serve.log")).await;
     wait_until_async("notes connects", || p.spawns("notes") == 1).await;
     let tools = served.wait_tool("notes__echo").await;

@@ -33,6 +33,19 @@ pub fn cli() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcp-reconcile"))
 }
 
+/// Points `serve`'s `command` at a daemon of the test's own (`daemon`: returned, stopped when
+/// dropped) or runs it in its own process (`--no-daemon`): one test, both backends.
+pub fn on_backend(p: &Project, command: &mut Command, daemon: bool) -> Option<Group> {
+    if !daemon {
+        command.arg("--no-daemon");
+        return None;
+    }
+    let runtime = p.path("run");
+    fs::create_dir_all(&runtime).expect("runtime dir");
+    command.env("XDG_RUNTIME_DIR", &runtime);
+    Some(start_daemon(p, &runtime))
+}
+
 /// The real Claude Code, pinned in the root package.json.
 pub fn claude() -> PathBuf {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
