@@ -355,3 +355,50 @@ fn a_server_writing_into_its_own_watched_folder_is_paused_after_the_brakes_count
     wait_until("an edit after quiet restarted it", || starts(&log) > again);
     watch.stop();
 }
+
+/// The brake is the session engine's, so a daemon session's storm pauses too, and the
+/// gateway's attention tells the client (`mcp_reconcile_status`) why and what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_sessions_storm_is_paused_and_the_client_is_told() {
+    use mcp_reconcile_kernel::dev::BRAKE_RESTARTS;
+    let p = Project::new();
+    let app = sources(&p, "app", &["src/x.ts"]);
+    let log = app.join("src/started.log");
+    let mut storm = dev_server(&p, "storm", "echo", &app, json!("src/*"));
+    storm["args"] = json!(["--name", "storm", "--marker", log.to_string_lossy()]);
+    p.write_settings(json!({"mcpServers": {"storm": storm}}));
+    let mut command = std::process::Command::new(cli());
+    command
+        .arg("serve")
+        .args(p.flags())
+        .args(["--debounce-ms", "100"])
+        .stderr(fs::File::create(p.path("serve.log")).expect("log"));
+    let _daemon = on_backend(&p, &mut command, true);
+    let served = Served::spawn(command, p.path("serve.log")).await;
+    served
+        .wait_tools("storm listed", |names| {
+            names.iter().any(|n| n == "mcp__storm__echo")
+        })
+        .await;
+    save(&app.join("src/x.ts"), "// v1");
+    served
+        .wait_tools("the status tool offered", |names| {
+            names.iter().any(|n| n == "mcp_reconcile_status")
+        })
+        .await;
+    let paused = "dev mode paused for server \\\"storm\\\"";
+    let mut said = String::new();
+    for _ in 0..200 {
+        let status = served.call("mcp_reconcile_status", json!({})).await;
+        said = serde_json::to_string(&status.content).expect("json");
+        if said.contains(paused) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(said.contains(paused), "{said}");
+    assert!(said.contains("reconnect storm"), "{said}");
+    let at_pause = starts(&log);
+    assert!(at_pause > BRAKE_RESTARTS, "{at_pause} starts");
+    served.close().await;
+}
