@@ -23,7 +23,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use nix::fcntl::{open, OFlag};
-use nix::sys::stat::{fchmod, fstat, Mode};
+use nix::sys::stat::{fchmod, Mode};
 use tokio::net::UnixStream;
 
 /// Our effective uid.
@@ -118,8 +118,10 @@ fn tighten(dir: &Path, seen: &fs::Metadata) -> anyhow::Result<()> {
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )?;
-    let now = fstat(&fd)?;
-    if now.st_dev != seen.dev() || now.st_ino != seen.ino() || now.st_uid != uid() {
+    // Through std's metadata: its `dev()` is `u64` everywhere (`st_dev` is `i32` on Apple).
+    let fd = std::fs::File::from(fd);
+    let now = fd.metadata()?;
+    if now.dev() != seen.dev() || now.ino() != seen.ino() || now.uid() != uid() {
         bail!("it was replaced while being checked");
     }
     fchmod(&fd, Mode::from_bits_truncate(0o700))?;
