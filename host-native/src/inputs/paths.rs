@@ -52,7 +52,9 @@ host's approvals, language-server and token files as in --layout default:
   (extensionToLanguage required, maxRestarts 3, no unknown fields).
 
 $XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
-/Library/Application Support/QwenCode/. Settings files are JSON with comments; a
+/Library/Application Support/QwenCode/, Claude Code's managed files in
+/Library/Application Support/ClaudeCode/, and VS Code's user mcp.json in
+~/Library/Application Support/Code/User/. Settings files are JSON with comments; a
 missing file counts as {}.";
 
 /// Which default files to read (see [`LAYOUT_HELP`]).

@@ -27,10 +27,10 @@ pub(in crate::inputs) fn client_files(
             // `CLAUDE_CONFIG_DIR` moves both the settings and the state file.
             let (config_dir, state) = claude_home(env, "Claude Code's files")?;
             let managed_settings = managed_settings
-                .unwrap_or_else(|| PathBuf::from("/etc/claude-code/managed-settings.json"));
+                .unwrap_or_else(|| claude_managed_dir().join("managed-settings.json"));
             let managed = managed_settings
                 .parent()
-                .map_or_else(|| PathBuf::from("/etc/claude-code"), Path::to_path_buf);
+                .map_or_else(claude_managed_dir, Path::to_path_buf);
             let plugins = env.var("CLAUDE_CODE_PLUGIN_CACHE_DIR").map_or_else(
                 || config_dir.join("plugins"),
                 |dir| env.absolute(Path::new(dir)),
@@ -215,6 +215,35 @@ pub(crate) fn sidecar(user_file: &Path) -> PathBuf {
     user_file.with_file_name(SIDECAR)
 }
 
+/// Where Claude Code's administrator files live: `/Library/Application Support/ClaudeCode` on
+/// macOS, `/etc/claude-code` elsewhere.
+fn claude_managed_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/ClaudeCode")
+    } else {
+        PathBuf::from("/etc/claude-code")
+    }
+}
+
+/// VS Code's user directory: `~/Library/Application Support/Code/User` on macOS (VS Code does
+/// not read `XDG_CONFIG_HOME` there), `$XDG_CONFIG_HOME/Code/User` (`~/.config`) elsewhere.
+///
+/// # Errors
+/// The home directory is needed and unknown.
+fn vscode_user_dir(env: &HostEnv) -> anyhow::Result<PathBuf> {
+    let what = "VS Code's user mcp.json";
+    if cfg!(target_os = "macos") {
+        return Ok(env
+            .home(what)?
+            .join("Library/Application Support/Code/User"));
+    }
+    let config = match env.var("XDG_CONFIG_HOME").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => env.home(what)?.join(".config"),
+    };
+    Ok(config.join("Code/User"))
+}
+
 /// The name of [`sidecar`]'s file.
 const SIDECAR: &str = "mcp-reconcile.json";
 
@@ -233,13 +262,7 @@ pub(crate) fn editor_user_file(
             env.home("Cursor's mcp.json")?.join(".cursor/mcp.json"),
             "mcpServers",
         )),
-        Layout::Vscode => {
-            let config = match env.var("XDG_CONFIG_HOME").map(PathBuf::from) {
-                Some(dir) if dir.is_absolute() => dir,
-                _ => env.home("VS Code's user mcp.json")?.join(".config"),
-            };
-            Some((config.join("Code/User/mcp.json"), "servers"))
-        }
+        Layout::Vscode => Some((vscode_user_dir(env)?.join("mcp.json"), "servers")),
         Layout::Copilot => Some((copilot_home(env)?.join("mcp-config.json"), "mcpServers")),
         _ => None,
     })
