@@ -46,6 +46,51 @@ async fn serve_skips_its_own_entry_in_the_settings_it_reads() {
     );
 }
 
+/// After an upgrade the client's installed entry names another file than the running binary
+/// (a new inode at the same path, or another path); a session still knows it as the gateway
+/// by its install mark, skips it without a word, and never starts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_installed_entry_naming_another_binary_is_still_the_gateway() {
+    let p = Project::new();
+    // The "new version": another file that would run a nested serve if it were started.
+    let upgraded = p.path("new-install/mcp-reconcile");
+    std::fs::create_dir_all(upgraded.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &upgraded,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", cli().display()),
+    )
+    .expect("write");
+    std::fs::set_permissions(
+        &upgraded,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    p.write_settings(json!({"mcpServers": {
+        "notes": p.server("notes", "echo"),
+        "reconcile": {"command": upgraded.to_string_lossy(),
+                      "args": ["serve", "--no-daemon", "--layout", "qwen"],
+                      "env": {"MCP_RECONCILE_INSTALLED": "qwen",
+                              "HOME": p.path("home").to_string_lossy()}},
+    }}));
+    let served = Served::start(&p).await;
+    wait_until_async("notes connects", || p.spawns("notes") == 1).await;
+    let tools = served.tool_names().await;
+    assert!(
+        tools.iter().all(|t| !t.starts_with("mcp__reconcile__")),
+        "{tools:?}"
+    );
+    let log = served.log();
+    assert!(
+        !log.contains("runs this gateway itself"),
+        "the installed entry is skipped without a word:\n{log}"
+    );
+    assert_eq!(nested_serves(served.pid()), Vec::<u32>::new(), "{log}");
+    assert!(
+        p.status().iter().all(|s| s["name"] != "reconcile"),
+        "the entry is not a server of the session"
+    );
+}
+
 #[test]
 fn a_project_entry_found_through_path_is_skipped_and_never_approved() {
     let p = Project::new();

@@ -8,8 +8,14 @@
 //! `env`: it is the gateway the client starts, expected in the client's files, and is taken out
 //! without a message (it is not one of the servers the gateway reaches).
 //!
-//! "Runs this gateway" means: the entry's first argument that is not an option is `serve`, and
-//! its command resolves — as the spawn resolves it, through the entry's own `PATH` or the
+//! The installed entry is recognized by its mark alone (and `serve` as its subcommand), whatever
+//! file its command names: after an upgrade the client's entry names the new binary — a new
+//! inode at the same path, or another path — while a daemon of the old version still runs the
+//! sessions; adopted, it would start a nested `serve` of every session (issue 37). Dropping an
+//! entry never widens anything, so the mark needs no more proof.
+//!
+//! For any other entry, "runs this gateway" means: the entry's first argument that is not an
+//! option is `serve`, and its command resolves — as the spawn resolves it, through the entry's own `PATH` or the
 //! session's — to this very executable file (same device and inode, so a link or another path to
 //! it counts). A wrapper (`npx`, `sh -c`, a script) is not seen through.
 
@@ -51,15 +57,11 @@ pub(super) fn runs_own_serve(
         return false;
     };
     // The cheap test first: most entries never get to a file-system lookup.
-    let Some(Value::Array(args)) = config.get("args") else {
+    if !subcommand_is_serve(config) {
         return false;
-    };
-    let subcommand = args
-        .iter()
-        .map(Value::to_js_string)
-        .find(|arg| !arg.starts_with('-'));
-    if subcommand.as_deref() != Some("serve") {
-        return false;
+    }
+    if installed(config) {
+        return true;
     }
     let Some(me) = myself() else {
         return false;
@@ -86,6 +88,17 @@ pub(super) fn runs_own_serve(
     program
         .and_then(|p: PathBuf| std::fs::metadata(p).ok())
         .is_some_and(|meta| (meta.dev(), meta.ino()) == me)
+}
+
+/// Whether the entry's first argument that is not an option is `serve`.
+fn subcommand_is_serve(config: &ServerConfig) -> bool {
+    let Some(Value::Array(args)) = config.get("args") else {
+        return false;
+    };
+    args.iter()
+        .map(Value::to_js_string)
+        .find(|arg| !arg.starts_with('-'))
+        .is_some_and(|arg| arg == "serve")
 }
 
 /// Takes every entry that runs this gateway's `serve` out of `layers` and `written` (the same
