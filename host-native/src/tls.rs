@@ -1,8 +1,9 @@
 //! TLS for remote servers (streamable HTTP and SSE): rustls through reqwest, with the `ring`
 //! crypto provider.
 //!
-//! Trusted roots: the platform's store (the certificate directories of the system,
-//! `/etc/ssl/certs` and the like), plus `SSL_CERT_FILE` (a PEM file) and `SSL_CERT_DIR`
+//! Trusted roots: the platform's store (on Linux the certificate directories of the system,
+//! `/etc/ssl/certs` and the like; on macOS the platform's own verifier, which reads the
+//! Keychain), plus `SSL_CERT_FILE` (a PEM file) and `SSL_CERT_DIR`
 //! (directories of PEM files) for a private CA — those of the session that starts the
 //! connection ([`Trust`]), never another session's: a daemon session's come from its launch
 //! environment, and the daemon's own environment (the first session's) is not read at all
@@ -25,11 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, OtherError, RootCertStore, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, OtherError, SignatureScheme};
 
 /// Installs rustls' `ring` provider as the process default, once. Call it before any reqwest
 /// client is built (reqwest's `rustls-no-provider` panics without one). A provider someone
@@ -111,11 +111,7 @@ impl Trust {
         let provider = rustls::crypto::CryptoProvider::get_default()
             .cloned()
             .ok_or("no TLS crypto provider is installed")?;
-        let mut store = RootCertStore::empty();
-        store.add_parsable_certificates(self.roots());
-        let roots = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
-            .build()
-            .ok();
+        let roots = self.verifier(provider.clone());
         let verifier = SessionVerifier {
             roots,
             algorithms: provider.signature_verification_algorithms,
@@ -131,12 +127,36 @@ impl Trust {
         Ok(config)
     }
 
-    /// The platform's roots, then this trust's file and directories.
-    fn roots(&self) -> Vec<CertificateDer<'static>> {
+    /// WebPKI over the system's certificate directories and this trust's own roots; `None`
+    /// when no root at all could be read.
+    #[cfg(not(target_vendor = "apple"))]
+    fn verifier(&self, provider: Arc<CryptoProvider>) -> Option<Arc<dyn ServerCertVerifier>> {
+        use rustls::client::WebPkiServerVerifier;
+        use rustls::RootCertStore;
         let mut reader = RootReader::default();
         for dir in openssl_probe::candidate_cert_dirs() {
             reader.dir(dir);
         }
+        let mut store = RootCertStore::empty();
+        store.add_parsable_certificates(self.own_roots(reader));
+        let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider)
+            .build()
+            .ok()?;
+        Some(verifier)
+    }
+
+    /// The platform's own verification (the Keychain's roots and trust settings, which
+    /// `/etc/ssl/certs` does not hold on macOS) with this trust's roots added.
+    #[cfg(target_vendor = "apple")]
+    fn verifier(&self, provider: Arc<CryptoProvider>) -> Option<Arc<dyn ServerCertVerifier>> {
+        let own = self.own_roots(RootReader::default());
+        let verifier =
+            rustls_platform_verifier::Verifier::new_with_extra_roots(own, provider).ok()?;
+        Some(Arc::new(verifier))
+    }
+
+    /// This trust's file and directories, after what `reader` read already.
+    fn own_roots(&self, mut reader: RootReader) -> Vec<CertificateDer<'static>> {
         if let Some(file) = &self.cert_file {
             reader.file(Path::new(file));
         }
@@ -234,7 +254,7 @@ impl RootReader {
 #[derive(Debug)]
 struct SessionVerifier {
     /// `None` when no root at all could be read: nothing is trusted.
-    roots: Option<Arc<WebPkiServerVerifier>>,
+    roots: Option<Arc<dyn ServerCertVerifier>>,
     algorithms: WebPkiSupportedAlgorithms,
     settings: String,
 }
