@@ -27,6 +27,15 @@ use cli::watch::{print_watch, say, Output, Stores};
 
 fn main() -> ExitCode {
     mcp_reconcile::tls::install_crypto_provider();
+    if cli::commands::asks_version() {
+        return match runtime().and_then(|rt| rt.block_on(cli::commands::version())) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mcp-reconcile: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval => cli::commands::eval(io::stdin().lock(), io::stdout().lock()),

@@ -170,6 +170,7 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let inputs_id = inputs.session_id();
     let inputs_dir = mcp_reconcile::daemon::socket_dir(inputs.env());
     let live = client::ask(&inputs, &SessionRequest::Status).await;
+    let running = matches!(live, Ok(Some(_)));
     let (mut servers, errors) = match live {
         Ok(Some(report)) => (
             report
@@ -209,6 +210,12 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let servers = servers.as_array().cloned().unwrap_or_default();
+    if !running && !servers.is_empty() {
+        println!(
+            "no session runs for these files: this is what they say, and nothing is started \
+             (\"disconnected\" until a session starts them)"
+        );
+    }
     print!("{}", status_text(&servers, &errors));
     print!("{}", daemon_sessions_text(&inputs_id, &inputs_dir).await);
     Ok(())
@@ -223,6 +230,13 @@ async fn daemon_sessions_text(id: &str, dir: &std::path::Path) -> String {
         return String::new();
     };
     let mut out = String::new();
+    let ours = mcp_reconcile::daemon::version::ours();
+    if let Some(theirs) = status["version"].as_str().filter(|v| *v != ours) {
+        out.push_str(&format!(
+            "the daemon runs version {} (this binary: {ours})\n",
+            display::safe(theirs)
+        ));
+    }
     for session in status["sessions"].as_array().into_iter().flatten() {
         if session["id"].as_str() != Some(id) {
             continue;
@@ -420,6 +434,38 @@ pub fn eval(input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the command line is `--version` (or `-V`) alone.
+pub fn asks_version() -> bool {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    matches!(args.as_slice(), [one] if one == "--version" || one == "-V")
+}
+
+/// `--version`: this binary's version, and the running daemon's when it differs (it retires
+/// when the next session of a newer binary attaches).
+pub async fn version() -> anyhow::Result<()> {
+    use mcp_reconcile::daemon::{bridge, socket_dir, DaemonRequest};
+    use mcp_reconcile::ipc::Answer;
+    let ours = mcp_reconcile::daemon::version::ours();
+    println!("mcp-reconcile {ours}");
+    let env = mcp_reconcile::inputs::HostEnv::from_process()?;
+    let dir = socket_dir(&env);
+    let asked = bridge::ask(&dir, &DaemonRequest::Status);
+    if let Ok(Ok(Some(Answer::Ok(status)))) =
+        tokio::time::timeout(std::time::Duration::from_secs(2), asked).await
+    {
+        match status["version"].as_str() {
+            Some(theirs) if theirs == ours => {}
+            Some(theirs) => println!(
+                "daemon {} (pid {}): retires when the next session of this version starts",
+                display::safe(theirs),
+                status["pid"]
+            ),
+            None => println!("daemon of an older version (pid {})", status["pid"]),
+        }
+    }
+    Ok(())
+}
+
 /// `daemon --status`: the running daemon's sessions (the servers each holds) and its
 /// connections (state, pid, holders), or that none runs.
 pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
@@ -442,7 +488,16 @@ pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<
     let text = |v: &Value| {
         display::safe(&v.as_str().map_or_else(|| v.to_string(), str::to_owned)).into_owned()
     };
-    println!("daemon pid {}", ok["pid"]);
+    let ours = mcp_reconcile::daemon::version::ours();
+    match ok["version"].as_str() {
+        Some(theirs) if theirs != ours => println!(
+            "daemon pid {}, version {} (this binary: {ours})",
+            ok["pid"],
+            text(&ok["version"])
+        ),
+        Some(_) => println!("daemon pid {}, version {ours}", ok["pid"]),
+        None => println!("daemon pid {} (an older version)", ok["pid"]),
+    }
     for session in ok["sessions"].as_array().into_iter().flatten() {
         println!(
             "session {} ({} pid {}) in {}: {}",

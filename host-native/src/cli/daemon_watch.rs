@@ -62,22 +62,31 @@ pub async fn watch_attached(options: Options, output: Output) -> anyhow::Result<
         lsp: inputs.lsp_approvals_store().clone(),
     };
     let project_root = inputs.project_root().to_owned();
-    let stream = bridge::connect_or_start(&dir, &exe)
-        .await
-        .map_err(Unreachable)?;
     let reload = DaemonRequest::Session {
         id: inputs.session_id(),
         request: SessionRequest::Reload,
     };
-    let (session, reader, write) = bridge::attach(
-        stream,
-        &options,
-        env,
-        "watch",
-        mcp_reconcile::gateway::ToolNames::Mcp,
-        false,
-    )
-    .await?;
+    // An older daemon retires when this newer binary attaches: the second round starts ours.
+    let mut round = 0;
+    let (session, reader, write) = loop {
+        round += 1;
+        let stream = bridge::connect_or_start(&dir, &exe)
+            .await
+            .map_err(Unreachable)?;
+        let attached = bridge::attach(
+            stream,
+            &options,
+            env.clone(),
+            "watch",
+            mcp_reconcile::gateway::ToolNames::Mcp,
+            false,
+        )
+        .await;
+        match attached {
+            Err(e) if round < 3 && e.downcast_ref::<bridge::Retired>().is_some() => continue,
+            attached => break attached?,
+        }
+    };
     if output != Output::Json {
         say(&format!(
             "attached to the mcp-reconcile daemon as session {}; Ctrl-C stops watching\n",

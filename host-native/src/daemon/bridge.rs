@@ -110,13 +110,19 @@ pub async fn ask(dir: &Path, request: &DaemonRequest) -> anyhow::Result<Option<A
 #[error("{0}")]
 pub struct Refused(pub String);
 
+/// The daemon was older than this binary and retired ([`super::version`]): connect again, and
+/// a daemon of this version starts.
+#[derive(Debug, thiserror::Error)]
+#[error("the running mcp-reconcile daemon was older and retired")]
+pub struct Retired;
+
 /// Attaches a session for `options` in `env` on `stream` (its gateway with the management
 /// tools when `manage_tools`); returns the session's name and the connection, which now
 /// speaks MCP to it.
 ///
 /// # Errors
-/// [`Refused`] (the message says why: e.g. a missing project directory), or the daemon did
-/// not answer within [`ATTACH_WAIT`].
+/// [`Refused`] (the message says why: e.g. a missing project directory), [`Retired`] (connect
+/// again), or the daemon did not answer within [`ATTACH_WAIT`].
 pub async fn attach(
     stream: UnixStream,
     options: &Options,
@@ -133,6 +139,7 @@ pub async fn attach(
         pid: std::process::id(),
         tool_names,
         manage_tools,
+        version: Some(super::version::ours()),
     };
     write.write_all(request.line()?.as_bytes()).await?;
     let mut reader = BufReader::new(read);
@@ -146,6 +153,7 @@ pub async fn attach(
         .context("the mcp-reconcile daemon closed the connection or answered with something that is not an answer")?;
     match answer {
         Answer::Ok(attached) => Ok((attached.session, reader, write)),
+        Answer::Error(message) if message == super::version::RETIRED => Err(Retired.into()),
         Answer::Error(message) => Err(Refused(message).into()),
         Answer::None(_) => bail!("the mcp-reconcile daemon answered the attach with no session"),
     }

@@ -25,6 +25,8 @@
 //! * **Lifetime.** [`run`] returns once no session has been attached for
 //!   [`DaemonOptions::idle_exit`] (the pool's drain runs meanwhile), or on SIGTERM / Ctrl-C;
 //!   every server is stopped with its process group before it returns.
+//! * **Upgrades.** An attach from a newer `serve` makes the daemon retire ([`version`]): it
+//!   gives up its socket and lock at once and returns when its last session has ended.
 //!
 //! Drive loop of [`run`]:
 //! 1. prepare the directory, take the lock, bind the socket;
@@ -39,12 +41,14 @@ pub mod bridge;
 mod member;
 mod registry;
 pub mod relay;
+pub mod version;
 pub mod wire;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -133,6 +137,13 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
     };
     let path = dir.join(SOCKET);
     let listener = ipc::bind_private(&path, dir)?;
+    let retire = Retire {
+        socket: path.clone(),
+        lock: Arc::new(std::sync::Mutex::new(Some(held))),
+        done: Arc::new(tokio::sync::Notify::new()),
+    };
+    let mut listener = Some(listener);
+    let mut retired = false;
     let pool = SharedPool::start(PoolOptions {
         drain: options.drain,
         ..PoolOptions::default()
@@ -149,8 +160,14 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
                 None => std::future::pending().await,
             }
         };
+        let accept = async {
+            match &listener {
+                Some(listener) => listener.accept().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            accepted = listener.accept() => {
+            accepted = accept => {
                 let Ok((stream, _)) = accepted else {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
@@ -159,13 +176,25 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
                     tracing::warn!("daemon socket: {why}");
                     continue;
                 }
-                tokio::spawn(answer(stream, pool.clone(), registry.clone()));
+                tokio::spawn(answer(stream, pool.clone(), registry.clone(), retire.clone()));
+            }
+            () = retire.done.notified(), if !retired => {
+                // The socket and the lock are the newer daemon's now; what is attached stays.
+                retired = true;
+                listener = None;
+                if *count.borrow() == 0 {
+                    break;
+                }
             }
             changed = count.changed() => {
                 if changed.is_err() {
                     break;
                 }
                 let now = *count.borrow_and_update();
+                if retired && now == 0 {
+                    tracing::info!("the last session of the retired daemon ended; it stops");
+                    break;
+                }
                 idle_since = match (now, idle_since) {
                     (0, None) => Some(tokio::time::Instant::now()),
                     (0, since) => since,
@@ -179,16 +208,52 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
             () = crate::signal::stop_signal() => break,
         }
     }
-    let _ = fs::remove_file(&path);
+    if !retired {
+        let _ = fs::remove_file(&path);
+    }
     drop(listener);
     // A new daemon may start while this one stops its servers: they share nothing.
-    drop(held);
+    retire.release_lock();
     pool.shutdown().await;
     Ok(true)
 }
 
-/// Answers one connection: an attach runs its session here until the connection closes.
-async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
+/// What a daemon gives up when it retires ([`version`]).
+#[derive(Clone)]
+struct Retire {
+    socket: PathBuf,
+    lock: Arc<std::sync::Mutex<Option<nix::fcntl::Flock<fs::File>>>>,
+    /// Tells [`run`] to stop accepting and to return with its last session.
+    done: Arc<tokio::sync::Notify>,
+}
+
+impl Retire {
+    /// Gives up the socket and the lock *before* the newer `serve` hears of it, so the daemon
+    /// it starts can take both; [`run`] stops accepting.
+    fn now(&self, theirs: &str) {
+        tracing::info!(
+            ours = %version::ours(),
+            theirs = %crate::display::safe(theirs),
+            "a newer serve attached; this daemon retires once its sessions end"
+        );
+        let _ = fs::remove_file(&self.socket);
+        self.release_lock();
+        self.done.notify_one();
+    }
+
+    fn release_lock(&self) {
+        drop(
+            self.lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+    }
+}
+
+/// Answers one connection: an attach runs its session here until the connection closes; an
+/// attach from a newer binary makes this daemon retire instead.
+async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry, retire: Retire) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut line = Vec::new();
@@ -206,12 +271,20 @@ async fn answer(stream: UnixStream, pool: SharedPool, registry: Registry) {
     };
     let response = match request {
         Ok(DaemonRequest::Attach {
+            version: Some(theirs),
+            ..
+        }) if version::newer(&theirs, &version::ours()) => {
+            retire.now(&theirs);
+            Answer::Error(version::RETIRED.to_owned())
+        }
+        Ok(DaemonRequest::Attach {
             options,
             env,
             client,
             pid,
             tool_names,
             manage_tools,
+            version: _,
         }) => {
             attached::run(
                 attached::Attach {
@@ -289,7 +362,12 @@ async fn status(pool: &SharedPool, registry: &Registry) -> Value {
             })
         })
         .collect();
-    json!({ "pid": std::process::id(), "sessions": sessions, "connections": connections })
+    json!({
+        "pid": std::process::id(),
+        "version": version::ours(),
+        "sessions": sessions,
+        "connections": connections,
+    })
 }
 
 /// Takes the daemon lock without waiting; `None` when another daemon holds it.

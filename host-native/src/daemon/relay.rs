@@ -262,13 +262,21 @@ async fn reattach(
     replay: &Replay,
 ) -> anyhow::Result<(Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
     let mut last = None;
+    let mut retired = false;
     for attempt in 0..REATTACH_TRIES {
-        if attempt > 0 {
+        // An older daemon that just retired is replaced at once: no back-off.
+        if attempt > 0 && !retired {
             tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
         }
+        retired = false;
         match attach_and_replay(again, replay).await {
             Ok(session) => return Ok(session),
             Err(e) if e.downcast_ref::<bridge::Refused>().is_some() => return Err(e),
+            Err(e) if e.downcast_ref::<bridge::Retired>().is_some() => {
+                tracing::info!("the running daemon was older and retired; starting this version's");
+                retired = true;
+                last = Some(e);
+            }
             Err(e) => {
                 tracing::warn!("attaching to the daemon failed: {e:#}");
                 last = Some(e);

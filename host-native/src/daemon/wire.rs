@@ -31,6 +31,10 @@ pub enum DaemonRequest {
         /// an earlier version reads the request as before.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         manage_tools: bool,
+        /// The attaching binary's version ([`super::version`]): a daemon older than it
+        /// retires. `None` from a `serve` that predates the field.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
     },
     /// Every session and every connection with the sessions holding it.
     Status,
@@ -80,6 +84,7 @@ mod tests {
             pid: 7,
             tool_names: crate::gateway::ToolNames::Short,
             manage_tools: false,
+            version: None,
         };
         let line = attach.line().expect("line");
         assert!(line.ends_with('\n') && !line.trim_end().contains('\n'));
