@@ -64,7 +64,10 @@ async fn a_newer_serve_retires_the_old_daemon_and_its_session_keeps_every_tool()
     assert_ne!(new_daemon, old_daemon, "a daemon of the new version runs");
 
     // The old session runs on, on the old daemon, with every tool it had.
-    assert!(alive(old_daemon.into()), "the old daemon still serves its session");
+    assert!(
+        alive(old_daemon.into()),
+        "the old daemon still serves its session"
+    );
     assert!(old
         .tool_names()
         .await
