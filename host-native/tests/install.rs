@@ -87,6 +87,58 @@ fn claude_install_is_exact_idempotent_and_undone_byte_for_byte() {
     assert!(ok && said.contains("not installed"), "{said}");
 }
 
+/// `install` run from a binary that is not the user's `mcp-reconcile` command (an npx cache, a
+/// build folder) writes a per-user, versioned copy's path, which runs; run from the user's own
+/// command (on `PATH`), it writes that command's path.
+#[test]
+fn install_writes_a_path_that_outlives_the_binary_that_ran_it() {
+    let h = Home::new();
+    let state = h.write(".claude.json", CLAUDE_STATE);
+    let out = h
+        .command()
+        .args(["install", "claude"])
+        .env("PATH", "/usr/bin:/bin")
+        .env("MCP_RECONCILE_TEST_VERSION", "9.8.7")
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", output_text(&out));
+    let installed: Value = serde_json::from_str(&read(&state)).expect("JSON");
+    let copy = h
+        .home()
+        .join(".local/share/mcp-reconcile/bin/9.8.7/mcp-reconcile");
+    assert_eq!(
+        installed["mcpServers"]["reconcile"]["command"],
+        json!(copy.to_string_lossy()),
+        "{}",
+        output_text(&out)
+    );
+    assert!(output_text(&out).contains("put this binary at"));
+    let version = std::process::Command::new(&copy)
+        .arg("--version")
+        .output()
+        .expect("the copy runs");
+    assert!(output_text(&version).starts_with("mcp-reconcile "));
+    let (ok, said) = h.run(&["uninstall", "claude"]);
+    assert!(ok, "{said}");
+
+    // From the user's own command: that path, nothing copied.
+    let bin = fs::canonicalize(cli()).expect("real path");
+    let dir = bin.parent().expect("dir").to_string_lossy().into_owned();
+    let out = h
+        .command()
+        .args(["install", "claude"])
+        .env("PATH", format!("{dir}:/usr/bin:/bin"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", output_text(&out));
+    let installed: Value = serde_json::from_str(&read(&state)).expect("JSON");
+    assert_eq!(
+        installed["mcpServers"]["reconcile"]["command"],
+        json!(bin.to_string_lossy())
+    );
+    assert!(!output_text(&out).contains("put this binary at"));
+}
+
 #[test]
 fn uninstall_after_the_client_changed_the_file_takes_out_only_the_gateway() {
     let h = Home::new();

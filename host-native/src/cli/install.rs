@@ -64,6 +64,23 @@ fn afterwards(client: Client) -> &'static str {
     }
 }
 
+/// Says which binary the clients start, when it is not the user's own `mcp-reconcile` command.
+fn say_where(stable: &install::exe::StableExe, placed: bool) {
+    if let install::exe::StableExe::Placed(path) = stable {
+        println!(
+            "{} {}: this binary does not run as `mcp-reconcile` from your PATH (an npx cache, \
+             node_modules or a build folder goes away), so your clients start this per-user \
+             copy",
+            if placed {
+                "put this binary at"
+            } else {
+                "would put this binary at"
+            },
+            display::safe(&path.display().to_string())
+        );
+    }
+}
+
 /// `install CLIENT`.
 ///
 /// # Errors
@@ -71,11 +88,15 @@ fn afterwards(client: Client) -> &'static str {
 pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
     let client = Client::from(args.client);
     let env = HostEnv::from_process()?;
-    let exe = std::env::current_exe()
+    let running = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find this program's own path")?;
     let state = state_dir(args, &env)?;
+    let version = mcp_reconcile::daemon::version::ours();
+    let stable = install::exe::stable_exe(&env, &running, &version)?;
+    let exe = stable.path().to_path_buf();
     if args.dry_run {
+        say_where(&stable, false);
         let changes = install::install(client, &env, &exe)?;
         if changes.iter().any(Change::changes) {
             show(&changes);
@@ -87,6 +108,8 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    install::exe::place(&stable, &running)?;
+    say_where(&stable, true);
     // Each file's bytes are backed up before a byte of it changes.
     let (changes, record) = install::install_and_record(client, &env, &exe, &state)?;
     if changes.is_empty() {

@@ -28,6 +28,7 @@
 mod codex;
 mod diff;
 mod editors;
+pub mod exe;
 pub mod jsonc;
 mod lock;
 mod record;

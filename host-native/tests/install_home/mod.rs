@@ -54,6 +54,7 @@ impl Home {
             .env("HOME", self.home())
             .env("XDG_STATE_HOME", self.path("state"))
             .env("XDG_CONFIG_HOME", self.home().join(".config"))
+            .env("XDG_DATA_HOME", self.home().join(".local/share"))
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("GEMINI_CLI_HOME")
