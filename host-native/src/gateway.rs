@@ -206,10 +206,15 @@ impl<S: Session> ServerHandler for Gateway<S> {
             ))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_instructions(match &self.only {
-                None => "mcp-reconcile: the tools, prompts and resources of every configured \
-                         MCP server, named mcp__<server>__<name>; the list follows the settings \
-                         files while the session runs (watch for list_changed)."
-                    .to_owned(),
+                None => format!(
+                    "mcp-reconcile: the tools, prompts and resources of every configured MCP \
+                     server, named {}; the list follows the settings files while the session \
+                     runs (watch for list_changed).",
+                    match self.names {
+                        ToolNames::Mcp => "mcp__<server>__<name>",
+                        ToolNames::Short => "<server>__<name>",
+                    }
+                ),
                 Some(server) => format!(
                     "mcp-reconcile: the configured MCP server \"{}\" under its own names; it \
                      follows the settings files while the session runs (watch for \

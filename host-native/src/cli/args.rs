@@ -232,7 +232,7 @@ impl ServeArgs {
 
 #[derive(Args, Debug)]
 pub struct InstallArgs {
-    /// The client: claude, gemini, qwen or codex
+    /// The client whose files to change
     #[arg(value_enum)]
     pub client: ClientArg,
     /// Show what would change (a diff of each file) and change nothing
