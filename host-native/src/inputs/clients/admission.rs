@@ -188,6 +188,18 @@ impl Admission {
             out.disabled
                 .extend(codex::not_required(&out.read, required));
         }
+        for (file, name) in codex::run_by_codex(&out.read) {
+            errors.push(InputError {
+                message: format!(
+                    "server `{}` was added after `mcp-reconcile install codex`, so Codex runs it \
+                     itself and the gateway leaves it alone (run by both, it would run twice); \
+                     `mcp-reconcile install codex` hands it over to the gateway",
+                    crate::display::safe(&name)
+                ),
+                file,
+            });
+            out.disabled.push(name);
+        }
         out
     }
 }

@@ -145,6 +145,8 @@ pub(super) fn parse(
         None => {}
         Some(Value::Object(map)) => {
             let left_to_the_gateway = marked_off(text);
+            out.gateway_installed = map.values().any(installed_gateway);
+            out.left_to_gateway.clone_from(&left_to_the_gateway);
             out.disabled = map
                 .iter()
                 .filter(|(_, t)| {
@@ -176,6 +178,42 @@ pub(super) fn parse(
         == Some("trusted");
     out.trusts_project = trusted;
     Ok(out)
+}
+
+/// Whether a server table is the gateway entry `install` wrote (its `env` carries the mark).
+fn installed_gateway(table: &Value) -> bool {
+    table
+        .as_object()
+        .and_then(|t| t.get("env"))
+        .and_then(Value::as_object)
+        .is_some_and(|env| env.contains_key(crate::inputs::INSTALLED_MARK))
+}
+
+/// The servers Codex runs itself although the gateway is installed in it: added after
+/// `install codex` (with `codex mcp add`, or by hand), so not switched off and marked. The
+/// gateway leaves them to Codex — run by both, each would run twice and offer its tools
+/// twice — until `install codex` hands them over. Each with the file that names it.
+pub(super) fn run_by_codex(read: &[(PathBuf, ClientContent)]) -> Vec<(PathBuf, String)> {
+    if !read.iter().any(|(_, c)| c.gateway_installed) {
+        return Vec::new();
+    }
+    let off = |name: &str| {
+        read.iter().any(|(_, c)| {
+            c.disabled.iter().any(|n| n == name) || c.left_to_gateway.iter().any(|n| n == name)
+        })
+    };
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    for (path, content) in read {
+        for (_, used, _) in &content.layers {
+            for (name, config) in used.iter() {
+                let gateway = installed_gateway(&Value::Object(config.object().clone()));
+                if !gateway && !off(name) && !out.iter().any(|(_, n)| n == name) {
+                    out.push((path.clone(), name.clone()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// What `requirements.toml` binds a server's name to (`identity`): its stdio `command`, or
@@ -325,6 +363,46 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    /// A server added to Codex after `install codex` is Codex's own until install hands it
+    /// over: the gateway does not run it a second time. Without the gateway nothing changes.
+    #[test]
+    fn a_server_added_after_install_is_left_to_codex() {
+        let vars = BTreeMap::new();
+        let ctx = Context::at_p(&vars);
+        let text = format!(
+            r#"
+            [mcp_servers.reconcile]
+            command = "/bin/mcp-reconcile"
+            args = ["serve", "--layout", "codex"]
+            env = {{ MCP_RECONCILE_INSTALLED = "codex" }}
+
+            [mcp_servers.handed]
+            command = "handed"
+            enabled = false # {CODEX_MARK}
+
+            [mcp_servers.own_switch]
+            command = "off"
+            enabled = false
+
+            [mcp_servers.added_later]
+            command = "later"
+            "#
+        );
+        let content = parse(&text, LayerSource::User, &ctx).expect("toml");
+        let read = vec![(PathBuf::from("/home/u/.codex/config.toml"), content)];
+        let run = run_by_codex(&read);
+        assert_eq!(
+            run,
+            [(
+                PathBuf::from("/home/u/.codex/config.toml"),
+                "added_later".to_owned()
+            )]
+        );
+        let without = text.replace("MCP_RECONCILE_INSTALLED", "OTHER");
+        let content = parse(&without, LayerSource::User, &ctx).expect("toml");
+        assert!(run_by_codex(&[(PathBuf::from("/c"), content)]).is_empty());
+    }
 
     #[test]
     fn server_tables_map_onto_this_hosts_fields() {

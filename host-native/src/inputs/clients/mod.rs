@@ -117,6 +117,10 @@ pub(super) struct ClientContent {
     pub(super) approve_all: bool,
     /// Servers the file turns off by a switch of their own (Codex's `enabled = false`).
     pub(super) disabled: Vec<String>,
+    /// Servers `install codex` switched off in Codex and left to the gateway (marked).
+    pub(super) left_to_gateway: Vec<String>,
+    /// The file holds the gateway entry `install` wrote (Codex's `config.toml`).
+    pub(super) gateway_installed: bool,
     /// Servers the file turns off, named lowercased and trimmed (Gemini CLI's switches).
     pub(super) disabled_folded: Vec<String>,
     /// What the file says of the project's trust: trusted, distrusted, or no rule (Gemini
