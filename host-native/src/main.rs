@@ -79,6 +79,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Daemon(args) => daemon(args).await,
         Command::Install(args) => cli::install::install(&args),
         Command::Uninstall(args) => cli::install::uninstall(&args),
+        Command::Mcp(command) => cli::mcp::run(command).await,
         Command::Status(args) => commands::status(args).await,
         Command::Approve(args) => commands::decide(args, Decision::Approved),
         Command::Reject(args) => commands::decide(args, Decision::Rejected),

@@ -139,6 +139,65 @@ fn install_writes_a_path_that_outlives_the_binary_that_ran_it() {
     assert!(!output_text(&out).contains("put this binary at"));
 }
 
+/// After `install claude`, Claude Code refuses `claude mcp add`; `mcp-reconcile mcp add`
+/// writes the entry where Claude Code would (local scope: this project's key in
+/// `~/.claude.json`), `mcp get` shows it without the values of its variables, `mcp list`
+/// lists it, and `mcp remove` takes it out again.
+#[test]
+fn mcp_add_get_list_remove_work_behind_the_installed_gateway() {
+    let h = Home::new();
+    let state = h.write(".claude.json", CLAUDE_STATE);
+    let (ok, said) = h.run(&["install", "claude"]);
+    assert!(ok, "{said}");
+    let fixture = fixture().to_string_lossy().into_owned();
+    let (ok, said) = h.run(&[
+        "mcp",
+        "add",
+        "extra",
+        "-e",
+        "EXTRA_TOKEN=s3cret-value",
+        "--",
+        &fixture,
+        "--name",
+        "extra",
+    ]);
+    assert!(ok && said.contains("local scope"), "{said}");
+    let written: Value = serde_json::from_str(&read(&state)).expect("JSON");
+    let key = fs::canonicalize(h.path("project")).expect("real path");
+    let entry = &written["projects"][key.to_string_lossy().as_ref()]["mcpServers"]["extra"];
+    assert_eq!(
+        entry,
+        &json!({"type": "stdio", "command": fixture, "args": ["--name", "extra"],
+                "env": {"EXTRA_TOKEN": "s3cret-value"}}),
+        "{written}"
+    );
+    assert!(
+        written["mcpServers"].get("reconcile").is_some(),
+        "the gateway stays"
+    );
+
+    let (ok, got) = h.run(&["mcp", "get", "extra"]);
+    assert!(
+        ok && got.contains("EXTRA_TOKEN (values not shown)"),
+        "{got}"
+    );
+    assert!(!got.contains("s3cret-value"), "no secret value: {got}");
+    let (ok, listed) = h.run(&["mcp", "list"]);
+    assert!(ok && listed.contains("extra"), "{listed}");
+
+    let (ok, said) = h.run(&["mcp", "remove", "extra"]);
+    assert!(ok && said.contains("local scope"), "{said}");
+    let left: Value = serde_json::from_str(&read(&state)).expect("JSON");
+    assert!(
+        left["projects"][key.to_string_lossy().as_ref()]["mcpServers"]
+            .get("extra")
+            .is_none(),
+        "{left}"
+    );
+    let (ok, said) = h.run(&["mcp", "remove", "extra"]);
+    assert!(!ok && said.contains("no server named"), "{said}");
+}
+
 #[test]
 fn uninstall_after_the_client_changed_the_file_takes_out_only_the_gateway() {
     let h = Home::new();

@@ -58,10 +58,16 @@ pub enum Command {
     /// Logs go to stderr (`MCP_RECONCILE_LOG=info` for more).
     Serve(ServeArgs),
     /// Put `serve` in front of a client's servers: adds the gateway to the client's user
-    /// configuration and makes the client start only it, while your servers stay where the
-    /// client's own commands (`claude mcp add`, …) put them and are hot-reloaded from there.
-    /// Keeps the originals; `uninstall` restores them. `--dry-run` shows what would change.
+    /// configuration and makes the client start only it, while your servers stay in the
+    /// client's files and are hot-reloaded from there. After `install claude`, Claude Code
+    /// refuses `claude mcp add`: use `mcp-reconcile mcp add` (same arguments). Keeps the
+    /// originals; `uninstall` restores them. `--dry-run` shows what would change.
     Install(InstallArgs),
+    /// Claude Code's `claude mcp add / remove / get / list`, for a Claude Code behind the
+    /// installed gateway (which refuses `claude mcp add`): the same arguments, the same files
+    /// and scopes, applied live by the gateway.
+    #[command(subcommand)]
+    Mcp(super::mcp::McpCommand),
     /// Take `serve` out of a client's configuration again: restores the files install
     /// changed (exactly, when nothing else changed them since; else only install's entries
     /// come out).

@@ -165,7 +165,15 @@ fn join_names(value: &Value) -> String {
 /// `status`: the running session's view, or what the files say when none
 /// runs (nothing is started).
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
-    let mut inputs = Inputs::new(&args.layers.options())?;
+    status_of(args.layers.options(), args.json).await
+}
+
+/// `status` of the files `options` name (`--json`: `json`).
+///
+/// # Errors
+/// The files cannot be resolved.
+pub async fn status_of(options: mcp_reconcile::inputs::Options, json: bool) -> anyhow::Result<()> {
+    let mut inputs = Inputs::new(&options)?;
     let authorized = authorized_until(&mut inputs);
     let inputs_id = inputs.session_id();
     let inputs_dir = mcp_reconcile::daemon::socket_dir(inputs.env());
@@ -202,7 +210,7 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
         .flatten()
         .filter_map(|e| e.as_str().map(str::to_owned))
         .collect();
-    if args.json {
+    if json {
         println!("{servers}");
         for error in &errors {
             eprintln!("! {}", display::safe_multiline(error));

@@ -37,11 +37,13 @@ fn afterwards(client: Client) -> &'static str {
     match client {
         Client::Claude => {
             "Claude Code now starts only `reconcile`; it reaches every server of yours (user, \
-             local and project scope, added with `claude mcp add` as before) and applies \
-             edits to them live. Tools appear as mcp__reconcile__SERVER__TOOL: a permission \
-             rule for mcp__github__create_issue is now mcp__reconcile__github__create_issue. \
-             Project servers (.mcp.json) are approved with `mcp-reconcile approve NAME` once \
-             per exact config; `claude mcp list` shows only `reconcile`."
+             local and project scope) and applies edits to them live. While it is installed, \
+             Claude Code refuses `claude mcp add` and its `mcp list` / `mcp get` show only \
+             `reconcile`: use `mcp-reconcile mcp add / remove / get / list` (the same \
+             arguments and scopes). Tools appear as mcp__reconcile__SERVER__TOOL: a \
+             permission rule for mcp__github__create_issue is now \
+             mcp__reconcile__github__create_issue. Project servers (.mcp.json) are approved \
+             with `mcp-reconcile approve NAME` once per exact config."
         }
         Client::Gemini | Client::Qwen => {
             "The client now starts only `reconcile` (mcp.allowed), which reaches every server \

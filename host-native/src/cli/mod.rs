@@ -11,6 +11,7 @@ pub mod daemon_watch;
 pub mod demo;
 pub mod events;
 pub mod install;
+pub mod mcp;
 pub mod print;
 pub mod prompt;
 pub mod report;

@@ -48,7 +48,7 @@ use crate::approvals_store::ApprovalsStore;
 use build::FrozenCommand;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
-pub(crate) use clients::{editor_user_file, sidecar};
+pub(crate) use clients::{claude_project_key, editor_user_file, sidecar};
 pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use files::{JsonFile, JsonKind, Missing, SettingsFile};

@@ -25,6 +25,7 @@
 //! another program changed it meanwhile, through a symbolic link to its target, new
 //! directories 0700.
 
+pub mod claude_mcp;
 mod codex;
 mod diff;
 mod editors;

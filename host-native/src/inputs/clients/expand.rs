@@ -54,6 +54,14 @@ pub(in crate::inputs) fn git_root(dir: &Path) -> Option<(PathBuf, Option<(PathBu
     }
 }
 
+/// Claude Code's key for `dir`'s local scope in `~/.claude.json` (`projects`): the git root as
+/// [`git_root`] finds it, else the real path of `dir`.
+pub(crate) fn claude_project_key(dir: &Path) -> PathBuf {
+    git_root(dir)
+        .map(|(root, _)| root)
+        .unwrap_or_else(|| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
+}
+
 /// The main repository's root of the linked worktree whose `.git` file is `dot_git` in `dir`,
 /// checked as git checks it: the file says `gitdir: <common>/worktrees/<id>`, that directory
 /// exists, its `commondir` leads back to `<common>`, and its `gitdir` back-link names this very

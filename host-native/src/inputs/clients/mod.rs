@@ -39,6 +39,7 @@ use mcp_reconcile_kernel::{LayerSource, Servers, Value};
 
 pub(super) use admission::Admission;
 pub use codex::CODEX_MARK;
+pub(crate) use expand::claude_project_key;
 pub(super) use expand::{git_root, Context};
 pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
