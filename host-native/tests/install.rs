@@ -198,6 +198,50 @@ fn mcp_add_get_list_remove_work_behind_the_installed_gateway() {
     assert!(!ok && said.contains("no server named"), "{said}");
 }
 
+/// `install claude --permissions` renames the user's permission rules to the gateway's tool
+/// names (shown first with `--dry-run`, which changes nothing); uninstall names them back.
+#[test]
+fn permission_rules_follow_the_gateway_and_come_back() {
+    let h = Home::new();
+    h.write(".claude.json", CLAUDE_STATE);
+    let settings = h.write(
+        ".claude/settings.json",
+        "{\n  \"permissions\": {\"allow\": [\"mcp__github__create_issue\", \"mcp__notes\", \"Read\"]}\n}\n",
+    );
+    let original = read(&settings);
+    let (ok, dry) = h.run(&["install", "claude", "--permissions", "--dry-run"]);
+    assert!(
+        ok && dry.contains("mcp__reconcile__github__create_issue"),
+        "{dry}"
+    );
+    assert_eq!(read(&settings), original, "a dry run changes nothing");
+
+    let (ok, said) = h.run(&["install", "claude", "--permissions"]);
+    assert!(ok, "{said}");
+    let installed: Value = serde_json::from_str(&read(&settings)).expect("JSON");
+    assert_eq!(
+        installed["permissions"]["allow"],
+        json!([
+            "mcp__reconcile__github__create_issue",
+            "mcp__reconcile__notes__*",
+            "Read"
+        ])
+    );
+    assert_eq!(
+        installed["allowedMcpServers"],
+        json!([{"serverName": "reconcile"}])
+    );
+
+    let (ok, said) = h.run(&["uninstall", "claude"]);
+    assert!(ok, "{said}");
+    let back: Value = serde_json::from_str(&read(&settings)).expect("JSON");
+    assert_eq!(
+        back["permissions"]["allow"],
+        json!(["mcp__github__create_issue", "mcp__notes__*", "Read"])
+    );
+    assert!(back.get("allowedMcpServers").is_none(), "{back}");
+}
+
 #[test]
 fn uninstall_after_the_client_changed_the_file_takes_out_only_the_gateway() {
     let h = Home::new();

@@ -244,6 +244,11 @@ pub struct InstallArgs {
     /// Show what would change (a diff of each file) and change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Claude Code: also rename the permission rules of ~/.claude/settings.json to the
+    /// gateway's tool names (mcp__github__x becomes mcp__reconcile__github__x); uninstall
+    /// names them back. With --dry-run, shows that change too
+    #[arg(long)]
+    pub permissions: bool,
     /// Where install keeps the originals and its record [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,

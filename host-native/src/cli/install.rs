@@ -97,9 +97,15 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
     let version = mcp_reconcile::daemon::version::ours();
     let stable = install::exe::stable_exe(&env, &running, &version)?;
     let exe = stable.path().to_path_buf();
+    if args.permissions && client != Client::Claude {
+        anyhow::bail!("--permissions is for Claude Code's permission rules (install claude)");
+    }
     if args.dry_run {
         say_where(&stable, false);
-        let changes = install::install(client, &env, &exe)?;
+        let mut changes = install::install(client, &env, &exe)?;
+        if args.permissions {
+            changes.push(install::claude_permissions::apply(&env, true)?);
+        }
         if changes.iter().any(Change::changes) {
             show(&changes);
         } else {
@@ -113,7 +119,13 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
     install::exe::place(&stable, &running)?;
     say_where(&stable, true);
     // Each file's bytes are backed up before a byte of it changes.
-    let (changes, record) = install::install_and_record(client, &env, &exe, &state)?;
+    let (mut changes, record) = install::install_and_record(client, &env, &exe, &state)?;
+    if args.permissions {
+        let renamed = install::claude_permissions::apply(&env, false)?;
+        if renamed.changes() {
+            changes.push(renamed);
+        }
+    }
     if changes.is_empty() {
         println!(
             "mcp-reconcile is already installed for {}; nothing changed",

@@ -26,6 +26,7 @@
 //! directories 0700.
 
 pub mod claude_mcp;
+pub mod claude_permissions;
 mod codex;
 mod diff;
 mod editors;
@@ -343,6 +344,8 @@ fn take_out(client: Client, text: &str) -> anyhow::Result<String> {
     let mut text = jsonc::remove(text, &["mcpServers"], GATEWAY)?;
     if jsonc::get(&text, &[], "allowedMcpServers") == Some(json!([{ "serverName": GATEWAY }])) {
         text = jsonc::remove(&text, &[], "allowedMcpServers")?;
+        // Rules `install claude --permissions` moved under the gateway's names go back.
+        text = claude_permissions::rewrite(&text, false)?;
     }
     if jsonc::get(&text, &["mcp"], "allowed") == Some(json!([GATEWAY])) {
         text = jsonc::remove(&text, &["mcp"], "allowed")?;
