@@ -99,3 +99,13 @@ bash scripts/fuzz.sh "$FUZZ_SECONDS"
 
 step "wasm package under Node"
 bash scripts/wasm-test.sh
+
+step "macOS: both Apple targets type-check (no Mac here: build-std, C stubbed)"
+bash scripts/apple-check.sh
+
+step "Linux binaries that run anywhere: static musl (x86_64 built and run, aarch64 checked)"
+bash scripts/dist.sh --check-aarch64
+
+step "npm front door: packed tarballs, install claude through the launcher, the real claude mcp list, uninstall"
+bash scripts/npm-pack.sh
+bash scripts/npm-flow.sh

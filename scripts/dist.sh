@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Linux binaries that run anywhere: a static musl build of `mcp-reconcile` (no glibc floor),
+# with the `dist` profile (no debug info, stripped). There is no musl target for rustup here:
+# Debian's rustc (scripts/wasm-setup.sh) builds std for it with `-Zbuild-std`, and musl-gcc
+# (Debian's musl-tools) compiles ring's C and links against musl's static libc.
+#
+#   bash scripts/dist.sh                      # x86_64: built, then run once (--version)
+#   bash scripts/dist.sh --check-aarch64      # also type-checks aarch64-unknown-linux-musl
+#
+# The binary lands in target-dist/x86_64-unknown-linux-musl/dist/mcp-reconcile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x /usr/bin/rustc ] && [ -d /usr/lib/rustlib/src/rust/library ] || bash scripts/wasm-setup.sh
+if ! command -v musl-gcc >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends musl-tools
+fi
+
+target=x86_64-unknown-linux-musl
+echo "==> cargo build --profile dist --target $target (Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2), build-std)"
+env RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc \
+  CC_x86_64_unknown_linux_musl=musl-gcc \
+  CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc \
+  CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=+crt-static -C link-self-contained=no" \
+  /usr/bin/cargo build --locked --profile dist --target "$target" -Zbuild-std=std,panic_abort \
+  -p mcp-reconcile --bin mcp-reconcile --target-dir target-dist
+bin=target-dist/$target/dist/mcp-reconcile
+"$bin" --version
+if file "$bin" | grep -q "dynamically linked"; then
+  echo "dist: $bin is dynamically linked" >&2
+  exit 1
+fi
+echo "==> $bin: $(du -h "$bin" | cut -f1), $(file -b "$bin" | cut -d, -f1-2)"
+
+if [ "${1:-}" = --check-aarch64 ]; then
+  stub=$(mktemp -d)
+  trap 'rm -rf "$stub"' EXIT
+  printf '#!/bin/sh\nout=\nwhile [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift;; esac; shift; done\n[ -n "$out" ] && : >"$out"\nexit 0\n' >"$stub/cc"
+  printf '#!/bin/sh\nfor a; do case "$a" in *.a) printf "!<arch>\\n" >"$a"; exit 0;; esac; done\n' >"$stub/ar"
+  chmod +x "$stub/cc" "$stub/ar"
+  echo "==> cargo check --target aarch64-unknown-linux-musl"
+  env RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc CC_aarch64_unknown_linux_musl="$stub/cc" \
+    AR_aarch64_unknown_linux_musl="$stub/ar" \
+    /usr/bin/cargo check --locked --target aarch64-unknown-linux-musl -Zbuild-std=std,panic_abort \
+    -p mcp-reconcile --bins --lib --target-dir target-dist
+fi
