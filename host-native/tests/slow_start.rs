@@ -60,7 +60,12 @@ struct Session {
 
 impl Session {
     fn start(p: &Project, backend: Backend) -> Session {
-        let time = ManualClock::new();
+        Session::start_on(p, backend, None, "slow-start")
+    }
+
+    /// A session named `name`; on the pool `on` (a session of it already runs) or a new one.
+    fn start_on(p: &Project, backend: Backend, on: Option<&Session>, name: &str) -> Session {
+        let time = on.map_or_else(ManualClock::new, |s| s.time.clone());
         let options = HostOptions {
             clock: time.clock(),
             ..HostOptions::default()
@@ -75,11 +80,13 @@ impl Session {
                 (events, tokio::spawn(host.run(files_rx, control_rx)), None)
             }
             Backend::Pool => {
-                let pool = SharedPool::start(PoolOptions {
-                    clock: time.clock(),
-                    ..PoolOptions::default()
+                let pool = on.and_then(|s| s.pool.clone()).unwrap_or_else(|| {
+                    SharedPool::start(PoolOptions {
+                        clock: time.clock(),
+                        ..PoolOptions::default()
+                    })
                 });
-                let mut host = Host::in_pool(inputs, options, &pool, "slow-start");
+                let mut host = Host::in_pool(inputs, options, &pool, name);
                 let events = host.subscribe();
                 let task = tokio::spawn(host.run(files_rx, control_rx));
                 (events, task, Some(pool))
@@ -143,6 +150,12 @@ impl Session {
         if let Some(pool) = self.pool {
             pool.shutdown().await;
         }
+    }
+
+    /// Ends the session, leaving the pool it shares running.
+    async fn leave(self) {
+        let _ = self.control.send(Control::Shutdown);
+        self.task.await.expect("the session task");
     }
 }
 
@@ -254,4 +267,58 @@ async fn a_client_gets_the_ready_servers_while_one_is_held_back_in_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_gets_the_ready_servers_while_one_is_held_back_on_a_daemon() {
     a_client_gets_the_ready_servers_while_one_is_held_back(true).await;
+}
+
+/// Guards the warm start: a session of a pool that already runs its servers has its complete
+/// first listing from the pool's listings, with no new process and no wait — the clock stands
+/// still (no grace ends), and the held-back server's gate is gone, so a process started anew
+/// for it would never answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_of_a_pool_that_runs_its_servers_lists_them_at_once() {
+    let (p, gate) = held_back_project();
+    fs::write(&gate, "go").expect("gate");
+    let first = Session::start(&p, Backend::Pool);
+    first.wait_state("slow", State::Connected).await;
+    fs::remove_file(&gate).expect("gate gone");
+
+    let second = Session::start_on(&p, Backend::Pool, Some(&first), "warm");
+    let listed = names(&answer(second.send(Control::Catalog), "the warm listing").await);
+    assert!(
+        listed.contains(&OK_TOOL.to_owned()) && listed.contains(&SLOW_TOOL.to_owned()),
+        "{listed:?}"
+    );
+    assert_eq!(p.spawns("slow"), 1, "one process for both sessions");
+    second.leave().await;
+    first.stop().await;
+}
+
+/// Guards the warm start end to end: a second client of the daemon, while the first one's
+/// session runs the servers, is handed every server's tools in its first `tools/list` — the
+/// held-back server's gate is gone by then, so only its running process can offer them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_client_of_the_daemon_lists_every_running_server_at_once() {
+    let (p, gate) = held_back_project();
+    fs::write(&gate, "go").expect("gate");
+    let (first, daemon) = serve(&p, true).await;
+    first.wait_tool(SLOW_TOOL).await;
+    fs::remove_file(&gate).expect("gate gone");
+
+    let log = p.path("second.log");
+    let mut command = std::process::Command::new(cli());
+    command
+        .arg("serve")
+        .args(p.flags())
+        .env("XDG_RUNTIME_DIR", p.path("run"))
+        .env("MCP_RECONCILE_LOG", "info")
+        .stderr(fs::File::create(&log).expect("log"));
+    let second = Served::spawn(command, log).await;
+    let listed = second.tool_names().await;
+    assert!(
+        listed.contains(&OK_TOOL.to_owned()) && listed.contains(&SLOW_TOOL.to_owned()),
+        "{listed:?}"
+    );
+    assert_eq!(p.spawns("slow"), 1, "one process for both sessions");
+    second.close().await;
+    first.close().await;
+    drop(daemon);
 }
