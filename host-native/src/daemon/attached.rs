@@ -109,8 +109,9 @@ pub(crate) async fn run(
     };
     let member_id = info.id.clone();
     let manage_tools = attach.manage_tools;
-    let mut host =
-        Host::in_pool_launched(inputs, HostOptions::default(), &pool, &name, Some(launch));
+    // The client's own start grace, when its environment sets one.
+    let options = HostOptions::default().start_grace_from(inputs.env());
+    let mut host = Host::in_pool_launched(inputs, options, &pool, &name, Some(launch));
     let events = host.subscribe();
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let handle = HostHandle::new(control_tx);

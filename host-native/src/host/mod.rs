@@ -76,6 +76,11 @@ pub const STARTUP_WAIT: Millis = Millis(10_000);
 /// the first listing, for a client that never re-lists.
 pub const START_GRACE: Millis = Millis(750);
 
+/// The variable that sets a `serve` session's start grace in milliseconds (at most
+/// [`STARTUP_WAIT`]): for a client that lists tools once per session and never re-lists on
+/// `list_changed` (Codex, qwen-code), whose first listing may then wait longer for slow servers.
+pub const START_GRACE_VAR: &str = "MCP_RECONCILE_START_GRACE_MS";
+
 /// How many servers start at once: all of them. A start is one spawn (from the one forker
 /// thread) and an async handshake, so starting every server of a session together costs no
 /// thread per server; the pool starts one process per id however many sessions acquire it at
@@ -98,6 +103,19 @@ pub struct HostOptions {
     /// The clock everything the host schedules reads (debounce, §9 retries, the healthy
     /// window): tokio's by default; tests pass a [`ManualClock`](crate::clock::ManualClock)'s.
     pub clock: Clock,
+}
+
+impl HostOptions {
+    /// These options with the start grace [`START_GRACE_VAR`] sets in `env` (a whole number of
+    /// milliseconds, at most [`STARTUP_WAIT`]); unchanged when it is not set or not a number.
+    #[must_use]
+    pub fn start_grace_from(mut self, env: &crate::inputs::HostEnv) -> Self {
+        let set = env.vars.get(START_GRACE_VAR);
+        if let Some(ms) = set.and_then(|v| v.trim().parse::<u64>().ok()) {
+            self.start_grace = Millis(ms.min(STARTUP_WAIT.0));
+        }
+        self
+    }
 }
 
 impl Default for HostOptions {

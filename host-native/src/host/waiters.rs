@@ -127,3 +127,35 @@ impl<B: Backend> Host<B> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{HostOptions, START_GRACE, START_GRACE_VAR};
+    use crate::inputs::HostEnv;
+    use mcp_reconcile_kernel::Millis;
+
+    fn grace(value: Option<&str>) -> Millis {
+        let env = HostEnv {
+            vars: value
+                .map(|v| (START_GRACE_VAR.to_owned(), v.to_owned()))
+                .into_iter()
+                .collect(),
+            cwd: "/".into(),
+            home: None,
+            raw: Vec::new(),
+        };
+        HostOptions::default().start_grace_from(&env).start_grace
+    }
+
+    /// Guards the knob for clients that never re-list: a number sets the grace, bounded by the
+    /// wait of a call; anything else leaves the default.
+    #[test]
+    fn a_clients_environment_sets_its_start_grace_within_the_bound() {
+        assert_eq!(grace(None), START_GRACE);
+        assert_eq!(grace(Some("5000")), Millis(5000));
+        assert_eq!(grace(Some(" 0 ")), Millis(0));
+        assert_eq!(grace(Some("999999999")), super::STARTUP_WAIT);
+        assert_eq!(grace(Some("soon")), START_GRACE);
+        assert_eq!(grace(Some("-1")), START_GRACE);
+    }
+}
