@@ -115,9 +115,7 @@ async fn claude_code_gets_the_healthy_servers_tools_beside_a_hung_one() {
     let script: Script = Arc::new(|body: &Value| {
         let offered = tool_names(body);
         match offered.iter().find(|n| n.ends_with("notes__echo")) {
-            Some(echo) if tool_results(body).is_empty() => {
-                tool_use(echo, json!({"text": ECHOED}))
-            }
+            Some(echo) if tool_results(body).is_empty() => tool_use(echo, json!({"text": ECHOED})),
             _ => json!({"type": "text", "text": DONE}),
         }
     });
@@ -170,7 +168,6 @@ async fn claude_code_gets_the_healthy_servers_tools_beside_a_hung_one() {
     );
     assert_eq!(p.spawns("hung"), 1, "the hung server was started: {report}");
 }
-
 
 /// What the fake model says to end the conversation.
 const DONE: &str = "model-done";

@@ -18,7 +18,7 @@ use common::*;
 use mcp_reconcile::clock::ManualClock;
 use mcp_reconcile::host::{
     Control, Host, HostEvent, HostOptions, MergedCatalog, Route, State, StatusReport, Target,
-    START_GRACE, STARTUP_WAIT,
+    STARTUP_WAIT, START_GRACE,
 };
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::pool::{PoolOptions, SharedPool};
@@ -126,7 +126,10 @@ impl Session {
             {
                 return;
             }
-            assert!(start.elapsed() < PATIENCE, "{server} never {state:?}: {status:?}");
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{server} never {state:?}: {status:?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -172,7 +175,9 @@ fn names(catalog: &MergedCatalog) -> Vec<String> {
 }
 
 fn route_to(routed: Result<Route, String>) -> String {
-    routed.map(|r| r.server).unwrap_or_else(|e| panic!("not routed: {e}"))
+    routed
+        .map(|r| r.server)
+        .unwrap_or_else(|e| panic!("not routed: {e}"))
 }
 
 /// Guards a session's start against a slow server, with the clock standing still but for the
@@ -185,14 +190,21 @@ async fn a_held_back_server_holds_back_nothing_else(backend: Backend) {
     session.wait_state("ok", State::Connected).await;
 
     // The ready server's tool is routed while the other one is held back.
-    let routed = answer(session.send(|tx| Control::Route(Target::Tool(OK_TOOL.into()), tx)), "route").await;
+    let routed = answer(
+        session.send(|tx| Control::Route(Target::Tool(OK_TOOL.into()), tx)),
+        "route",
+    )
+    .await;
     assert_eq!(route_to(routed), "ok");
 
     // The first listing waits for the grace (the pass cannot end: `slow` is held back)…
     let mut catalog = session.send(Control::Catalog);
     let mut call = session.send(|tx| Control::Route(Target::Tool(SLOW_TOOL.into()), tx));
     session.status().await;
-    assert!(catalog.try_recv().is_err(), "the listing waits for the grace");
+    assert!(
+        catalog.try_recv().is_err(),
+        "the listing waits for the grace"
+    );
     assert!(call.try_recv().is_err(), "a call to slow waits for slow");
     // … and not a millisecond of the clock longer; then it has what is ready.
     session.time.advance(Duration::from_millis(START_GRACE.0));
@@ -200,7 +212,10 @@ async fn a_held_back_server_holds_back_nothing_else(backend: Backend) {
     assert!(listed.contains(&OK_TOOL.to_owned()), "{listed:?}");
     assert!(!listed.contains(&SLOW_TOOL.to_owned()), "{listed:?}");
     session.status().await;
-    assert!(call.try_recv().is_err(), "the call still waits for slow: {STARTUP_WAIT:?}");
+    assert!(
+        call.try_recv().is_err(),
+        "the call still waits for slow: {STARTUP_WAIT:?}"
+    );
 
     // Let slow start: the waiting call goes to it, and its tools are announced.
     fs::write(&gate, "go").expect("gate");

@@ -52,7 +52,11 @@ impl<B: Backend> Host<B> {
 
     /// A route request: answered now unless the start pass runs and what would serve it is
     /// still starting (see the module docs).
-    pub(super) fn ask_route(&mut self, target: Target, reply: oneshot::Sender<Result<Route, String>>) {
+    pub(super) fn ask_route(
+        &mut self,
+        target: Target,
+        reply: oneshot::Sender<Result<Route, String>>,
+    ) {
         let routed = self.route(target.clone());
         if routed.is_ok() || !self.waits_on_a_start(&target) {
             let _ = reply.send(routed);
@@ -83,7 +87,9 @@ impl<B: Backend> Host<B> {
                     owners.owns(server) && name.starts_with(tool_prefix(server).as_str())
                 })
             }
-            Target::Resource(_) | Target::Template(_) => running.starting_servers().next().is_some(),
+            Target::Resource(_) | Target::Template(_) => {
+                running.starting_servers().next().is_some()
+            }
         }
     }
 
