@@ -337,3 +337,53 @@ async fn a_second_client_of_the_daemon_lists_every_running_server_at_once() {
     first.close().await;
     drop(daemon);
 }
+
+/// Guards the cold start: every server of a session starts at once, so servers that hold back
+/// their start — more of them than the start limit of 8 there was — delay no other server's,
+/// and none of theirs waits for a turn.
+async fn more_held_back_servers_than_the_old_start_limit_delay_nothing(backend: Backend) {
+    let p = Project::new();
+    let gate = p.path("gate");
+    let mut servers = serde_json::Map::new();
+    for i in 0..9 {
+        let name = format!("a{i}");
+        let mut held = with_args(
+            p.server(&name, "echo"),
+            &["--wait-for", gate.to_str().expect("utf-8 path")],
+        );
+        // Held past the test's patience, not given up on meanwhile.
+        held["discoveryTimeoutMs"] = json!(120_000);
+        servers.insert(name, held);
+    }
+    servers.insert("z".into(), p.server("z", "echo"));
+    p.write_settings(json!({ "mcpServers": servers }));
+    let session = Session::start(&p, backend);
+    // Nine starts held back at once, beside a tenth that is up: with a limit of 8 at most eight
+    // of the ten could ever be under way.
+    wait_until_async("every held-back server spawned", || {
+        (0..9).all(|i| p.spawns(&format!("a{i}")) == 1)
+    })
+    .await;
+    session.wait_state("z", State::Connected).await;
+    let status = session.status().await;
+    assert!(
+        status
+            .servers
+            .iter()
+            .filter(|s| s.name.starts_with('a'))
+            .all(|s| s.state == State::Connecting),
+        "the held-back ones still start: {status:?}"
+    );
+    fs::write(&gate, "go").expect("gate");
+    session.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_held_back_servers_than_the_old_start_limit_delay_nothing_in_a_session_of_its_own() {
+    more_held_back_servers_than_the_old_start_limit_delay_nothing(Backend::Own).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_held_back_servers_than_the_old_start_limit_delay_nothing_on_a_shared_pool() {
+    more_held_back_servers_than_the_old_start_limit_delay_nothing(Backend::Pool).await;
+}
