@@ -248,9 +248,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     let passthrough = args.passthrough.clone();
+    let options = HostOptions::default().start_grace_from(inputs.env());
     run_session(
         inputs,
-        HostOptions::default(),
+        options,
         Front::Serve {
             http,
             passthrough,

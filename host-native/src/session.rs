@@ -56,7 +56,7 @@ pub trait Session: Send + Sync + 'static {
 }
 
 impl Session for HostHandle {
-    /// Waits for the start pass (see [`Control::Catalog`]).
+    /// Waits for the start pass at most the session's start grace (see [`Control::Catalog`]).
     async fn catalog(&self) -> Result<MergedCatalog, SessionGone> {
         self.ask(Control::Catalog).await
     }

@@ -4,7 +4,7 @@
 //! A [`Supervisor`] is generic over the **key** a connection is known by (the server name in a
 //! session; the pool's shared id or (session, id)) and the **kind** of connection
 //! ([`ConnectionKind`]: MCP connections now ([`Mcp`]), language servers later). It owns
-//! * the start tasks (a [`JoinSet`], at most `parallelism` connecting at once),
+//! * the start tasks (a [`JoinSet`]; every one at once unless a `parallelism` bound is set),
 //! * generations: every start gets a new one; a start or event of an older generation is
 //!   ignored, and a connection that comes up superseded is closed,
 //! * the connections' own events (catalog changed, closed),
@@ -178,7 +178,8 @@ pub(crate) struct Supervisor<K, C: ConnectionKind> {
     starts: JoinSet<Done<K, C>>,
     events_tx: mpsc::UnboundedSender<C::Event>,
     events_rx: mpsc::UnboundedReceiver<C::Event>,
-    limiter: Arc<Semaphore>,
+    /// At most `parallelism` starts at once; `None`: no bound (the default).
+    limiter: Option<Arc<Semaphore>>,
     closing: JoinSet<()>,
 }
 
@@ -187,8 +188,9 @@ where
     K: Clone + Ord + std::hash::Hash + Send + 'static,
     C: ConnectionKind,
 {
-    /// A supervisor starting at most `parallelism` connections at once, its supervision time
-    /// read from `clock`.
+    /// A supervisor starting at most `parallelism` connections at once (every one at once when
+    /// it is at least [`Semaphore::MAX_PERMITS`], as [`DEFAULT_PARALLELISM`](crate::host::DEFAULT_PARALLELISM)
+    /// is), its supervision time read from `clock`.
     pub(crate) fn new(kind: C, parallelism: usize, clock: Clock) -> Self {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         Supervisor {
@@ -201,7 +203,8 @@ where
             starts: JoinSet::new(),
             events_tx,
             events_rx,
-            limiter: Arc::new(Semaphore::new(parallelism.max(1))),
+            limiter: (parallelism < Semaphore::MAX_PERMITS)
+                .then(|| Arc::new(Semaphore::new(parallelism.max(1)))),
             closing: JoinSet::new(),
         }
     }
@@ -316,10 +319,13 @@ where
             generation,
             self.events_tx.clone(),
         );
-        let limiter = Arc::clone(&self.limiter);
+        let limiter = self.limiter.clone();
         let key = key.clone();
         self.starts.spawn(async move {
-            let _permit = limiter.acquire_owned().await;
+            let _permit = match limiter {
+                Some(limiter) => limiter.acquire_owned().await.ok(),
+                None => None,
+            };
             let started = Instant::now();
             let result = start.await;
             Done {

@@ -88,6 +88,87 @@ fn claude_code_starts_only_the_installed_gateway_and_it_connects() {
     assert!(!home.join(".claude/settings.json").exists());
 }
 
+/// One server that never answers its handshake costs Claude Code none of the others: the first
+/// request of `claude -p` offers the healthy server's tool and the model's call of it goes
+/// through. (The gateway's first listing waits for the start pass only its start grace; when it
+/// waited for the hung server, Claude Code gave up on the gateway's tools and the model got
+/// none.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_gets_the_healthy_servers_tools_beside_a_hung_one() {
+    let p = Project::new();
+    let home = p.path("home");
+    let runtime = p.path("run");
+    for dir in [&home, &runtime] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let mut hung = with_args(p.server("hung", "echo"), &["--hang-handshake"]);
+    hung["discoveryTimeoutMs"] = json!(120_000);
+    let state = json!({"mcpServers": {"notes": p.server("notes", "echo"), "hung": hung}});
+    fs::write(home.join(".claude.json"), state.to_string()).expect("write");
+    let install = claude_env(Command::new(cli()), &p, &home)
+        .args(["install", "claude"])
+        .output()
+        .expect("install runs");
+    assert!(install.status.success(), "{}", output_text(&install));
+
+    let _daemon = start_daemon_for_client(&p, &runtime);
+    let script: Script = Arc::new(|body: &Value| {
+        let offered = tool_names(body);
+        match offered.iter().find(|n| n.ends_with("notes__echo")) {
+            Some(echo) if tool_results(body).is_empty() => tool_use(echo, json!({"text": ECHOED})),
+            _ => json!({"type": "text", "text": DONE}),
+        }
+    });
+    let model = fake_anthropic(script).await;
+    let mut command = claude_env(Command::new(claude()), &p, &home);
+    command
+        .args(["-p", "Call the echo tool.", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__reconcile"])
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "not-a-real-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("claude runs");
+    // Whatever Claude Code left in its group goes when the guard drops.
+    let _group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("claude -p finishes")
+        .expect("claude -p runs");
+    let requests = model.requests();
+    let report = format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}\nmodel requests:\n{}\ndaemon log:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        serde_json::to_string_pretty(&requests).unwrap_or_default(),
+        fs::read_to_string(p.path("daemon.log")).unwrap_or_default()
+    );
+    assert!(output.status.success(), "{report}");
+    let turns: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["path"].as_str().is_some_and(is_messages))
+        .map(|r| &r["body"])
+        .collect();
+    let first = turns.first().expect("a model request");
+    assert!(
+        tool_names(first)
+            .iter()
+            .any(|n| n == "mcp__reconcile__notes__echo"),
+        "the healthy server's tool reaches the model: {report}"
+    );
+    assert!(
+        turns
+            .iter()
+            .any(|body| tool_results(body).iter().any(|r| r.contains(ECHOED))),
+        "the call of the healthy server's tool went through: {report}"
+    );
+    assert_eq!(p.spawns("hung"), 1, "the hung server was started: {report}");
+}
+
 /// What the fake model says to end the conversation.
 const DONE: &str = "model-done";
 /// The text the model asks the echo tool to return.

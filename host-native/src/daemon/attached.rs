@@ -7,9 +7,10 @@
 //!
 //! 1. resolve the client's files in its environment; make the session with its [`Launch`]
 //!    (project root, environment, token file) and start it;
-//! 2. wait for its start pass (at most [`STARTUP_WAIT`](crate::host::STARTUP_WAIT)), so the
-//!    client's first listing is complete; answer `{"ok":{"session":NAME}}` and serve MCP on
-//!    the rest of the connection;
+//! 2. answer `{"ok":{"session":NAME}}` at once — nothing waits for a server here: the
+//!    client's `initialize` and first `tools/list` wait at most the session's start grace
+//!    (the engine's `waiters`), and a server ready later is announced as `list_changed` — and
+//!    serve MCP on the rest of the connection;
 //! 3. every [`HostEvent`] goes to the client as one [`EVENT`] notification (the `serve` bridge
 //!    prints what `serve --no-daemon` prints; `watch` prints and asks as in-process), and to
 //!    the gateway's announcer: a catalog change as `list_changed`, and what needs attention
@@ -34,7 +35,6 @@ use crate::inputs::{HostEnv, Inputs, Options};
 use crate::ipc::Answer;
 use crate::launch::Launch;
 use crate::pool::SharedPool;
-use crate::session::Session;
 use crate::watcher;
 
 /// The notification that carries one [`HostEvent`] of a daemon session to its client:
@@ -109,14 +109,13 @@ pub(crate) async fn run(
     };
     let member_id = info.id.clone();
     let manage_tools = attach.manage_tools;
-    let mut host =
-        Host::in_pool_launched(inputs, HostOptions::default(), &pool, &name, Some(launch));
+    // The client's own start grace, when its environment sets one.
+    let options = HostOptions::default().start_grace_from(inputs.env());
+    let mut host = Host::in_pool_launched(inputs, options, &pool, &name, Some(launch));
     let events = host.subscribe();
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let handle = HostHandle::new(control_tx);
     let session = tokio::spawn(host.run(file_rx, control_rx));
-    // The start pass (bounded): the client's first listing is then complete.
-    let _ = handle.catalog().await;
     let attached = Attached {
         session: name.clone(),
     };

@@ -28,8 +28,8 @@ use crate::{ipc, private};
 
 /// How long a started daemon may take to listen.
 pub const START_WAIT: Duration = Duration::from_secs(10);
-/// How long an attach may take to be answered: the daemon first waits up to
-/// [`STARTUP_WAIT`](crate::host::STARTUP_WAIT) for the session's servers to start.
+/// How long an attach may take to be answered: the daemon reads the session's files and
+/// answers, without waiting for any of its servers.
 pub const ATTACH_WAIT: Duration = Duration::from_secs(30);
 
 /// Connects to the daemon in `dir`, starting `exe daemon` first when none listens.

@@ -216,8 +216,8 @@ impl<S: Session> Gateway<S> {
     /// `instructions` for a client that starts now: `base` and, after the start pass, the
     /// summary of what needs attention.
     pub(super) async fn instructions(&self, base: Option<String>) -> Option<String> {
-        // The start pass first (bounded by the session): a server that failed to start is
-        // then in the summary.
+        // The start pass first, at most the session's start grace: a server that failed to
+        // start by then is in the summary; a later failure comes as the status tool.
         let _ = self.session.catalog().await;
         let summary = self.refresh_attention().await.and_then(|a| a.summary());
         match (base, summary) {

@@ -290,8 +290,9 @@ impl<B: Backend> Host<B> {
         catalog
     }
 
+    /// Hands the catalog to every request waiting for it (and from the first one on,
+    /// announces changes).
     pub(super) fn answer_catalog_waiters(&mut self) {
-        self.waiters_deadline = None;
         let waiters = std::mem::take(&mut self.catalog_waiters);
         if waiters.is_empty() && self.announcing {
             return;

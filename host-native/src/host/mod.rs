@@ -11,7 +11,7 @@
 //! 3. a run reloads only the changed files, asks the kernel whether anything
 //!    MCP-relevant changed ([`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload)) and for a [`plan`], tears down
 //!    what the plan removes (purging its tools first) and starts the rest in
-//!    parallel (bounded), without blocking the loop: status requests are
+//!    all at once, without blocking the loop: status requests are
 //!    answered while servers are still connecting;
 //! 4. the connections live in the shared connection supervisor
 //!    (`crate::supervisor`, keyed by server name): its reports (a start
@@ -20,9 +20,9 @@
 //! 5. control requests (status, reload, reconnect, dry-run plan) come from the
 //!    CLI over the session socket ([`crate::ipc`]); a gateway asks for the
 //!    merged catalog and where a request goes ([`Control::Catalog`],
-//!    [`Control::Route`]; both wait for the start pass, bounded by
-//!    [`STARTUP_WAIT`]) and forwards it itself, so a slow call never blocks
-//!    the loop;
+//!    [`Control::Route`]; `waiters`: the first listing waits for the start pass at most
+//!    the start grace ([`START_GRACE`]), a route only for a server still starting) and
+//!    forwards it itself, so a slow call never blocks the loop;
 //! 6. a source file a server's `dev.watch` globs name changed (`dev`): that server joins
 //!    the scheduler's next run like a changed file, and the run restarts it make before
 //!    break;
@@ -37,6 +37,7 @@ mod handle;
 mod lsp;
 mod pass;
 mod status;
+mod waiters;
 
 use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::lsp::LspAction;
@@ -63,20 +64,39 @@ use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
 use crate::watcher::Change;
 
-/// How long a gateway's catalog and route requests wait for the start pass
-/// before they are answered with the servers connected so far.
+/// How long a call to a tool of a server still starting in the start pass waits for that
+/// server before it is answered with what the session knows of it ("still connecting").
 pub const STARTUP_WAIT: Millis = Millis(10_000);
 
-/// How many servers start at once.
-pub const DEFAULT_PARALLELISM: usize = 8;
+/// How long after a session starts its first listing ([`Control::Catalog`]: a client's
+/// `initialize` and first `tools/list`) waits for servers still starting: the start pass's end
+/// or this, whichever comes first. A server ready later is announced (`list_changed`). Short
+/// enough that a client has its listing within a second of the session's start however slow
+/// or hung a server is; long enough that the usual stdio server (tens of milliseconds) is in
+/// the first listing, for a client that never re-lists.
+pub const START_GRACE: Millis = Millis(750);
+
+/// The variable that sets a `serve` session's start grace in milliseconds (at most
+/// [`STARTUP_WAIT`]): for a client that lists tools once per session and never re-lists on
+/// `list_changed` (Codex, qwen-code), whose first listing may then wait longer for slow servers.
+pub const START_GRACE_VAR: &str = "MCP_RECONCILE_START_GRACE_MS";
+
+/// How many servers start at once: all of them. A start is one spawn (from the one forker
+/// thread) and an async handshake, so starting every server of a session together costs no
+/// thread per server; the pool starts one process per id however many sessions acquire it at
+/// once, and the benchmarks start 200 servers in one pass. A bound here only made a hung
+/// server hold back the servers queued behind it.
+pub const DEFAULT_PARALLELISM: usize = usize::MAX;
 
 /// Host settings that are not read from files.
 #[derive(Clone, Debug)]
 pub struct HostOptions {
     /// `session` (identity = session key) or `pool`.
     pub mode: Mode,
-    /// Servers started at once.
+    /// Servers started at once ([`DEFAULT_PARALLELISM`]: all).
     pub parallelism: usize,
+    /// How long the first listing waits for the start pass ([`START_GRACE`]).
+    pub start_grace: Millis,
     /// Baseline for benchmarks: restart every server on every change, as
     /// most clients do on reload.
     pub full_restart: bool,
@@ -85,11 +105,25 @@ pub struct HostOptions {
     pub clock: Clock,
 }
 
+impl HostOptions {
+    /// These options with the start grace [`START_GRACE_VAR`] sets in `env` (a whole number of
+    /// milliseconds, at most [`STARTUP_WAIT`]); unchanged when it is not set or not a number.
+    #[must_use]
+    pub fn start_grace_from(mut self, env: &crate::inputs::HostEnv) -> Self {
+        let set = env.vars.get(START_GRACE_VAR);
+        if let Some(ms) = set.and_then(|v| v.trim().parse::<u64>().ok()) {
+            self.start_grace = Millis(ms.min(STARTUP_WAIT.0));
+        }
+        self
+    }
+}
+
 impl Default for HostOptions {
     fn default() -> Self {
         HostOptions {
             mode: Mode::Session,
             parallelism: DEFAULT_PARALLELISM,
+            start_grace: START_GRACE,
             full_restart: false,
             clock: Clock::tokio(),
         }
@@ -140,16 +174,17 @@ pub enum Control {
     },
     /// What a reconcile would do now from the live state (nothing executed).
     Plan(oneshot::Sender<Result<Plan, String>>),
-    /// The merged catalog; answered once the start pass has finished (so a
-    /// client's first listing includes every server that could connect), or
-    /// after [`STARTUP_WAIT`] with what is connected by then.
+    /// The merged catalog; answered once the start pass has finished or the start grace
+    /// ([`START_GRACE`] from the session's start) passed, whichever is first, with the
+    /// servers connected by then (the later ones are announced as they come).
     Catalog(oneshot::Sender<MergedCatalog>),
     /// Where a tool call, prompt or resource read goes. `Err` carries the
     /// message for the caller: for a tool, the §4 tool-not-found message
     /// (removed, not allowed, excluded, awaiting approval, rejected, or not
-    /// connected). Like [`Control::Catalog`], answered once the start pass
-    /// has finished (a client that calls a tool it remembers from an earlier
-    /// session gets it, not "not found"), or after [`STARTUP_WAIT`].
+    /// connected). Answered at once, but while the start pass runs, a request for what a
+    /// server still starting would serve waits for that server (a client that calls a tool
+    /// it remembers from an earlier session gets it, not "not found"), at most
+    /// [`STARTUP_WAIT`].
     Route(Target, oneshot::Sender<Result<Route, String>>),
     /// The running language server for files with this extension (`.json`), or the message
     /// for the caller (SPEC §14.5).
@@ -185,11 +220,12 @@ pub struct Host<B = Own> {
     observers: Vec<mpsc::UnboundedSender<HostEvent>>,
     /// The start pass has finished.
     started: bool,
-    /// Catalog and route requests waiting for the start pass, and when they
-    /// are answered anyway ([`STARTUP_WAIT`]).
+    /// When the start grace ends; `None` before the session runs and once it ended.
+    grace_until: Option<Millis>,
+    /// Catalog requests waiting for the start pass or the grace (`waiters`).
     catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
-    route_waiters: Vec<(Target, oneshot::Sender<Result<Route, String>>)>,
-    waiters_deadline: Option<Millis>,
+    /// Route requests waiting for a server still starting (`waiters`).
+    route_waiters: Vec<waiters::RouteWaiter>,
     /// A catalog was handed out or the start pass finished: changes from
     /// now on are announced.
     announcing: bool,
@@ -258,7 +294,7 @@ impl<B: Backend> Host<B> {
             started: false,
             catalog_waiters: Vec::new(),
             route_waiters: Vec::new(),
-            waiters_deadline: None,
+            grace_until: None,
             announcing: false,
             catalog_dirty: false,
             catalog_digest: (0, 0, 0),
@@ -339,6 +375,7 @@ impl<B: Backend> Host<B> {
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let mut files_open = true;
+        self.begin_grace();
         loop {
             self.start_next_run();
             // A pass that only tears servers down finishes inside `start_next_run`: announce
@@ -372,13 +409,11 @@ impl<B: Backend> Host<B> {
                     self.scheduler.handle_timeout(now);
                     self.expire_missing_files(now);
                     self.schedule_due_retries();
-                    if self.waiters_deadline.is_some_and(|at| at <= now) {
-                        // Slow servers: answer with what is connected; the rest
-                        // arrives as list_changed.
-                        self.answer_startup_waiters();
-                    }
                 }
             }
+            // Slow servers: the grace's end answers with what is connected (the rest arrives
+            // as list_changed); a call waiting for a server goes once it is up.
+            self.settle_waiters();
             self.announce_catalog();
         }
         self.shutdown().await;
@@ -392,7 +427,7 @@ impl<B: Backend> Host<B> {
             self.scheduler.poll_timeout(),
             retry,
             lsp_retry,
-            self.waiters_deadline,
+            self.waiters_wake(),
             self.missing_deadline,
         ]
         .into_iter()
@@ -466,22 +501,8 @@ impl<B: Backend> Host<B> {
                     }
                 }
             }
-            Control::Catalog(reply) => {
-                if self.started {
-                    let _ = reply.send(self.hand_out_catalog());
-                } else {
-                    self.catalog_waiters.push(reply);
-                    self.wait_for_start();
-                }
-            }
-            Control::Route(target, reply) => {
-                if self.started {
-                    let _ = reply.send(self.route(target));
-                } else {
-                    self.route_waiters.push((target, reply));
-                    self.wait_for_start();
-                }
-            }
+            Control::Catalog(reply) => self.ask_catalog(reply),
+            Control::Route(target, reply) => self.ask_route(target, reply),
             Control::Language(extension, reply) => {
                 let _ = reply.send(self.lsp.route(&extension));
             }
@@ -501,22 +522,6 @@ impl<B: Backend> Host<B> {
                 let _ = reply.send(result);
             }
             Control::Shutdown => {}
-        }
-    }
-
-    /// A request waits for the start pass: it is answered when the pass
-    /// finishes, or at the deadline the first waiter set.
-    fn wait_for_start(&mut self) {
-        let deadline = self.now().saturating_add(STARTUP_WAIT.0);
-        self.waiters_deadline.get_or_insert(deadline);
-    }
-
-    /// Answers the requests that waited for the start pass (it finished, or
-    /// [`STARTUP_WAIT`] passed): catalogs and routes as things are now.
-    fn answer_startup_waiters(&mut self) {
-        self.answer_catalog_waiters();
-        for (target, reply) in std::mem::take(&mut self.route_waiters) {
-            let _ = reply.send(self.route(target));
         }
     }
 

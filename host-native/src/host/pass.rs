@@ -113,6 +113,13 @@ pub(super) struct Running {
     scheduled: bool,
 }
 
+impl Running {
+    /// The servers whose start in this run is still under way.
+    pub(super) fn starting_servers(&self) -> impl Iterator<Item = &str> {
+        self.starting.keys().map(String::as_str)
+    }
+}
+
 impl<B: Backend> Host<B> {
     /// Starts the scheduler's next run when it has one and nothing is in
     /// flight.

@@ -131,6 +131,11 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_CRASH_AFTER", value_name = "MS")]
     pub crash_after: Option<u64>,
 
+    /// Do not read stdin (so answer no `initialize`) until FILE exists: a server whose start
+    /// a test holds back, and lets go of once it has seen what it checks meanwhile.
+    #[arg(long, env = "FIXTURE_WAIT_FOR", value_name = "FILE")]
+    pub wait_for: Option<std::path::PathBuf>,
+
     /// Never answer `initialize`: read and drop stdin until it closes (HTTP: accept every
     /// request and never respond).
     #[arg(long, env = "FIXTURE_HANG_HANDSHAKE", value_parser = BoolishValueParser::new(),

@@ -52,6 +52,14 @@ pub fn crash_after(delay: Duration) {
     });
 }
 
+/// `--wait-for FILE`: returns once FILE exists (polled; a test creates it when it is done
+/// checking what happens while the server is held back).
+pub async fn wait_for(gate: &Path) {
+    while !gate.exists() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// `--hang-handshake` on stdio: reads and drops input until stdin closes.
 pub async fn swallow_stdin() -> anyhow::Result<()> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();

@@ -8,7 +8,8 @@
 //! 4. write the requested stderr lines;
 //! 5. exit if `--exit-immediately`;
 //! 6. arm the `--crash-after` timer;
-//! 7. serve (stdio or HTTP; normally, hung, or garbage) until stdin closes or a signal arrives.
+//! 7. wait until the `--wait-for` file exists;
+//! 8. serve (stdio or HTTP; normally, hung, or garbage) until stdin closes or a signal arrives.
 
 mod asks;
 mod cli;
@@ -83,7 +84,12 @@ async fn serve_until_stopped(args: Args) -> anyhow::Result<()> {
     let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
     tokio::select! {
-        result = serve(args) => result,
+        result = async {
+            if let Some(gate) = &args.wait_for {
+                faults::wait_for(gate).await;
+            }
+            serve(args).await
+        } => result,
         _ = term.recv() => {
             eprintln!("fixture: SIGTERM, exiting");
             Ok(())
