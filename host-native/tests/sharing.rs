@@ -38,7 +38,9 @@ async fn serve(p: &Project, runtime: &Path, project: &str, env: &[(&str, String)
 async fn listing(sessions: &[&Served], tools: &[&str]) {
     for (i, session) in sessions.iter().enumerate() {
         let has = |names: &[String]| tools.iter().all(|t| names.iter().any(|n| n == t));
-        session.wait_tools(&format!("{tools:?} in session {i}"), has).await;
+        session
+            .wait_tools(&format!("{tools:?} in session {i}"), has)
+            .await;
     }
 }
 
@@ -125,10 +127,22 @@ async fn sessions_of_codex_and_qwen_share_under_project_and_the_default_keeps_th
     let one = serve(&p, &runtime, "project", &session("1", "q-1")).await;
     let two = serve(&p, &runtime, "project", &session("2", "q-1")).await;
     let three = serve(&p, &runtime, "project", &session("2", "q-3")).await;
-    listing(&[&one, &two, &three], &["mcp__shared__echo", "mcp__own__echo"]).await;
+    listing(
+        &[&one, &two, &three],
+        &["mcp__shared__echo", "mcp__own__echo"],
+    )
+    .await;
 
-    assert_eq!(pids(&p, "shared").len(), 1, "one process for three sessions");
-    assert_eq!(pids(&p, "own").len(), 3, "by default, one process per session");
+    assert_eq!(
+        pids(&p, "shared").len(),
+        1,
+        "one process for three sessions"
+    );
+    assert_eq!(
+        pids(&p, "own").len(),
+        3,
+        "by default, one process per session"
+    );
 
     let servers = status(&p, &runtime, "project");
     assert_eq!(server_in(&servers, "shared")["share"], "project");
@@ -260,7 +274,11 @@ async fn a_repository_cannot_widen_sharing() {
     let b2 = serve(&p, &runtime, "beta", &env("beta")).await;
     let tools = ["mcp__mine__echo", "mcp__plain__echo", "mcp__theirs__echo"];
     listing(&[&a1, &a2, &b1, &b2], &tools).await;
-    assert_eq!(pids(&p, "mine").len(), 1, "the user's own server: one process");
+    assert_eq!(
+        pids(&p, "mine").len(),
+        1,
+        "the user's own server: one process"
+    );
     assert_eq!(
         pids(&p, "theirs").len(),
         2,

@@ -70,7 +70,11 @@ pub struct ShareSettings {
 /// kind, in any order). A value that is not one of the three scopes is ignored.
 pub fn share_settings(scopes: &[(LayerSource, &Value)]) -> ShareSettings {
     let read = |settings: &Value| {
-        let text = settings.as_object()?.get("mcp")?.as_object()?.get("share")?;
+        let text = settings
+            .as_object()?
+            .get("mcp")?
+            .as_object()?
+            .get("share")?;
         Share::parse(text.as_str()?)
     };
     let mut ordered: Vec<&(LayerSource, &Value)> = scopes.iter().collect();
@@ -155,7 +159,10 @@ mod tests {
         let s = settings(&[
             (LayerSource::System, r#"{"mcp":{"share":"project"}}"#),
             (LayerSource::User, r#"{"mcp":{"share":"user"}}"#),
-            (LayerSource::SystemDefaults, r#"{"mcp":{"share":"session"}}"#),
+            (
+                LayerSource::SystemDefaults,
+                r#"{"mcp":{"share":"session"}}"#,
+            ),
         ]);
         assert_eq!(s.default, Share::Project);
         let s = settings(&[
