@@ -10,6 +10,7 @@ use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
@@ -300,4 +301,34 @@ async fn a_repository_cannot_widen_sharing() {
     let b3 = serve(&p, &runtime, "beta", &env("beta")).await;
     listing(&[&b3], &tools).await;
     assert_eq!(pids(&p, "mine").len(), 2, "beta's workspace narrowed it");
+}
+
+/// A process of scope `session` is that session's alone, so it stops when the session ends
+/// instead of draining (no later session could take it over); a `project` one still drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_own_process_stops_with_it_and_a_shared_one_drains() {
+    let p = Project::new();
+    let runtime = p.path("run");
+    fs::create_dir_all(&runtime).expect("runtime");
+    let mut shared = p.server("shared", "echo");
+    shared["share"] = json!("project");
+    p.write_settings(json!({"mcpServers": {"shared": shared, "own": p.server("own", "echo")}}));
+    // A drain and an idle exit far longer than any wait here: a process that stops was
+    // neither drained nor stopped with the daemon.
+    let long = Duration::from_secs(120);
+    let _daemon = start_daemon_with(&p, &runtime, 120_000, long);
+    let one = serve(&p, &runtime, "project", &[]).await;
+    let two = serve(&p, &runtime, "project", &[]).await;
+    listing(&[&one, &two], &["mcp__shared__echo", "mcp__own__echo"]).await;
+    let [first, second] = pids(&p, "own")[..] else {
+        panic!("one process of own per session: {:?}", pids(&p, "own"));
+    };
+    let shared_pid = pids(&p, "shared")[0];
+    one.close().await;
+    two.close().await;
+    wait_until_async("both sessions' own processes stop", || {
+        !alive(first) && !alive(second)
+    })
+    .await;
+    assert!(alive(shared_pid), "the shared process drains");
 }

@@ -168,6 +168,22 @@ impl Lease {
         share::place(self.launch.as_ref(), &id, config, share, &self.mark)
     }
 
+    /// The session ends: its `session`-scoped processes close at once instead of draining —
+    /// their key is this lease's own, so no other session could ever take them over.
+    fn release_own(&mut self) {
+        let own: Vec<String> = self
+            .acquired
+            .iter()
+            .filter(|(_, (_, _, share))| *share == Some(Share::Session))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in own {
+            if let Some((id, _, _)) = self.acquired.remove(&name) {
+                self.send(Op::Release { id }, None);
+            }
+        }
+    }
+
     /// Sends `op` to the pool; the acquire's answer comes back through [`Lease::next`].
     fn send(&mut self, op: Op, answer: Option<(String, u64)>) {
         let (reply, rx) = tokio::sync::oneshot::channel();
@@ -450,6 +466,7 @@ impl Backend for Lease {
 
     async fn shutdown(mut self) {
         self.closed = true;
+        self.release_own();
         let session = self.name.clone();
         let _ = self
             .pool
@@ -464,6 +481,7 @@ impl Backend for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.closed {
+            self.release_own();
             let _ = self.pool.tx.send(Request::Close {
                 session: self.name.clone(),
                 reply: None,
