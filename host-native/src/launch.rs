@@ -370,16 +370,21 @@ mod tests {
 
     #[test]
     fn per_session_path_directories_that_resolve_alike_do_not_split_the_key() {
-        use std::os::unix::fs::symlink;
+        use std::os::unix::fs::{symlink, PermissionsExt as _};
         let tmp = tempfile::tempdir().expect("tmp");
-        let tool = tmp.path().join("codex");
-        std::fs::write(&tool, "#!/bin/sh\n").expect("tool");
-        let other = tmp.path().join("other");
-        std::fs::write(&other, "#!/bin/sh\n").expect("other");
+        let executable = |name: &str| {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, "#!/bin/sh\n").expect("tool");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            path
+        };
+        let (tool, other) = (executable("codex"), executable("other"));
+        // Codex's per-session directory: links to its helpers and a lock file of its own.
         let session = |name: &str, target: &Path| {
             let dir = tmp.path().join(name);
             std::fs::create_dir(&dir).expect("dir");
             symlink(target, dir.join("apply_patch")).expect("link");
+            std::fs::write(dir.join(".lock"), name).expect("lock");
             dir.display().to_string()
         };
         let (one, two, odd) = (
@@ -406,5 +411,43 @@ mod tests {
             "the order of PATH counts"
         );
         assert_ne!(key("/usr/bin".into()), key("/bin/x-none".into()));
+        // An executable where another session has none is another resolution.
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir(&plain).expect("dir");
+        std::fs::write(plain.join("apply_patch"), "not executable").expect("file");
+        let bare = tmp.path().join("bare");
+        std::fs::create_dir(&bare).expect("dir");
+        assert_eq!(
+            key(plain.display().to_string()),
+            key(bare.display().to_string()),
+            "a file no lookup finds does not count"
+        );
+        assert_ne!(
+            key(format!("{one}:/usr/bin")),
+            key(format!("{}:/usr/bin", bare.display())),
+            "a helper one session has and the other lacks splits"
+        );
+    }
+
+    #[test]
+    fn no_clients_per_session_id_splits_the_key() {
+        let id = ConnectionId("a::0123456789abcdef".into());
+        let plain = config(r#"{"command":"x"}"#);
+        let base = launch("/p", &[("PATH", "/bin")]).shared_id(&id, &plain);
+        for var in [
+            "CLAUDE_CODE_SESSION_ID",
+            "QWEN_CODE_SESSION_ID",
+            "NEXT_CLIENT_SESSION_ID",
+        ] {
+            for value in ["one", "two"] {
+                let with = launch("/p", &[("PATH", "/bin"), (var, value)]);
+                assert_eq!(with.shared_id(&id, &plain), base, "{var}");
+            }
+        }
+        // A per-project directory of a client's own still counts (scope `project`).
+        let qwen = |dir: &str| {
+            launch("/p", &[("PATH", "/bin"), ("QWEN_CODE_PROJECT_DIR", dir)]).shared_id(&id, &plain)
+        };
+        assert_ne!(qwen("/h/.qwen/projects/a"), qwen("/h/.qwen/projects/b"));
     }
 }
