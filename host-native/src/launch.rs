@@ -11,17 +11,24 @@
 //!
 //! Every variable counts except the few in [`NOT_COUNTED`], which describe the terminal or the
 //! shell a command was typed in rather than anything a server reads, the per-session ids MCP
-//! clients hand their servers ([`PER_CLIENT_SESSION`]), and mcp-reconcile's own
-//! (`MCP_RECONCILE_*`, e.g. its log filter); a shared process gets the values of the session
-//! that started it for those.
+//! clients hand their servers (every name ending in [`PER_SESSION_SUFFIX`], `_SESSION_ID`:
+//! Claude Code's `CLAUDE_CODE_SESSION_ID`, qwen-code's `QWEN_CODE_SESSION_ID`), and
+//! mcp-reconcile's own (`MCP_RECONCILE_*`, e.g. its log filter); a shared process gets the
+//! values of the session that started it for those.
 //!
 //! `PATH` counts by what it resolves, not by how it is spelled ([`path_identity`]): Codex
-//! prepends a directory of its own per session (links to its helpers), so two sessions' `PATH`s
-//! never read alike, yet every program either looks up resolves to the same file. Entry by
-//! entry, a small directory (at most [`SMALL_DIR`] entries) counts as the names it holds and the
-//! file (device and inode, after links) each resolves to; any other entry as its path. Two
-//! sessions share a process only when every name any program of it could look up on `PATH`
-//! resolves, in the same order, to the same file.
+//! prepends a directory of its own per session (links to its helpers, and a `.lock` file), so
+//! two sessions' `PATH`s never read alike, yet every program either looks up resolves to the
+//! same file. Entry by entry, a small directory (at most [`SMALL_DIR`] entries) counts as the
+//! names of the executable regular files it holds and the file (device and inode, after links)
+//! each resolves to; any other entry as its path. A name that is not an executable regular file
+//! (a lock file, a directory) does not count: `execvp` and `which` pass over it, so it changes
+//! what no program resolves. Two sessions share a process only when every name any program of
+//! it could look up on `PATH` resolves, in the same order, to the same file.
+//!
+//! How widely a process is shared is its scope ([`Share`], the kernel's: `session`, `project`,
+//! `user`); [`share::place`] turns the scope into the pool key and the launch the process
+//! starts with.
 //!
 //! `SSL_CERT_FILE` and `SSL_CERT_DIR` count like any other variable, and must: a remote
 //! connection trusts the roots its session names there ([`crate::tls::Trust::of_launch`]), so
@@ -31,8 +38,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::identity::ConnectionId;
+pub use mcp_reconcile_kernel::share::Share;
 use mcp_reconcile_kernel::ServerConfig;
 use sha2::{Digest, Sha256};
+
+pub mod share;
 
 /// Variables that do not decide whether two sessions may share a server process: the shell's
 /// and the terminal's bookkeeping, which differs between two windows of the same user.
@@ -56,14 +66,16 @@ pub const NOT_COUNTED: &[&str] = &[
     "WINDOWID",
 ];
 
-/// Variables an MCP client sets per session of its own for the servers it starts, which no
-/// server is started differently for: two sessions of the same client share a server process
-/// even though each sets its own value (issue 25). Claude Code passes every server its
-/// `CLAUDE_CODE_SESSION_ID`. A shared process sees the value of the session that started it,
-/// as for [`NOT_COUNTED`]; an entry that puts such a variable into its own `env` or `args`
+/// The name ending of the variables an MCP client sets per session of its own for the servers
+/// it starts (measured, issue 41: Claude Code's `CLAUDE_CODE_SESSION_ID`, qwen-code's
+/// `QWEN_CODE_SESSION_ID`; Codex and Gemini CLI set none): two sessions of one client share a
+/// server process (in scope `project` or `user`) even though each sets its own value. Safe
+/// because such a variable names the client's conversation, not anything a server is started
+/// differently for; a shared process sees the value of the session that started it, as for
+/// [`NOT_COUNTED`]. An entry that puts such a variable into its own `env` or `args`
 /// (`${CLAUDE_CODE_SESSION_ID}`) still gets a process per session, since the expanded value is
 /// part of its connection id.
-pub const PER_CLIENT_SESSION: &[&str] = &["CLAUDE_CODE_SESSION_ID"];
+pub const PER_SESSION_SUFFIX: &str = "_SESSION_ID";
 
 /// mcp-reconcile's own variables (not counted either).
 pub const OWN_PREFIX: &str = "MCP_RECONCILE_";
@@ -174,7 +186,7 @@ impl Launch {
     pub fn counted(&self) -> impl Iterator<Item = (&String, &String)> + '_ {
         self.vars.iter().filter(|(key, _)| {
             !NOT_COUNTED.contains(&key.as_str())
-                && !PER_CLIENT_SESSION.contains(&key.as_str())
+                && !key.ends_with(PER_SESSION_SUFFIX)
                 && !key.starts_with(OWN_PREFIX)
         })
     }
@@ -183,9 +195,9 @@ impl Launch {
 /// A directory on `PATH` with at most this many entries counts by its content.
 pub const SMALL_DIR: usize = 64;
 
-/// What a `PATH` value resolves: entry by entry, a small directory's names with the file each
-/// resolves to (device and inode, links followed), any other entry its path. Bounded: a
-/// directory is listed only up to [`SMALL_DIR`] + 1 entries.
+/// What a `PATH` value resolves: entry by entry, a small directory's executable regular files
+/// by name with the file each resolves to (device and inode, links followed), any other entry
+/// its path. Bounded: a directory is listed only up to [`SMALL_DIR`] + 1 entries.
 pub fn path_identity(path: &str) -> Vec<u8> {
     use std::os::unix::fs::MetadataExt as _;
     let mut out = Vec::new();
@@ -202,11 +214,10 @@ pub fn path_identity(path: &str) -> Vec<u8> {
         };
         let mut files: Vec<(std::ffi::OsString, u64, u64)> = names
             .iter()
-            .map(|e| {
-                let (dev, ino) = std::fs::metadata(e.path())
-                    .map(|m| (m.dev(), m.ino()))
-                    .unwrap_or((0, 0));
-                (e.file_name(), dev, ino)
+            .filter_map(|e| {
+                let meta = std::fs::metadata(e.path()).ok()?;
+                let executable = meta.is_file() && meta.mode() & 0o111 != 0;
+                executable.then(|| (e.file_name(), meta.dev(), meta.ino()))
             })
             .collect();
         files.sort();
@@ -359,16 +370,21 @@ mod tests {
 
     #[test]
     fn per_session_path_directories_that_resolve_alike_do_not_split_the_key() {
-        use std::os::unix::fs::symlink;
+        use std::os::unix::fs::{symlink, PermissionsExt as _};
         let tmp = tempfile::tempdir().expect("tmp");
-        let tool = tmp.path().join("codex");
-        std::fs::write(&tool, "#!/bin/sh\n").expect("tool");
-        let other = tmp.path().join("other");
-        std::fs::write(&other, "#!/bin/sh\n").expect("other");
+        let executable = |name: &str| {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, "#!/bin/sh\n").expect("tool");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            path
+        };
+        let (tool, other) = (executable("codex"), executable("other"));
+        // Codex's per-session directory: links to its helpers and a lock file of its own.
         let session = |name: &str, target: &Path| {
             let dir = tmp.path().join(name);
             std::fs::create_dir(&dir).expect("dir");
             symlink(target, dir.join("apply_patch")).expect("link");
+            std::fs::write(dir.join(".lock"), name).expect("lock");
             dir.display().to_string()
         };
         let (one, two, odd) = (
@@ -395,5 +411,43 @@ mod tests {
             "the order of PATH counts"
         );
         assert_ne!(key("/usr/bin".into()), key("/bin/x-none".into()));
+        // An executable where another session has none is another resolution.
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir(&plain).expect("dir");
+        std::fs::write(plain.join("apply_patch"), "not executable").expect("file");
+        let bare = tmp.path().join("bare");
+        std::fs::create_dir(&bare).expect("dir");
+        assert_eq!(
+            key(plain.display().to_string()),
+            key(bare.display().to_string()),
+            "a file no lookup finds does not count"
+        );
+        assert_ne!(
+            key(format!("{one}:/usr/bin")),
+            key(format!("{}:/usr/bin", bare.display())),
+            "a helper one session has and the other lacks splits"
+        );
+    }
+
+    #[test]
+    fn no_clients_per_session_id_splits_the_key() {
+        let id = ConnectionId("a::0123456789abcdef".into());
+        let plain = config(r#"{"command":"x"}"#);
+        let base = launch("/p", &[("PATH", "/bin")]).shared_id(&id, &plain);
+        for var in [
+            "CLAUDE_CODE_SESSION_ID",
+            "QWEN_CODE_SESSION_ID",
+            "NEXT_CLIENT_SESSION_ID",
+        ] {
+            for value in ["one", "two"] {
+                let with = launch("/p", &[("PATH", "/bin"), (var, value)]);
+                assert_eq!(with.shared_id(&id, &plain), base, "{var}");
+            }
+        }
+        // A per-project directory of a client's own still counts (scope `project`).
+        let qwen = |dir: &str| {
+            launch("/p", &[("PATH", "/bin"), ("QWEN_CODE_PROJECT_DIR", dir)]).shared_id(&id, &plain)
+        };
+        assert_ne!(qwen("/h/.qwen/projects/a"), qwen("/h/.qwen/projects/b"));
     }
 }

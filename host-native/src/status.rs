@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use crate::host::{LspServerStatus, ServerStatus, StatusReport};
 
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
-/// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`;
+/// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`, `share` (the scope
+/// a daemon session's stdio server is shared in) and `sessions` (how many sessions hold its
+/// process; `null` outside the daemon);
 /// also `transport`, `resources`, `attempts`, `retryInMs`, `protocol` (the MCP revision a live
 /// connection speaks) (and `authorizedUntil`, which the `status` command adds from the token
 /// file).
@@ -26,6 +28,8 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "pid": s.pid,
         "protocol": s.protocol,
         "spawns": s.spawns,
+        "share": s.share,
+        "sessions": s.sessions,
         "attempts": s.attempts,
         "lastError": s.last_error,
         "retryInMs": s.retry_in_ms,

@@ -95,7 +95,7 @@ fn run_cli(p: &Project, rt: &Runtime, args: &[&str], flags: bool) -> (bool, Stri
 async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     let p = Project::new();
     let rt = Runtime::new(&p);
-    p.write_settings(json!({"mcpServers": {
+    p.write_settings(json!({"mcp": {"share": "project"}, "mcpServers": {
         "a": p.server("a", "echo,env"),
         "b": p.server("b", "echo"),
     }}));
@@ -188,6 +188,9 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
         "{out}"
     );
     assert_eq!(state_of(&servers, "a"), "connected", "{out}");
+    let a_status = servers.iter().find(|s| s["name"] == "a").expect("a");
+    assert_eq!(a_status["share"], "project", "{out}");
+    assert_eq!(a_status["sessions"], 3, "{out}");
     // A dry run from the session's state: everything it holds is kept.
     let (ok, out) = run_cli(&p, &rt, &["plan", "--json"], true);
     assert!(ok, "{out}");
@@ -206,7 +209,9 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
 
     // Removing b: both clients hear list_changed and b's process stops after the drain.
     let b_pid = pids(&p, "b")[0];
-    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo,env") }}));
+    p.write_settings(
+        json!({"mcp": {"share": "project"}, "mcpServers": { "a": p.server("a", "echo,env") }}),
+    );
     one.tools_changed().await;
     two.tools_changed().await;
     let only_a = |names: &[String]| {
@@ -425,7 +430,7 @@ async fn a_server_without_cwd_runs_in_its_sessions_project_root() {
     fs::create_dir_all(&other).expect("other project");
     let mut fixed = p.server("fixed", "echo");
     fixed["cwd"] = json!(p.dir.path().to_string_lossy());
-    p.write_settings(json!({"mcpServers": { "a": p.server("a", "echo"), "fixed": fixed }}));
+    p.write_settings(json!({"mcp": {"share": "project"}, "mcpServers": { "a": p.server("a", "echo"), "fixed": fixed }}));
     let _daemon = start_daemon(&p, &rt);
     let one = attach(&p, &rt, &[]).await;
     let two = attach_in(&p, &rt, &[], "other").await;
@@ -750,7 +755,7 @@ async fn joined(call: tokio::task::JoinHandle<String>) -> String {
 async fn a_shared_servers_questions_never_reach_another_session() {
     let p = Project::new();
     let rt = Runtime::new(&p);
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,ask,ask_later,roots")}}));
+    p.write_settings(json!({"mcp": {"share": "project"}, "mcpServers": {"a": p.server("a", "echo,ask,ask_later,roots")}}));
     let _daemon = start_daemon(&p, &rt);
     let alpha = Asker::start(&p, &rt, "alpha").await;
     let beta = Asker::start(&p, &rt, "beta").await;
@@ -913,7 +918,9 @@ async fn subscriptions_and_log_levels_are_each_sessions_own() {
         args.extend([json!("--resources"), json!("1")]);
     }
     let reference = json!({"command": fixture(), "args": ["--conformance-reference"]});
-    p.write_settings(json!({"mcpServers": {"a": a, "ref": reference}}));
+    p.write_settings(
+        json!({"mcp": {"share": "project"}, "mcpServers": {"a": a, "ref": reference}}),
+    );
     let _daemon = start_daemon(&p, &rt);
     let alpha = Asker::start(&p, &rt, "alpha").await;
     let beta = Asker::start(&p, &rt, "beta").await;
@@ -998,7 +1005,7 @@ async fn a_reconnect_leaves_a_process_another_project_shares_running() {
     fs::create_dir_all(&other).expect("other project");
     let mut shared = p.server("a", "echo");
     shared["cwd"] = json!(p.dir.path().to_string_lossy());
-    p.write_settings(json!({"mcpServers": {"a": shared}}));
+    p.write_settings(json!({"mcp": {"share": "project"}, "mcpServers": {"a": shared}}));
     let _daemon = start_daemon(&p, &rt);
     let one = attach(&p, &rt, &[]).await;
     let two = attach_in(&p, &rt, &[], "other").await;
@@ -1106,7 +1113,9 @@ async fn a_restarted_daemon_gets_the_clients_subscriptions_and_log_level_again()
 async fn roots_asked_after_a_clients_list_changed_are_that_clients() {
     let p = Project::new();
     let rt = Runtime::new(&p);
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,roots")}}));
+    p.write_settings(
+        json!({"mcp": {"share": "project"}, "mcpServers": {"a": p.server("a", "echo,roots")}}),
+    );
     let _daemon = start_daemon(&p, &rt);
     let alpha = Asker::start(&p, &rt, "alpha").await;
     let beta = Asker::start(&p, &rt, "beta").await;

@@ -73,7 +73,7 @@ async fn a_removed_or_excluded_server_stops_at_once_and_only_an_ended_session_dr
         "gone": p.server("gone", "echo"),
         "off": p.server("off", "echo"),
     });
-    p.write_settings(json!({"mcpServers": servers}));
+    p.write_settings(json!({"mcpServers": servers, "mcp": {"share": "project"}}));
     let (runtime, _daemon) = long_drain_daemon(&p);
     let served = attach(&p, &runtime, &[]).await;
     let all = |names: &[String]| {
@@ -88,11 +88,13 @@ async fn a_removed_or_excluded_server_stops_at_once_and_only_an_ended_session_dr
     // Removed from the file: nobody else holds it, so it stops without the drain.
     let mut servers = servers;
     servers.as_object_mut().expect("an object").remove("gone");
-    p.write_settings(json!({"mcpServers": servers}));
+    p.write_settings(json!({"mcpServers": servers, "mcp": {"share": "project"}}));
     wait_until_async("the removed server's process is gone", || !alive(gone)).await;
 
     // Excluded: the same.
-    p.write_settings(json!({"mcpServers": servers, "mcp": {"excluded": ["off"]}}));
+    p.write_settings(
+        json!({"mcpServers": servers, "mcp": {"excluded": ["off"], "share": "project"}}),
+    );
     wait_until_async("the excluded server's process is gone", || !alive(off)).await;
     assert!(alive(keep), "a server still configured keeps running");
 
@@ -126,7 +128,9 @@ async fn a_removed_or_excluded_server_stops_at_once_and_only_an_ended_session_dr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_reconnect_loop_never_cuts_another_sessions_calls() {
     let p = Project::new();
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    p.write_settings(
+        json!({"mcp": {"share": "project"}, "mcpServers": {"a": p.server("a", "echo")}}),
+    );
     let (runtime, _daemon) = long_drain_daemon(&p);
     let agent = attach(&p, &runtime, &["--manage-tools"]).await;
     let other = attach(&p, &runtime, &[]).await;

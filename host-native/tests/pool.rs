@@ -65,10 +65,13 @@ impl Dir {
         fs::rename(&tmp, path).expect("rename");
     }
 
+    /// Session `session`'s user settings with `servers`, shared by the sessions that would
+    /// start them identically (`mcp.share: project`: these tests are about sharing; the
+    /// default, one process per session, is `tests/sharing.rs`').
     fn settings(&self, session: &str, servers: Value) {
         self.write(
             &self.path(&format!("{session}-settings.json")),
-            &json!({"mcpServers": servers}),
+            &json!({"mcp": {"share": "project"}, "mcpServers": servers}),
         );
     }
 

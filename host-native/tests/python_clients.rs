@@ -47,7 +47,8 @@ fn scenario(p: &Project) -> PathBuf {
         if other {
             servers["other"] = p.server("other", "echo");
         }
-        json!({"mcpServers": servers})
+        // Shared by the sessions that start it alike (the pair of clients shares one process).
+        json!({"mcp": {"share": "project"}, "mcpServers": servers})
     };
     p.write_settings(settings("echo,add", true));
     let plan = json!({

@@ -322,7 +322,9 @@ fn a_modern_clients_late_question_never_reaches_another_session() {
     let p = Project::new();
     let runtime = p.path("run");
     fs::create_dir_all(&runtime).expect("runtime dir");
-    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo,ask_later")}}));
+    p.write_settings(
+        json!({"mcp": {"share": "project"}, "mcpServers": {"a": p.server("a", "echo,ask_later")}}),
+    );
     let _daemon = start_daemon(&p, &runtime);
     let mut legacy = Raw::start(&p, &runtime);
     legacy.send(

@@ -31,6 +31,7 @@ pub mod pool;
 pub mod reconnects;
 pub mod reload;
 pub mod settings;
+pub mod share;
 pub mod sources;
 pub mod supervise;
 pub mod time;

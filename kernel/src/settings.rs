@@ -310,13 +310,15 @@ fn collect_changed(old: Side<'_>, new: Side<'_>, prefix: &str, out: &mut Vec<Str
 }
 
 /// The default `requiresRestart` schema: `mcp.*` needs a restart except the
-/// admission lists; server entries are hot.
-pub const DEFAULT_RESTART_SCHEMA: [(&str, bool); 5] = [
+/// admission lists and the sharing default (`mcp.share` applies to the processes started
+/// after it changed); server entries are hot.
+pub const DEFAULT_RESTART_SCHEMA: [(&str, bool); 6] = [
     ("mcpServers", false),
     ("mcp", true),
     ("mcp.serverCommand", true),
     ("mcp.allowed", false),
     ("mcp.excluded", false),
+    ("mcp.share", false),
 ];
 
 /// Which changed paths need a restart (SPEC §7).

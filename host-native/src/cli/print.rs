@@ -145,6 +145,7 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         if let Some(pid) = s.get("pid").and_then(Value::as_u64) {
             let _ = write!(line, " pid {pid}");
         }
+        write_sharing(&mut line, s);
         if let Some(protocol) = s.get("protocol").and_then(Value::as_str) {
             let _ = write!(line, " MCP {}", safe(protocol));
         }
@@ -163,4 +164,24 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         let _ = writeln!(out, "! {}", safe_multiline(error));
     }
     out
+}
+
+/// A daemon session's pooled server: the scope its process is shared in and how many sessions
+/// hold it (`shared project, 3 sessions`).
+fn write_sharing(line: &mut String, s: &Value) {
+    let sessions = s.get("sessions").and_then(Value::as_u64);
+    match (s.get("share").and_then(Value::as_str), sessions) {
+        (Some(share), Some(n)) => {
+            let plural = if n == 1 { "" } else { "s" };
+            let _ = write!(line, " shared {}, {n} session{plural}", safe(share));
+        }
+        (None, Some(n)) => {
+            let plural = if n == 1 { "" } else { "s" };
+            let _ = write!(line, " {n} session{plural}");
+        }
+        (Some(share), None) => {
+            let _ = write!(line, " shared {}", safe(share));
+        }
+        (None, None) => {}
+    }
 }

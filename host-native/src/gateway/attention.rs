@@ -261,6 +261,8 @@ mod tests {
             pid: None,
             protocol: None,
             spawns: 0,
+            share: None,
+            sessions: None,
             attempts: u32::from(state == State::Failed),
             last_error: (state == State::Failed).then(|| "exited\u{1b}[2J".into()),
             retry_in_ms: None,

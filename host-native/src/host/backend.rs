@@ -12,6 +12,7 @@
 use futures::future::BoxFuture;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry};
+use mcp_reconcile_kernel::share::ShareSettings;
 use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 
@@ -34,6 +35,10 @@ pub struct Held<'a> {
     pub(crate) pid: Option<u32>,
     /// How many times its process was started.
     pub(crate) spawns: u64,
+    /// The scope its process is shared in (a pooled stdio server only).
+    pub(crate) share: Option<mcp_reconcile_kernel::share::Share>,
+    /// How many sessions hold its process (a pooled server only).
+    pub(crate) sessions: Option<usize>,
 }
 
 /// How a restart asked for by `reconnect` runs.
@@ -51,10 +56,11 @@ pub trait Backend: Send + 'static {
     /// The clock supervision reads.
     fn clock(&self) -> &Clock;
 
-    /// The servers and gating of the pass about to execute its plan: the next starts are
-    /// checked against the gating (the pool's gate), and a kept connection is seen through its
-    /// server's current entry (in pool mode a `trust` or tool-filter edit keeps the process).
-    fn admit(&mut self, desired: &Servers, gating: &Gating);
+    /// The servers, gating and sharing settings of the pass about to execute its plan: the
+    /// next starts are checked against the gating (the pool's gate) and shared in the scope
+    /// `share` gives them, and a kept connection is seen through its server's current entry
+    /// (in pool mode a `trust` or tool-filter edit keeps the process).
+    fn admit(&mut self, desired: &Servers, gating: &Gating, share: &ShareSettings);
 
     /// Starts `name` from `config` (its connection id `to`, when the plan knows it): with
     /// `replace`, before what runs is stopped (make before break). Returns the start's
@@ -110,7 +116,7 @@ impl Backend for Own {
         self.0.clock()
     }
 
-    fn admit(&mut self, _desired: &Servers, _gating: &Gating) {}
+    fn admit(&mut self, _desired: &Servers, _gating: &Gating, _share: &ShareSettings) {}
 
     fn start(
         &mut self,
@@ -166,6 +172,8 @@ impl Backend for Own {
             caller: entry.live().map(Connection::caller),
             pid: entry.pid(),
             spawns: self.0.spawns(&key),
+            share: None,
+            sessions: None,
         })
     }
 

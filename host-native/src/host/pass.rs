@@ -255,7 +255,8 @@ impl<B: Backend> Host<B> {
         for (name, _) in &sources_changed {
             self.backend.forgive(name);
         }
-        self.backend.admit(&self.desired, &self.gating);
+        let share = self.snapshot.as_ref().map(|s| s.share).unwrap_or_default();
+        self.backend.admit(&self.desired, &self.gating, &share);
         self.arm_dev();
         let mut running = Running {
             run,

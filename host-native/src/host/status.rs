@@ -92,6 +92,13 @@ pub struct ServerStatus {
     pub protocol: Option<String>,
     /// How many times this session started the server's process.
     pub spawns: u64,
+    /// The scope its process is shared in (`session`, `project`, `user`): a daemon session's
+    /// stdio server only.
+    #[serde(default)]
+    pub share: Option<String>,
+    /// How many sessions hold its process (the pool's count): a daemon session's server only.
+    #[serde(default)]
+    pub sessions: Option<usize>,
     /// Consecutive failures.
     pub attempts: u32,
     /// The last error, redacted.
@@ -139,6 +146,8 @@ impl ServerStatus {
             pid: None,
             protocol: None,
             spawns: 0,
+            share: None,
+            sessions: None,
             attempts: 0,
             last_error: None,
             retry_in_ms: None,
@@ -263,6 +272,8 @@ impl<B: Backend> Host<B> {
             return Some(status);
         };
         status.spawns = live.spawns;
+        status.share = live.share.map(|share| share.as_str().to_owned());
+        status.sessions = live.sessions;
         if status.state == State::Skipped {
             return Some(status);
         }

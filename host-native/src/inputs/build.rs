@@ -92,6 +92,7 @@ impl Inputs {
             .map(|f| (f.kind, f.content().value))
             .collect();
         let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
+        let share = mcp_reconcile_kernel::share::share_settings(&scopes);
         let lists = if self.layout == Layout::Gemini {
             gemini_mcp_lists(&scopes)
         } else {
@@ -252,6 +253,7 @@ impl Inputs {
             client_disabled,
             client_approved: client.approved_by_name,
             lists,
+            share,
             cli_allowed: self.cli_allowed.clone(),
             approvals,
             project_root: self.project_root.clone(),

@@ -64,6 +64,9 @@ pub struct Snapshot {
     pub client_approved: Vec<ClientApproval>,
     /// `mcp.allowed` / `mcp.excluded` merged over the settings scopes.
     pub lists: McpLists,
+    /// `mcp.share` over the settings scopes: the sharing scope of servers without their own
+    /// `share`, and the workspace's cap (issue 41).
+    pub share: mcp_reconcile_kernel::share::ShareSettings,
     /// The `--allowed-mcp-server-names` occurrences as given (`None` when
     /// the flag is absent).
     pub cli_allowed: Option<Vec<String>>,

@@ -89,6 +89,8 @@ pub(super) struct HeldConn {
     pub(super) spawns: u64,
     /// Bumped whenever one of its starts ended or it changed by itself (catalog, exit).
     pub(super) version: u64,
+    /// How many sessions hold it.
+    pub(super) holders: usize,
 }
 
 /// Shared connections by id; private ones by (session, id).

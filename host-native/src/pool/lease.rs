@@ -9,6 +9,7 @@
 //! [`Report`]s, exactly as from its own supervisor.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,6 +19,7 @@ use futures::FutureExt;
 use mcp_reconcile_kernel::identity::{connection_id, ConnectionId};
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::pool::Acquire;
+use mcp_reconcile_kernel::share::{effective_share, ShareSettings};
 use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 use tokio::sync::watch;
@@ -27,7 +29,7 @@ use super::SharedPool;
 use crate::clock::Clock;
 use crate::host::{Backend, Held, Host, HostOptions, Restart};
 use crate::inputs::Inputs;
-use crate::launch::Launch;
+use crate::launch::{share, Launch, Share};
 use crate::supervisor::Report;
 use crate::transport::{Caller, Catalog};
 use mcp_reconcile_kernel::plan::Mode;
@@ -41,6 +43,7 @@ struct Mirrored {
     pid: Option<u32>,
     spawns: u64,
     version: u64,
+    holders: usize,
 }
 
 impl Mirrored {
@@ -53,6 +56,7 @@ impl Mirrored {
             pid: held.pid,
             spawns: held.spawns,
             version: held.version,
+            holders: held.holders,
         };
         (held.server, mirrored)
     }
@@ -76,6 +80,9 @@ struct Pending {
     id: ConnectionId,
 }
 
+/// The next [`Lease`]'s mark (see `Lease::mark`).
+static NEXT_MARK: AtomicU64 = AtomicU64::new(1);
+
 /// A start's acquire as the pool answered it (`None`: the pool is gone).
 type Answer = (String, u64, Option<Acquire>);
 
@@ -86,8 +93,13 @@ pub struct Lease {
     clock: Clock,
     launch: Option<Arc<Launch>>,
     gating: Gating,
-    /// Server → the pool id it holds and the session's own config for it.
-    acquired: BTreeMap<String, (ConnectionId, ServerConfig)>,
+    /// `mcp.share` of the session's settings: the scope of the next starts.
+    share: ShareSettings,
+    /// This lease's mark in the pool keys of its `session`-scoped servers: unique in this
+    /// process, so no later session of the same name can take over such a process.
+    mark: String,
+    /// Server → the pool id it holds, the session's own config for it and its scope.
+    acquired: BTreeMap<String, (ConnectionId, ServerConfig, Option<Share>)>,
     /// Servers stopped to be started again (`"stopBeforeRestart": true`): their next start lets
     /// go of the old process first.
     restarting: HashSet<String>,
@@ -112,11 +124,13 @@ impl Lease {
         clock: Clock,
     ) -> Lease {
         Lease {
-            name,
+            name: name.clone(),
             pool: pool.clone(),
             clock,
             launch,
             gating: Gating::default(),
+            share: ShareSettings::default(),
+            mark: format!("{name}#{}", NEXT_MARK.fetch_add(1, Ordering::Relaxed)),
             acquired: BTreeMap::new(),
             restarting: HashSet::new(),
             mirror: HashMap::new(),
@@ -135,22 +149,38 @@ impl Lease {
         &self.name
     }
 
-    /// The pool key of a server's connection: its connection id, or with a launch context the
-    /// id that also covers the directory and environment ([`Launch::shared_id`]).
-    fn pool_id(
+    /// Where a server's connection runs in the pool for its sharing scope ([`share::place`]):
+    /// its key — its connection id, with a launch context also covering the directory and
+    /// environment ([`Launch::shared_id`]), with scope `session` this session's own — and the
+    /// launch context its process starts with.
+    fn place(
         &self,
         name: &str,
         to: Option<&ConnectionId>,
         config: &ServerConfig,
-    ) -> ConnectionId {
+        share: Option<Share>,
+    ) -> share::Placement {
         let id = match to {
             Some(id) => id.clone(),
             None => connection_id(name, config)
                 .unwrap_or_else(|_| mcp_reconcile_kernel::identity::connection_id_of(name, "")),
         };
-        match &self.launch {
-            Some(launch) => launch.shared_id(&id, config),
-            None => id,
+        share::place(self.launch.as_ref(), &id, config, share, &self.mark)
+    }
+
+    /// The session ends: its `session`-scoped processes close at once instead of draining —
+    /// their key is this lease's own, so no other session could ever take them over.
+    fn release_own(&mut self) {
+        let own: Vec<String> = self
+            .acquired
+            .iter()
+            .filter(|(_, (_, _, share))| *share == Some(Share::Session))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in own {
+            if let Some((id, _, _)) = self.acquired.remove(&name) {
+                self.send(Op::Release { id }, None);
+            }
         }
     }
 
@@ -272,9 +302,10 @@ impl Backend for Lease {
         &self.clock
     }
 
-    fn admit(&mut self, desired: &Servers, gating: &Gating) {
+    fn admit(&mut self, desired: &Servers, gating: &Gating, share: &ShareSettings) {
         self.gating = gating.clone();
-        for (name, (_, config)) in &mut self.acquired {
+        self.share = *share;
+        for (name, (_, config, _)) in &mut self.acquired {
             if let Some(wanted) = desired.get(name) {
                 config.clone_from(wanted);
             }
@@ -290,28 +321,29 @@ impl Backend for Lease {
     ) -> u64 {
         let generation = self.next_generation;
         self.next_generation += 1;
-        let id = self.pool_id(name, to, config);
+        let share = effective_share(config, &self.share);
+        let share::Placement { id, launch } = self.place(name, to, config, share);
         // The engine decides make before break (`stopBeforeRestart` opts out): it stops a
         // server before it starts it again exactly when the old process must go first.
         let stop_first = self.restarting.remove(name);
         let op = match self.acquired.get(name) {
-            Some((from, _)) if replace || stop_first => Op::Replace {
+            Some((from, _, _)) if replace || stop_first => Op::Replace {
                 server: name.to_owned(),
                 from: from.clone(),
                 id: id.clone(),
                 config: config.clone(),
-                launch: self.launch.clone(),
+                launch,
                 stop_first,
             },
             _ => Op::Acquire {
                 server: name.to_owned(),
                 id: id.clone(),
                 config: config.clone(),
-                launch: self.launch.clone(),
+                launch,
             },
         };
         self.acquired
-            .insert(name.to_owned(), (id.clone(), config.clone()));
+            .insert(name.to_owned(), (id.clone(), config.clone(), share));
         self.pending.insert(
             name.to_owned(),
             Pending {
@@ -332,7 +364,7 @@ impl Backend for Lease {
             self.restarting.insert(name.to_owned());
             return;
         }
-        if let Some((id, _)) = self.acquired.remove(name) {
+        if let Some((id, _, _)) = self.acquired.remove(name) {
             self.send(Op::Release { id }, None);
         }
     }
@@ -385,7 +417,7 @@ impl Backend for Lease {
     }
 
     fn held(&self, name: &str) -> Option<Held<'_>> {
-        let (_, config) = self.acquired.get(name)?;
+        let (_, config, share) = self.acquired.get(name)?;
         let mirrored = self.mirror.get(name)?;
         Some(Held {
             config,
@@ -394,13 +426,15 @@ impl Backend for Lease {
             caller: mirrored.caller.clone(),
             pid: mirrored.pid,
             spawns: mirrored.spawns,
+            share: *share,
+            sessions: Some(mirrored.holders),
         })
     }
 
     /// What the session holds is always there to its plan: the pool supervises and retries it.
     fn online(&self) -> Online {
         let mut online = Online::new();
-        for (name, (_, config)) in &self.acquired {
+        for (name, (_, config, _)) in &self.acquired {
             online.insert(name.clone(), OnlineEntry::connected(config.clone()));
         }
         online
@@ -432,6 +466,7 @@ impl Backend for Lease {
 
     async fn shutdown(mut self) {
         self.closed = true;
+        self.release_own();
         let session = self.name.clone();
         let _ = self
             .pool
@@ -446,6 +481,7 @@ impl Backend for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.closed {
+            self.release_own();
             let _ = self.pool.tx.send(Request::Close {
                 session: self.name.clone(),
                 reply: None,

@@ -35,6 +35,7 @@ impl Actor {
                     pid: pooled.pid(),
                     spawns: self.conns.spawns(key),
                     version: self.versions.get(key).copied().unwrap_or(0),
+                    holders: self.holders(key).len(),
                 };
                 if self.standbys.get(key).is_some_and(|owner| owner != session) {
                     held.catalog = std::sync::Arc::default();
