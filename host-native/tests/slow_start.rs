@@ -31,13 +31,23 @@ const SLOW_TOOL: &str = "mcp__slow__echo";
 /// A project with a healthy server `ok` and a server `slow` that answers nothing until the
 /// gate file exists; the gate's path.
 fn held_back_project() -> (Project, PathBuf) {
+    held_back_project_sharing(None)
+}
+
+/// [`held_back_project`] with `mcp.share` set: a warm start needs the sessions to share (each
+/// session has processes of its own by default).
+fn held_back_project_sharing(share: Option<&str>) -> (Project, PathBuf) {
     let p = Project::new();
     let gate = p.path("gate");
     let slow = with_args(
         p.server("slow", "echo"),
         &["--wait-for", gate.to_str().expect("utf-8 path")],
     );
-    p.write_settings(json!({"mcpServers": {"ok": p.server("ok", "echo"), "slow": slow}}));
+    let mut settings = json!({"mcpServers": {"ok": p.server("ok", "echo"), "slow": slow}});
+    if let Some(share) = share {
+        settings["mcp"] = json!({ "share": share });
+    }
+    p.write_settings(settings);
     (p, gate)
 }
 
@@ -290,7 +300,7 @@ async fn a_client_gets_the_ready_servers_while_one_is_held_back_on_a_daemon() {
 /// for it would never answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_of_a_pool_that_runs_its_servers_lists_them_at_once() {
-    let (p, gate) = held_back_project();
+    let (p, gate) = held_back_project_sharing(Some("project"));
     fs::write(&gate, "go").expect("gate");
     let first = Session::start(&p, Backend::Pool);
     first.wait_state("slow", State::Connected).await;
@@ -312,7 +322,7 @@ async fn a_session_of_a_pool_that_runs_its_servers_lists_them_at_once() {
 /// held-back server's gate is gone by then, so only its running process can offer them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_client_of_the_daemon_lists_every_running_server_at_once() {
-    let (p, gate) = held_back_project();
+    let (p, gate) = held_back_project_sharing(Some("project"));
     fs::write(&gate, "go").expect("gate");
     let (first, daemon) = serve(&p, true).await;
     first.wait_tool(SLOW_TOOL).await;
