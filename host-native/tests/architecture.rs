@@ -150,6 +150,17 @@ fn code_lines(path: &Path) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Whether `line` names the identifier `name` itself (not one that starts with it, such as
+/// `START_GRACE_VAR`, the variable a client sets, which schedules nothing).
+fn names_identifier(line: &str, name: &str) -> bool {
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
+        let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !part(before) && !part(after)
+    })
+}
+
 /// One session engine (issue 23): a daemon session is a session with another backend. Only the
 /// engine (`src/host/`) names the reload scheduler and the start-pass and missing-file timers;
 /// `src/inputs/files.rs` defines the grace. A second drive loop anywhere else fails here.
@@ -172,7 +183,7 @@ fn only_the_session_engine_schedules_a_session() {
                 "START_GRACE",
             ] {
                 let re_export = line.trim_start().starts_with("pub use files::");
-                if line.contains(name) && !re_export {
+                if names_identifier(&line, name) && !re_export {
                     offences.push(format!("{}:{n}: {name}", path.display()));
                 }
             }

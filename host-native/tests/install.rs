@@ -286,6 +286,13 @@ fn gemini_and_qwen_install_limit_the_client_with_mcp_allowed() {
         let value: Value = serde_json::from_str(&value.to_json()).expect("json");
         assert_eq!(value["mcp"]["allowed"], json!(["reconcile"]));
         assert_eq!(value["mcpServers"]["reconcile"]["args"][2], client);
+        // qwen-code lists tools once per session: its first listing waits longer for a slow
+        // server; Gemini CLI re-lists on list_changed and keeps the default grace.
+        let grace = &value["mcpServers"]["reconcile"]["env"]["MCP_RECONCILE_START_GRACE_MS"];
+        match client {
+            "qwen" => assert_eq!(grace, &json!("5000")),
+            _ => assert!(grace.is_null(), "{value}"),
+        }
         assert!(h.run(&["uninstall", client]).0);
         assert_eq!(read(&settings), original, "{client}: byte-identical");
     }

@@ -137,8 +137,18 @@ pub fn gateway_entry(client: Client, exe: &Path, env: &HostEnv) -> Value {
         // What these clients' own `add` writes for a stdio server.
         entry["type"] = json!("stdio");
     }
+    if matches!(client, Client::Codex | Client::Qwen) {
+        // These list the gateway's tools once per session and never again on `list_changed`:
+        // a server slower than the default start grace (a cold `npx` server) would be missing
+        // for the whole session, so their first listing waits longer for slow servers.
+        entry["env"][crate::host::START_GRACE_VAR] = json!(LISTS_ONCE_GRACE_MS.to_string());
+    }
     entry
 }
+
+/// The start grace of the gateway entry of a client that lists tools once per session (ms):
+/// long enough for a cold `npx` server, short of Codex's own 10 s start-up timeout.
+pub const LISTS_ONCE_GRACE_MS: u64 = 5_000;
 
 /// The client's files install edits.
 fn files(client: Client, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
