@@ -100,6 +100,8 @@ function envOf(system) {
     XDG_STATE_HOME: path.join(home, "xdg/state"),
     XDG_DATA_HOME: path.join(home, "xdg/data"),
     XDG_CONFIG_HOME: path.join(home, "xdg/config"),
+    // Peers log what their defaults say, but not per request at debug level.
+    RUST_LOG: "warn",
   };
 }
 /** `serve`'s arguments for `system`: a settings file whose server carries the system's tag. */
@@ -131,10 +133,15 @@ async function waitPort(port, child) {
   }
   throw new Error(`nothing listens on ${port}`);
 }
+/** Starts an HTTP system in its own process group. Its stderr goes to a file, never a pipe:
+ * the driver runs synchronously, and a pipe nobody drains meanwhile would stop a system that
+ * logs per request. */
 function startDetached(system, cmd, args, cwd = runDir) {
-  const child = spawn(cmd, args, { cwd, env: envOf(system), detached: true, stdio: ["ignore", "ignore", "pipe"] });
-  child.errText = "";
-  child.stderr.on("data", (d) => (child.errText = (child.errText + d).slice(-4000)));
+  const log = path.join(runDir, `${system.replace(/[^a-z@-]/g, "")}.log`);
+  const fd = fs.openSync(log, "a");
+  const child = spawn(cmd, args, { cwd, env: envOf(system), detached: true, stdio: ["ignore", "ignore", fd] });
+  fs.closeSync(fd);
+  Object.defineProperty(child, "errText", { get: () => fs.readFileSync(log, "utf8").slice(-4000) });
   return child;
 }
 function stopGroup(child) {
@@ -229,6 +236,7 @@ for (const [system, rs] of Object.entries(runs)) {
     p99_us: median(rs.map((r) => r.sequential.p99)),
     throughput_per_s: median(rs.map((r) => r.throughput_per_s)),
     cpu_us_per_call: median(rs.map((r) => r.cpu_us_per_call ?? NaN)),
+    switches_per_call: median(rs.map((r) => r.switches_per_call ?? NaN)),
     rounds: rs,
   };
 }
@@ -272,16 +280,16 @@ const lines = [
   `# Gateway tax (issue 41)`,
   ``,
   `${meta.date}, commit ${meta.commit}, ${meta.cpus} cores (${meta.cpu}), load ${meta.load.before} → ${meta.load.after}.`,
-  `CPU µs/call: the CPU time of every process of the system (gateway, daemon, server) over the sequential calls, per call (/proc/PID/schedstat) — steadier than latency on a loaded machine.`,
+  `CPU µs/call: the CPU time of every process of the system (gateway, daemon, server) over the sequential calls, per call (/proc/PID/task/*/schedstat, every thread) — steadier than latency on a loaded machine; switches/call: their threads' context switches per call (each a thread put to sleep or woken).`,
   `Median of ${o.rounds} interleaved rounds; each round: ${o.warmup} warm-up calls, ${o.calls} sequential calls (p50/p99 of the round trip), ${o.pipelined} calls with ${o.inflight} in flight (stdio: pipelined on the one pipe; HTTP: ${o.inflight} kept-alive connections of one session).`,
   `Client: ${meta.client}. Server: ${meta.server}. Peers: mcp-proxy ${MCP_PROXY_VERSION} (crates.io), mcp-hub ${hubVersion} (npm).`,
   ``,
-  `| system | transport | p50 µs | added p50 µs | p99 µs | CPU µs/call | added CPU µs | calls/s (${o.inflight} in flight) | × direct | p50 ÷ mcp-proxy | calls/s ÷ mcp-proxy |`,
-  `|---|---|---|---|---|---|---|---|---|---|---|`,
+  `| system | transport | p50 µs | added p50 µs | p99 µs | CPU µs/call | added CPU µs | switches/call | calls/s (${o.inflight} in flight) | × direct | p50 ÷ mcp-proxy | calls/s ÷ mcp-proxy |`,
+  `|---|---|---|---|---|---|---|---|---|---|---|---|`,
 ];
 for (const [system, r] of Object.entries(rows)) {
   lines.push(
-    `| ${system} | ${r.transport} | ${f(r.p50_us, 1)} | ${f(r.added_p50_us, 1)} | ${f(r.p99_us, 1)} | ${f(r.cpu_us_per_call, 1)} | ${f(r.added_cpu_us, 1)} | ${f(r.throughput_per_s)} | ${f(r.throughput_vs_direct, 2)} | ${f(r.p50_vs_mcp_proxy, 2)} | ${f(r.throughput_vs_mcp_proxy, 2)} |`,
+    `| ${system} | ${r.transport} | ${f(r.p50_us, 1)} | ${f(r.added_p50_us, 1)} | ${f(r.p99_us, 1)} | ${f(r.cpu_us_per_call, 1)} | ${f(r.added_cpu_us, 1)} | ${f(r.switches_per_call, 1)} | ${f(r.throughput_per_s)} | ${f(r.throughput_vs_direct, 2)} | ${f(r.p50_vs_mcp_proxy, 2)} | ${f(r.throughput_vs_mcp_proxy, 2)} |`,
   );
 }
 fs.writeFileSync(path.join(o.out, "tax.md"), lines.join("\n") + "\n");

@@ -157,13 +157,13 @@ fn answers(line: &str, id: u64) -> bool {
         })
 }
 
-/// CPU time (ns, from `/proc/PID/schedstat`) of every process but this one whose environment
+/// CPU time (ns, from `/proc/PID/task/*/schedstat`) of every process but this one whose environment
 /// holds `tag` (`NAME=VALUE`, set on everything a benchmark run starts): the system under test
 /// with its servers, and a daemon it attached to.
-fn cpu_ns(tag: Option<&str>) -> Option<u64> {
+fn cpu_ns(tag: Option<&str>) -> Option<(u64, u64)> {
     let tag = tag?.as_bytes();
     let me = std::process::id().to_string();
-    let mut total = 0;
+    let (mut total, mut switches) = (0, 0);
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let pid = entry.file_name();
         let Some(pid) = pid
@@ -181,21 +181,37 @@ fn cpu_ns(tag: Option<&str>) -> Option<u64> {
         if !environ.split(|b| *b == 0).any(|var| var == tag) {
             continue;
         }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
-        total += stat
-            .split_whitespace()
-            .next()
-            .and_then(|ns| ns.parse::<u64>().ok())
-            .unwrap_or(0);
+        // Every thread's (tokio's workers and blocking threads too), not the leader's alone.
+        let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for thread in threads.flatten() {
+            let stat = std::fs::read_to_string(thread.path().join("schedstat")).unwrap_or_default();
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|ns| ns.parse::<u64>().ok())
+                .unwrap_or(0);
+            let status = std::fs::read_to_string(thread.path().join("status")).unwrap_or_default();
+            switches += status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
     }
-    Some(total)
+    Some((total, switches))
 }
 
-/// CPU µs per call between two [`cpu_ns`] readings.
-fn per_call(before: Option<u64>, after: Option<u64>, calls: usize) -> Value {
+/// CPU µs and context switches (every thread's, voluntary and not) per call between two
+/// [`cpu_ns`] readings.
+fn per_call(before: Option<(u64, u64)>, after: Option<(u64, u64)>, calls: usize) -> (Value, Value) {
     match (before, after) {
-        (Some(b), Some(a)) if calls > 0 => json!(a.saturating_sub(b) as f64 / 1e3 / calls as f64),
-        _ => Value::Null,
+        (Some(b), Some(a)) if calls > 0 => (
+            json!(a.0.saturating_sub(b.0) as f64 / 1e3 / calls as f64),
+            json!(a.1.saturating_sub(b.1) as f64 / calls as f64),
+        ),
+        _ => (Value::Null, Value::Null),
     }
 }
 
@@ -329,7 +345,8 @@ fn stdio(plan: &Plan, command: &[String], tag: Option<&str>) -> Result<Value> {
         "transport": "stdio",
         "ready_us": ready_us,
         "sequential": summary(times),
-        "cpu_us_per_call": per_call(cpu0, cpu1, plan.calls),
+        "cpu_us_per_call": per_call(cpu0, cpu1, plan.calls).0,
+        "switches_per_call": per_call(cpu0, cpu1, plan.calls).1,
         "calls": plan.calls,
         "inflight": plan.inflight,
         "pipelined_calls": total,
@@ -516,7 +533,8 @@ fn http(plan: &Plan, url: &str, token: Option<&str>, tag: Option<&str>) -> Resul
     Ok(json!({
         "transport": "http",
         "sequential": summary(times),
-        "cpu_us_per_call": per_call(cpu0, cpu1, plan.calls),
+        "cpu_us_per_call": per_call(cpu0, cpu1, plan.calls).0,
+        "switches_per_call": per_call(cpu0, cpu1, plan.calls).1,
         "calls": plan.calls,
         "inflight": plan.inflight,
         "pipelined_calls": per * plan.inflight,
