@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The gateway tax (issue 41, docs/BENCHMARKS.md): what a tools/call costs through `serve
 # --no-daemon`, `serve` on the daemon and `serve --http`, against the fixture server called
-# directly and against the peers mcp-proxy (crates.io, pinned) and mcp-hub (npm, pinned in
-# bench/peers/package.json), same server, same client, in one run. Builds the host, the fixture
+# directly and against the peer mcp-proxy (crates.io, pinned), same server, same client, in one
+# run (mcp-hub, pinned in bench/peers/package.json, speaks only legacy SSE, which the driver does
+# not yet: bench/tax.mjs). Builds the host, the fixture
 # server and the timing driver `mcp-tax-bench` (release), installs the peers, then runs
 # bench/tax.mjs in a loopback-only network namespace; results in bench/results/tax.{json,md}.
 #
@@ -10,7 +11,8 @@
 #   bash bench/tax.sh --rounds 1 --systems direct,serve-no-daemon --calls 500
 #
 # Options are passed to bench/tax.mjs (--rounds, --calls, --warmup, --pipelined, --inflight,
-# --systems, --out). Needs root for `unshare -n` (or run it inside a namespace yourself).
+# --systems, --out, --baseline DIR: also the mcp-reconcile in DIR, before/after in one run).
+# Needs root for `unshare -n` (or run it inside a namespace yourself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
