@@ -81,6 +81,8 @@ pub struct Gateway<S = HostHandle> {
     reconnects: Arc<manage::Reconnects>,
     /// `serve --tool-names`: how the servers' tools and prompts are named.
     names: ToolNames,
+    /// The routes of the tools called lately, while they are current.
+    routes: Arc<offer::Routes>,
 }
 
 impl<S> Clone for Gateway<S> {
@@ -95,6 +97,7 @@ impl<S> Clone for Gateway<S> {
             notices: Arc::clone(&self.notices),
             reconnects: Arc::clone(&self.reconnects),
             names: self.names,
+            routes: Arc::clone(&self.routes),
         }
     }
 }
@@ -118,6 +121,7 @@ impl<S: Session> Gateway<S> {
             notices: Arc::default(),
             reconnects: Arc::default(),
             names: ToolNames::Mcp,
+            routes: Arc::default(),
         }
     }
 
@@ -335,18 +339,13 @@ impl<S: Session> ServerHandler for Gateway<S> {
             let arguments = request.arguments.unwrap_or_default();
             return Ok(self.language_call(tool, &arguments).await?.into());
         }
-        let route = self
-            .session
-            .route(Target::Tool(name.clone()))
-            .await
-            .map_err(gone)?
-            .and_then(|route| {
-                if self.offers(&route) {
-                    Ok(route)
-                } else {
-                    Err(format!("this gateway offers no tool `{}`", request.name))
-                }
-            });
+        let route = self.tool_route(&name).await?.and_then(|route| {
+            if self.offers(&route) {
+                Ok(route)
+            } else {
+                Err(format!("this gateway offers no tool `{}`", request.name))
+            }
+        });
         let mut response = match route {
             Ok(route) => {
                 tracing::info!(tool = %name, server = %route.server, "forwarding tools/call");

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::bridge;
@@ -71,29 +71,40 @@ struct Replay {
 }
 
 impl Replay {
-    /// Notes a line from the client.
+    /// Notes a line from the client. Only the envelope is decoded (`method`, `id`); `params`
+    /// only for the few methods the replay keeps, so a large call costs one scan, no tree.
     fn handle_client_line(&mut self, line: &str) {
-        let Ok(message) = serde_json::from_str::<Value>(line) else {
+        let Ok(message) = serde_json::from_str::<Envelope<'_>>(line) else {
             return;
         };
-        let method = message.get("method").and_then(Value::as_str);
-        match (method, message.get("id")) {
+        match (message.method.as_deref(), message.id) {
             (Some("initialize"), Some(id)) => {
-                self.initialize = Some((id.clone(), line.to_owned()));
                 self.pending.insert(id.to_string());
+                self.initialize = Some((id, line.to_owned()));
             }
             (Some("notifications/initialized"), None) => self.initialized = Some(line.to_owned()),
             (Some(method), Some(id)) => {
                 self.pending.insert(id.to_string());
-                let param = |key: &str| message.pointer(&format!("/params/{key}")).cloned();
-                match (method, param("uri"), param("level")) {
+                if !matches!(
+                    method,
+                    "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel"
+                ) {
+                    return;
+                }
+                let Some(params) = message
+                    .params
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                else {
+                    return;
+                };
+                match (method, params.get("uri"), params.get("level")) {
                     ("resources/subscribe", Some(Value::String(uri)), _) => {
-                        self.subscribed.insert(uri);
+                        self.subscribed.insert(uri.clone());
                     }
                     ("resources/unsubscribe", Some(Value::String(uri)), _) => {
-                        self.subscribed.remove(&uri);
+                        self.subscribed.remove(uri);
                     }
-                    ("logging/setLevel", _, Some(level)) => self.level = Some(level),
+                    ("logging/setLevel", _, Some(level)) => self.level = Some(level.clone()),
                     _ => {}
                 }
             }
@@ -134,17 +145,29 @@ impl Replay {
             })
     }
 
-    /// Notes a line from the session.
+    /// Notes a line from the session: an answer is no longer pending.
     fn handle_session_line(&mut self, line: &str) {
-        let Ok(message) = serde_json::from_str::<Value>(line) else {
+        let Ok(message) = serde_json::from_str::<Envelope<'_>>(line) else {
             return;
         };
-        if message.get("method").is_none() {
-            if let Some(id) = message.get("id") {
+        if message.method.is_none() {
+            if let Some(id) = message.id {
                 self.pending.remove(&id.to_string());
             }
         }
     }
+}
+
+/// What the relay reads of a JSON-RPC message: its method and id, and its params unparsed;
+/// `result` and everything else is skipped, not built.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(borrow, default)]
+    params: Option<&'a serde_json::value::RawValue>,
 }
 
 /// Attaches a session as `again` says (starting the daemon when none runs) and relays stdin
@@ -155,24 +178,37 @@ impl Replay {
 /// stdout broke.
 pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
     let mut replay = Replay::default();
-    let (mut session, mut write) = reattach(&again, &replay).await?;
-    let mut client = BufReader::new(tokio::io::stdin()).lines();
-    let mut stdout = tokio::io::stdout();
+    let (mut session, write) = reattach(&again, &replay).await?;
+    let mut write = BufWriter::new(write);
+    // Non-blocking pipes where stdin and stdout are pipes (as a client spawns `serve`): a line
+    // costs no hop through tokio's blocking pool each way (tokio's stdin/stdout otherwise).
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let mut client = BufReader::new(stdin).lines();
+    let mut stdout = BufWriter::new(stdout);
     loop {
+        // Written lines are flushed once no further line is already buffered on their side:
+        // one write for a burst of answers (calls in flight), at once for a lone one.
+        if !write.buffer().is_empty() && !has_line(client.get_ref().buffer()) {
+            // A failed write shows up as the session's end below.
+            let _ = write.flush().await;
+        }
+        if !stdout.buffer().is_empty() && !has_line(session.get_ref().buffer()) {
+            stdout.flush().await.context("writing to stdout")?;
+        }
         tokio::select! {
             line = client.next_line() => match line {
                 Ok(Some(line)) => {
                     replay.handle_client_line(&line);
-                    // A failed write shows up as the session's end below.
-                    let _ = write.write_all(format!("{line}\n").as_bytes()).await;
+                    let _ = put(&mut write, &line).await;
                 }
                 _ => {
                     // The client left: the session ends when its connection does.
                     let _ = write.shutdown().await;
                     let drain = async {
                         while let Ok(Some(line)) = session.next_line().await {
-                            let _ = send(&mut stdout, &line).await;
+                            let _ = put(&mut stdout, &line).await;
                         }
+                        let _ = stdout.flush().await;
                     };
                     let _ = tokio::time::timeout(crate::ipc::READ_TIMEOUT, drain).await;
                     return Ok(());
@@ -194,12 +230,13 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
                         continue;
                     }
                     replay.handle_session_line(&line);
-                    send(&mut stdout, &line).await.context("writing to stdout")?;
+                    put(&mut stdout, &line).await.context("writing to stdout")?;
                 }
                 _ => {
                     tracing::warn!("the daemon connection ended; starting it again");
                     fail_pending(&mut replay, &mut stdout).await?;
-                    (session, write) = reattach(&again, &replay).await?;
+                    let (again_session, again_write) = reattach(&again, &replay).await?;
+                    (session, write) = (again_session, BufWriter::new(again_write));
                     for list in ["tools", "prompts", "resources"] {
                         let changed = json!({
                             "jsonrpc": "2.0",
@@ -211,6 +248,17 @@ pub async fn relay_stdio(again: Reattach) -> anyhow::Result<()> {
             },
         }
     }
+}
+
+/// Whether `buffered` (what a line reader holds unread) has a whole line in it.
+fn has_line(buffered: &[u8]) -> bool {
+    buffered.contains(&b'\n')
+}
+
+/// Writes `line` and its newline into `out`'s buffer (flushed by the caller).
+async fn put(out: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
+    out.write_all(line.as_bytes()).await?;
+    out.write_all(b"\n").await
 }
 
 /// A daemon session's [`EVENT`](super::attached::EVENT) line, which the relay keeps from
@@ -230,8 +278,9 @@ pub fn session_event(line: &str) -> Option<Option<HostEvent>> {
     )
 }
 
+/// Writes `line` and flushes.
 async fn send(out: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
-    out.write_all(format!("{line}\n").as_bytes()).await?;
+    put(out, line).await?;
     out.flush().await
 }
 

@@ -2,6 +2,9 @@
 //! under its own names), the route of a name they send, one caller per server behind it, and
 //! resource subscriptions, routed as reads are.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
 use rmcp::{ErrorData, Peer, RoleServer};
 
 use super::{gone, Gateway};
@@ -9,7 +12,58 @@ use crate::host::{MergedCatalog, Route, Target};
 use crate::session::Session;
 use crate::transport::{CallError, Caller};
 
+/// How many tool routes a gateway keeps at most (more are dropped, all at once).
+const KEPT_ROUTES: usize = 4096;
+
+/// The routes of the tools called lately, kept while the session says they are current
+/// ([`Route::is_current`]): a call asks the session's loop (a round trip through its task,
+/// for a daemon session in another process's) only for a tool it has not routed since the
+/// session last changed.
+#[derive(Default)]
+pub(super) struct Routes(Mutex<HashMap<String, Route>>);
+
+impl Routes {
+    /// The kept route of the tool `name`, while current.
+    fn current(&self, name: &str) -> Option<Route> {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match routes.get(name) {
+            Some(route) if route.is_current() => Some(route.clone()),
+            // One is stale: the session changed, and every route kept before is stale too.
+            Some(_) => {
+                routes.clear();
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn keep(&self, name: &str, route: &Route) {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if routes.len() >= KEPT_ROUTES {
+            routes.clear();
+        }
+        routes.insert(name.to_owned(), route.clone());
+    }
+}
+
 impl<S: Session> Gateway<S> {
+    /// Where a call of the tool `name` (qualified) goes: a kept route while it is current,
+    /// else the session's answer (a route is kept; a message is not, it may change).
+    pub(super) async fn tool_route(&self, name: &str) -> Result<Result<Route, String>, ErrorData> {
+        if let Some(route) = self.routes.current(name) {
+            return Ok(Ok(route));
+        }
+        let route = self
+            .session
+            .route(Target::Tool(name.to_owned()))
+            .await
+            .map_err(gone)?;
+        if let Ok(route) = &route {
+            self.routes.keep(name, route);
+        }
+        Ok(route)
+    }
+
     /// The catalog as this gateway's clients see it: all of it, or (passthrough) the one
     /// server's entries under their own names.
     pub(super) async fn visible(&self) -> Result<MergedCatalog, ErrorData> {

@@ -210,6 +210,34 @@ pub struct Route {
     pub name: String,
     /// Forwards the request; fails at once if the connection closes meanwhile.
     pub caller: Caller,
+    /// The session's [`RouteEpoch`] and its value when this route was made.
+    made: (RouteEpoch, u64),
+}
+
+impl Route {
+    /// Whether the session has changed nothing a route depends on since this one was made
+    /// (its files, gating, connections, catalogs): the same target would be routed here again.
+    /// A gateway keeps such routes instead of asking the session's loop on every call.
+    pub fn is_current(&self) -> bool {
+        self.made.0.now() == self.made.1
+    }
+}
+
+/// How often a session may have changed what its routes are: advanced by the session's loop
+/// after everything it handles but a route request, so a [`Route`] made before is no longer
+/// current.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RouteEpoch(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl RouteEpoch {
+    fn now(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Every route made so far is no longer current.
+    pub(super) fn advance(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl<B: Backend> Host<B> {
@@ -357,6 +385,7 @@ impl<B: Backend> Host<B> {
                 server: server.clone(),
                 name,
                 caller: conn,
+                made: (self.routes.clone(), self.routes.now()),
             });
         }
         Err(match target {

@@ -240,6 +240,8 @@ pub struct Host<B = Own> {
     file_missing: Vec<String>,
     /// Dev mode: the source files of servers with `dev.watch`.
     dev: dev::Dev,
+    /// Advanced whenever what a route is may have changed ([`Route::is_current`]).
+    routes: catalog::RouteEpoch,
 }
 
 impl Host<Own> {
@@ -301,6 +303,7 @@ impl<B: Backend> Host<B> {
             missing_deadline: None,
             file_missing: Vec::new(),
             dev,
+            routes: catalog::RouteEpoch::default(),
         }
     }
 }
@@ -377,16 +380,21 @@ impl<B: Backend> Host<B> {
         let mut files_open = true;
         self.begin_grace();
         loop {
+            let passes = self.passes;
             self.start_next_run();
             // A pass that only tears servers down finishes inside `start_next_run`: announce
             // its change now, not when something else next wakes the loop.
             self.announce_catalog();
             let sleep = self.backend.clock().sleep_until(self.next_wake());
+            let mut routed_only = false;
             tokio::select! {
                 biased;
                 request = control.recv() => match request {
                     None | Some(Control::Shutdown) => break,
-                    Some(request) => self.handle_control(request),
+                    Some(request) => {
+                        routed_only = matches!(request, Control::Route(..));
+                        self.handle_control(request);
+                    }
                 },
                 report = self.backend.next() => self.handle_report(report),
                 report = self.lsp.next() => self.handle_lsp_report(report),
@@ -415,6 +423,10 @@ impl<B: Backend> Host<B> {
             // as list_changed); a call waiting for a server goes once it is up.
             self.settle_waiters();
             self.announce_catalog();
+            // Only a route request that began no pass leaves every route as it was.
+            if !routed_only || self.passes != passes {
+                self.routes.advance();
+            }
         }
         self.shutdown().await;
     }

@@ -12,7 +12,7 @@
 //! (`malloc_trim`), once, on a blocking thread. Between bursts nothing is done: small ones
 //! leave nothing worth giving back.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Requests forwarded and log messages relayed since memory was last given back, past which
@@ -56,20 +56,37 @@ pub(super) fn did(n: usize) {
     DONE.fetch_add(n, Ordering::Relaxed);
 }
 
+/// A watcher task is waiting for the quiet after a burst ([`burst_over`]).
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
 /// Nothing is in flight: after a burst, gives its memory back once nothing has started for
 /// [`QUIET`].
+///
+/// One watcher at a time: sequential calls bring the count to zero after every call, and a
+/// timer task per call (thousands alive, each a wake-up half a second later) cost every call
+/// its share of the process's time.
 fn burst_over() {
     if DONE.load(Ordering::Relaxed) < BURST {
         return;
     }
-    let started = STARTED.load(Ordering::Acquire);
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return give_back_after(started);
+        return give_back_after(STARTED.load(Ordering::Acquire));
     };
+    if WATCHING.swap(true, Ordering::AcqRel) {
+        return;
+    }
     runtime.spawn(async move {
-        tokio::time::sleep(QUIET).await;
-        if STARTED.load(Ordering::Acquire) == started && IN_FLIGHT.load(Ordering::Acquire) == 0 {
-            tokio::task::spawn_blocking(move || give_back_after(started));
+        let mut seen = STARTED.load(Ordering::Acquire);
+        loop {
+            tokio::time::sleep(QUIET).await;
+            let started = STARTED.load(Ordering::Acquire);
+            if started == seen && IN_FLIGHT.load(Ordering::Acquire) == 0 {
+                WATCHING.store(false, Ordering::Release);
+                tokio::task::spawn_blocking(move || give_back_after(started));
+                return;
+            }
+            // Work went on (or is still in flight): wait for a quiet period after it.
+            seen = started;
         }
     });
 }
@@ -98,3 +115,25 @@ fn give_back() {
 /// Other allocators give memory back on their own.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn give_back() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls one after another end a burst each time; they leave one watcher for the quiet,
+    /// not one timer task per call.
+    #[tokio::test(flavor = "current_thread")]
+    async fn sequential_calls_after_a_burst_keep_one_quiet_watcher() {
+        DONE.fetch_add(BURST, Ordering::Relaxed);
+        for _ in 0..200 {
+            drop(Work::start());
+        }
+        let alive = tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks();
+        assert!(
+            alive <= 1,
+            "{alive} tasks wait for the quiet after 200 calls"
+        );
+    }
+}

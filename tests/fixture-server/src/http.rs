@@ -86,7 +86,15 @@ pub async fn serve(
     };
     match tls {
         Some(acceptor) => axum::serve(TlsListener::start(listener, acceptor), router).await,
-        None => axum::serve(listener, router).await,
+        // No Nagle: an answer written in parts (headers, SSE chunks) is not held for the
+        // client's delayed ACK (40 ms a request otherwise), as any real server does.
+        None => {
+            use axum::serve::ListenerExt;
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, router).await
+        }
     }
     .context("the HTTP server stopped")
 }
