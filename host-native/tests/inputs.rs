@@ -1028,10 +1028,7 @@ async fn watcher_tells_a_whole_save_from_a_write_still_open() {
     std::io::Write::write_all(&mut open, br#"{"a": 3}"#).expect("write");
     let got = drain(&mut rx).await;
     assert!(!got.is_empty(), "the write is reported");
-    assert!(
-        got.iter().all(|c| c.landing == Landing::Changed),
-        "{got:?}"
-    );
+    assert!(got.iter().all(|c| c.landing == Landing::Changed), "{got:?}");
     drop(open);
     let got = drain(&mut rx).await;
     assert_eq!(

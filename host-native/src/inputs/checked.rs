@@ -43,8 +43,16 @@ mod tests {
     fn a_kept_parse_serves_the_same_text_once_and_never_other_text() {
         let mut checked = Checked::default();
         checked.keep("{}".into(), Value::Bool(true));
-        assert_eq!(checked.parse("[1]"), json::parse_jsonc("[1]"), "other text is parsed");
-        assert_eq!(checked.parse("{}"), Ok(Value::Bool(true)), "taken, not parsed");
+        assert_eq!(
+            checked.parse("[1]"),
+            json::parse_jsonc("[1]"),
+            "other text is parsed"
+        );
+        assert_eq!(
+            checked.parse("{}"),
+            Ok(Value::Bool(true)),
+            "taken, not parsed"
+        );
         assert_eq!(checked.parse("{}"), json::parse_jsonc("{}"), "taken once");
         checked.keep("{}".into(), Value::Bool(true));
         checked.clear();

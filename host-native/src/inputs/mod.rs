@@ -47,12 +47,12 @@ use mcp_reconcile_kernel::{Approvals, LayerSource, Millis, DEFAULT_DEBOUNCE, DEF
 
 use crate::approvals_store::ApprovalsStore;
 use build::FrozenCommand;
+use checked::Checked;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{editor_user_file, sidecar};
 pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
-use checked::Checked;
 use files::{JsonFile, JsonKind, Missing, SettingsFile};
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;

@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 mod renew;
 mod view;
 
-use super::pooled::Pooled;
 pub(super) use self::view::ViewDiff;
+use super::pooled::Pooled;
 use super::{PoolOptions, PooledStatus};
 use crate::launch::Launch;
 use crate::supervisor::{Mcp, Report, Supervisor};

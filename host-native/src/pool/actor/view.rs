@@ -264,7 +264,11 @@ mod tests {
         }
         let all = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
         assert_eq!(view(&pool, &[]).await, (all, Vec::new()), "first: all");
-        assert_eq!(view(&pool, &[]).await, (Vec::new(), Vec::new()), "then nothing");
+        assert_eq!(
+            view(&pool, &[]).await,
+            (Vec::new(), Vec::new()),
+            "then nothing"
+        );
         assert_eq!(
             view(&pool, &["b"]).await,
             (vec!["b".to_owned()], Vec::new()),
