@@ -17,6 +17,22 @@ impl Checked {
         self.0 = Some((text, value));
     }
 
+    /// Whether `text` parses as JSON (comments allowed); its parse is kept for the next
+    /// reader. Text already kept is not parsed again: the events of one save in place (its
+    /// writes, then its close) are each checked, and all but the first find the same text.
+    pub(super) fn check(&mut self, text: String) -> bool {
+        if self.0.as_ref().is_some_and(|(kept, _)| *kept == text) {
+            return true;
+        }
+        match json::parse_jsonc(&text) {
+            Ok(value) => {
+                self.keep(text, value);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// `text`'s JSON (comments allowed): the kept value when it was parsed from exactly this
     /// text (taken), else parsed now (the kept one stays for its own file's reader).
     pub(super) fn parse(&mut self, text: &str) -> Result<Value, json::ParseError> {
@@ -54,6 +70,11 @@ mod tests {
             "taken, not parsed"
         );
         assert_eq!(checked.parse("{}"), json::parse_jsonc("{}"), "taken once");
+        assert!(checked.check("{}".into()), "checked");
+        assert!(!checked.check("{".into()), "not JSON");
+        checked.keep("{}".into(), Value::Bool(true));
+        assert!(checked.check("{}".into()), "kept text is not parsed again");
+        assert_eq!(checked.parse("{}"), Ok(Value::Bool(true)), "and stays kept");
         checked.keep("{}".into(), Value::Bool(true));
         checked.clear();
         assert_eq!(checked.parse("{}"), json::parse_jsonc("{}"), "cleared");

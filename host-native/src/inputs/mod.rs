@@ -445,13 +445,7 @@ impl Inputs {
         if text.trim().is_empty() {
             return false;
         }
-        match mcp_reconcile_kernel::json::parse_jsonc(&text) {
-            Ok(value) => {
-                self.checked.keep(text, value);
-                true
-            }
-            Err(_) => false,
-        }
+        self.checked.check(text)
     }
 }
 

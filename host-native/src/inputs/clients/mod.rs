@@ -330,13 +330,7 @@ impl ClientFile {
             Format::Codex | Format::CodexRequirements => text.parse::<toml::Table>().is_ok(),
             // Large by nature: checked without building the document, as it is read.
             Format::ClaudeState => claude_state::complete(&text),
-            _ => match mcp_reconcile_kernel::json::parse_jsonc(&text) {
-                Ok(value) => {
-                    checked.keep(text, value);
-                    true
-                }
-                Err(_) => false,
-            },
+            _ => checked.check(text),
         }
     }
 }
