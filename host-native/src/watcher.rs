@@ -20,9 +20,14 @@
 //! Events arrive in bursts (one save is several events); the kernel's
 //! [`ReloadScheduler`](mcp_reconcile_kernel::ReloadScheduler) debounces and
 //! coalesces them, so this module reports every relevant event as it comes —
-//! with whether a file was renamed onto the watched path ([`Change::renamed`]):
-//! what is there then arrived whole, so settle detection need not wait for
-//! more writes.
+//! with how it landed ([`Change::landing`]): a file renamed onto the watched path, or
+//! written in place and closed by its writer, arrived whole, so settle detection need not
+//! wait for more writes.
+//!
+//! Where completeness cannot be known the host keeps its quiet window: a write in place not
+//! closed yet (the writer still has the file open), and every write in place on platforms
+//! whose watcher does not report a close (macOS FSEvents, the BSDs' kqueue, a polling
+//! watcher) — there only a rename is known whole.
 //!
 //! Dev mode's directory watches ([`watch_dirs`], in `dirs`) share the same platform watcher:
 //! listed directories, each watched on its own, every event reported by path.
@@ -45,11 +50,35 @@ pub use dirs::{tree, watch_dirs, DirWatch, TooMany};
 pub struct Change {
     /// The file's source (a file listed under several sources reports each).
     pub source: FileSource,
+    /// How it landed: whether what is there now is known to be whole.
+    pub landing: Landing,
+}
+
+/// How a change landed on a watched path, as far as the platform says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Landing {
+    /// Not known to be whole: a write in place whose writer may still have the file open,
+    /// creation, removal, a directory or symlink that appeared, and every rename on platforms
+    /// that do not say which side a path is (macOS, the BSDs).
+    Changed,
+    /// A writer that had the file open for writing closed it (Linux: inotify
+    /// `IN_CLOSE_WRITE`): the write in place is done. (A writer that reopens it writes a new
+    /// change, reported again.)
+    Closed,
     /// A file was renamed onto the watched path (Linux: inotify `IN_MOVED_TO`; Windows: the
-    /// rename's new name). An editor's rename save is then complete on arrival. Everything
-    /// else — writes in place, creation, a directory or symlink that appeared, and every
-    /// rename on platforms that do not say which side a path is (macOS, the BSDs) — is not.
-    pub renamed: bool,
+    /// rename's new name): an editor's rename save, complete on arrival.
+    Renamed,
+}
+
+impl Landing {
+    /// How an event of `kind` landed.
+    fn of(kind: &EventKind) -> Self {
+        match kind {
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)) => Landing::Renamed,
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => Landing::Closed,
+            _ => Landing::Changed,
+        }
+    }
 }
 
 impl Change {
@@ -57,7 +86,7 @@ impl Change {
     fn of(source: FileSource) -> Self {
         Change {
             source,
-            renamed: false,
+            landing: Landing::Changed,
         }
     }
 }
@@ -210,7 +239,7 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
         let Some(hub) = hub.upgrade() else {
             return;
         };
-        let renamed = event.kind == EventKind::Modify(ModifyKind::Name(RenameMode::To));
+        let landing = Landing::of(&event.kind);
         let mut sends: Vec<(UnboundedSender<Change>, Vec<Change>)> = Vec::new();
         let mut dir_sends: Vec<(UnboundedSender<PathBuf>, PathBuf)> = Vec::new();
         {
@@ -240,7 +269,7 @@ fn run(raw: mpsc::Receiver<notify::Result<notify::Event>>, hub: &std::sync::Weak
                     if let Some(sources) = sub.arming.routes.get(path) {
                         hit.extend(sources.iter().map(|source| Change {
                             source: source.clone(),
-                            renamed,
+                            landing,
                         }));
                     }
                 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mcp_reconcile::approvals_store::{backup_path, ApprovalsStore};
 use mcp_reconcile::inputs::{HostEnv, Inputs, LayerPaths, Layout, Options, Snapshot};
-use mcp_reconcile::watcher::{self, Change};
+use mcp_reconcile::watcher::{self, Change, Landing};
 use mcp_reconcile_kernel::json::{self, Value};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::{ApprovalState, Decision, LayerSource, ServerConfig};
@@ -989,11 +989,12 @@ async fn watcher_reports_writes_renames_and_recreation() {
     expect_quiet(&mut rx).await;
 }
 
-/// Settle detection applies a rename save at once: the watcher must tell a file renamed onto
-/// the watched path (complete on arrival) from a write in place (the writer may not be done)
-/// and from the file being renamed away — and report a rename save once, not once per side.
+/// Settle detection applies a whole save at once: the watcher must tell a file renamed onto
+/// the watched path (complete on arrival) and a write in place its writer closed from the
+/// writes before that close (the writer may not be done) and from the file being renamed
+/// away — and report a rename save once, not once per side.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watcher_tells_a_rename_save_from_a_write_in_place() {
+async fn watcher_tells_a_whole_save_from_a_write_still_open() {
     let w = World::new();
     let dir = w.path("cfg");
     fs::create_dir_all(&dir).expect("mkdir");
@@ -1002,13 +1003,41 @@ async fn watcher_tells_a_rename_save_from_a_write_in_place() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let _watcher = watcher::watch(vec![(settings.clone(), user())], tx).expect("watch");
 
-    // In place: truncate, write, close — every report says "not renamed".
+    // In place: truncate, write, close — the writes say "changed", the close "closed".
     fs::write(&settings, r#"{"a": 1}"#).expect("write");
     let got = drain(&mut rx).await;
-    assert!(!got.is_empty(), "the write is reported");
-    assert!(
-        got.iter().all(|c| c.source == user() && !c.renamed),
+    let (last, writes) = got.split_last().expect("the write is reported");
+    assert_eq!(
+        (&last.source, last.landing),
+        (&user(), Landing::Closed),
         "{got:?}"
+    );
+    assert!(
+        writes
+            .iter()
+            .all(|c| c.source == user() && c.landing == Landing::Changed),
+        "{got:?}"
+    );
+
+    // Held open after a write: changed, not closed, until the writer closes it.
+    let mut open = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&settings)
+        .expect("open");
+    std::io::Write::write_all(&mut open, br#"{"a": 3}"#).expect("write");
+    let got = drain(&mut rx).await;
+    assert!(!got.is_empty(), "the write is reported");
+    assert!(got.iter().all(|c| c.landing == Landing::Changed), "{got:?}");
+    drop(open);
+    let got = drain(&mut rx).await;
+    assert_eq!(
+        got,
+        vec![Change {
+            source: user(),
+            landing: Landing::Closed
+        }],
+        "the close"
     );
 
     // A rename save: one report, renamed.
@@ -1020,7 +1049,7 @@ async fn watcher_tells_a_rename_save_from_a_write_in_place() {
         got,
         vec![Change {
             source: user(),
-            renamed: true
+            landing: Landing::Renamed
         }],
         "one report per rename save"
     );
@@ -1030,7 +1059,8 @@ async fn watcher_tells_a_rename_save_from_a_write_in_place() {
     let got = drain(&mut rx).await;
     assert!(!got.is_empty(), "the rename away is reported");
     assert!(
-        got.iter().all(|c| c.source == user() && !c.renamed),
+        got.iter()
+            .all(|c| c.source == user() && c.landing == Landing::Changed),
         "{got:?}"
     );
 }

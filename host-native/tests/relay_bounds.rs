@@ -40,13 +40,19 @@ fn rss_mb(pid: u32) -> u64 {
     kb / 1024
 }
 
-/// The daemon's memory once it is below `bound` MB, or after [`PATIENCE`] whatever it is:
-/// memory is given back once the work is over, a moment after the last answer.
+/// How far above its idle memory the daemon may stay once a burst is over (issue 41).
+const GIVEN_BACK_MB: u64 = 20;
+
+/// How long the daemon has to give a burst's memory back (issue 41: within a minute).
+const GIVE_BACK_WITHIN: Duration = Duration::from_secs(60);
+
+/// The daemon's memory once it is below `bound` MB, or after [`GIVE_BACK_WITHIN`] whatever it
+/// is: memory is given back once the work is over, a moment after the last answer.
 fn settled_rss_mb(pid: u32, bound: u64) -> u64 {
     let start = Instant::now();
     loop {
         let now = rss_mb(pid);
-        if now < bound || start.elapsed() > PATIENCE {
+        if now < bound || start.elapsed() > GIVE_BACK_WITHIN {
             return now;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -158,7 +164,7 @@ fn a_log_flood_to_a_legacy_clients_call_is_bounded_and_given_back() {
 
 /// One call of a legacy server floods its client with [`LOGS`] log messages while the client
 /// reads nothing; then it reads. The call answers; the daemon grew by less than 200 MB and
-/// is back within 64 MB of where it started; the client got at most what its queue and the
+/// is back within [`GIVEN_BACK_MB`] of where it started within a minute; the client got at most what its queue and the
 /// pipes on the way hold, then one message that counts the ones dropped.
 fn log_flood(modern: bool) {
     let p = Project::new();
@@ -258,17 +264,18 @@ fn log_flood(modern: bool) {
         peak.saturating_sub(before) < 200,
         "the daemon grew from {before} MB to {peak} MB while relaying the flood"
     );
-    let after = settled_rss_mb(daemon.id(), before + 64);
+    let after = settled_rss_mb(daemon.id(), before + GIVEN_BACK_MB);
     eprintln!("flood (modern: {modern}): before {before} MB, peak {peak} MB, after {after} MB, {relayed} relayed, {dropped} dropped");
     assert!(
-        after.saturating_sub(before) < 64,
+        after.saturating_sub(before) < GIVEN_BACK_MB,
         "the daemon kept {after} MB after the call (it had {before} MB before)"
     );
 }
 
 /// A burst of 10 000 concurrent calls (each waits 2 s at the server, so they are all in flight
 /// together) through a daemon session: every call is answered, and once they are, the daemon's
-/// memory is back within 64 MB of where it started (it used to keep about 500 MB).
+/// memory is back within [`GIVEN_BACK_MB`] of where it started within a minute (it used to keep
+/// about 500 MB).
 #[test]
 fn the_daemon_gives_back_the_memory_of_a_burst_of_calls() {
     const CALLS: u64 = 10_000;
@@ -305,10 +312,10 @@ fn the_daemon_gives_back_the_memory_of_a_burst_of_calls() {
             }
         }
     }
-    let after = settled_rss_mb(daemon.id(), before + 64);
+    let after = settled_rss_mb(daemon.id(), before + GIVEN_BACK_MB);
     eprintln!("burst: before {before} MB, peak {peak} MB, after {after} MB");
     assert!(
-        after.saturating_sub(before) < 64,
+        after.saturating_sub(before) < GIVEN_BACK_MB,
         "the daemon kept {after} MB after {CALLS} calls (it had {before} MB before, {peak} MB \
          during them)"
     );

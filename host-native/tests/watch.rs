@@ -265,11 +265,65 @@ fn passes_for_a_burst_of_ten_saves(rename: bool) -> usize {
     passes
 }
 
-/// Saves in place (truncate, write, close: the writer may not be done) wait the quiet window
-/// after the last one: the burst is one pass.
+/// Saves in place (truncate, write, close) are whole at their close, as rename saves are on
+/// arrival: one pass at the first save, one after the last.
 #[test]
-fn ten_saves_in_place_inside_the_quiet_window_make_one_reconcile() {
-    assert_eq!(passes_for_a_burst_of_ten_saves(false), 1);
+fn ten_saves_in_place_inside_the_quiet_window_make_one_pass_at_once_and_one_after() {
+    assert_eq!(passes_for_a_burst_of_ten_saves(false), 2);
+}
+
+/// A session whose quiet window (60 s) and debounce (120 s) outlast the test's patience: only
+/// a save known whole is applied within it.
+fn patient_watch(p: &Project) -> Watch {
+    p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
+    let watch = p.watch_with(&["--debounce-ms", "120000", "--quiet-ms", "60000"]);
+    p.wait_for("a connected", |s| state_of(s, "a") == "connected");
+    watch.wait_output("the start pass", |o| o.contains("reconcile #1"));
+    watch
+}
+
+/// `a`'s new entry (two tools), as JSON text.
+fn two_tools(p: &Project) -> String {
+    serde_json::to_string(&json!({"mcpServers": {"a": p.server("a", "echo,add")}})).expect("json")
+}
+
+/// A write in place that its writer closed is as whole as a rename (inotify `IN_CLOSE_WRITE`):
+/// it is applied at once, however long the quiet window.
+#[test]
+fn a_closed_write_in_place_is_applied_without_waiting_the_quiet_window() {
+    let p = Project::new();
+    let watch = patient_watch(&p);
+    let before = watch.passes();
+    fs::write(p.user_settings(), two_tools(&p)).expect("write in place");
+    watch.wait_pass(before, "user settings");
+    p.wait_for("a with two tools", |s| {
+        s.iter()
+            .any(|x| x["name"] == "a" && x["state"] == "connected" && x["tools"] == 2)
+    });
+}
+
+/// A write in place whose writer still holds the file open is not applied, though what it
+/// wrote so far parses (the writer may not be done); its close applies it.
+#[test]
+fn a_write_in_place_held_open_is_applied_only_once_closed() {
+    let p = Project::new();
+    let watch = patient_watch(&p);
+    let before = watch.passes();
+    let mut open = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(p.user_settings())
+        .expect("open");
+    std::io::Write::write_all(&mut open, two_tools(&p).as_bytes()).expect("write");
+    // Absence can only be checked for a while: a slow machine makes this pass, never fail.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(watch.passes(), before, "applied while still open");
+    drop(open);
+    watch.wait_pass(before, "user settings");
+    p.wait_for("a with two tools", |s| {
+        s.iter()
+            .any(|x| x["name"] == "a" && x["state"] == "connected" && x["tools"] == 2)
+    });
 }
 
 /// A rename save is complete on arrival and applied at once; the saves that follow it inside

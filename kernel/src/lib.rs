@@ -55,8 +55,13 @@ pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Stat
 pub use pool::{Acquire, Pool, Release};
 pub use reconnects::{ReconnectLimit, RECONNECT_INTERVAL};
 pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
-pub use settings::{parse_settings, restart_required, settings_diff, McpLists, RestartRequired};
-pub use sources::{assemble, parse_mcp_json, Assembled, Layer, LayerSource, McpJson};
+pub use settings::{
+    parse_settings, restart_required, settings_diff, settings_from_parsed, McpLists,
+    RestartRequired,
+};
+pub use sources::{
+    assemble, mcp_json_from_value, parse_mcp_json, Assembled, Layer, LayerSource, McpJson,
+};
 pub use time::Millis;
 
 /// The README's code runs as a doctest, so the usage it shows keeps compiling.

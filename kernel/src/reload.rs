@@ -44,7 +44,7 @@ pub enum FileSource {
 /// The scheduler waits after a change according to the least settled source pending: the full
 /// debounce while any is [`Arrival::Partial`], the quiet window while any was
 /// [`Arrival::Written`], and nothing when every pending source arrived
-/// [`Arrival::Replaced`].
+/// [`Arrival::Closed`] or [`Arrival::Replaced`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Arrival {
     /// Not known to be complete: it did not parse (empty, half-written), or it was not checked.
@@ -52,6 +52,11 @@ pub enum Arrival {
     /// It parses now, but it was written in place: the writer may not be done (an editor that
     /// truncates, then writes in several calls, then closes).
     Written,
+    /// It parses, and the writer that wrote it in place closed it (Linux: inotify's
+    /// `IN_CLOSE_WRITE`): that write is done, as whole as a rename. The changes reported of
+    /// the same file while it was being written (pending [`Arrival::Written`] or
+    /// [`Arrival::Partial`], nothing else pending) are one save with it, not a burst.
+    Closed,
     /// It parses, and it arrived whole: a complete file was renamed over it (how most editors
     /// save). Nothing more of this save can follow, so the run need not wait.
     Replaced,
@@ -133,7 +138,7 @@ pub struct ReloadCounts {
 ///   sources accumulate, and the next run takes them all. With settle
 ///   detection ([`ReloadScheduler::with_quiet`]) its length follows the least
 ///   settled pending source ([`Arrival`]): the full debounce, the quiet
-///   window, or none for a lone rename save.
+///   window, or none for a lone whole save (renamed into place, or closed by its writer).
 /// * When the debounce runs out, or on a manual reload, a run is requested.
 ///   A manual reload skips the debounce: it cancels a pending one (the run it
 ///   requests takes that debounce's sources) and never waits for one.
@@ -180,8 +185,10 @@ pub struct ReloadScheduler {
     running: Option<u64>,
     /// The number of the last run started; 0 before the first.
     last_run: u64,
-    /// When the last run started: a rename save this soon after it waits the quiet window, so
-    /// a burst of saves is one run at once and one after the burst.
+    /// When the last run that took saved changes started: a whole save this soon after it
+    /// waits the quiet window, so a burst of saves is one run at once and one after the burst.
+    /// (The start-up run and a manual reload with nothing pending are no save: the first save
+    /// after them is applied at once.)
     last_start: Option<Millis>,
     /// A change arrived while another was pending: a burst, which waits at least the quiet
     /// window after its last event.
@@ -268,7 +275,8 @@ impl ReloadScheduler {
     /// Turns settle detection on: after a change reported complete
     /// ([`Self::handle_file_arrival`]), a run waits only `quiet` (when shorter than the
     /// debounce) after the last event — as long as every pending source is complete — and not
-    /// at all when every pending source arrived whole by a rename ([`Arrival::Replaced`]).
+    /// at all when every pending source arrived whole: renamed into place
+    /// ([`Arrival::Replaced`]) or closed by its writer ([`Arrival::Closed`]).
     pub fn with_quiet(mut self, quiet: Millis) -> Self {
         self.quiet = quiet;
         self
@@ -328,15 +336,17 @@ impl ReloadScheduler {
     /// A watched input changed and arrived as `arrival`: `source` joins the set the next run
     /// reloads and the shared debounce restarts from `now`, as long as the least settled
     /// pending source needs ([`Arrival`]). A change that needs no wait (every pending source
-    /// [`Arrival::Replaced`], and no run started within the quiet window) requests its run at
-    /// once: during a run, that is the one follow-up. A burst of rename saves is so one run
-    /// at its first save and one after its last.
+    /// [`Arrival::Replaced`] or [`Arrival::Closed`], and no run started within the quiet
+    /// window) requests its run at once: during a run, that is the one follow-up. A burst of
+    /// whole saves is so one run at its first save and one after its last; the writes of one
+    /// save in place before its close are not a burst.
     pub fn handle_file_arrival(&mut self, now: Millis, source: FileSource, arrival: Arrival) {
         self.advance(now);
         self.counts.file_events = self.counts.file_events.saturating_add(1);
+        let same_write = self.writing_only(&source) && arrival != Arrival::Replaced;
         self.unsettled.shift_remove(&source);
         self.written.shift_remove(&source);
-        self.burst |= !self.pending.is_empty();
+        self.burst |= !self.pending.is_empty() && !same_write;
         match arrival {
             Arrival::Partial => {
                 self.unsettled.insert(source.clone());
@@ -344,15 +354,23 @@ impl ReloadScheduler {
             Arrival::Written => {
                 self.written.insert(source.clone());
             }
-            Arrival::Replaced => {}
+            Arrival::Closed | Arrival::Replaced => {}
         }
         self.pending.insert(source);
         self.last_event = Some(self.now);
         self.deadline = Some(self.now.saturating_add(self.wait().0));
-        if arrival == Arrival::Replaced {
+        if matches!(arrival, Arrival::Closed | Arrival::Replaced) {
             // Due now: the run is requested by this call, not by a timer the host arms.
             self.advance(self.now);
         }
+    }
+
+    /// Whether the only pending change is `source` being written in place, not closed yet (its
+    /// last arrival [`Arrival::Written`] or [`Arrival::Partial`]): what arrives of it next
+    /// (a further write, or its close) is the same save, not a burst.
+    fn writing_only(&self, source: &FileSource) -> bool {
+        self.pending.len() == 1
+            && (self.written.contains(source) || self.unsettled.contains(source))
     }
 
     /// A manual reload: requests a run without waiting for the debounce. A
@@ -410,7 +428,9 @@ impl ReloadScheduler {
         self.last_event = None;
         let run = self.last_run.saturating_add(1);
         self.last_run = run;
-        self.last_start = Some(self.now);
+        if !self.pending.is_empty() {
+            self.last_start = Some(self.now);
+        }
         self.running = Some(run);
         self.counts.runs_started = self.counts.runs_started.saturating_add(1);
         self.unsettled.clear();

@@ -33,7 +33,21 @@ pub enum SettingsError {
 /// # Errors
 /// [`SettingsError`] for empty text, a syntax error or a non-object.
 pub fn parse_settings(text: &str, env: Option<&Object>) -> Result<Value, SettingsError> {
-    let value = json::parse_jsonc(text).map_err(|e| {
+    settings_from_parsed(json::parse_jsonc(text), text, env)
+}
+
+/// [`parse_settings`] of `text` whose JSON was parsed already (`parsed`: what
+/// [`json::parse_jsonc`] gave for exactly this text), so a host that checked the file parses
+/// need not parse it again.
+///
+/// # Errors
+/// As [`parse_settings`].
+pub fn settings_from_parsed(
+    parsed: Result<Value, json::ParseError>,
+    text: &str,
+    env: Option<&Object>,
+) -> Result<Value, SettingsError> {
+    let value = parsed.map_err(|e| {
         if json::strip_comments(text.strip_prefix('\u{feff}').unwrap_or(text))
             .trim()
             .is_empty()

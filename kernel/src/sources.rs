@@ -282,15 +282,19 @@ pub const EXPANDED_FIELDS: [&str; 11] = [
 /// entry is then stamped `scope:"project"`. Problems do not fail the call:
 /// the entries that can load, load, and each problem adds one message.
 pub fn parse_mcp_json(text: &str, env: Option<&Object>, expand: bool) -> McpJson {
+    match json::parse_jsonc(text) {
+        Ok(value) => mcp_json_from_value(&value, env, expand),
+        Err(e) => McpJson {
+            errors: vec![McpJsonError::Syntax(e.to_string()).to_string()],
+            ..McpJson::default()
+        },
+    }
+}
+
+/// [`parse_mcp_json`] of a file whose JSON was parsed already (`parsed`), so a host that
+/// checked the file parses need not parse it again (nor once per reading of it).
+pub fn mcp_json_from_value(parsed: &Value, env: Option<&Object>, expand: bool) -> McpJson {
     let mut out = McpJson::default();
-    let parsed = match json::parse_jsonc(text) {
-        Ok(value) => value,
-        Err(e) => {
-            out.errors
-                .push(McpJsonError::Syntax(e.to_string()).to_string());
-            return out;
-        }
-    };
     let Some(Value::Object(entries)) = parsed.as_object().and_then(|o| o.get("mcpServers")) else {
         out.errors.push(McpJsonError::NoServers.to_string());
         return out;

@@ -1,6 +1,7 @@
 //! Settle detection in the reload scheduler: a change whose files all parse is applied after
 //! a short quiet window instead of the full debounce; one that does not waits the debounce;
-//! one whose files all arrived whole by a rename is applied at once.
+//! one whose files all arrived whole — renamed into place, or written in place and closed — is
+//! applied at once.
 
 use mcp_reconcile_kernel::reload::{Arrival, FileSource, Outcome, ReloadScheduler, Step};
 use mcp_reconcile_kernel::Millis;
@@ -47,6 +48,7 @@ fn arrival() -> impl Strategy<Value = Arrival> {
     prop_oneof![
         Just(Arrival::Partial),
         Just(Arrival::Written),
+        Just(Arrival::Closed),
         Just(Arrival::Replaced)
     ]
 }
@@ -155,11 +157,12 @@ proptest! {
         let joins = !arrivals.is_empty();
         arrivals.insert(last % 3, Arrival::Replaced);
         let mut least = arrivals.values().min().copied().unwrap_or(Arrival::Replaced);
-        if least == Arrival::Replaced && (joins || last_start.is_some_and(|at| now - at < QUIET.0)) {
+        let whole = matches!(least, Arrival::Closed | Arrival::Replaced);
+        if whole && (joins || last_start.is_some_and(|at| now - at < QUIET.0)) {
             least = Arrival::Written;
         }
         match least {
-            Arrival::Replaced => {
+            Arrival::Closed | Arrival::Replaced => {
                 prop_assert!(s.poll_step().is_some(), "applied at once");
             }
             Arrival::Written | Arrival::Partial => {
@@ -211,4 +214,63 @@ proptest! {
         s.handle_reconcile_done(Millis(now), Outcome::Ok);
         prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1, "one follow-up");
     }
+
+    /// A save in place is applied at its close: its writes before it (parsing or not) wait,
+    /// and its close — nothing else pending, no run started within the quiet window — starts
+    /// the run at once, however many writes came first.
+    #[test]
+    fn a_save_in_place_is_applied_at_its_close(
+        writes in prop::collection::vec((any::<bool>(), 0u64..QUIET.0), 0..8),
+        which in any::<u8>(),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        for (complete, gap) in &writes {
+            now += gap;
+            s.handle_file_change(Millis(now), source(which), *complete);
+            prop_assert!(s.poll_step().is_none(), "a write not closed yet waits");
+        }
+        now += 1;
+        s.handle_file_arrival(Millis(now), source(which), Arrival::Closed);
+        prop_assert!(s.poll_step().is_some(), "applied at its close");
+    }
+
+    /// A burst of saves in place (each a write, then its close) closer together than the quiet
+    /// window is one run at its first close and one after its last, as rename saves are.
+    #[test]
+    fn a_burst_of_closed_saves_in_place_is_one_run_at_once_and_one_after(
+        gaps in prop::collection::vec(0u64..QUIET.0, 1..12),
+        which in prop::collection::vec(any::<u8>(), 12),
+    ) {
+        let mut s = idle();
+        let mut now = 1000;
+        s.handle_file_change(Millis(now), source(which[0]), true);
+        s.handle_file_arrival(Millis(now), source(which[0]), Arrival::Closed);
+        let mut runs = drive(&mut s, now, now).len();
+        prop_assert_eq!(runs, 1, "the first save runs at its close");
+        for (i, gap) in gaps.iter().enumerate() {
+            now += gap;
+            s.handle_file_change(Millis(now), source(which[i + 1]), true);
+            s.handle_file_arrival(Millis(now), source(which[i + 1]), Arrival::Closed);
+            runs += drive(&mut s, now, now).len();
+        }
+        prop_assert_eq!(runs, 1, "the rest of the burst waits");
+        prop_assert_eq!(s.poll_timeout(), Some(Millis(now + QUIET.0)));
+        prop_assert_eq!(drive(&mut s, now, now + 10_000).len(), 1, "one run after the burst");
+    }
+}
+
+/// The start-up run is no save: a whole save right after it (inside the quiet window) is
+/// applied at once, while one right after a save's run still waits for the burst to end.
+#[test]
+fn a_whole_save_right_after_the_start_up_run_is_applied_at_once() {
+    let mut s = ReloadScheduler::starting(DEBOUNCE).with_quiet(QUIET);
+    assert!(s.poll_step().is_some(), "the start-up run");
+    s.handle_reconcile_done(Millis(1), Outcome::Ok);
+    s.handle_file_arrival(Millis(2), source(0), Arrival::Closed);
+    assert!(s.poll_step().is_some(), "applied at once");
+    s.handle_reconcile_done(Millis(3), Outcome::Ok);
+    s.handle_file_arrival(Millis(4), source(0), Arrival::Closed);
+    assert!(s.poll_step().is_none(), "a burst of saves: waits");
+    assert_eq!(s.poll_timeout(), Some(Millis(4 + QUIET.0)));
 }

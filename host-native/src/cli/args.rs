@@ -420,8 +420,9 @@ pub struct LayerFlags {
     /// not parse yet (empty, half-written) [default: 300]
     #[arg(long, value_name = "N")]
     pub debounce_ms: Option<u64>,
-    /// Once every changed file parses, reload after N ms without a further change; a rename
-    /// save alone is reloaded at once [default: 25]
+    /// Once every changed file parses, reload after N ms without a further change; a save
+    /// known whole (renamed into place, or on Linux written in place and closed) is reloaded
+    /// at once [default: 25]
     #[arg(long, value_name = "N")]
     pub quiet_ms: Option<u64>,
     /// Default file set: `default`, or a client's own files: `qwen`, `gemini`, `claude`, `cursor`, `vscode`, `codex`, `copilot`

@@ -5,9 +5,10 @@
 //! 1. start: load every input, then reconcile (run #1 of the kernel's
 //!    [`ReloadScheduler`]);
 //! 2. a watched file changes → `handle_file_arrival` (whether the file parses now, and whether
-//!    it was renamed into place); the scheduler applies a rename save at once, waits its quiet
-//!    window after a write in place that parses, and its trailing debounce while a file does
-//!    not parse (edits during a run → exactly one follow-up);
+//!    it was renamed into place or closed by its writer); the scheduler applies a rename save
+//!    and a closed write in place at once, waits its quiet window after a write in place that
+//!    parses but is not closed yet, and its trailing debounce while a file does not parse
+//!    (edits during a run → exactly one follow-up);
 //! 3. a run reloads only the changed files, asks the kernel whether anything
 //!    MCP-relevant changed ([`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload)) and for a [`plan`], tears down
 //!    what the plan removes (purging its tools first) and starts the rest in
@@ -62,7 +63,7 @@ use crate::launch::Launch;
 use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::review::ApprovalRequest;
 use crate::supervisor::{Mcp, Supervisor};
-use crate::watcher::Change;
+use crate::watcher::{Change, Landing};
 
 /// How long a call to a tool of a server still starting in the start pass waits for that
 /// server before it is answered with what the session knows of it ("still connecting").
@@ -399,13 +400,14 @@ impl<B: Backend> Host<B> {
                 report = self.backend.next() => self.handle_report(report),
                 report = self.lsp.next() => self.handle_lsp_report(report),
                 source = files.recv(), if files_open => match source {
-                    Some(Change { source, renamed }) => {
+                    Some(Change { source, landing }) => {
                         let now = self.now();
                         let complete = pass::off_the_loop(|| self.inputs.complete(&source));
-                        let arrival = match (complete, renamed) {
+                        let arrival = match (complete, landing) {
                             (false, _) => Arrival::Partial,
-                            (true, false) => Arrival::Written,
-                            (true, true) => Arrival::Replaced,
+                            (true, Landing::Changed) => Arrival::Written,
+                            (true, Landing::Closed) => Arrival::Closed,
+                            (true, Landing::Renamed) => Arrival::Replaced,
                         };
                         self.scheduler.handle_file_arrival(now, source, arrival);
                     }

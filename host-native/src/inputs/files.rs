@@ -9,9 +9,10 @@ use mcp_reconcile_kernel::json::{self, Object, Value};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::server_command;
 use mcp_reconcile_kernel::{
-    parse_mcp_json, parse_settings, LayerSource, Millis, ServerConfig, Servers,
+    mcp_json_from_value, settings_from_parsed, LayerSource, Millis, ServerConfig, Servers,
 };
 
+use super::checked::Checked;
 use super::InputError;
 
 /// How long a settings file or `.mcp.json` that had content and went missing keeps its last
@@ -53,7 +54,16 @@ pub(super) fn kept_note(has_last_good: bool) -> &'static str {
 /// `text` as JSON (comments allowed), or why not as the user should read it: empty, or not
 /// valid JSON, and what stays in use meanwhile.
 pub(super) fn parse_or_explain(text: &str, has_last_good: bool) -> Result<Value, String> {
-    json::parse_jsonc(text).map_err(|e| {
+    explain(json::parse_jsonc(text), text, has_last_good)
+}
+
+/// [`parse_or_explain`] of `text` already parsed (`parsed`).
+pub(super) fn explain(
+    parsed: Result<Value, json::ParseError>,
+    text: &str,
+    has_last_good: bool,
+) -> Result<Value, String> {
+    parsed.map_err(|e| {
         let what = if text.trim().is_empty() {
             "it is empty".to_owned()
         } else {
@@ -317,7 +327,7 @@ impl SettingsFile {
         FileSource::Settings(self.kind.as_str().to_owned())
     }
 
-    pub(super) fn reload(&mut self, env: &Object) {
+    pub(super) fn reload(&mut self, env: &Object, checked: &mut Checked) {
         self.loaded = true;
         let had_content = self.good.as_ref().is_some_and(|g| {
             g.value.as_object().is_some_and(|o| !o.is_empty()) || !g.servers.is_empty()
@@ -341,11 +351,14 @@ impl SettingsFile {
                 return;
             }
         };
-        match parse_settings(&text, Some(env)) {
+        let parsed = checked.parse(&text);
+        // The workspace's servers are kept as written too: one parse serves both readings.
+        let raw = (self.kind == LayerSource::Workspace).then(|| parsed.clone());
+        match settings_from_parsed(parsed, &text, Some(env)) {
             Ok(value) => {
                 let mut content = SettingsContent::from_value(value);
-                if self.kind == LayerSource::Workspace {
-                    if let Ok(raw) = parse_settings(&text, None) {
+                if let Some(raw) = raw {
+                    if let Ok(raw) = settings_from_parsed(raw, &text, None) {
                         content.written_command = server_command(&raw);
                         content.written = Some(SettingsContent::from_value(raw).servers);
                     }
@@ -453,7 +466,7 @@ impl JsonFile {
         }
     }
 
-    pub(super) fn reload(&mut self, env: &Object, expand: bool) {
+    pub(super) fn reload(&mut self, env: &Object, expand: bool, checked: &mut Checked) {
         self.loaded = true;
         let text = match &self.kind {
             JsonKind::CliInline(text) => text.clone(),
@@ -488,7 +501,7 @@ impl JsonFile {
                 }
             },
         };
-        let parsed = match parse_or_explain(&text, self.good.is_some()) {
+        let parsed = match explain(checked.parse(&text), &text, self.good.is_some()) {
             Ok(value) => value,
             Err(message) => {
                 self.error = Some(message);
@@ -501,8 +514,8 @@ impl JsonFile {
                     parsed.as_object().and_then(|o| o.get("mcpServers")),
                     Some(Value::Object(_))
                 );
-                let result = parse_mcp_json(&text, Some(env), expand);
-                self.written = Some(parse_mcp_json(&text, None, false).servers);
+                let result = mcp_json_from_value(&parsed, Some(env), expand);
+                self.written = Some(mcp_json_from_value(&parsed, None, false).servers);
                 let errors = if has_servers {
                     result
                         .errors

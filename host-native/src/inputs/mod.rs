@@ -22,6 +22,7 @@
 //! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
 
 mod build;
+mod checked;
 mod clients;
 mod files;
 mod lsp;
@@ -46,6 +47,7 @@ use mcp_reconcile_kernel::{Approvals, LayerSource, Millis, DEFAULT_DEBOUNCE, DEF
 
 use crate::approvals_store::ApprovalsStore;
 use build::FrozenCommand;
+use checked::Checked;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{claude_project_key, editor_user_file, sidecar};
@@ -107,6 +109,8 @@ pub struct Inputs {
     lsp_project: LspFile,
     lsp_store: ApprovalsStore,
     lsp_approvals: Option<(Approvals, Vec<String>)>,
+    /// The last completeness check's parse, for the pass that reads the same text.
+    checked: Checked,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -238,6 +242,7 @@ impl Inputs {
             cli_configs,
             approvals: None,
             server_command: None,
+            checked: Checked::default(),
         })
     }
 
@@ -276,12 +281,12 @@ impl Inputs {
         };
         for file in &mut self.settings {
             if wanted(file.loaded, &file.source()) {
-                file.reload(&self.expansion_env);
+                file.reload(&self.expansion_env, &mut self.checked);
             }
         }
         if let Some(mcp_json) = &mut self.mcp_json {
             if wanted(mcp_json.loaded, &FileSource::McpJson) {
-                mcp_json.reload(&self.expansion_env, !self.yolo);
+                mcp_json.reload(&self.expansion_env, !self.yolo, &mut self.checked);
             }
         }
         let ctx = clients::Context {
@@ -293,7 +298,7 @@ impl Inputs {
         };
         for file in &mut self.clients {
             if wanted(file.loaded, &file.source()) {
-                file.reload(&ctx);
+                file.reload(&ctx, &mut self.checked);
             }
         }
         for config in &mut self.cli_configs {
@@ -302,7 +307,7 @@ impl Inputs {
                 None => !config.loaded,
             };
             if due {
-                config.reload(&self.expansion_env, false);
+                config.reload(&self.expansion_env, false, &mut self.checked);
             }
         }
         if self.approvals.is_none() || changed.is_none_or(|c| c.contains(&FileSource::Approvals)) {
@@ -318,6 +323,7 @@ impl Inputs {
         {
             self.lsp_approvals = Some(self.lsp_store.load());
         }
+        self.checked.clear();
         self.snapshot()
     }
 
@@ -408,10 +414,12 @@ impl Inputs {
 
     /// Whether the input behind `source` is complete now: it exists, is not empty and parses
     /// as JSON (an editor's rename-save, or the last write of an in-place one). Bounded and
-    /// never waiting, like every read of an input.
-    pub fn complete(&self, source: &FileSource) -> bool {
+    /// never waiting, like every read of an input. What it parsed is kept for the next
+    /// [`Inputs::load`], which takes it when it reads the same text: a changed file is parsed
+    /// once, not once to check and once to load.
+    pub fn complete(&mut self, source: &FileSource) -> bool {
         if let Some(file) = self.clients.iter().find(|f| &f.source() == source) {
-            return file.complete();
+            return file.complete(&mut self.checked);
         }
         let path = match source {
             FileSource::Settings(_) => self
@@ -431,10 +439,13 @@ impl Inputs {
             FileSource::LspApprovals => Some(self.paths.lsp_approvals.clone()),
             FileSource::DevWatch(_) => None, // a server's source (dev mode), not an input
         };
-        path.is_some_and(|path| {
-            matches!(read_text(&path), Ok(Some(text))
-                if !text.trim().is_empty() && mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok())
-        })
+        let Some(Ok(Some(text))) = path.map(|path| read_text(&path)) else {
+            return false;
+        };
+        if text.trim().is_empty() {
+            return false;
+        }
+        self.checked.check(text)
     }
 }
 

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 mod renew;
 mod view;
 
+pub(super) use self::view::ViewDiff;
 use super::pooled::Pooled;
 use super::{PoolOptions, PooledStatus};
 use crate::launch::Launch;
@@ -27,9 +28,12 @@ pub(super) enum Request {
         ops: Vec<Op>,
         reply: oneshot::Sender<Vec<(String, Acquire)>>,
     },
+    /// What changed of what `session` holds since it last asked ([`ViewDiff`]), and in full
+    /// the servers named in `want`.
     View {
         session: String,
-        reply: oneshot::Sender<Vec<HeldConn>>,
+        want: HashSet<String>,
+        reply: oneshot::Sender<ViewDiff>,
     },
     Reconnect {
         /// The sessions asking together (the daemon's sessions of one file set).
@@ -108,6 +112,9 @@ struct SessionState {
     /// Changed servers whose old connection (first) other sessions also hold: this session
     /// keeps it, and sees it, until the new one (second) is up or failed.
     switching: Vec<(Key, Key)>,
+    /// What the session was last shown of each connection it sees: a view sends only what
+    /// differs (`view`).
+    sent: HashMap<Key, view::Sent>,
 }
 
 pub(super) struct Actor {
@@ -209,9 +216,12 @@ impl Actor {
                 let results = self.apply(&session, gating, ops);
                 let _ = reply.send(results);
             }
-            Request::View { session, reply } => {
-                let held = self.view(&session);
-                let _ = reply.send(held);
+            Request::View {
+                session,
+                want,
+                reply,
+            } => {
+                let _ = reply.send(self.view(&session, &want));
             }
             Request::Reconnect {
                 sessions,

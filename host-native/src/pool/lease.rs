@@ -104,6 +104,9 @@ pub struct Lease {
     /// go of the old process first.
     restarting: HashSet<String>,
     mirror: HashMap<String, Mirrored>,
+    /// Servers whose mirror entry this side changed or dropped (a stop, a refusal, a
+    /// forgiveness): the next refresh asks for them in full, not only if the pool changed them.
+    resend: HashSet<String>,
     pending: HashMap<String, Pending>,
     next_generation: u64,
     answers: FuturesUnordered<BoxFuture<'static, Answer>>,
@@ -134,6 +137,7 @@ impl Lease {
             acquired: BTreeMap::new(),
             restarting: HashSet::new(),
             mirror: HashMap::new(),
+            resend: HashSet::new(),
             pending: HashMap::new(),
             next_generation: 1,
             answers: FuturesUnordered::new(),
@@ -233,6 +237,7 @@ impl Lease {
         };
         self.acquired.remove(&server);
         self.mirror.remove(&server);
+        self.resend.insert(server.clone());
         self.reports.push_back(Report::Started {
             key: server,
             generation,
@@ -242,23 +247,40 @@ impl Lease {
         });
     }
 
-    /// Reads what the session holds from the pool: the starts that ended, the connections that
-    /// changed.
+    /// Reads what changed of what the session holds from the pool — by difference: the pool
+    /// sends the connections that changed since the last refresh (and in full the starts still
+    /// waited for and the entries changed on this side), so one edit among 200 servers costs
+    /// one entry — and reports the starts that ended and the connections that changed.
     async fn refresh(&mut self) {
         let session = self.name.clone();
+        let mut want = std::mem::take(&mut self.resend);
+        want.extend(self.pending.keys().cloned());
         let Ok(view) = self
             .pool
-            .ask(|reply| Request::View { session, reply })
+            .ask(|reply| Request::View {
+                session,
+                want,
+                reply,
+            })
             .await
         else {
             self.stale = false;
             return;
         };
         self.stale = false;
-        let mut old = std::mem::take(&mut self.mirror);
-        for held in view {
+        // Held connections the pool no longer shows (closed meanwhile).
+        for server in view.gone {
+            if self.mirror.remove(&server).is_some()
+                && self.acquired.contains_key(&server)
+                && !self.pending.contains_key(&server)
+            {
+                self.reports.push_back(Report::Updated(server));
+            }
+        }
+        for held in view.changed {
             let (server, now) = Mirrored::from_pool(held);
             if !self.acquired.contains_key(&server) {
+                self.mirror.remove(&server);
                 continue;
             }
             let ended = self
@@ -282,17 +304,14 @@ impl Lease {
                     });
                 }
             } else if !self.pending.contains_key(&server)
-                && old.remove(&server).is_none_or(|was| !was.same_as(&now))
+                && self
+                    .mirror
+                    .get(&server)
+                    .is_none_or(|was| !was.same_as(&now))
             {
                 self.reports.push_back(Report::Updated(server.clone()));
             }
             self.mirror.insert(server, now);
-        }
-        // Held connections the pool no longer shows (closed meanwhile).
-        for server in old.into_keys() {
-            if self.acquired.contains_key(&server) && !self.pending.contains_key(&server) {
-                self.reports.push_back(Report::Updated(server));
-            }
         }
     }
 }
@@ -358,6 +377,7 @@ impl Backend for Lease {
 
     fn stop(&mut self, name: &str, forget: bool) {
         self.mirror.remove(name);
+        self.resend.insert(name.to_owned());
         self.pending.remove(name);
         if !forget {
             // Started again right after: the start lets go of the old process first.
@@ -375,10 +395,11 @@ impl Backend for Lease {
         let _ = self.pool.tx.send(Request::Forgive {
             session: self.name.clone(),
         });
-        for mirrored in self.mirror.values_mut() {
+        for (server, mirrored) in &mut self.mirror {
             if mirrored.health.status == Status::Failed {
                 mirrored.health = Supervision::connecting(0, false);
                 mirrored.caller = None;
+                self.resend.insert(server.clone());
             }
         }
     }

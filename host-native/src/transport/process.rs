@@ -60,6 +60,8 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 const TAIL_LINES: usize = 40;
 /// Bytes of stderr kept for error messages.
 const TAIL_BYTES: usize = 8 * 1024;
+/// Bytes of stderr read at once.
+const STDERR_READ: usize = 1024;
 
 /// A running (or exited, not yet stopped) stdio server process.
 pub struct ChildProcess {
@@ -457,7 +459,9 @@ async fn drain_stderr(
     secrets: Vec<String>,
     server: String,
 ) {
-    let mut buf = vec![0u8; 4096];
+    // Small: every server's drain holds its buffer for as long as the server runs, and most
+    // stderr is idle or a line at a time (a chatty one costs a few more reads, no memory).
+    let mut buf = [0u8; STDERR_READ];
     loop {
         match stderr.read(&mut buf).await {
             Ok(0) | Err(_) => break,

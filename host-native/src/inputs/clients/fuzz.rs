@@ -14,6 +14,7 @@ use std::path::Path;
 use mcp_reconcile_kernel::json::parse_jsonc;
 use mcp_reconcile_kernel::{LayerSource, Object, Servers, Value};
 
+use super::super::checked::Checked;
 use super::{ClientContent, ClientFile, Context, Format};
 use crate::inputs::lsp_formats::{to_own, LspFormat};
 
@@ -69,8 +70,8 @@ fn parse(format: Format, scope: LayerSource, path: &Path, project: &Path, text: 
         git_root: Some(project),
     };
     let file = ClientFile::new(format, scope, path.to_path_buf());
-    let once = file.parse(text, &ctx);
-    let twice = file.parse(text, &ctx);
+    let once = file.parse(text, &ctx, &mut Checked::default());
+    let twice = file.parse(text, &ctx, &mut Checked::default());
     let shown = |parsed: &Result<ClientContent, String>| match parsed {
         Ok(content) => {
             check_entries(content);

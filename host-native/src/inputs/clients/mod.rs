@@ -46,6 +46,7 @@ pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
 
+use super::checked::Checked;
 use super::files::{file_errors, kept_note, read_input, read_text_within, Missing, Read};
 use super::InputError;
 
@@ -204,7 +205,7 @@ impl ClientFile {
         matches!(self.scope, LayerSource::Project | LayerSource::Workspace)
     }
 
-    pub(super) fn reload(&mut self, ctx: &Context<'_>) {
+    pub(super) fn reload(&mut self, ctx: &Context<'_>, checked: &mut Checked) {
         self.loaded = true;
         let had_content = self.good.as_ref().is_some_and(|g| {
             g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive || !g.plugins.is_empty()
@@ -240,7 +241,7 @@ impl ClientFile {
                 return;
             }
         };
-        match self.parse(&text, ctx) {
+        match self.parse(&text, ctx, checked) {
             Ok(content) => {
                 self.good = Some(content);
                 self.error = None;
@@ -254,7 +255,12 @@ impl ClientFile {
         }
     }
 
-    fn parse(&self, text: &str, ctx: &Context<'_>) -> Result<ClientContent, String> {
+    fn parse(
+        &self,
+        text: &str,
+        ctx: &Context<'_>,
+        checked: &mut Checked,
+    ) -> Result<ClientContent, String> {
         if self.format == Format::ClaudeState {
             if let Some(top) = claude_state::parts(text, ctx) {
                 return Ok(claude::state(&top, ctx));
@@ -264,7 +270,7 @@ impl ClientFile {
             Format::Codex => codex::parse(text, self.scope, ctx),
             Format::CodexRequirements => codex::requirements(text),
             format => {
-                let value = super::files::parse_or_explain(text, self.good.is_some())
+                let value = super::files::explain(checked.parse(text), text, self.good.is_some())
                     .map_err(|e| e.split(" — ").next().unwrap_or_default().to_owned())?;
                 let Value::Object(top) = value else {
                     return Err(format!(
@@ -317,13 +323,20 @@ impl ClientFile {
     }
 
     /// Whether the file's text parses in its format now (settle detection).
-    pub(super) fn complete(&self) -> bool {
-        matches!(read_text_within(&self.path, self.format.limit()), Ok(Some(text)) if !text.trim().is_empty() && match self.format {
+    /// A JSON file's parse is kept in `checked` for the pass that reads it next.
+    pub(super) fn complete(&self, checked: &mut Checked) -> bool {
+        let Ok(Some(text)) = read_text_within(&self.path, self.format.limit()) else {
+            return false;
+        };
+        if text.trim().is_empty() {
+            return false;
+        }
+        match self.format {
             Format::Codex | Format::CodexRequirements => text.parse::<toml::Table>().is_ok(),
             // Large by nature: checked without building the document, as it is read.
             Format::ClaudeState => claude_state::complete(&text),
-            _ => mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok(),
-        })
+            _ => checked.check(text),
+        }
     }
 }
 
