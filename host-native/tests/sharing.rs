@@ -332,3 +332,45 @@ async fn a_sessions_own_process_stops_with_it_and_a_shared_one_drains() {
     .await;
     assert!(alive(shared_pid), "the shared process drains");
 }
+
+/// After `install claude` the sessions read Claude Code's files alone, yet the sharing default
+/// is this host's: `mcp.share` in mcp-reconcile's own user settings file applies to the
+/// servers of `~/.claude.json`, and without it each session has its own process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sharing_default_of_our_own_settings_applies_to_a_client_layout() {
+    for (share, expected) in [(None, 2), (Some("project"), 1)] {
+        let p = Project::new();
+        let runtime = p.path("run");
+        let home = p.path("home");
+        fs::create_dir_all(&runtime).expect("runtime");
+        fs::create_dir_all(home.join(".config/mcp-reconcile")).expect("config dir");
+        let state = json!({"mcpServers": {"notes": p.server("notes", "echo")}});
+        fs::write(home.join(".claude.json"), state.to_string()).expect("claude state");
+        if let Some(share) = share {
+            let own = json!({"mcp": {"share": share}});
+            fs::write(
+                home.join(".config/mcp-reconcile/settings.json"),
+                own.to_string(),
+            )
+            .expect("own settings");
+        }
+        let _daemon = start_daemon(&p, &runtime);
+        let claude = |session: &str| {
+            let log = p.path(&format!("serve-{session}.log"));
+            let mut command = Command::new(cli());
+            command
+                .args(["serve", "--layout", "claude"])
+                .current_dir(p.path("project"))
+                .env("HOME", &home)
+                .env("XDG_CONFIG_HOME", home.join(".config"))
+                .env("XDG_RUNTIME_DIR", &runtime)
+                .env("CLAUDE_CODE_SESSION_ID", session)
+                .stderr(fs::File::create(&log).expect("log"));
+            Served::spawn(command, log)
+        };
+        let one = claude("s-1").await;
+        let two = claude("s-2").await;
+        listing(&[&one, &two], &["mcp__notes__echo"]).await;
+        assert_eq!(pids(&p, "notes").len(), expected, "mcp.share = {share:?}");
+    }
+}

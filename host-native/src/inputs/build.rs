@@ -92,7 +92,16 @@ impl Inputs {
             .map(|f| (f.kind, f.content().value))
             .collect();
         let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
-        let share = mcp_reconcile_kernel::share::share_settings(&scopes);
+        let share = if self.layout.reads_client_files() {
+            // A client layout reads no settings file of ours for servers, but the sharing
+            // default is this host's alone: `mcp.share` of our own user settings file.
+            let own = own_share_settings(&self.paths.user, &mut errors);
+            let own: Vec<(LayerSource, &Value)> =
+                own.iter().map(|v| (LayerSource::User, v)).collect();
+            mcp_reconcile_kernel::share::share_settings(&own)
+        } else {
+            mcp_reconcile_kernel::share::share_settings(&scopes)
+        };
         let lists = if self.layout == Layout::Gemini {
             gemini_mcp_lists(&scopes)
         } else {
@@ -405,4 +414,30 @@ pub(super) struct FrozenCommand {
     parsed: Option<Result<ServerConfig, String>>,
     /// The same command with `$VAR`s left as written (for review).
     written: Option<ServerConfig>,
+}
+
+/// Our own user settings file as a client layout reads it: for `mcp.share` only (bounded read,
+/// comments allowed); a file that cannot be read or parsed is reported and shares nothing.
+fn own_share_settings(path: &std::path::Path, errors: &mut Vec<InputError>) -> Option<Value> {
+    let text = match super::read_text(path) {
+        Ok(Some(text)) if !text.trim().is_empty() => text,
+        Ok(_) => return None,
+        Err(why) => {
+            errors.push(InputError {
+                file: path.to_path_buf(),
+                message: format!("{why}; its mcp.share is not used"),
+            });
+            return None;
+        }
+    };
+    match mcp_reconcile_kernel::json::parse_jsonc(&text) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            errors.push(InputError {
+                file: path.to_path_buf(),
+                message: format!("not valid JSON ({e}); its mcp.share is not used"),
+            });
+            None
+        }
+    }
 }
