@@ -231,7 +231,8 @@ function sample(roots, known) {
     seen.add(pid);
     stack.push(...(children.get(pid) || []));
   }
-  const kinds = { client: { procs: 0, rss: 0 }, gateway: { procs: 0, rss: 0 }, server: { procs: 0, rss: 0 } };
+  const kinds = { client: { procs: 0, rss: 0 }, gateway: { procs: 0, rss: 0 }, server: { procs: 0, rss: 0 },
+    daemon: { procs: 0, rss: 0 } };
   for (const pid of seen) {
     const p = table.get(pid);
     known.add(pid);
@@ -240,6 +241,11 @@ function sample(roots, known) {
       : text.includes(bin.fixture) || text.includes("@modelcontextprotocol/server-") ? "server" : "client";
     kinds[kind].procs += 1;
     kinds[kind].rss += p.rss;
+    // The daemon (and its watchdog) apart from the `serve`s, for its growth per session.
+    if (kind === "gateway" && p.cmd[1] !== "serve") {
+      kinds.daemon.procs += 1;
+      kinds.daemon.rss += p.rss;
+    }
   }
   return kinds;
 }
@@ -294,7 +300,8 @@ for (const client of opts.clients) {
       const mb = (b) => (b / 2 ** 20).toFixed(0);
       console.log(`${client} ${system} K=${k}${row.complete ? "" : " (incomplete)"}: ${row.procs} procs, ${mb(row.rss)} MiB` +
         ` (servers ${row.kinds.server.procs} / ${mb(row.kinds.server.rss)} MiB, gateway ${row.kinds.gateway.procs} /` +
-        ` ${mb(row.kinds.gateway.rss)} MiB, clients ${row.kinds.client.procs} / ${mb(row.kinds.client.rss)} MiB)`);
+        ` ${mb(row.kinds.gateway.rss)} MiB of which daemon ${row.kinds.daemon.procs} / ${mb(row.kinds.daemon.rss)} MiB,` +
+        ` clients ${row.kinds.client.procs} / ${mb(row.kinds.client.rss)} MiB)`);
     }
   }
 }
