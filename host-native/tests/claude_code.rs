@@ -120,25 +120,7 @@ async fn claude_code_gets_the_healthy_servers_tools_beside_a_hung_one() {
         }
     });
     let model = fake_anthropic(script).await;
-    let mut command = claude_env(Command::new(claude()), &p, &home);
-    command
-        .args(["-p", "Call the echo tool.", "--output-format", "json"])
-        .args(["--allowedTools", "mcp__reconcile"])
-        .env("ANTHROPIC_BASE_URL", &model.url)
-        .env("ANTHROPIC_API_KEY", "not-a-real-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = tokio::process::Command::from(command)
-        .spawn()
-        .expect("claude runs");
-    // Whatever Claude Code left in its group goes when the guard drops.
-    let _group = KillGroup(child.id().expect("a pid"));
-    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
-        .await
-        .expect("claude -p finishes")
-        .expect("claude -p runs");
-    let requests = model.requests();
+    let (output, requests) = claude_p(&p, &home, &model).await;
     let report = format!(
         "exit {}\nstdout:\n{}\nstderr:\n{}\nmodel requests:\n{}\ndaemon log:\n{}",
         output.status,
@@ -252,25 +234,7 @@ async fn claude_code_offers_a_server_added_during_the_session() {
     };
     let model = fake_anthropic(script).await;
 
-    let mut command = claude_env(Command::new(claude()), &p, &home);
-    command
-        .args(["-p", "Call the echo tool.", "--output-format", "json"])
-        .args(["--allowedTools", "mcp__reconcile"])
-        .env("ANTHROPIC_BASE_URL", &model.url)
-        .env("ANTHROPIC_API_KEY", "not-a-real-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = tokio::process::Command::from(command)
-        .spawn()
-        .expect("claude runs");
-    // Whatever Claude Code left in its group goes when the guard drops.
-    let _group = KillGroup(child.id().expect("a pid"));
-    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
-        .await
-        .expect("claude -p finishes")
-        .expect("claude -p runs");
-    let requests = model.requests();
+    let (output, requests) = claude_p(&p, &home, &model).await;
     let report = format!(
         "exit {}\nstdout:\n{}\nstderr:\n{}\nstatus after the edit: {:?}\nmodel requests:\n{}\ndaemon log:\n{}",
         output.status,
@@ -334,6 +298,34 @@ fn claude_env(mut command: Command, p: &Project, home: &Path) -> Command {
         .current_dir(p.path("project"))
         .stdin(Stdio::null());
     command
+}
+
+/// `claude -p` (asked to call the echo tool, every gateway tool allowed) against `model`, run to
+/// its end in its own process group (killed with whatever it left): its output and what the
+/// model was asked.
+async fn claude_p(
+    p: &Project,
+    home: &Path,
+    model: &FakeModel,
+) -> (std::process::Output, Vec<Value>) {
+    let mut command = claude_env(Command::new(claude()), p, home);
+    command
+        .args(["-p", "Call the echo tool.", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__reconcile"])
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "not-a-real-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("claude runs");
+    let _group = KillGroup(child.id().expect("a pid"));
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("claude -p finishes")
+        .expect("claude -p runs");
+    (output, model.requests())
 }
 
 /// Whether `path` is the Messages API's create call (not `count_tokens`).

@@ -85,22 +85,34 @@ pub fn add(
     }
     let (path, at) = place(env, project, scope)?;
     let at: Vec<&str> = at.iter().map(String::as_str).collect();
+    edit(&path, |text| {
+        jsonc::set(text.unwrap_or_default(), &at, name, entry)
+            .map(Some)
+            .with_context(|| format!("{} cannot be edited", path.display()))
+    })?;
+    Ok(path)
+}
+
+/// Writes `change`'s result for `path`'s current text (`None`: the file does not exist) until
+/// it sticks, under Claude Code's lock when `path` is its state file ([`settle::settle`]).
+fn edit(
+    path: &Path,
+    change: impl Fn(Option<&str>) -> anyhow::Result<Option<String>>,
+) -> anyhow::Result<()> {
     settle::settle(
-        locked(&path),
+        locked(path),
         || {
-            let before = read(&path)?;
-            let text = before.clone().unwrap_or_default();
-            let after = jsonc::set(&text, &at, name, entry)
-                .with_context(|| format!("{} cannot be edited", path.display()))?;
+            let before = read(path)?;
+            let after = change(before.as_deref())?;
             Ok(vec![Change {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 before,
-                after: Some(after),
+                after,
             }])
         },
         |_| Ok(()),
     )?;
-    Ok(path)
+    Ok(())
 }
 
 /// Removes `name` from `scope`, or from the one scope that has it when `scope` is `None`;
@@ -148,25 +160,12 @@ pub fn remove(
         ),
     };
     let at: Vec<&str> = at.iter().map(String::as_str).collect();
-    settle::settle(
-        locked(&path),
-        || {
-            let before = read(&path)?;
-            let text = before.clone().unwrap_or_default();
-            let after = match &before {
-                None => None,
-                Some(_) if jsonc::get(&text, &at, name).is_some() => {
-                    Some(jsonc::remove(&text, &at, name)?)
-                }
-                Some(_) => Some(text),
-            };
-            Ok(vec![Change {
-                path: path.clone(),
-                before,
-                after,
-            }])
-        },
-        |_| Ok(()),
-    )?;
+    edit(&path, |text| match text {
+        Some(text) if jsonc::get(text, &at, name).is_some() => {
+            Ok(Some(jsonc::remove(text, &at, name)?))
+        }
+        // Gone meanwhile (or the file is): nothing to write.
+        other => Ok(other.map(str::to_owned)),
+    })?;
     Ok((scope, path))
 }
