@@ -67,7 +67,7 @@ pub enum Command {
     /// installed gateway (which refuses `claude mcp add`): the same arguments, the same files
     /// and scopes, applied live by the gateway.
     #[command(subcommand)]
-    Mcp(super::mcp::McpCommand),
+    Mcp(super::mcp_args::McpCommand),
     /// Take `serve` out of a client's configuration again: restores the files install
     /// changed (exactly, when nothing else changed them since; else only install's entries
     /// come out).

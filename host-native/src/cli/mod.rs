@@ -12,6 +12,7 @@ pub mod demo;
 pub mod events;
 pub mod install;
 pub mod mcp;
+pub mod mcp_args;
 pub mod print;
 pub mod prompt;
 pub mod report;
