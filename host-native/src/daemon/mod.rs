@@ -208,12 +208,10 @@ pub async fn run(dir: &Path, options: DaemonOptions) -> anyhow::Result<bool> {
             () = crate::signal::stop_signal() => break,
         }
     }
-    if !retired {
-        let _ = fs::remove_file(&path);
-    }
+    // The socket goes only while it is still ours (a retired daemon's is the newer one's); a new
+    // daemon may start while this one stops its servers: they share nothing.
+    retire.give_up();
     drop(listener);
-    // A new daemon may start while this one stops its servers: they share nothing.
-    retire.release_lock();
     pool.shutdown().await;
     Ok(true)
 }
@@ -229,25 +227,33 @@ struct Retire {
 
 impl Retire {
     /// Gives up the socket and the lock *before* the newer `serve` hears of it, so the daemon
-    /// it starts can take both; [`run`] stops accepting.
+    /// it starts can take both; [`run`] stops accepting. Only the first call does anything:
+    /// a second newer attach that was already accepted must not remove the socket the newer
+    /// daemon has bound by then.
     fn now(&self, theirs: &str) {
-        tracing::info!(
-            ours = %version::ours(),
-            theirs = %crate::display::safe(theirs),
-            "a newer serve attached; this daemon retires once its sessions end"
-        );
-        let _ = fs::remove_file(&self.socket);
-        self.release_lock();
-        self.done.notify_one();
+        if self.give_up() {
+            tracing::info!(
+                ours = %version::ours(),
+                theirs = %crate::display::safe(theirs),
+                "a newer serve attached; this daemon retires once its sessions end"
+            );
+            self.done.notify_one();
+        }
     }
 
-    fn release_lock(&self) {
-        drop(
-            self.lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take(),
-        );
+    /// Removes the socket and releases the lock while they are still this daemon's (the lock
+    /// is held): whether they were.
+    fn give_up(&self) -> bool {
+        let mut lock = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(held) = lock.take() else {
+            return false;
+        };
+        let _ = fs::remove_file(&self.socket);
+        drop(held);
+        true
     }
 }
 
@@ -384,5 +390,33 @@ fn lock(path: &Path) -> anyhow::Result<Option<nix::fcntl::Flock<fs::File>>> {
         Ok(lock) => Ok(Some(lock)),
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
         Err((_, e)) => Err(anyhow::anyhow!("cannot lock {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two newer attaches accepted before the first retired the daemon: the second must leave
+    /// the socket the newer daemon bound in between.
+    #[test]
+    fn a_daemon_retires_once_and_never_removes_the_newer_daemons_socket() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join(SOCKET);
+        fs::write(&socket, "").expect("our socket");
+        let held = lock(&dir.path().join(LOCK)).expect("lock").expect("free");
+        let retire = Retire {
+            socket: socket.clone(),
+            lock: Arc::new(std::sync::Mutex::new(Some(held))),
+            done: Arc::new(tokio::sync::Notify::new()),
+        };
+        retire.now("9.9.9");
+        assert!(!socket.exists(), "the first retire gives the socket up");
+        let newer = lock(&dir.path().join(LOCK)).expect("lock");
+        assert!(newer.is_some(), "and the lock");
+        fs::write(&socket, "").expect("the newer daemon's socket");
+        retire.now("9.9.9");
+        assert!(!retire.give_up());
+        assert!(socket.exists(), "the newer daemon's socket stays");
     }
 }
