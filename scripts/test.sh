@@ -8,7 +8,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall time, printed as it ends and as a table at the end (issue 38: where the
+# suite's time goes, step by step).
+step_names=() step_secs=() step_name="" step_start=$SECONDS
+end_step() {
+    if [ -n "$step_name" ]; then
+        step_names+=("$step_name") step_secs+=($((SECONDS - step_start)))
+        printf '<== %s: %ss\n' "$step_name" "$((SECONDS - step_start))"
+    fi
+}
+step() {
+    end_step
+    step_name=$1 step_start=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
+step_table() {
+    local status=$? i
+    end_step
+    step_name=""
+    printf '\nstep times (%s):\n' "$([ "$status" = 0 ] && echo passed || echo "failed: $status")"
+    for i in "${!step_names[@]}"; do
+        printf '  %5ss  %s\n' "${step_secs[$i]}" "${step_names[$i]}"
+    done
+    printf '  %5ss  total\n' "$SECONDS"
+}
+trap step_table EXIT
 
 step "setup"
 bash scripts/setup.sh
@@ -35,6 +59,9 @@ done
 
 step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests: build"
+cargo test --workspace --locked --no-run
 
 step "tests (kernel, host, fixture, wasm types)"
 cargo test --workspace --locked --no-fail-fast
