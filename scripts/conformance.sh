@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 if [ ! -x node_modules/.bin/conformance ]; then
     npm ci --no-audit --no-fund
 fi
-cargo test -q -p mcp-reconcile --test conformance -- --nocapture
+cargo test -q -p mcp-reconcile --test suite conformance:: -- --nocapture

@@ -70,8 +70,8 @@ cargo test --workspace --locked --no-fail-fast
 # they are ignored otherwise.
 if [ "$(id -u)" = 0 ]; then
     step "tests that need root"
-    cargo test -p mcp-reconcile --locked --no-fail-fast \
-        --test daemon_security --test ipc_security --test private_files -- --ignored
+    cargo test -p mcp-reconcile --locked --no-fail-fast --test suite -- --ignored \
+        daemon_security:: ipc_security:: private_files::
 fi
 
 step "crates: docs, examples, publish dry-run"

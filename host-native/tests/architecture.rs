@@ -220,3 +220,27 @@ fn sessions_read_only_their_clock() {
         offences.join("\n")
     );
 }
+
+/// Every `tests/*.rs` file is a module of the one test binary (`tests/suite.rs`): with
+/// `autotests = false` a file it does not declare would never be compiled or run.
+#[test]
+fn every_test_file_is_a_module_of_the_suite() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let suite = fs::read_to_string(tests.join("suite.rs")).expect("tests/suite.rs");
+    let declared: Vec<&str> = suite
+        .lines()
+        .filter_map(|line| line.strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in fs::read_dir(&tests).expect("tests/") {
+        let path = entry.expect("directory entry").path();
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let module = path.extension().is_some_and(|e| e == "rs") || path.join("mod.rs").is_file();
+        if module && name != "suite" && !declared.contains(&name) {
+            missing.push(name.to_owned());
+        }
+    }
+    assert!(missing.is_empty(), "declare these in tests/suite.rs: {missing:?}");
+}

@@ -3,7 +3,7 @@
 //! reject are dropped while the valid ones are offered, and a server whose sanitized tool
 //! prefix another server owns is neither offered nor routed to.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@
 //! Anthropic Messages API on 127.0.0.1 (`ANTHROPIC_BASE_URL`) that answers from a script and
 //! records every request.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;

@@ -4,7 +4,7 @@
 //! client's own rejection and policy honoured; an edit of an approved project entry asked
 //! about again.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! `[model_providers]` entry of the test's config) that answers from a script and records
 //! every request.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;

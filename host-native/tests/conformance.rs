@@ -7,7 +7,7 @@
 //! The suite's server side runs too: every server scenario against the fixture server's
 //! `--conformance-reference` mode (what those scenarios ask a server to offer).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

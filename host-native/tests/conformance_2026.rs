@@ -14,7 +14,7 @@
 //!   listed with their reason in [`NOT_THROUGH_SERVE_LEGACY`] (and in docs/SERVE.md), which must
 //!   still fail, so the list is kept true in both directions.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! group, killed on drop), rmcp clients on the serves' stdio, real fixture servers behind the daemon. Every daemon runs in a private
 //! `XDG_RUNTIME_DIR` of the test.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};

@@ -9,7 +9,7 @@
 //! connection and every byte it receives; the client's environment carries a secret. After a
 //! real `serve`, `status` and `daemon --status`, the record must hold no byte sent by them.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{BufRead, BufReader};

@@ -11,7 +11,7 @@
 //!   process another session holds keeps serving that session's calls, and an agent's loop of
 //!   reconnects is rate-limited.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! sessions it has until the last of them ends. One build plays both releases through
 //! `MCP_RECONCILE_TEST_VERSION`; real `serve`s start their daemons themselves, as a client's do.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! session. Real processes, real file edits; "nothing happened" is checked behind a barrier (a
 //! second dev server's restart, whose file was edited after), never after a sleep.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! the session's loop, and once the session changed anything a call goes where the session
 //! sends it now — never to a connection it replaced.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

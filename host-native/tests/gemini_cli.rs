@@ -14,7 +14,7 @@
 //! events to clients older than 2025-11-25 (issue #24): its SDK parsed the empty `data:` as
 //! JSON, failed, and the CLI marked the server disconnected.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

@@ -3,7 +3,7 @@
 //! inherited from the session, not only those its entry configures — in-process and on a
 //! daemon, whose servers inherit the environment of the client's `serve`.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::{Duration, Instant};

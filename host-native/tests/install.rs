@@ -5,8 +5,8 @@
 //! install added); and the installed gateway, started as the client starts it, reaches the
 //! user's servers under short names and never itself.
 
-mod common;
-mod install_home;
+use crate::common;
+use crate::install_home;
 
 use std::fs;
 use std::path::Path;

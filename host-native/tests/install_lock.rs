@@ -4,8 +4,8 @@
 //! concurrent writer is lost — neither one from writers that lock the way Claude Code does, nor
 //! one from the real `claude mcp add`.
 
-mod common;
-mod install_home;
+use crate::common;
+use crate::install_home;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;

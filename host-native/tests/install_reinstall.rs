@@ -4,8 +4,8 @@
 //! touched a file); a symlinked client file stays a link, written through to its target; the
 //! directories install makes are private whatever the umask.
 
-mod common;
-mod install_home;
+use crate::common;
+use crate::install_home;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;

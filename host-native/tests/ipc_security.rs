@@ -2,7 +2,7 @@
 //! may reach it, how much of a request it reads, how long it waits) and the
 //! stdio servers it spawns (they die with the host, even on `kill -9`).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};

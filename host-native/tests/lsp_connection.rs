@@ -11,7 +11,7 @@
 //!   false` keeps it off the network;
 //! * pylsp reads `pylsp.plugins.*` from the push and re-lints open documents.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! (vscode-json-language-server from the root `node_modules`, installed by
 //! `bash scripts/setup.sh`) and small scripted ones written by the tests.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! approved one waits for approval again while the approved config keeps running — a broken
 //! `.lsp.json` keeps what runs, and a server that cannot start is retried with backoff.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

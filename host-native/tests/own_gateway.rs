@@ -1,7 +1,7 @@
 //! `serve` never adopts itself: an entry that runs this binary's `serve`, in any file the
 //! session reads, is skipped with a message, never started — through the real binary.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! deleted and restored inside the grace and left deleted past it, and a `reload`; and a
 //! dev-mode server restarted for a source edit.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::{Duration, Instant};

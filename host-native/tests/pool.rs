@@ -3,7 +3,7 @@
 //! count processes). A test drives a session as an embedding host would: it rewrites a file,
 //! asks the session to reload and reads the pass that follows from the session's events.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

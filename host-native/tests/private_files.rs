@@ -2,7 +2,7 @@
 //! private whatever the umask, and an approvals file another user can write is not trusted —
 //! every server it would approve stays pending, and it is never written over.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

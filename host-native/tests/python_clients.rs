@@ -8,7 +8,7 @@
 //! share one server process through the per-user daemon (the default runtime of a stdio
 //! `serve`).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

@@ -12,7 +12,7 @@
 //! No account and no network: the model is a fake OpenAI Chat Completions API on 127.0.0.1
 //! (`OPENAI_BASE_URL`) that answers from a script and records every request.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;

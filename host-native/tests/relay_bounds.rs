@@ -10,7 +10,7 @@
 //! * whose a server's question is when a client of 2026-07-28 (which the relay cannot tell
 //!   apart from itself) shares the process with another session.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};

@@ -7,7 +7,7 @@
 //! `needs_auth` again. No token the fixture issued appears in any output or log
 //! (`MCP_RECONCILE_LOG=debug`).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! configured URL (userinfo, `api_key=`-like query values) never show in `status --json` or
 //! the log.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -7,7 +7,7 @@
 //! the failure backs off like any other. Daemon sessions each trust their own
 //! `SSL_CERT_FILE`, never the daemon's or another session's.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

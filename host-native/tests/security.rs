@@ -2,7 +2,7 @@
 //! access, forges the prompt or hangs the host without the user's say.
 //! Every test runs the real CLI against real files and real processes.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::symlink;

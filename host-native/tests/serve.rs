@@ -1,7 +1,7 @@
 //! End-to-end: a real `mcp-reconcile serve` (child process, own process group) driven by
 //! rmcp's client over its stdin/stdout, with real fixture servers behind it.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

@@ -12,7 +12,7 @@
 // Logging is deprecated by SEP-2577 (2026-07-28); clients of the earlier versions use it.
 #![allow(deprecated)]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

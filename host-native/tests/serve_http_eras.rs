@@ -9,7 +9,7 @@
 //! tools), so no SSE priming event (empty `data:`, `retry:`) may come; from 2025-11-25 on the
 //! priming event starts each stream (SEP-1699) and everything else is JSON-RPC.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

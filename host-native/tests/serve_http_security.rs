@@ -4,7 +4,7 @@
 //! expiry, the token file's mode and lifetime, `--token-file`, and the TCP connections
 //! themselves (header-read timeout, idle keep-alive, connection cap: slowloris).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -11,7 +11,7 @@
 // Roots are deprecated by SEP-2577 (2026-07-28); a legacy server still asks for them.
 #![allow(deprecated)]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

@@ -4,7 +4,7 @@
 //! directory on `PATH` with a per-session `.lock`, qwen-code's `QWEN_CODE_SESSION_ID`, Claude
 //! Code's `CLAUDE_PROJECT_DIR` and `CLAUDE_CODE_SESSION_ID`).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt as _};

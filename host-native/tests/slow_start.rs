@@ -8,7 +8,7 @@
 //! with every timer on a `ManualClock`: the grace ends when the test moves the clock, never by
 //! itself; and end to end through `serve` on both backends (`--no-daemon`, a daemon session).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! that crash, its time moved by hand with a [`ManualClock`] — each retry happens when the test
 //! advances the clock past it, so the schedule is checked exactly, whatever the machine's load.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! their own `mcp__GATEWAY__` in front (Claude Code, Codex), called under that name, on both
 //! backends; the language tools keep their names.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

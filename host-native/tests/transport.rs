@@ -5,7 +5,7 @@
 //! The fixture is built on first use (`cargo build -p mcp-reconcile-fixture` into this test's
 //! target dir). server-everything comes from `npm ci` at the repository root.
 
-mod common;
+use crate::common;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;

@@ -17,7 +17,7 @@
 //! What each client negotiated is checked twice: what its SDK reports, and what it sent and got
 //! on the wire (the script's recording `fetch`).
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

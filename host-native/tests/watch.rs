@@ -2,7 +2,7 @@
 //! fixture servers, driven by real file edits and read through
 //! `status --json` (the scenarios of issue 4, item 7).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::Duration;

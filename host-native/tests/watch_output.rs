@@ -3,7 +3,7 @@
 //! the question answered from a pipe while the plan keeps printing, field-by-field changes
 //! with secrets hidden, the tool delta, one line per retry, and `--events json`.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::Stdio;
