@@ -32,6 +32,7 @@
 //!    [`HostEvent::CatalogChanged`] says which lists changed.
 
 mod backend;
+mod blocking;
 mod catalog;
 mod dev;
 mod handle;
@@ -342,7 +343,7 @@ impl<B: Backend> Host<B> {
     /// anything; returns whether the folder is trusted.
     fn adopt_files(&mut self) -> bool {
         // A client's state file may be tens of MiB (`~/.claude.json`): read off the loop.
-        let snapshot = pass::off_the_loop(|| self.inputs.load(None));
+        let snapshot = blocking::off_the_loop(|| self.inputs.load(None));
         self.desired = assemble(&snapshot.layers).servers;
         self.gating = snapshot.gating_for(&self.desired);
         self.lsp.adopt(&snapshot);
@@ -402,7 +403,7 @@ impl<B: Backend> Host<B> {
                 source = files.recv(), if files_open => match source {
                     Some(Change { source, landing }) => {
                         let now = self.now();
-                        let complete = pass::off_the_loop(|| self.inputs.complete(&source));
+                        let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
                         let arrival = match (complete, landing) {
                             (false, _) => Arrival::Partial,
                             (true, Landing::Changed) => Arrival::Written,
@@ -521,7 +522,7 @@ impl<B: Backend> Host<B> {
                 let _ = reply.send(self.lsp.route(&extension));
             }
             Control::Plan(reply) => {
-                let snapshot = pass::off_the_loop(|| self.inputs.load(None));
+                let snapshot = blocking::off_the_loop(|| self.inputs.load(None));
                 let servers = assemble(&snapshot.layers).servers;
                 let gating = snapshot.gating_for(&servers);
                 let result = plan(
