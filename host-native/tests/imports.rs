@@ -7,7 +7,8 @@
 //! it names it; a module naming its own descendants (declaring, re-exporting, calling into its
 //! children) is containment, not a use, and a child may use its parent's items — so a circle is
 //! always between files neither of which contains the other. Comments and string literals are
-//! not code. Run with `--nocapture` for the figures: files, edges, the longest chain.
+//! not code; test code is (a unit test that reaches up a layer is an arrow up). Run with
+//! `--nocapture` for the figures: files, edges, the longest chain.
 
 /// The checker: tokens, what one file imports, the graph.
 mod imports {
@@ -235,6 +236,9 @@ const LIB: [CrateRoot; 1] = [CrateRoot {
     root: "lib.rs",
 }];
 
+/// The checker sees grouped, renamed and relative imports, names brought in by `use`, and
+/// re-exports to where an item is defined; never a parent declaring its child, a comment or a
+/// string.
 #[test]
 fn the_check_reads_grouped_relative_and_re_exported_paths() {
     let graph = build(
@@ -288,6 +292,7 @@ fn the_check_reads_grouped_relative_and_re_exported_paths() {
     assert_eq!(edge_names(&graph), expected);
 }
 
+/// A circle fails naming its files and the line of each arrow; a parent and its child are not one.
 #[test]
 fn the_check_names_a_circle_and_not_a_parent_and_its_child() {
     let graph = build(
@@ -309,12 +314,16 @@ fn the_check_names_a_circle_and_not_a_parent_and_its_child() {
     let circles = circle_texts(&graph);
     assert_eq!(
         circles,
-        ["circle of p.rs, q.rs:\n  p.rs → q.rs → p.rs\n    p.rs:1 names crate::q::f\n    q.rs:1 names crate::p::g"],
+        [
+            "circle of p.rs, q.rs:\n  p.rs → q.rs → p.rs\n    p.rs:1 names crate::q::f\n    \
+          q.rs:1 names crate::p::g"
+        ],
         "{:?}",
         edge_names(&graph)
     );
 }
 
+/// The binary reaches the library by its crate name, and an arrow up a layer is found.
 #[test]
 fn the_check_follows_the_binary_into_the_library_and_finds_an_upward_arrow() {
     let graph = build(
@@ -359,6 +368,8 @@ fn the_check_follows_the_binary_into_the_library_and_finds_an_upward_arrow() {
     );
 }
 
+/// Nested comments, raw and byte strings, character literals and lifetimes hide no path; a
+/// raw identifier and a global path are read.
 #[test]
 fn the_lexer_reads_no_path_out_of_comments_literals_or_lifetimes() {
     let quiet = "/* outer /* crate::a */ still */ // super::b\n\

@@ -174,7 +174,8 @@ fn discover(
         file_modules.push((krate, path.clone()));
         modules.insert((krate, path.clone()), index);
         for decl in &p.mods {
-            let child: Vec<String> = [path.as_slice(), &decl.ctx, &[decl.name.clone()]].concat();
+            let child: Vec<String> =
+                [path.as_slice(), &decl.ctx, std::slice::from_ref(&decl.name)].concat();
             if decl.inline {
                 modules.insert((krate, child), index);
                 continue;
