@@ -99,7 +99,8 @@ fn kernel_graph() -> Graph {
 fn assert_no_circles(name: &str, graph: &Graph) {
     assert!(
         graph.unreached.is_empty(),
-        "{name}: no `mod` declaration reaches {:?}, so the check cannot see them",
+        "{name}: no `mod` declaration reaches {:?} (or a `#[path]` moves a module), so the check \
+         cannot see them",
         graph.unreached
     );
     assert!(
@@ -268,7 +269,8 @@ fn the_check_reads_grouped_relative_and_re_exported_paths() {
                 "z.rs",
                 "//! crate::x and super::y\n/* crate::c::Thing */\n\
                  const S: &str = \"crate::x::f\"; const R: &str = r#\"super::y\"#;\n\
-                 fn h<'a>(s: &'a str) -> char { '\"' }\n",
+                 fn h<'a>(s: &'a str) -> char { '\"' }\n\
+                 pub(in crate::x) fn limited() {}\n",
             ),
         ]),
         &LIB,
@@ -287,8 +289,8 @@ fn the_check_reads_grouped_relative_and_re_exported_paths() {
         "y.rs → a/b.rs",     // `a::b::Inner` through the imported name `a`
     ];
     expected.sort();
-    // No `a.rs → a/b.rs` (a parent declares its child), nothing from z.rs (only comments and
-    // strings name other files), nothing from `mod tests`' `use super::*` (its own file).
+    // No `a.rs → a/b.rs` (a parent declares its child), nothing from z.rs (only comments,
+    // strings and a visibility name other files), nothing from `mod tests`' `use super::*` (its own file).
     assert_eq!(edge_names(&graph), expected);
 }
 
@@ -381,4 +383,10 @@ fn the_lexer_reads_no_path_out_of_comments_literals_or_lifetimes() {
     let loud = parse::parse("let x = r#type::f(); let y = ::mylib::a::B;");
     let paths: Vec<&[String]> = loud.paths.iter().map(|w| w.path.as_slice()).collect();
     assert_eq!(paths, [&["type", "f"][..], &["::", "mylib", "a", "B"][..]]);
+    let moved = parse::parse("mod a;\n#[path = \"elsewhere.rs\"]\nmod b;\n");
+    assert_eq!(
+        moved.path_attributes,
+        [2],
+        "a #[path] the graph cannot follow is reported"
+    );
 }

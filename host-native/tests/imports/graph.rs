@@ -45,7 +45,8 @@ pub struct Graph {
     pub files: Vec<String>,
     pub modules: Vec<Module>,
     pub edges: BTreeMap<(usize, usize), Evidence>,
-    /// Source files no `mod` declaration reaches.
+    /// Source files no `mod` declaration reaches, and `#[path]` attributes (`file:line`),
+    /// which the graph does not follow.
     pub unreached: Vec<String>,
 }
 
@@ -133,6 +134,11 @@ pub fn build(sources: &BTreeMap<String, String>, roots: &[CrateRoot]) -> Graph {
         .keys()
         .filter(|f| !files.contains(f))
         .cloned()
+        .chain(parsed.iter().flat_map(|(file, p)| {
+            p.path_attributes
+                .iter()
+                .map(move |line| format!("{file}:{line}"))
+        }))
         .collect();
     Graph {
         files,

@@ -13,6 +13,8 @@ pub struct Parsed {
     pub mods: Vec<ModDecl>,
     pub uses: Vec<UseLeaf>,
     pub paths: Vec<Written>,
+    /// The lines of `#[path = "…"]` attributes.
+    pub path_attributes: Vec<usize>,
 }
 
 /// A `mod` declaration.
@@ -81,6 +83,23 @@ pub fn parse(source: &str) -> Parsed {
                     i += 3;
                     continue;
                 }
+            }
+            // `pub(in crate::a)` limits who sees an item; it names no dependency.
+            Tok::Ident(word)
+                if word == "pub"
+                    && tok(&toks, i + 1) == Some(&Tok::Punct('('))
+                    && ident(&toks, i + 2) == Some("in") =>
+            {
+                i = (i..toks.len())
+                    .find(|&j| toks[j].tok == Tok::Punct(')'))
+                    .unwrap_or(toks.len());
+            }
+            // `#[path = "…"]` puts a module's file elsewhere, which the graph does not follow.
+            Tok::Punct('#')
+                if tok(&toks, i + 1) == Some(&Tok::Punct('['))
+                    && ident(&toks, i + 2) == Some("path") =>
+            {
+                out.path_attributes.push(toks[i].line);
             }
             // `use<'a>` is precise capturing in `impl Trait + use<'a>`, not an import.
             Tok::Ident(word) if word == "use" && tok(&toks, i + 1) != Some(&Tok::Punct('<')) => {
