@@ -57,10 +57,10 @@ mod naming;
 mod offer;
 mod priming;
 mod tasks;
+mod tool_names;
 mod translate;
-pub use attention::STATUS_TOOL;
 pub use http::serve_http;
-pub use manage::{RECONNECT_TOOL, RELOAD_TOOL};
+pub use tool_names::{RECONNECT_TOOL, RELOAD_TOOL, STATUS_TOOL};
 
 /// The MCP server side of `serve`, in front of the session `S`. Cheap to clone; clones share
 /// the session and the client list.

@@ -287,29 +287,6 @@ mod tests {
     }
 
     #[test]
-    fn a_remote_servers_key_covers_the_sessions_trust_anchors() {
-        for var in crate::tls::TRUST_VARIABLES {
-            assert!(
-                !NOT_COUNTED.contains(&var) && !var.starts_with(OWN_PREFIX),
-                "{var}"
-            );
-        }
-        let id = ConnectionId("r::0123456789abcdef".into());
-        let remote = config(r#"{"httpUrl":"https://mcp.example/mcp"}"#);
-        let plain = launch("/p", &[("PATH", "/bin")]).shared_id(&id, &remote);
-        for var in crate::tls::TRUST_VARIABLES {
-            let one = launch("/p", &[("PATH", "/bin"), (var, "/ca/one.pem")]);
-            let two = launch("/p", &[("PATH", "/bin"), (var, "/ca/two.pem")]);
-            assert_ne!(one.shared_id(&id, &remote), plain, "{var}");
-            assert_ne!(
-                one.shared_id(&id, &remote),
-                two.shared_id(&id, &remote),
-                "{var}"
-            );
-        }
-    }
-
-    #[test]
     fn sharing_needs_the_same_directory_and_counted_environment() {
         let id = ConnectionId("a::0123456789abcdef".into());
         let plain = config(r#"{"command":"x"}"#);

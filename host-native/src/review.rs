@@ -39,7 +39,7 @@ pub struct ApprovalRequest {
     /// A language server from `.lsp.json` (SPEC §14.3): its own approvals file and hash.
     pub lsp: bool,
     /// What the entry would do with a stored OAuth login for its URL
-    /// ([`crate::auth::binding::review_line`]).
+    /// ([`crate::auth::review::review_line`]).
     pub oauth_login: Option<String>,
     /// The client files that approve it by name only (SPEC §15), each with who wrote it: said
     /// in the review, never an approval here.
@@ -86,7 +86,7 @@ impl ApprovalRequest {
             file,
             replaces,
             lsp: false,
-            oauth_login: crate::auth::binding::review_line(&snapshot.oauth_tokens, name, config),
+            oauth_login: crate::auth::review::review_line(&snapshot.oauth_tokens, name, config),
             approved_by_name: snapshot
                 .client_approved
                 .iter()

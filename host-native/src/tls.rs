@@ -473,4 +473,43 @@ mod tests {
             .build()
             .expect("a client with TLS");
     }
+
+    /// A remote server's shared key counts the trust anchors its session's connection reads
+    /// (`launch` keys, this module reads them): two sessions with other roots never share it.
+    #[test]
+    fn a_remote_servers_key_covers_the_sessions_trust_anchors() {
+        use crate::launch::{Launch, NOT_COUNTED, OWN_PREFIX};
+        use mcp_reconcile_kernel::identity::ConnectionId;
+        use mcp_reconcile_kernel::ServerConfig;
+
+        let launch = |vars: &[(&str, &str)]| Launch {
+            dir: PathBuf::from("/p"),
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            raw: Vec::new(),
+            tokens: None,
+        };
+        for var in TRUST_VARIABLES {
+            assert!(
+                !NOT_COUNTED.contains(&var) && !var.starts_with(OWN_PREFIX),
+                "{var}"
+            );
+        }
+        let id = ConnectionId("r::0123456789abcdef".into());
+        let remote =
+            ServerConfig::from_json(r#"{"httpUrl":"https://mcp.example/mcp"}"#).expect("config");
+        let plain = launch(&[("PATH", "/bin")]).shared_id(&id, &remote);
+        for var in TRUST_VARIABLES {
+            let one = launch(&[("PATH", "/bin"), (var, "/ca/one.pem")]);
+            let two = launch(&[("PATH", "/bin"), (var, "/ca/two.pem")]);
+            assert_ne!(one.shared_id(&id, &remote), plain, "{var}");
+            assert_ne!(
+                one.shared_id(&id, &remote),
+                two.shared_id(&id, &remote),
+                "{var}"
+            );
+        }
+    }
 }

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::approvals::{pending_gated, ApprovalState, Approvals};
 use crate::config::{ServerConfig, Servers, Transport};
-use crate::json::{fast_deep_equal, fast_deep_equal_objects, DeepEqualError, Object, Value};
+use crate::json::{
+    fast_deep_equal, fast_deep_equal_objects, js_trim, DeepEqualError, Object, Value,
+};
 use crate::settings::McpLists;
 
 /// Why a server is not connected, or why a plan did what it did.
@@ -572,28 +574,6 @@ fn subject(tool: &str, own: &str) -> String {
     } else {
         format!("Tool \"{tool}\"")
     }
-}
-
-/// ECMAScript `String.prototype.trim`: its whitespace set differs from
-/// Rust's (`U+FEFF` is whitespace, `U+0085` is not).
-pub fn js_trim(s: &str) -> &str {
-    fn js_space(c: char) -> bool {
-        matches!(
-            c,
-            '\u{9}'..='\u{d}'
-                | ' '
-                | '\u{a0}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-        )
-    }
-    s.trim_matches(js_space)
 }
 
 fn unique_non_empty<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String> {

@@ -171,7 +171,7 @@ pub fn gemini_mcp_lists(scopes: &[(LayerSource, &Value)]) -> McpLists {
             })
             .collect()
     };
-    let fold = |s: &str| crate::gating::js_trim(&s.to_lowercase()).to_owned();
+    let fold = |s: &str| json::js_trim(&s.to_lowercase()).to_owned();
     let defined: Vec<Vec<String>> = [
         LayerSource::System,
         LayerSource::SystemDefaults,

@@ -584,20 +584,6 @@ mod tests {
             r#"{"mcp":{"command":"python3"}}"#,
         )]);
         assert!(!out.servers.get("mcp").is_some_and(ServerConfig::is_gated));
-
-        let request = |layer: &str| {
-            crate::evaluate_str(&format!(r#"{{"op":"assemble","layers":[{layer}]}}"#))
-        };
-        assert_eq!(
-            request(
-                r#"{"source":"serverCommand","scope":"workspace","servers":{"mcp":{"command":"x"}}}"#
-            ),
-            r#"{"ok":{"servers":{"mcp":{"command":"x","scope":"workspace"}},"sources":{"mcp":"serverCommand"}}}"#
-        );
-        assert!(
-            request(r#"{"source":"user","scope":"workspace","servers":{}}"#)
-                .contains("invalid-request")
-        );
     }
 
     #[test]

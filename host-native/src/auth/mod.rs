@@ -13,6 +13,7 @@ mod callback;
 pub use crate::token_store_file as file;
 mod grant;
 mod qwen;
+pub mod review;
 pub mod store;
 
 use std::time::SystemTime;

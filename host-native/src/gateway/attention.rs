@@ -7,8 +7,8 @@
 //! * the `initialize` (and `server/discover`) result's `instructions` end with a one-line
 //!   summary of what needs attention then — read after the start pass, so a server that failed
 //!   to start is in it;
-//! * while anything needs attention the tool list has [`STATUS_TOOL`]: its description is that
-//!   summary, its call returns the full status ([`status_text`]: every server, its state and
+//! * while anything needs attention the tool list has [`STATUS_TOOL`](super::STATUS_TOOL): its
+//!   description is that summary, its call returns the full status ([`status_text`]: every server, its state and
 //!   reason, and what to do). Whenever the summary changes (the tool comes, changes or goes)
 //!   clients get `notifications/tools/list_changed`, and 2026-07-28 clients the same change on
 //!   their listen streams;
@@ -42,10 +42,6 @@ use mcp_reconcile_kernel::Reason;
 
 mod text;
 pub(super) use text::{command, status_text};
-
-/// The tool that says what needs attention (and, with `serve --manage-tools`, always lists
-/// every server). Never a server's name: those are qualified `mcp__<server>__…`.
-pub const STATUS_TOOL: &str = "mcp_reconcile_status";
 
 /// The logger of the gateway's own log messages.
 const LOGGER: &str = "mcp-reconcile";

@@ -28,18 +28,14 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool, Too
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
 
-use super::attention::{command, status_text, Attention, STATUS_TOOL};
+use super::attention::{command, status_text, Attention};
+use super::tool_names::{RECONNECT_TOOL, RELOAD_TOOL, STATUS_TOOL};
 use super::{gone, Gateway};
 use crate::clock::Clock;
 use crate::display::{safe, short, short_name};
 use crate::host::State;
 use crate::session::Session;
 use mcp_reconcile_kernel::{Millis, Reason, ReconnectLimit, RECONNECT_INTERVAL};
-
-/// Reads the files again now (`serve --manage-tools`).
-pub const RELOAD_TOOL: &str = "mcp_reconcile_reload";
-/// Restarts one server now (`serve --manage-tools`).
-pub const RECONNECT_TOOL: &str = "mcp_reconcile_reconnect";
 
 /// The most characters of a refusal the session gives (it may name servers and say why).
 const ERROR_SHOWN: usize = 600;

@@ -30,7 +30,7 @@ use mcp_reconcile_kernel::reload::{Arrival, FileSource};
 use mcp_reconcile_kernel::LayerSource;
 use tokio::sync::mpsc;
 
-use super::pass::off_the_loop;
+use super::blocking::off_the_loop;
 use super::{Backend, Host};
 use crate::launch::{server_dir, Launch};
 use crate::watcher::{self, DirWatch, TooMany};

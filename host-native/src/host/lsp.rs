@@ -14,6 +14,7 @@ use mcp_reconcile_kernel::lsp::{
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::{Reason, ServerConfig};
 
+use super::{LspServerStatus, State};
 use crate::clock::Clock;
 use crate::inputs::Snapshot;
 use crate::lsp::kind::Lsp;
@@ -22,33 +23,6 @@ use crate::supervisor::{Entry, Report, Supervisor};
 
 /// The default `maxRestarts` (SPEC §14.1).
 const DEFAULT_MAX_RESTARTS: f64 = 8.0;
-
-/// One language server as `status` shows it (SPEC §14.4).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LspServerStatus {
-    /// Server name.
-    pub name: String,
-    /// How it shows.
-    pub state: super::State,
-    /// A §10 reason, or `None`.
-    pub reason: Option<Reason>,
-    /// Approval state of a project entry, `None` for the user's own.
-    pub approval: Option<ApprovalState>,
-    /// Process id of the running server.
-    pub pid: Option<u32>,
-    /// How many times this session started its process.
-    pub spawns: u64,
-    /// Consecutive failures.
-    pub attempts: u32,
-    /// The last error, redacted.
-    pub last_error: Option<String>,
-    /// Milliseconds until a failed server is retried.
-    pub retry_in_ms: Option<u64>,
-    /// The file extensions routed to it (`extensionToLanguage`).
-    pub extensions: Vec<String>,
-    /// `workspace/didChangeConfiguration` pushes the current process received (1 after start).
-    pub settings_pushes: u64,
-}
 
 /// The language servers of one session.
 pub(crate) struct LanguageServers {
@@ -285,7 +259,7 @@ impl LanguageServers {
         };
         let mut status = LspServerStatus {
             name: name.to_owned(),
-            state: super::State::Disconnected,
+            state: State::Disconnected,
             reason: None,
             approval,
             pid: None,
@@ -298,13 +272,13 @@ impl LanguageServers {
         };
         let running = self.supervisor.get(&key);
         if !self.trusted {
-            status.state = super::State::Skipped;
+            status.state = State::Skipped;
             status.reason = Some(Reason::UntrustedFolder);
             return status;
         }
         match approval {
             Some(ApprovalState::Rejected) => {
-                status.state = super::State::Skipped;
+                status.state = State::Skipped;
                 status.reason = Some(Reason::Rejected);
                 return status;
             }
@@ -312,7 +286,7 @@ impl LanguageServers {
             Some(ApprovalState::Pending) => {
                 status.reason = Some(Reason::PendingApproval);
                 if running.is_none() {
-                    status.state = super::State::Skipped;
+                    status.state = State::Skipped;
                     return status;
                 }
             }
@@ -374,7 +348,7 @@ impl LanguageServers {
             }
             let status = self.status_of(name, &entry.config, entry.scope);
             let safe = crate::display::safe(name);
-            let starting = status.state == super::State::Connecting;
+            let starting = status.state == State::Connecting;
             let message = match (status.reason, status.last_error) {
                 (Some(Reason::PendingApproval), _) => format!(
                     "language server \"{safe}\" (for {extension} files) is waiting for approval: run `{}`",

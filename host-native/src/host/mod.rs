@@ -32,6 +32,7 @@
 //!    [`HostEvent::CatalogChanged`] says which lists changed.
 
 mod backend;
+mod blocking;
 mod catalog;
 mod dev;
 mod handle;
@@ -53,10 +54,9 @@ pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
 pub use self::handle::{HostHandle, SessionGone};
 pub(crate) use self::lsp::LanguageServers;
-pub use self::lsp::LspServerStatus;
 use self::pass::Running;
 pub use self::pass::{PlanReport, Step, ToolDelta};
-pub use self::status::{ServerStatus, State, StatusReport};
+pub use self::status::{LspServerStatus, ServerStatus, State, StatusReport};
 use crate::clock::Clock;
 use crate::inputs::{Inputs, Snapshot};
 use crate::launch::Launch;
@@ -342,7 +342,7 @@ impl<B: Backend> Host<B> {
     /// anything; returns whether the folder is trusted.
     fn adopt_files(&mut self) -> bool {
         // A client's state file may be tens of MiB (`~/.claude.json`): read off the loop.
-        let snapshot = pass::off_the_loop(|| self.inputs.load(None));
+        let snapshot = blocking::off_the_loop(|| self.inputs.load(None));
         self.desired = assemble(&snapshot.layers).servers;
         self.gating = snapshot.gating_for(&self.desired);
         self.lsp.adopt(&snapshot);
@@ -402,7 +402,7 @@ impl<B: Backend> Host<B> {
                 source = files.recv(), if files_open => match source {
                     Some(Change { source, landing }) => {
                         let now = self.now();
-                        let complete = pass::off_the_loop(|| self.inputs.complete(&source));
+                        let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
                         let arrival = match (complete, landing) {
                             (false, _) => Arrival::Partial,
                             (true, Landing::Changed) => Arrival::Written,
@@ -521,7 +521,7 @@ impl<B: Backend> Host<B> {
                 let _ = reply.send(self.lsp.route(&extension));
             }
             Control::Plan(reply) => {
-                let snapshot = pass::off_the_loop(|| self.inputs.load(None));
+                let snapshot = blocking::off_the_loop(|| self.inputs.load(None));
                 let servers = assemble(&snapshot.layers).servers;
                 let gating = snapshot.gating_for(&servers);
                 let result = plan(

@@ -11,6 +11,7 @@ use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
 
+use super::blocking::off_the_loop;
 use super::{adopt, Backend, Host, HostEvent, ServerStatus};
 use crate::diff::{field_changes, FieldChange};
 use crate::inputs::{InputError, Snapshot};
@@ -571,17 +572,5 @@ fn describe_sources<'a>(
             names.join(", "),
             paths.join(", ")
         ),
-    }
-}
-
-/// Runs blocking file work (reading the inputs) without stalling the other
-/// tasks of a multi-threaded runtime; inline elsewhere. The reads themselves
-/// are bounded and never wait on a FIFO ([`crate::inputs::read_text`]).
-pub(super) fn off_the_loop<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
     }
 }

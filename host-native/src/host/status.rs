@@ -108,13 +108,40 @@ pub struct ServerStatus {
     pub retry_in_ms: Option<u64>,
 }
 
+/// One language server as `status` shows it (SPEC §14.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LspServerStatus {
+    /// Server name.
+    pub name: String,
+    /// How it shows.
+    pub state: State,
+    /// A §10 reason, or `None`.
+    pub reason: Option<Reason>,
+    /// Approval state of a project entry, `None` for the user's own.
+    pub approval: Option<ApprovalState>,
+    /// Process id of the running server.
+    pub pid: Option<u32>,
+    /// How many times this session started its process.
+    pub spawns: u64,
+    /// Consecutive failures.
+    pub attempts: u32,
+    /// The last error, redacted.
+    pub last_error: Option<String>,
+    /// Milliseconds until a failed server is retried.
+    pub retry_in_ms: Option<u64>,
+    /// The file extensions routed to it (`extensionToLanguage`).
+    pub extensions: Vec<String>,
+    /// `workspace/didChangeConfiguration` pushes the current process received (1 after start).
+    pub settings_pushes: u64,
+}
+
 /// The answer to [`Control::Status`](crate::host::Control::Status).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StatusReport {
     /// Every configured server, in map order.
     pub servers: Vec<ServerStatus>,
     /// Every configured language server, in map order (SPEC §14.4).
-    pub language_servers: Vec<super::LspServerStatus>,
+    pub language_servers: Vec<LspServerStatus>,
     /// What is broken in the inputs right now.
     pub errors: Vec<String>,
     /// The project directory the session reads (approvals are keyed by it); empty before the

@@ -8,8 +8,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Attention, Problem, STATUS_TOOL};
+use super::{Attention, Problem};
 use crate::display::{decide_command, short, NAME_SHOWN};
+use crate::gateway::tool_names::{RECONNECT_TOOL, STATUS_TOOL};
 use crate::host::{ServerStatus, State, StatusReport};
 use mcp_reconcile_kernel::approvals::ApprovalState;
 use mcp_reconcile_kernel::Reason;
@@ -121,7 +122,7 @@ pub(in crate::gateway) fn status_text(
     let reconnect = |name: &str| match manage {
         true => format!(
             "the {} tool or {}",
-            crate::gateway::RECONNECT_TOOL,
+            RECONNECT_TOOL,
             command("reconnect", name)
         ),
         false => command("reconnect", name),
@@ -367,7 +368,7 @@ mod tests {
         let full = status_text(&report, None, true);
         assert!(full.contains("\"no\": rejected"), "{full}");
         assert!(full.contains("exited\\e[2J"), "{full}");
-        assert!(full.contains(crate::gateway::RECONNECT_TOOL), "{full}");
+        assert!(full.contains(RECONNECT_TOOL), "{full}");
         assert!(!full.contains('\u{1b}'), "{full}");
         // Passthrough: only its server, and the files.
         let only = Attention::of(&report, Some("ok")).summary().expect("files");

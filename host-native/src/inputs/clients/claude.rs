@@ -136,10 +136,24 @@ pub(super) fn settings(top: &Object, managed: bool) -> ClientContent {
     let mut out = ClientContent::default();
     approvals(top, &mut out);
     out.policy = policy_of(top, &mut out.entry_errors);
-    out.enabled_plugins = super::claude_plugin_enable::enabled_plugins(top);
+    out.enabled_plugins = enabled_plugins(top);
     out.managed_allow_only =
         managed && top.get("allowManagedMcpServersOnly") == Some(&Value::Bool(true));
     out
+}
+
+/// A settings file's `enabledPlugins`: `true` or a list turns a plugin on, `false` off.
+pub(super) fn enabled_plugins(top: &Object) -> Vec<(String, bool)> {
+    let Some(Value::Object(map)) = top.get("enabledPlugins") else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(id, value)| match value {
+            Value::Bool(on) => Some((id.clone(), *on)),
+            Value::Array(_) => Some((id.clone(), true)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

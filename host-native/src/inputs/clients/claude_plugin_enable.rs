@@ -85,20 +85,6 @@ fn identity(config: &mcp_reconcile_kernel::ServerConfig) -> Option<String> {
         .map(|url| format!("url {url}"))
 }
 
-/// A settings file's `enabledPlugins`: `true` or a list turns a plugin on, `false` off.
-pub(super) fn enabled_plugins(top: &Object) -> Vec<(String, bool)> {
-    let Some(Value::Object(map)) = top.get("enabledPlugins") else {
-        return Vec::new();
-    };
-    map.iter()
-        .filter_map(|(id, value)| match value {
-            Value::Bool(on) => Some((id.clone(), *on)),
-            Value::Array(_) => Some((id.clone(), true)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -133,7 +119,7 @@ mod tests {
             file(LayerSource::Project),
         );
         let switches = |list: &str| ClientContent {
-            enabled_plugins: enabled_plugins(&object(list)),
+            enabled_plugins: super::super::claude::enabled_plugins(&object(list)),
             ..ClientContent::default()
         };
         let plugin = |id: &str| Plugin {

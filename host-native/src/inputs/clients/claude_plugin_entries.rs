@@ -14,9 +14,9 @@ use mcp_reconcile_kernel::lsp::{parse_lsp_json, LspParseOptions};
 use mcp_reconcile_kernel::{Object, Value};
 
 use super::claude::entry;
-use super::claude_plugins::read_object;
 use super::expand::{Context, Syntax};
 use super::normalize::{transport, BareUrl};
+use crate::inputs::files::read_text;
 use crate::inputs::lsp_formats::{self, LspFormat};
 
 /// Where a plugin's variables point: its root, its data directory, the project.
@@ -224,6 +224,21 @@ fn expanded(expansion: &Expansion<'_>, entry: &Object) -> Result<Object, String>
         return Err("its \"env\" must be an object".into());
     }
     Ok(expansion.with_env(entry, &[("CLAUDE_PROJECT_DIR", expansion.ctx.project)]))
+}
+
+/// A JSON object file (`None`: absent).
+pub(super) fn read_object(path: &Path) -> Result<Option<Object>, String> {
+    let Some(text) = read_text(path)? else {
+        return Ok(None);
+    };
+    match mcp_reconcile_kernel::json::parse_jsonc(&text) {
+        Ok(Value::Object(top)) => Ok(Some(top)),
+        Ok(other) => Err(format!(
+            "must be a JSON object, found {}",
+            other.preview(40)
+        )),
+        Err(e) => Err(format!("not valid JSON: {e}")),
+    }
 }
 
 #[cfg(test)]

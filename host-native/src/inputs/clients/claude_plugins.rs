@@ -27,11 +27,10 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::{Object, Servers, Value};
 
-use super::claude_plugin_entries::{self as plugin_entries, Expansion};
+use super::claude_plugin_entries::{self as plugin_entries, read_object, Expansion};
 use super::expand::Context;
 use super::normalize::entries;
 use super::ClientContent;
-use crate::inputs::files::read_text;
 
 /// One installed plugin that applies to this project, with its servers (named
 /// `plugin:<plugin>:<server>`), used and as written.
@@ -207,21 +206,6 @@ fn servers_of(root: &Path, id: &str, manifest: &Object, errors: &mut Vec<String>
 /// A server spec Claude Code downloads or unpacks (an MCP bundle, or a URL).
 fn bundled(spec: &str) -> bool {
     spec.ends_with(".mcpb") || spec.ends_with(".dxt") || spec.contains("://")
-}
-
-/// A JSON object file (`None`: absent).
-pub(super) fn read_object(path: &Path) -> Result<Option<Object>, String> {
-    let Some(text) = read_text(path)? else {
-        return Ok(None);
-    };
-    match mcp_reconcile_kernel::json::parse_jsonc(&text) {
-        Ok(Value::Object(top)) => Ok(Some(top)),
-        Ok(other) => Err(format!(
-            "must be a JSON object, found {}",
-            other.preview(40)
-        )),
-        Err(e) => Err(format!("not valid JSON: {e}")),
-    }
 }
 
 /// Claude Code's directory name for a plugin's data: the id with every character but

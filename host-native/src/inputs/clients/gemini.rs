@@ -103,7 +103,7 @@ fn falsy(value: &Value) -> bool {
 
 /// A server's name as Gemini CLI keys its switches (`normalizeServerId`: lowercased, trimmed).
 pub(in crate::inputs) fn folded(name: &str) -> String {
-    mcp_reconcile_kernel::gating::js_trim(&name.to_lowercase()).to_owned()
+    mcp_reconcile_kernel::json::js_trim(&name.to_lowercase()).to_owned()
 }
 
 /// Whether Gemini CLI would trust the project, and if not, why (`checkPathTrust`):

@@ -171,4 +171,24 @@ mod tests {
             r#"{"ok":{"servers":{"e":{"extensionName":"x"}},"sources":{"e":"extension"}}}"#
         );
     }
+
+    /// The op stamps a workspace `mcp.serverCommand` as the domain does
+    /// (`sources::a_workspace_server_command_is_stamped_workspace`), and refuses a scope the
+    /// layer's source cannot have.
+    #[test]
+    fn the_json_op_stamps_a_workspace_server_command() {
+        let request = |layer: &str| {
+            crate::api::evaluate_str(&format!(r#"{{"op":"assemble","layers":[{layer}]}}"#))
+        };
+        assert_eq!(
+            request(
+                r#"{"source":"serverCommand","scope":"workspace","servers":{"mcp":{"command":"x"}}}"#
+            ),
+            r#"{"ok":{"servers":{"mcp":{"command":"x","scope":"workspace"}},"sources":{"mcp":"serverCommand"}}}"#
+        );
+        assert!(
+            request(r#"{"source":"user","scope":"workspace","servers":{}}"#)
+                .contains("invalid-request")
+        );
+    }
 }
