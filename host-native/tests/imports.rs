@@ -10,18 +10,15 @@
 //! not code; test code is (a unit test that reaches up a layer is an arrow up). Run with
 //! `--nocapture` for the figures: files, edges, the longest chain.
 
-/// The checker: tokens, what one file imports, the graph.
-mod imports {
-    pub mod graph;
-    pub mod lexer;
-    pub mod parse;
-}
+// The checker: tokens, what one file imports, the graph (`imports/`).
+mod graph;
+mod lexer;
+mod parse;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use imports::graph::{build, CrateRoot, Graph};
-use imports::parse;
+use graph::{build, CrateRoot, Graph};
 
 /// A layer rule: no file of module `from` (or below it) names a file of a module in `never`
 /// (or below them).

@@ -26,6 +26,7 @@ mod dev_mode;
 mod fuzz_regressions;
 mod gateway_routes;
 mod gemini_cli;
+mod imports;
 mod inherited_secrets;
 mod inputs;
 mod install;
