@@ -5,7 +5,6 @@
 use crate::common;
 
 use std::fs;
-use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -209,20 +208,26 @@ async fn a_silent_client_neither_blocks_others_nor_stays_connected() {
     assert!(closed.is_ok() && rest.is_empty(), "{closed:?} {rest:?}");
 }
 
-/// Not a test on its own: the client half of
-/// [`another_uid_is_dropped_without_an_answer`], run as uid 65534.
-#[test]
-fn peer_client_helper() {
-    let Ok(path) = std::env::var("IPC_PEER_SOCKET") else {
-        return;
-    };
-    let mut stream = std::os::unix::net::UnixStream::connect(path).expect("connect");
-    // A dropped connection may already be closed when this is sent.
-    let _ = stream.write_all(b"{\"cmd\":\"nope\"}\n");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    println!("ANSWER<{answer}>");
-}
+/// The client half of [`another_uid_is_dropped_without_an_answer`], run as another uid: a
+/// real process (the system's Python, which every uid may run) that connects to the socket in
+/// `argv[1]`, sends an unknown command and prints whatever answer came back between `ANSWER<`
+/// and `>`.
+const PEER_CLIENT: &str = "\
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b'{\"cmd\":\"nope\"}\\n')
+except OSError:
+    pass  # a dropped connection may already be closed when this is sent
+answer = b''
+try:
+    while chunk := s.recv(4096):
+        answer += chunk
+except OSError:
+    pass
+print('ANSWER<' + answer.decode() + '>')
+";
 
 /// Needs root to connect as another uid (the unit test covers the rule).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,21 +242,9 @@ async fn another_uid_is_dropped_without_an_answer() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o777)).expect("chmod");
 
     let socket = path.clone();
-    // A copy of this test binary that uid 65534 can run wherever the checkout lives (a clone
-    // in a 0700 directory is out of its reach).
-    let reachable = tempfile::Builder::new()
-        .prefix("ipc-peer-")
-        .tempdir()
-        .expect("temp dir");
-    fs::set_permissions(reachable.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
-    let exe = reachable.path().join("peer-client");
-    fs::copy(std::env::current_exe().expect("test binary"), &exe).expect("copy");
-    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).expect("chmod");
     let run_as = move |uid: Option<u32>| {
-        let mut command = Command::new(&exe);
-        command
-            .args(["--exact", "peer_client_helper", "--nocapture"])
-            .env("IPC_PEER_SOCKET", &socket);
+        let mut command = Command::new("python3");
+        command.args(["-c", PEER_CLIENT]).arg(&socket);
         if let Some(uid) = uid {
             command.uid(uid).gid(uid);
         }
