@@ -298,6 +298,31 @@ async fn a_dormant_server_that_cannot_start_answers_the_call_with_why_on_the_dae
     a_dormant_server_that_cannot_start_answers_the_call_with_why(true).await;
 }
 
+/// Guards admission over the kept listing: a lazy server the lists now exclude is not offered
+/// from its kept listing, and a call does not start it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_listing_is_not_offered_for_a_server_no_longer_admitted() {
+    let p = lazy_project("echo", 300);
+    let backend = Backend::new(&p, false);
+    let served = backend.serve(&p).await;
+    served.wait_tool(ECHO).await;
+    wait_kept(&p, "echo");
+    wait_all_stopped(&p);
+
+    let mut settings: Value = serde_json::from_str(&read(&p.user_settings())).expect("JSON");
+    settings["mcp"]["excluded"] = json!(["lz"]);
+    p.write_settings(settings);
+    served
+        .wait_tools("lz no longer offered", |names| {
+            !names.contains(&ECHO.to_owned())
+        })
+        .await;
+    let result = served.call(ECHO, json!({"text": "x"})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(p.spawns("lz"), 1, "an excluded server was started");
+    served.close().await;
+}
+
 /// Not a test of behaviour: the first-call cost, a call to a dormant server against a call to
 /// the same server running (printed; `cargo test --test lazy -- --ignored --nocapture`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use mcp_reconcile_kernel::identity::{connection_id, ConnectionId};
 use mcp_reconcile_kernel::lazy::{decide, effective_lazy, LazySettings, LazyStep, LazyView};
-use mcp_reconcile_kernel::plan::Status;
+use mcp_reconcile_kernel::plan::{Action, Status};
 use mcp_reconcile_kernel::Millis;
 
 use super::{Backend, Host, PrefixOwners, Target};
@@ -79,14 +79,18 @@ impl Lazy {
 
 impl<B: Backend> Host<B> {
     /// A pass adopted new servers and settings: which servers are lazy, and the listings kept
-    /// only for them.
+    /// only for them. Only an admitted server counts: a kept listing is never offered for a
+    /// server the folder's trust, the lists, a rejection or a pending approval keep off.
     pub(super) fn adopt_lazy(&mut self) {
-        let settings = self.snapshot.as_ref().map(|s| s.lazy).unwrap_or_default();
+        let snapshot = self.snapshot.as_ref();
+        let settings = snapshot.map(|s| s.lazy).unwrap_or_default();
+        let trusted = snapshot.is_some_and(|s| s.trusted);
         let lazy = &mut self.lazy;
         lazy.settings = settings;
         lazy.names = self
             .desired
             .iter()
+            .filter(|(name, config)| trusted && self.gating.denial(name, config).is_none())
             .filter(|(_, config)| effective_lazy(config, &settings))
             .map(|(name, _)| name.clone())
             .collect();
@@ -96,10 +100,21 @@ impl<B: Backend> Host<B> {
         lazy.used.retain(|name, _| names.contains(name));
     }
 
+    /// Whether the plan's `action` is left undone: it starts a lazy server that has a listing
+    /// of its connection id kept, and nothing waits for it ([`Host::stays_dormant`]).
+    pub(super) fn left_dormant(&mut self, action: &Action) -> bool {
+        let Action::Connect { name, to } = action else {
+            return false;
+        };
+        let dormant = self.stays_dormant(name, to);
+        self.catalog_dirty |= dormant;
+        dormant
+    }
+
     /// Whether the plan's start of `name` (connection id `to`) is left undone: it is lazy,
     /// not running, nothing waits for it, and a listing of `to` is kept. A kept listing of
     /// another id is dropped (memory and disk): the entry's identity changed.
-    pub(super) fn stays_dormant(&mut self, name: &str, to: &ConnectionId) -> bool {
+    fn stays_dormant(&mut self, name: &str, to: &ConnectionId) -> bool {
         if !self.lazy.is_lazy(name) {
             return false;
         }

@@ -285,12 +285,8 @@ impl<B: Backend> Host<B> {
         // Teardowns first (the plan lists them first): purge the server's
         // catalog at once, stop its connection in the background.
         for (index, action) in plan.actions.into_iter().enumerate() {
-            // A lazy server with a kept listing is not started until a request needs it.
-            if let Action::Connect { name, to } = &action {
-                if self.stays_dormant(name, to) {
-                    self.catalog_dirty = true;
-                    continue;
-                }
+            if self.left_dormant(&action) {
+                continue;
             }
             let t = Instant::now();
             let replace =
