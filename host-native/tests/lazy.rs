@@ -176,7 +176,9 @@ async fn a_dormant_server_is_offered_from_its_listing_and_the_first_call_starts_
             names.contains(&ECHO.to_owned()) && !names.iter().any(|n| n == "mcp__lz__ghost")
         })
         .await;
-    wait_until("the kept listing refreshed", || !read(&kept).contains("ghost"));
+    wait_until("the kept listing refreshed", || {
+        !read(&kept).contains("ghost")
+    });
     second.close().await;
 }
 
@@ -186,8 +188,7 @@ async fn a_dormant_server_is_offered_from_its_listing_and_the_first_call_starts_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dormant_server_is_offered_from_its_listing_and_the_first_call_starts_it_on_the_daemon()
-{
+async fn a_dormant_server_is_offered_from_its_listing_and_the_first_call_starts_it_on_the_daemon() {
     a_dormant_server_is_offered_from_its_listing_and_the_first_call_starts_it(true).await;
 }
 

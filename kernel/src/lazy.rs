@@ -180,18 +180,30 @@ mod tests {
         let none = settings(&[]);
         assert_eq!(none, LazySettings::default());
         assert!(!effective_lazy(&cfg(r#"{"command":"x"}"#), &none));
-        assert!(effective_lazy(&cfg(r#"{"command":"x","lazy":true}"#), &none));
+        assert!(effective_lazy(
+            &cfg(r#"{"command":"x","lazy":true}"#),
+            &none
+        ));
         // Not a boolean: no opinion.
-        assert!(!effective_lazy(&cfg(r#"{"command":"x","lazy":"yes"}"#), &none));
+        assert!(!effective_lazy(
+            &cfg(r#"{"command":"x","lazy":"yes"}"#),
+            &none
+        ));
     }
 
     /// Guards the keys: the highest scope with a valid value wins, an entry opts out.
     #[test]
     fn the_highest_scope_sets_the_default_and_an_entry_opts_out() {
         let s = settings(&[
-            (LayerSource::User, r#"{"mcp":{"lazy":true,"lazyIdleMs":1000}}"#),
+            (
+                LayerSource::User,
+                r#"{"mcp":{"lazy":true,"lazyIdleMs":1000}}"#,
+            ),
             (LayerSource::SystemDefaults, r#"{"mcp":{"lazy":false}}"#),
-            (LayerSource::System, r#"{"mcp":{"lazy":"no","lazyIdleMs":"5"}}"#),
+            (
+                LayerSource::System,
+                r#"{"mcp":{"lazy":"no","lazyIdleMs":"5"}}"#,
+            ),
         ]);
         assert!(s.default);
         assert_eq!(s.idle, Millis(1000));

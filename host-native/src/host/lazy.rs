@@ -196,17 +196,15 @@ impl<B: Backend> Host<B> {
             (!serving && owners.owns(name)).then_some((name, config, listing))
         });
         let found = match target {
-            Target::Tool(tool) => {
-                dormant.find(|(name, config, listing)| {
-                    own_tool_name(name, config, listing, tool).is_some()
-                })
-            }
+            Target::Tool(tool) => dormant.find(|(name, config, listing)| {
+                own_tool_name(name, config, listing, tool).is_some()
+            }),
             Target::Prompt(prompt) => {
                 dormant.find(|(name, _, listing)| own_prompt_name(name, listing, prompt).is_some())
             }
-            Target::Resource(uri) => pick_resource(
-                dormant.map(|server| (resource_match(server.2, uri), false, server)),
-            ),
+            Target::Resource(uri) => {
+                pick_resource(dormant.map(|server| (resource_match(server.2, uri), false, server)))
+            }
             Target::Template(template) => {
                 dormant.find(|(_, _, listing)| lists_template(listing, template))
             }
@@ -214,13 +212,16 @@ impl<B: Backend> Host<B> {
         found.map(|(name, _, _)| name.clone())
     }
 
-    /// A request waits for dormant lazy server `name`: start it (once).
+    /// A request waits for dormant lazy server `name`: start it (once). A server already
+    /// starting is waited for; one that failed and backs off is not (the request hears why).
     pub(super) fn wake(&mut self, name: &str) {
-        if !self.lazy.waking.insert(name.to_owned()) {
+        if let Some(live) = self.backend.held(name) {
+            if live.health.status == Status::Connecting {
+                self.lazy.waking.insert(name.to_owned());
+            }
             return;
         }
-        if self.backend.held(name).is_some() {
-            // Already starting (or retried): the request waits for that start.
+        if !self.lazy.waking.insert(name.to_owned()) {
             return;
         }
         let Some(config) = self.desired.get(name) else {
@@ -255,7 +256,11 @@ impl<B: Backend> Host<B> {
             let Some(live) = self.backend.held(name) else {
                 continue;
             };
-            let activity = live.caller.as_ref().map(|c| c.activity()).unwrap_or_default();
+            let activity = live
+                .caller
+                .as_ref()
+                .map(|c| c.activity())
+                .unwrap_or_default();
             let used = self
                 .lazy
                 .used
