@@ -294,6 +294,10 @@ impl<B: Backend> Host<B> {
             );
             self.lazy.used.remove(&name);
             self.teardown(&name, true);
+            // Observers (`watch --events json`, a daemon session's client) see it go dormant.
+            if let Some(status) = self.status_of(&name) {
+                self.emit(super::HostEvent::ClientUpdate(status));
+            }
         }
     }
 }

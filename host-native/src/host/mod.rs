@@ -353,6 +353,7 @@ impl<B: Backend> Host<B> {
         self.lsp.adopt(&snapshot);
         let trusted = snapshot.trusted;
         self.snapshot = Some(snapshot);
+        self.adopt_lazy();
         trusted
     }
 
