@@ -299,6 +299,48 @@ async fn a_dormant_server_that_cannot_start_answers_the_call_with_why_on_the_dae
     a_dormant_server_that_cannot_start_answers_the_call_with_why(true).await;
 }
 
+/// Guards the other requests a dormant server serves: its kept prompts and resources are
+/// listed without starting it, and a prompts/get or resources/read starts it and is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_or_resource_request_starts_a_dormant_server() {
+    let p = Project::new();
+    let mut server = with_args(
+        p.server("lz", "echo"),
+        &["--prompts", "greet", "--resources", "1"],
+    );
+    server["lazy"] = json!(true);
+    p.write_settings(json!({"mcp": {"lazyIdleMs": 300}, "mcpServers": {"lz": server}}));
+    let backend = Backend::new(&p, false);
+    learn(&p, &backend).await;
+
+    let served = backend.serve(&p).await;
+    let client = served.client();
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    let resources = client.list_all_resources().await.expect("resources/list");
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(p.spawns("lz"), 1, "listing started a dormant server");
+
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("mcp__lz__greet").with_arguments(args))
+        .await
+        .expect("prompts/get answered");
+    assert!(format!("{:?}", prompt.messages).contains("Say hello to Ada."));
+    assert_eq!(p.spawns("lz"), 2);
+    wait_all_stopped(&p);
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "fixture://resources/1",
+        ))
+        .await
+        .expect("resources/read answered");
+    assert!(format!("{:?}", read.contents).contains("fixture resource 1"));
+    assert_eq!(p.spawns("lz"), 3);
+    served.close().await;
+}
+
 /// Guards admission over the kept listing: a lazy server the lists now exclude is not offered
 /// from its kept listing, and a call does not start it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
