@@ -5,8 +5,8 @@
 //! name is repository text and never becomes a path), holding the id and the listing as the
 //! server gave it: tools, prompts, resources and resource templates — never the entry, so no
 //! environment value, header or token is ever written. The directory is private
-//! ([`crate::private`]); files are written atomically with mode 0600. A read is bounded (the
-//! inputs' 4 MiB cap); a file that is missing, too large, not a listing, or names another id is
+//! ([`crate::private`], checked again before each read); files are written atomically with mode
+//! 0600. A read is bounded (the inputs' 4 MiB cap); a file that is missing, too large, not a listing, or names another id is
 //! no listing: the server is started once to learn it again, nothing fails.
 
 use std::path::{Path, PathBuf};
@@ -50,6 +50,9 @@ impl ListingCache {
 
     /// The kept listing of `id`, if a sound one is there.
     pub fn load(&self, id: &ConnectionId) -> Option<Catalog> {
+        // A listing is offered to the client as the server's own words: only from a directory
+        // nobody else could have written it into.
+        crate::private::check_dir(&self.dir).ok()?;
         let text = crate::inputs::read_text(&self.file(id)).ok()??;
         let stored: Stored = serde_json::from_str(&text).ok()?;
         (stored.id == id.0).then(|| Catalog {
