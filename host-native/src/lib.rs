@@ -42,6 +42,7 @@ pub mod inputs;
 pub mod install;
 pub mod ipc;
 pub mod launch;
+pub mod listing_cache;
 pub mod lsp;
 pub mod pool;
 pub mod private;

@@ -10,7 +10,8 @@ use crate::host::{LspServerStatus, ServerStatus, StatusReport};
 /// One server as a `status --json` object. Stable fields: `name`, `state`,
 /// `reason`, `approval`, `tools`, `prompts`, `pid`, `spawns`, `lastError`, `share` (the scope
 /// a daemon session's stdio server is shared in) and `sessions` (how many sessions hold its
-/// process; `null` outside the daemon);
+/// process; `null` outside the daemon), `lazy` (started only when a request needs it; its
+/// `state` is `dormant` while it does not run);
 /// also `transport`, `resources`, `attempts`, `retryInMs`, `protocol` (the MCP revision a live
 /// connection speaks) (and `authorizedUntil`, which the `status` command adds from the token
 /// file).
@@ -30,6 +31,7 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "spawns": s.spawns,
         "share": s.share,
         "sessions": s.sessions,
+        "lazy": s.lazy,
         "attempts": s.attempts,
         "lastError": s.last_error,
         "retryInMs": s.retry_in_ms,

@@ -58,7 +58,7 @@ pub use rmcp::model::{
 };
 
 use crate::redact::{redact_all, secrets};
-pub use caller::{CallError, Caller};
+pub use caller::{Activity, CallError, Caller};
 use describe::describe;
 pub use digest::{digest, Digests};
 use oauth::oauth_manager;

@@ -24,6 +24,7 @@ pub mod gating;
 pub mod hot_reload;
 pub mod identity;
 pub mod json;
+pub mod lazy;
 pub mod lsp;
 pub mod plan;
 pub mod policy;

@@ -133,7 +133,7 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
                 let pushes = s.get("settingsPushes").and_then(Value::as_u64).unwrap_or(0);
                 let _ = write!(line, " {pushes} settings pushes");
             }
-        } else if text("state") == "connected" {
+        } else if matches!(text("state"), "connected" | "dormant") {
             let count = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
             let _ = write!(
                 line,
@@ -146,6 +146,9 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
             let _ = write!(line, " pid {pid}");
         }
         write_sharing(&mut line, s);
+        if s.get("lazy").and_then(Value::as_bool) == Some(true) {
+            line.push_str(" lazy");
+        }
         if let Some(protocol) = s.get("protocol").and_then(Value::as_str) {
             let _ = write!(line, " MCP {}", safe(protocol));
         }

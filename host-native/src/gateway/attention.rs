@@ -259,6 +259,7 @@ mod tests {
             spawns: 0,
             share: None,
             sessions: None,
+            lazy: false,
             attempts: u32::from(state == State::Failed),
             last_error: (state == State::Failed).then(|| "exited\u{1b}[2J".into()),
             retry_in_ms: None,

@@ -7,7 +7,8 @@ use std::hash::{Hash, Hasher};
 use mcp_reconcile_kernel::config::servers_to_value;
 use mcp_reconcile_kernel::gating::{tool_not_found, tool_prefix};
 use mcp_reconcile_kernel::hot_reload::{HotReload, Previous};
-use mcp_reconcile_kernel::{Gating, Servers};
+use mcp_reconcile_kernel::plan::Status;
+use mcp_reconcile_kernel::{Gating, ServerConfig, Servers};
 
 use super::{Backend, Held, Host, HostEvent};
 use crate::inputs::Snapshot;
@@ -259,11 +260,28 @@ impl<B: Backend> Host<B> {
         })
     }
 
+    /// The servers whose listing the session offers, in settings order, with the config its
+    /// filters come from: each connected server's live listing, and a lazy server's kept
+    /// listing while it is dormant or starting (issue 41).
+    fn offered(&self) -> impl Iterator<Item = (&String, &ServerConfig, &Catalog)> + '_ {
+        self.desired.iter().filter_map(|(name, config)| {
+            let live = self.backend.held(name);
+            if let Some(live) = live.as_ref().filter(|live| live.caller.is_some()) {
+                return Some((name, live.config, live.catalog));
+            }
+            let starting = live
+                .as_ref()
+                .is_none_or(|live| live.health.status == Status::Connecting);
+            let listing = self.lazy.listing(name).filter(|_| starting)?;
+            Some((name, config, listing))
+        })
+    }
+
     /// See [`MergedCatalog`].
     pub fn merged_catalog(&self) -> MergedCatalog {
         let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
-        for (name, live, _) in self.connected() {
-            merger.add(name, session_view(name, live.config, live.catalog));
+        for (name, config, listing) in self.offered() {
+            merger.add(name, session_view(name, config, listing));
         }
         let mut catalog = merger.finish();
         if self.lsp.any_configured() {
@@ -282,17 +300,17 @@ impl<B: Backend> Host<B> {
     pub(super) fn catalog_digests(&self) -> (u64, u64, u64) {
         let owners = PrefixOwners::admitted(&self.desired, &self.gating);
         let mut hashers: [std::collections::hash_map::DefaultHasher; 3] = Default::default();
-        for (name, live, _) in self.connected() {
+        for (name, config, catalog) in self.offered() {
             if !owners.owns(name) {
                 continue;
             }
-            let listing = live.catalog.digests();
+            let listing = catalog.digests();
             for hasher in &mut hashers {
                 name.hash(hasher);
             }
             let [tools, prompts, resources] = &mut hashers;
-            for (tool, digest) in live.catalog.tools.iter().zip(&listing.tools) {
-                if tool_enabled(live.config, &tool.name) {
+            for (tool, digest) in catalog.tools.iter().zip(&listing.tools) {
+                if tool_enabled(config, &tool.name) {
                     digest.hash(tools);
                 }
             }

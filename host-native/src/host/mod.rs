@@ -36,6 +36,7 @@ mod blocking;
 mod catalog;
 mod dev;
 mod handle;
+mod lazy;
 mod lsp;
 mod pass;
 mod status;
@@ -243,6 +244,8 @@ pub struct Host<B = Own> {
     dev: dev::Dev,
     /// Advanced whenever what a route is may have changed ([`Route::is_current`]).
     routes: catalog::RouteEpoch,
+    /// Lazy servers: their kept listings, the ones a request woke, their idle times (`lazy`).
+    lazy: lazy::Lazy,
 }
 
 impl Host<Own> {
@@ -269,6 +272,7 @@ impl<B: Backend> Host<B> {
     ) -> Self {
         let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
         let dev = dev::Dev::new(inputs.project_dir().to_path_buf(), launch.clone());
+        let lazy = lazy::Lazy::new(inputs.state_dir());
         let lsp = LanguageServers::new(
             inputs.project_dir().to_path_buf(),
             launch,
@@ -305,6 +309,7 @@ impl<B: Backend> Host<B> {
             file_missing: Vec::new(),
             dev,
             routes: catalog::RouteEpoch::default(),
+            lazy,
         }
     }
 }
@@ -348,6 +353,7 @@ impl<B: Backend> Host<B> {
         self.lsp.adopt(&snapshot);
         let trusted = snapshot.trusted;
         self.snapshot = Some(snapshot);
+        self.adopt_lazy();
         trusted
     }
 
@@ -424,6 +430,8 @@ impl<B: Backend> Host<B> {
             // Slow servers: the grace's end answers with what is connected (the rest arrives
             // as list_changed); a call waiting for a server goes once it is up.
             self.settle_waiters();
+            // Lazy servers idle for their idle time stop (their kept listing stays offered).
+            self.check_idle();
             self.announce_catalog();
             // Only a route request that began no pass leaves every route as it was.
             if !routed_only || self.passes != passes {
@@ -443,6 +451,7 @@ impl<B: Backend> Host<B> {
             lsp_retry,
             self.waiters_wake(),
             self.missing_deadline,
+            self.lazy.next_check(),
         ]
         .into_iter()
         .flatten()

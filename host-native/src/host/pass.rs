@@ -200,6 +200,7 @@ impl<B: Backend> Host<B> {
         self.gating = decision.gating;
         let lsp_requests = lsp_approval_requests(&snapshot, |key| self.prompted.contains(key));
         self.snapshot = Some(snapshot);
+        self.adopt_lazy();
         if std::mem::take(&mut self.clear_crash_loops) {
             self.backend.forgive_all();
             self.lsp.forgive_all();
@@ -285,6 +286,9 @@ impl<B: Backend> Host<B> {
         // Teardowns first (the plan lists them first): purge the server's
         // catalog at once, stop its connection in the background.
         for (index, action) in plan.actions.into_iter().enumerate() {
+            if self.left_dormant(&action) {
+                continue;
+            }
             let t = Instant::now();
             let replace =
                 matches!(&action, Action::Reconnect { name, .. } if self.makes_before_break(name));
@@ -366,7 +370,7 @@ impl<B: Backend> Host<B> {
     /// Removes a server's catalog and stops its connection in the
     /// background. `forget` drops its entry (disconnect) instead of
     /// keeping its failure counters (reconnect, retry).
-    fn teardown(&mut self, name: &str, forget: bool) {
+    pub(super) fn teardown(&mut self, name: &str, forget: bool) {
         self.catalog_dirty = true;
         self.backend.stop(name, forget);
     }
@@ -423,6 +427,9 @@ impl<B: Backend> Host<B> {
                 current,
                 error,
             } => {
+                if current {
+                    self.lazy_reported(&key, true);
+                }
                 let of_the_pass = self.running.as_ref().is_some_and(|running| {
                     running
                         .starting
@@ -461,6 +468,7 @@ impl<B: Backend> Host<B> {
                 self.finish_if_done();
             }
             Report::Updated(server) => {
+                self.lazy_reported(&server, false);
                 if let Some(status) = self.status_of(&server) {
                     self.emit(HostEvent::ClientUpdate(status));
                 }

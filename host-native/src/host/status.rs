@@ -26,6 +26,8 @@ pub enum State {
     Disconnected,
     /// Not started by policy (see the reason).
     Skipped,
+    /// A lazy server not running: its last listing is offered, and a request starts it.
+    Dormant,
 }
 
 impl State {
@@ -37,6 +39,7 @@ impl State {
             State::Failed => "failed",
             State::Disconnected => "disconnected",
             State::Skipped => "skipped",
+            State::Dormant => "dormant",
         }
     }
 }
@@ -99,6 +102,9 @@ pub struct ServerStatus {
     /// How many sessions hold its process (the pool's count): a daemon session's server only.
     #[serde(default)]
     pub sessions: Option<usize>,
+    /// Started only when a request needs it, stopped when idle (`lazy`, `mcp.lazy`).
+    #[serde(default)]
+    pub lazy: bool,
     /// Consecutive failures.
     pub attempts: u32,
     /// The last error, redacted.
@@ -175,6 +181,7 @@ impl ServerStatus {
             spawns: 0,
             share: None,
             sessions: None,
+            lazy: false,
             attempts: 0,
             last_error: None,
             retry_in_ms: None,
@@ -295,7 +302,21 @@ impl<B: Backend> Host<B> {
         });
         let trusted = snapshot.is_none_or(|s| s.trusted);
         let mut status = ServerStatus::by_policy(name, config, trusted, &self.gating, approval);
+        status.lazy = self.lazy.is_lazy(name);
         let Some(live) = self.backend.held(name) else {
+            if let Some(listing) = self.lazy.listing(name) {
+                if status.state == State::Disconnected {
+                    // What a client is offered from the kept listing.
+                    status.state = State::Dormant;
+                    status.tools = listing
+                        .tools
+                        .iter()
+                        .filter(|t| tool_enabled(config, &t.name))
+                        .count();
+                    status.prompts = listing.prompts.len();
+                    status.resources = listing.resources.len();
+                }
+            }
             return Some(status);
         };
         status.spawns = live.spawns;

@@ -58,6 +58,12 @@ impl<B: Backend> Host<B> {
         reply: oneshot::Sender<Result<Route, String>>,
     ) {
         let routed = self.route(target.clone());
+        if routed.is_err() {
+            // A dormant lazy server would serve it: start it, and wait for it.
+            if let Some(server) = self.dormant_owner(&target) {
+                self.wake(&server);
+            }
+        }
         if routed.is_ok() || !self.waits_on_a_start(&target) {
             let _ = reply.send(routed);
             return;
@@ -74,6 +80,9 @@ impl<B: Backend> Host<B> {
     /// under way: for a tool or prompt, an admitted server whose prefix the name has; for a
     /// resource or template, any.
     fn waits_on_a_start(&self, target: &Target) -> bool {
+        if self.waits_on_a_wake(target) {
+            return true;
+        }
         if self.started {
             return false;
         }

@@ -92,15 +92,22 @@ impl Inputs {
             .map(|f| (f.kind, f.content().value))
             .collect();
         let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
-        let share = if self.layout.reads_client_files() {
-            // A client layout reads no settings file of ours for servers, but the sharing
-            // default is this host's alone: `mcp.share` of our own user settings file.
+        let (share, lazy) = if self.layout.reads_client_files() {
+            // A client layout reads no settings file of ours for servers, but the sharing and
+            // lazy defaults are this host's alone: `mcp.share`, `mcp.lazy` and
+            // `mcp.lazyIdleMs` of our own user settings file.
             let own = own_share_settings(&self.paths.user, &mut errors);
             let own: Vec<(LayerSource, &Value)> =
                 own.iter().map(|v| (LayerSource::User, v)).collect();
-            mcp_reconcile_kernel::share::share_settings(&own)
+            (
+                mcp_reconcile_kernel::share::share_settings(&own),
+                mcp_reconcile_kernel::lazy::lazy_settings(&own),
+            )
         } else {
-            mcp_reconcile_kernel::share::share_settings(&scopes)
+            (
+                mcp_reconcile_kernel::share::share_settings(&scopes),
+                mcp_reconcile_kernel::lazy::lazy_settings(&scopes),
+            )
         };
         let lists = if self.layout == Layout::Gemini {
             gemini_mcp_lists(&scopes)
@@ -263,6 +270,7 @@ impl Inputs {
             client_approved: client.approved_by_name,
             lists,
             share,
+            lazy,
             cli_allowed: self.cli_allowed.clone(),
             approvals,
             project_root: self.project_root.clone(),
@@ -416,8 +424,9 @@ pub(super) struct FrozenCommand {
     written: Option<ServerConfig>,
 }
 
-/// Our own user settings file as a client layout reads it: for `mcp.share` only (bounded read,
-/// comments allowed); a file that cannot be read or parsed is reported and shares nothing.
+/// Our own user settings file as a client layout reads it: for `mcp.share`, `mcp.lazy` and
+/// `mcp.lazyIdleMs` only (bounded read, comments allowed); a file that cannot be read or parsed
+/// is reported and shares nothing, and makes nothing lazy.
 fn own_share_settings(path: &std::path::Path, errors: &mut Vec<InputError>) -> Option<Value> {
     let text = match super::read_text(path) {
         Ok(Some(text)) if !text.trim().is_empty() => text,

@@ -26,14 +26,24 @@ use super::relay::Questions;
 use super::{ConnectError, ConnectErrorKind, Connection, Ctx, ENDED_WAIT, SERVICE_CLOSE};
 
 /// How many forwarded requests are waiting for an answer on one connection, so a connection
-/// being retired lets them finish ([`Connection::retire`]).
+/// being retired lets them finish ([`Connection::retire`]), and how many were ever forwarded,
+/// so a lazy server's session sees whether it was used since it last looked.
 #[derive(Debug)]
-pub(super) struct InFlight(watch::Sender<usize>);
+pub(super) struct InFlight(watch::Sender<usize>, std::sync::atomic::AtomicU64);
 
 impl Default for InFlight {
     fn default() -> Self {
-        InFlight(watch::Sender::new(0))
+        InFlight(watch::Sender::new(0), std::sync::atomic::AtomicU64::new(0))
     }
+}
+
+/// A connection's use so far ([`Caller::activity`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Requests forwarded and not answered yet.
+    pub in_flight: usize,
+    /// Requests forwarded since the connection was made.
+    pub forwarded: u64,
 }
 
 impl InFlight {
@@ -45,6 +55,7 @@ impl InFlight {
                 self.0.send_modify(|n| *n = n.saturating_sub(1));
             }
         }
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.0.send_modify(|n| *n += 1);
         Busy(&self.0)
     }
@@ -110,6 +121,19 @@ impl Caller {
     /// The server this caller talks to.
     pub fn server(&self) -> &str {
         &self.ctx.name
+    }
+
+    /// How the connection is being used: requests in flight and forwarded so far (a lazy
+    /// server is stopped only when it served nothing for its idle time).
+    pub fn activity(&self) -> Activity {
+        Activity {
+            in_flight: *self.ctx.in_flight.0.borrow(),
+            forwarded: self
+                .ctx
+                .in_flight
+                .1
+                .load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// The MCP revision the connection speaks (SPEC §16): `2026-07-28` after

@@ -5,7 +5,7 @@ use super::Catalog;
 
 /// Content digests of one listing: per tool (a session view keeps some of them), and one per
 /// other list. Equal lists give equal digests; the serialized form of each item is hashed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Digests {
     pub tools: Vec<u64>,
     pub prompts: u64,
