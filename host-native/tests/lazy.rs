@@ -2,7 +2,7 @@
 //! real fixture servers counted by their marker files, the kept listings on disk. No timing is
 //! asserted: "not started" is a spawn count, "stopped" is a process gone, "waited" is an answer.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

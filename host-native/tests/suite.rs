@@ -33,6 +33,7 @@ mod install;
 mod install_lock;
 mod install_reinstall;
 mod ipc_security;
+mod lazy;
 mod lsp_connection;
 mod lsp_security;
 mod lsp_watch;

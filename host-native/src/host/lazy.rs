@@ -122,13 +122,13 @@ impl<B: Backend> Host<B> {
             if old != to {
                 let cache = self.lazy.cache.clone();
                 let old = old.clone();
-                super::pass::off_the_loop(|| cache.remove(&old));
+                super::blocking::off_the_loop(|| cache.remove(&old));
                 self.lazy.listings.remove(name);
             }
         }
         if !self.lazy.listings.contains_key(name) {
             let cache = &self.lazy.cache;
-            if let Some(catalog) = super::pass::off_the_loop(|| cache.load(to)) {
+            if let Some(catalog) = super::blocking::off_the_loop(|| cache.load(to)) {
                 self.lazy
                     .listings
                     .insert(name.to_owned(), (to.clone(), catalog));
