@@ -6,7 +6,7 @@
 # libunwind (scripts/musl-link.sh).
 #
 #   bash scripts/dist.sh                      # x86_64: built, then run once (--version)
-#   bash scripts/dist.sh --check-aarch64      # also type-checks aarch64-unknown-linux-musl
+#   (aarch64-unknown-linux-musl is type-checked by scripts/cross-check.sh)
 #
 # The binary lands in target-dist/x86_64-unknown-linux-musl/dist/mcp-reconcile.
 set -euo pipefail
@@ -33,16 +33,3 @@ if file "$bin" | grep -q "dynamically linked"; then
   exit 1
 fi
 echo "==> $bin: $(du -h "$bin" | cut -f1), $(file -b "$bin" | cut -d, -f1-2)"
-
-if [ "${1:-}" = --check-aarch64 ]; then
-  stub=$(mktemp -d)
-  trap 'rm -rf "$stub"' EXIT
-  printf '#!/bin/sh\nout=\nwhile [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift;; esac; shift; done\n[ -n "$out" ] && : >"$out"\nexit 0\n' >"$stub/cc"
-  printf '#!/bin/sh\nfor a; do case "$a" in *.a) printf "!<arch>\\n" >"$a"; exit 0;; esac; done\n' >"$stub/ar"
-  chmod +x "$stub/cc" "$stub/ar"
-  echo "==> cargo check --target aarch64-unknown-linux-musl"
-  env RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc CC_aarch64_unknown_linux_musl="$stub/cc" \
-    AR_aarch64_unknown_linux_musl="$stub/ar" \
-    /usr/bin/cargo check --locked --target aarch64-unknown-linux-musl -Zbuild-std=std,panic_abort \
-    -p mcp-reconcile --bins --lib --target-dir target-dist
-fi

@@ -98,9 +98,9 @@ cargo test --workspace --locked --no-run
 # The conformance tests run this client; built here, not inside a test.
 cargo build --locked -p mcp-reconcile --example conformance_client
 
-background "macOS (both Apple targets type-check, no Mac here: build-std, C stubbed) and Linux \
-binaries that run anywhere (static musl: x86_64 built and run, aarch64 checked)" \
-    "bash scripts/apple-check.sh && bash scripts/dist.sh --check-aarch64"
+background "macOS (both Apple targets) and aarch64 Linux type-check (build-std, C stubbed); \
+Linux binaries that run anywhere (static musl x86_64, built and run)" \
+    "bash scripts/cross-check.sh && bash scripts/dist.sh"
 
 step "tests (kernel, host, fixture, wasm types)"
 # Four at a time on two cores: most tests wait on real processes, not the CPU.
