@@ -24,8 +24,10 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
+# Tools are built in the dev profile (`--debug`): they do little work per run, and an optimised
+# build of their dependency trees is minutes of a fresh machine's suite (issue 38).
 if ! cargo fuzz --version >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
+  cargo install cargo-fuzz --locked --debug
 fi
 
 # Third-party MCP servers, the real clients Gemini CLI, Claude Code and Codex, and the

@@ -27,5 +27,7 @@ fi
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $version" ]; then
   # The CLI must match the crate exactly; its own lockfile is not used
   # (`--locked` pulls dependencies that no longer build on current Rust).
-  cargo install --version "$version" wasm-bindgen-cli
+  # The dev profile (`--debug`): it runs once per build on a small module, and an optimised
+  # build of its dependencies is minutes of a fresh machine's suite (issue 38).
+  cargo install --locked --debug --version "$version" wasm-bindgen-cli
 fi
