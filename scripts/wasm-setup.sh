@@ -29,5 +29,5 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $version" 
   # (`--locked` pulls dependencies that no longer build on current Rust).
   # The dev profile (`--debug`): it runs once per build on a small module, and an optimised
   # build of its dependencies is minutes of a fresh machine's suite (issue 38).
-  cargo install --locked --debug --version "$version" wasm-bindgen-cli
+  cargo install --debug --version "$version" wasm-bindgen-cli
 fi
