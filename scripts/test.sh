@@ -38,6 +38,8 @@ step_table() {
 # its start to its own end.
 bg_pid="" bg_name="" bg_log="" bg_start=0
 background() {
+    end_step
+    step_name=""
     bg_name=$1 bg_log=$(mktemp) bg_start=$EPOCHSECONDS
     shift
     printf '\n==> %s (in the background)\n' "$bg_name"
