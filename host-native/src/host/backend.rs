@@ -185,10 +185,9 @@ impl Backend for Own {
         online
     }
 
-    fn reconnect(&mut self, _server: Option<&str>, names: &[String], _also: &[String]) -> Restart {
-        for name in names {
-            self.0.forgive(name);
-        }
+    /// The session's own pass restarts them: the plan takes them as manual reconnects and
+    /// the kernel's `decide_restart` says how (see `host/restart.rs`).
+    fn reconnect(&mut self, _server: Option<&str>, _names: &[String], _also: &[String]) -> Restart {
         Restart::Pass
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
+use mcp_reconcile_kernel::restart::RestartRequest;
 use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -498,7 +499,7 @@ impl Actor {
                 .is_some_and(|p| p.health().status == Status::Failed);
             self.conns.forgive(&key);
             if failed && self.admitted(&key) {
-                self.conns.restart(&key);
+                self.restart_held(&key, RestartRequest::RetryDue);
             }
         }
     }
@@ -540,7 +541,7 @@ impl Actor {
         }
         for key in self.conns.due() {
             if self.admitted(&key) {
-                self.conns.restart(&key);
+                self.restart_held(&key, RestartRequest::RetryDue);
             } else {
                 // Nobody who may run it holds it: wait for an acquire or the drain.
                 self.conns.park(&key);
@@ -584,8 +585,7 @@ impl Actor {
                 continue;
             }
             done.restarted.push(pooled.name.clone());
-            self.conns.forgive(&key);
-            self.conns.restart(&key);
+            self.restart_held(&key, RestartRequest::ManualReconnect);
         }
         done
     }

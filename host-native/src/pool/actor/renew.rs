@@ -1,11 +1,13 @@
-//! A held connection started afresh with its config unchanged (dev mode: the sources of the
-//! program it runs changed).
+//! A held connection started again: afresh with its config unchanged (dev mode: the sources
+//! of the program it runs changed), by a manual reconnect, or for a due retry — each the step
+//! the kernel's [`decide_restart`] gives, as in a session's own pass (issue 38).
 
 use std::sync::Arc;
 
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::pool::Acquire;
+use mcp_reconcile_kernel::restart::{decide_restart, RestartOrder, RestartRequest};
 use mcp_reconcile_kernel::ServerConfig;
 
 use super::Actor;
@@ -45,9 +47,23 @@ impl Actor {
         match self.conns.get(&key).map(|entry| entry.health().status) {
             Some(Status::Connecting) => {}
             Some(_) => {
-                // The fix may be in the new sources: a crash loop starts over.
-                self.conns.forgive(&key);
-                self.conns.replace(key, server.to_owned(), config);
+                // The fix may be in the new sources: the kernel's step forgives a crash loop.
+                let step = decide_restart(
+                    RestartRequest::SourcesChanged,
+                    Some(config.0.object()),
+                    false,
+                );
+                if step.forgive {
+                    self.conns.forgive(&key);
+                }
+                match step.order {
+                    RestartOrder::MakeBeforeBreak => {
+                        self.conns.replace(key, server.to_owned(), config);
+                    }
+                    RestartOrder::StopFirst => {
+                        self.conns.start(key, server.to_owned(), config);
+                    }
+                }
             }
             None => {
                 self.conns.start(key, server.to_owned(), config);
@@ -55,6 +71,27 @@ impl Actor {
         }
         Acquire::Attach {
             refcount: self.pool.refcount(id),
+        }
+    }
+
+    /// Starts the held connection `key` again for `request` (a manual reconnect, a due retry)
+    /// with its config: forgiven and ordered as the kernel's [`decide_restart`] says.
+    pub(super) fn restart_held(&mut self, key: &super::Key, request: RestartRequest) {
+        let Some(entry) = self.conns.get(key) else {
+            return;
+        };
+        let (name, config) = (entry.name.clone(), entry.config.clone());
+        let step = decide_restart(request, Some(config.0.object()), false);
+        if step.forgive {
+            self.conns.forgive(key);
+        }
+        match step.order {
+            RestartOrder::MakeBeforeBreak => {
+                self.conns.replace(key.clone(), name, config);
+            }
+            RestartOrder::StopFirst => {
+                self.conns.restart(key);
+            }
         }
     }
 }
