@@ -321,7 +321,7 @@ impl Run {
 }
 
 /// A crashing server backs off on the kernel's schedule into a crash loop; a call to its tool
-/// says so; `reload` clears it. On the session's own supervisor and on the pool's alike, with
+/// says so; a manual `reconnect` clears it, and so does `reload`. On the session's own supervisor and on the pool's alike, with
 /// every timer on one [`ManualClock`].
 async fn crash_scenario(backend: Backend) -> Vec<String> {
     let p = Project::new();
@@ -356,10 +356,27 @@ async fn crash_scenario(backend: Backend) -> Vec<String> {
         run.note(line);
     }
     run.call("crash loop", "mcp__crashy__echo").await;
+    // A manual reconnect: the kernel's `decide_restart` forgives it and stops what runs first,
+    // whoever executes it (the session's pass, or the pool for its holders).
+    let restarted = run
+        .handle
+        .reconnect(Some("crashy".into()))
+        .await
+        .expect("the session runs");
+    run.note(format!("reconnect: {restarted:?}"));
+    let s = run
+        .wait_server("a fresh first failure after reconnect", "crashy", |s| {
+            s.state == State::Failed && s.attempts == 1 && s.spawns == 9
+        })
+        .await;
+    run.note(format!(
+        "after reconnect: {} attempt {} reason {:?}",
+        s.state, s.attempts, s.reason
+    ));
     run.handle.reload().await.expect("the session runs");
     let s = run
         .wait_server("a fresh first failure after reload", "crashy", |s| {
-            s.state == State::Failed && s.attempts == 1 && s.spawns == 9
+            s.state == State::Failed && s.attempts == 1 && s.spawns == 10
         })
         .await;
     run.note(format!(
@@ -375,6 +392,11 @@ async fn a_crash_loop_runs_and_clears_alike_on_both_backends() {
     assert!(
         own.iter().any(|l| l
             .starts_with("crash loop after 8 attempts, 8 spawns, retry None, stderr kept: true")),
+        "{own:#?}"
+    );
+    assert!(
+        own.iter()
+            .any(|l| l == "after reconnect: failed attempt 1 reason Some(BackingOff)"),
         "{own:#?}"
     );
 }
