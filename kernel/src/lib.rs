@@ -56,8 +56,8 @@ pub use lsp::{
 pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Status};
 pub use pool::{Acquire, Pool, Release};
 pub use reconnects::{ReconnectLimit, RECONNECT_INTERVAL};
-pub use restart::{decide_restart, RestartOrder, RestartRequest, RestartStep};
 pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
+pub use restart::{decide_restart, RestartOrder, RestartRequest, RestartStep};
 pub use settings::{
     parse_settings, restart_required, settings_diff, settings_from_parsed, McpLists,
     RestartRequired,

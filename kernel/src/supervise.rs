@@ -375,7 +375,14 @@ mod tests {
             (vec![("maxRestarts", n(f64::NAN))], 8, true),
             (vec![("maxRestarts", Value::from("3"))], 3, false),
             (vec![("restartOnCrash", Value::Bool(false))], 1, true),
-            (vec![("restartOnCrash", Value::Bool(true)), ("maxRestarts", n(3.0))], 2, false),
+            (
+                vec![
+                    ("restartOnCrash", Value::Bool(true)),
+                    ("maxRestarts", n(3.0)),
+                ],
+                2,
+                false,
+            ),
         ];
         for (fields, failures, parked) in table {
             let limit = RestartLimit::of_entry(&lsp_entry(&fields));
@@ -386,7 +393,11 @@ mod tests {
                 s.hold_to(limit);
             }
             assert_eq!(s.crash_loop, parked, "{fields:?} after {failures}");
-            assert_eq!(s.retry_due().is_none(), parked, "{fields:?} after {failures}");
+            assert_eq!(
+                s.retry_due().is_none(),
+                parked,
+                "{fields:?} after {failures}"
+            );
         }
     }
 

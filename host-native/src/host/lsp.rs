@@ -12,8 +12,8 @@ use mcp_reconcile_kernel::lsp::{
     lsp_approval_state, lsp_plan, LspAction, LspPlan, LspPlanContext, LspScope, LspServers,
 };
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry};
-use mcp_reconcile_kernel::supervise::RestartLimit;
 use mcp_reconcile_kernel::restart::{decide_restart, RestartOrder, RestartRequest};
+use mcp_reconcile_kernel::supervise::RestartLimit;
 use mcp_reconcile_kernel::{Reason, ServerConfig};
 
 use super::{LspServerStatus, State};

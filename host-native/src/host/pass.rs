@@ -222,7 +222,10 @@ impl<B: Backend> Host<B> {
         // shown as disconnected, so the plan retries each with a fresh process.
         let manual: HashSet<String> = std::mem::take(&mut self.restart).into_iter().collect();
         for name in &manual {
-            if self.restart_step(name, RestartRequest::ManualReconnect).forgive {
+            if self
+                .restart_step(name, RestartRequest::ManualReconnect)
+                .forgive
+            {
                 self.backend.forgive(name);
             }
         }

@@ -57,13 +57,48 @@ mod tests {
         let sources = [("a".to_owned(), "src/x.ts".to_owned())];
         let none = HashSet::new();
         let cases = [
-            (reconnect(vec!["command".into()]), &none, &sources[..0], Some(RestartRequest::ConfigEdited)),
-            (reconnect(vec!["command".into()]), &none, &sources[..], Some(RestartRequest::ConfigEdited)),
-            (reconnect(Vec::new()), &none, &sources[..], Some(RestartRequest::SourcesChanged)),
-            (retry.clone(), &manual, &sources[..], Some(RestartRequest::ManualReconnect)),
-            (retry.clone(), &none, &sources[..], Some(RestartRequest::SourcesChanged)),
-            (retry.clone(), &none, &sources[..0], Some(RestartRequest::RetryDue)),
-            (Action::Keep { name: "a".into() }, &manual, &sources[..], None),
+            (
+                reconnect(vec!["command".into()]),
+                &none,
+                &sources[..0],
+                Some(RestartRequest::ConfigEdited),
+            ),
+            (
+                reconnect(vec!["command".into()]),
+                &none,
+                &sources[..],
+                Some(RestartRequest::ConfigEdited),
+            ),
+            (
+                reconnect(Vec::new()),
+                &none,
+                &sources[..],
+                Some(RestartRequest::SourcesChanged),
+            ),
+            (
+                retry.clone(),
+                &manual,
+                &sources[..],
+                Some(RestartRequest::ManualReconnect),
+            ),
+            (
+                retry.clone(),
+                &none,
+                &sources[..],
+                Some(RestartRequest::SourcesChanged),
+            ),
+            (
+                retry.clone(),
+                &none,
+                &sources[..0],
+                Some(RestartRequest::RetryDue),
+            ),
+            (
+                Action::Keep { name: "a".into() },
+                &manual,
+                &sources[..],
+                None,
+            ),
         ];
         for (action, manual, sources, expected) in cases {
             let got = request(&action, manual, sources).map(|(_, request)| request);

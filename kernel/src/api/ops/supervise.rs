@@ -97,9 +97,9 @@ impl Decode for SuperviseRequest {
         // Only the events that use them read `error`, `unsupported` and
         // `needsAuth`.
         let restart_policy = match event {
-            SupervisionEvent::Failed | SupervisionEvent::Closed => req
-                .opt_object("restartPolicy")?
-                .map(RestartLimit::of_entry),
+            SupervisionEvent::Failed | SupervisionEvent::Closed => {
+                req.opt_object("restartPolicy")?.map(RestartLimit::of_entry)
+            }
             _ => None,
         };
         let (error, unsupported, needs_auth) = match event {
