@@ -353,6 +353,9 @@ mod tests {
         assert_eq!(seed_for(""), 0x000e_3b0c_4429_8fc1);
     }
 
+    /// An entry's fields, in order.
+    type Fields<'a> = Vec<(&'a str, Value)>;
+
     fn lsp_entry(fields: &[(&str, Value)]) -> Object {
         fields
             .iter()
@@ -365,7 +368,7 @@ mod tests {
     fn the_restart_limit_parks_a_server_after_its_max_restarts() {
         let n = |x: f64| Value::Number(x);
         // (entry fields, failures in a row, parked?)
-        let table: Vec<(Vec<(&str, Value)>, u32, bool)> = vec![
+        let table: Vec<(Fields<'_>, u32, bool)> = vec![
             (vec![], 7, false),
             (vec![], 8, true),
             (vec![("maxRestarts", n(2.0))], 1, false),
