@@ -515,7 +515,8 @@ impl Host<Lease> {
     /// A host over `inputs` whose MCP connections are its holds on `pool`, as session `name`
     /// (unique among the pool's live sessions): what a daemon session runs, for a Rust host
     /// that shares one pool between several sessions. Plans in pool mode whatever
-    /// `options.mode` says.
+    /// `options.mode` says, and reads the pool's clock whatever `options.clock` says: the
+    /// supervision of its connections is the pool's, so their retry times are on that clock.
     pub fn in_pool(inputs: Inputs, options: HostOptions, pool: &SharedPool, name: &str) -> Self {
         Host::in_pool_launched(inputs, options, pool, name, None)
     }
@@ -531,6 +532,7 @@ impl Host<Lease> {
     ) -> Self {
         let options = HostOptions {
             mode: Mode::Pool,
+            clock: pool.clock.clone(),
             ..options
         };
         let lease = Lease::new(pool, name.to_owned(), launch.clone(), options.clock.clone());

@@ -196,6 +196,9 @@ impl Reconnected {
 pub struct SharedPool {
     tx: mpsc::UnboundedSender<Request>,
     changes: watch::Receiver<u64>,
+    /// The clock its supervision reads: every session on it reads the same one, so a retry
+    /// time or a healthy-since the pool keeps means the same in the session.
+    clock: Clock,
 }
 
 impl SharedPool {
@@ -203,8 +206,9 @@ impl SharedPool {
     pub fn start(options: PoolOptions) -> SharedPool {
         let (tx, rx) = mpsc::unbounded_channel();
         let (changes_tx, changes) = watch::channel(0);
+        let clock = options.clock.clone();
         tokio::spawn(Actor::new(options, changes_tx).run(rx));
-        SharedPool { tx, changes }
+        SharedPool { tx, changes, clock }
     }
 
     /// Marked changed whenever a session's view may have changed: a connection came up,
