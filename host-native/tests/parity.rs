@@ -2,8 +2,9 @@
 //! `serve --no-daemon`) and on a lease of the shared pool (a daemon session), must tell its
 //! observers the same things — the same plans, approvals, tool-not-found texts and status —
 //! through add, edit, remove, a failing server, a pending server approved, a settings file
-//! deleted and restored inside the grace and left deleted past it, and a `reload`; and a
-//! dev-mode server restarted for a source edit.
+//! deleted and restored inside the grace and left deleted past it, and a `reload`; a crashing
+//! server's planned retries, crash loop, manual reconnect and reload; and a dev-mode server
+//! restarted for a source edit.
 
 use crate::common;
 
@@ -103,19 +104,29 @@ impl Run {
     }
 
     async fn pass(&mut self, what: &str) {
+        self.pass_of(what, false).await;
+    }
+
+    /// Reads events until a pass triggered by a due retry is applied, noting it.
+    async fn retry_pass(&mut self, what: &str) {
+        self.pass_of(what, true).await;
+    }
+
+    /// [`Run::pass`] (`retry`: only a pass a due retry triggered). Retries are the engine's on
+    /// both backends — the pool reports each connection's supervision to the session — so a
+    /// retry step is compared wherever it is planned; only the passes the real clock's
+    /// retries trigger are left out of a scenario timed by it, since how many fall between two
+    /// edits depends on the machine's speed.
+    async fn pass_of(&mut self, what: &str, retry: bool) {
         let deadline = Instant::now() + PATIENCE;
         loop {
             match self.next_event(what, deadline).await {
-                // A failing server's retries are the supervisor's own (the session's, or the
-                // pool's for every holder): not part of what is compared.
-                HostEvent::PlanApplied(report) if report.trigger == "retry" => {}
+                HostEvent::PlanApplied(report) if (report.trigger == "retry") != retry => {}
                 HostEvent::PlanApplied(report) => {
                     let mut line = format!("{what}: plan");
                     for step in &report.steps {
                         let kind = step.action.kind();
-                        // A retry is the supervisor's (the session's own pass, or the pool's
-                        // restart of what it holds): not compared, like retry passes.
-                        if matches!(kind, "keep" | "noop" | "skip" | "retry") {
+                        if matches!(kind, "keep" | "noop" | "skip") {
                             continue;
                         }
                         line.push_str(&format!(" {kind} {}", step.action.name().unwrap_or("")));
@@ -351,6 +362,8 @@ async fn crash_scenario(backend: Backend) -> Vec<String> {
         let wait = s.retry_in_ms.expect("a retry time while backing off");
         schedule.push(format!("attempt {} backs off {wait} ms", s.attempts));
         time.advance(Duration::from_millis(wait));
+        // The session's engine plans the retry on both backends.
+        run.retry_pass(&format!("retry {}", attempt + 1)).await;
     }
     for line in schedule {
         run.note(line);
@@ -399,6 +412,11 @@ async fn a_crash_loop_runs_and_clears_alike_on_both_backends() {
             .any(|l| l == "after reconnect: failed attempt 1 reason Some(BackingOff)"),
         "{own:#?}"
     );
+    let retries = own
+        .iter()
+        .filter(|l| l.starts_with("retry ") && l.contains(": plan retry crashy "))
+        .count();
+    assert_eq!(retries, 7, "one planned retry per backoff: {own:#?}");
 }
 
 /// The JSON language server from the repository's `node_modules` (`scripts/setup.sh`).

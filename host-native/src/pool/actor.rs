@@ -76,6 +76,14 @@ pub(super) enum Op {
         launch: Option<Arc<Launch>>,
         stop_first: bool,
     },
+    /// The session's engine planned a retry of its failed connection `id` (its backoff ended,
+    /// or a reload forgave it): the pool starts it again once, whichever holder asks first.
+    Retry {
+        server: String,
+        id: ConnectionId,
+        config: ServerConfig,
+        launch: Option<Arc<Launch>>,
+    },
 }
 
 /// A held connection as a session sees it.
@@ -279,6 +287,15 @@ impl Actor {
                     } else {
                         self.replace(session, &server, &from, &id, (config, launch), stop_first)
                     };
+                    results.push((server, outcome));
+                }
+                Op::Retry {
+                    server,
+                    id,
+                    config,
+                    launch,
+                } => {
+                    let outcome = self.retry(session, &server, &id, (config, launch));
                     results.push((server, outcome));
                 }
             }
@@ -525,12 +542,10 @@ impl Actor {
         })
     }
 
+    /// The next drain to end. Retries are not the pool's to time: each holder's engine plans
+    /// them from what its lease mirrors ([`Op::Retry`]).
     fn next_wake(&self) -> Option<Millis> {
-        let retry = self.conns.next_retry();
-        match (self.pool.poll_timeout(), retry) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.pool.poll_timeout()
     }
 
     fn timeout(&mut self) {
@@ -538,14 +553,6 @@ impl Actor {
         for close in self.pool.handle_timeout(now) {
             tracing::debug!(id = %close.id, "drained; closing");
             self.close_key(&Key::Shared(close.id));
-        }
-        for key in self.conns.due() {
-            if self.admitted(&key) {
-                self.restart_held(&key, RestartRequest::RetryDue);
-            } else {
-                // Nobody who may run it holds it: wait for an acquire or the drain.
-                self.conns.park(&key);
-            }
         }
     }
 

@@ -30,18 +30,9 @@ impl Actor {
         let now = self.now();
         let Some(key) = self.held_key(session, id) else {
             // Not held (any more): an ordinary acquire, through the gate.
-            let (outcome, key) = self.acquire(session, id, &config.0, now);
-            if let Some(key) = key.filter(|key| self.conns.get(key).is_none()) {
-                self.conns.start(key, server.to_owned(), config);
-            }
-            return outcome;
+            return self.acquire_and_start(session, server, id, config, now);
         };
-        let gating = self
-            .sessions
-            .get(session)
-            .map(|s| s.gating.clone())
-            .unwrap_or_default();
-        if let Some(reason) = gating.denial(server, &config.0) {
+        if let Some(reason) = self.denial(session, server, &config.0) {
             return Acquire::Refused { reason };
         }
         match self.conns.get(&key).map(|entry| entry.health().status) {
@@ -72,6 +63,63 @@ impl Actor {
         Acquire::Attach {
             refcount: self.pool.refcount(id),
         }
+    }
+
+    /// `session`'s engine retries its failed connection `id` of `server`: started again with
+    /// its failures kept (the kernel's step for a due retry), once — a start another holder's
+    /// retry began, or a connection up again, is left as it is. The session's gating must
+    /// still admit it; one it no longer holds is an ordinary acquire.
+    pub(super) fn retry(
+        &mut self,
+        session: &str,
+        server: &str,
+        id: &ConnectionId,
+        config: (ServerConfig, Option<Arc<Launch>>),
+    ) -> Acquire {
+        let now = self.now();
+        let Some(key) = self.held_key(session, id) else {
+            return self.acquire_and_start(session, server, id, config, now);
+        };
+        if let Some(reason) = self.denial(session, server, &config.0) {
+            return Acquire::Refused { reason };
+        }
+        let failed = self
+            .conns
+            .get(&key)
+            .is_some_and(|entry| entry.health().status == Status::Failed);
+        if failed {
+            self.restart_held(&key, RestartRequest::RetryDue);
+        }
+        Acquire::Attach {
+            refcount: self.pool.refcount(id),
+        }
+    }
+
+    /// An ordinary acquire of `id` by `session` through the gate, started if nobody runs it.
+    fn acquire_and_start(
+        &mut self,
+        session: &str,
+        server: &str,
+        id: &ConnectionId,
+        config: (ServerConfig, Option<Arc<Launch>>),
+        now: mcp_reconcile_kernel::Millis,
+    ) -> Acquire {
+        let (outcome, key) = self.acquire(session, id, &config.0, now);
+        if let Some(key) = key.filter(|key| self.conns.get(key).is_none()) {
+            self.conns.start(key, server.to_owned(), config);
+        }
+        outcome
+    }
+
+    /// Why `session`'s current gating refuses `server` with `config`, if it does.
+    fn denial(
+        &self,
+        session: &str,
+        server: &str,
+        config: &ServerConfig,
+    ) -> Option<mcp_reconcile_kernel::Reason> {
+        let session = self.sessions.get(session)?;
+        session.gating.denial(server, config)
     }
 
     /// Starts the held connection `key` again for `request` (a manual reconnect, a due retry)
