@@ -436,8 +436,17 @@ impl Backend for Lease {
     }
 
     /// The pool forgives a connection when it starts it afresh for the session
-    /// (`Actor::renew`).
-    fn forgive(&mut self, _name: &str) {}
+    /// (`Actor::renew`, a stop-first replace): a failed one is then not retried with its
+    /// failures kept ([`Op::Retry`]) but started afresh.
+    fn forgive(&mut self, name: &str) {
+        if let Some(mirrored) = self.mirror.get_mut(name) {
+            mirrored.health.forgive();
+            if mirrored.health.status == Status::Failed {
+                mirrored.health.status = Status::Disconnected;
+            }
+            self.resend.insert(name.to_owned());
+        }
+    }
 
     async fn next(&mut self) -> Report<String> {
         loop {
