@@ -2,8 +2,9 @@
 //! `serve --no-daemon`) and on a lease of the shared pool (a daemon session), must tell its
 //! observers the same things — the same plans, approvals, tool-not-found texts and status —
 //! through add, edit, remove, a failing server, a pending server approved, a settings file
-//! deleted and restored inside the grace and left deleted past it, and a `reload`; and a
-//! dev-mode server restarted for a source edit.
+//! deleted and restored inside the grace and left deleted past it, and a `reload`; a crashing
+//! server's planned retries, crash loop, manual reconnect and reload; and a dev-mode server
+//! restarted for a source edit.
 
 use crate::common;
 
@@ -103,19 +104,29 @@ impl Run {
     }
 
     async fn pass(&mut self, what: &str) {
+        self.pass_of(what, false).await;
+    }
+
+    /// Reads events until a pass triggered by a due retry is applied, noting it.
+    async fn retry_pass(&mut self, what: &str) {
+        self.pass_of(what, true).await;
+    }
+
+    /// [`Run::pass`] (`retry`: only a pass a due retry triggered). Retries are the engine's on
+    /// both backends — the pool reports each connection's supervision to the session — so a
+    /// retry step is compared wherever it is planned; only the passes the real clock's
+    /// retries trigger are left out of a scenario timed by it, since how many fall between two
+    /// edits depends on the machine's speed.
+    async fn pass_of(&mut self, what: &str, retry: bool) {
         let deadline = Instant::now() + PATIENCE;
         loop {
             match self.next_event(what, deadline).await {
-                // A failing server's retries are the supervisor's own (the session's, or the
-                // pool's for every holder): not part of what is compared.
-                HostEvent::PlanApplied(report) if report.trigger == "retry" => {}
+                HostEvent::PlanApplied(report) if (report.trigger == "retry") != retry => {}
                 HostEvent::PlanApplied(report) => {
                     let mut line = format!("{what}: plan");
                     for step in &report.steps {
                         let kind = step.action.kind();
-                        // A retry is the supervisor's (the session's own pass, or the pool's
-                        // restart of what it holds): not compared, like retry passes.
-                        if matches!(kind, "keep" | "noop" | "skip" | "retry") {
+                        if matches!(kind, "keep" | "noop" | "skip") {
                             continue;
                         }
                         line.push_str(&format!(" {kind} {}", step.action.name().unwrap_or("")));
@@ -321,7 +332,7 @@ impl Run {
 }
 
 /// A crashing server backs off on the kernel's schedule into a crash loop; a call to its tool
-/// says so; `reload` clears it. On the session's own supervisor and on the pool's alike, with
+/// says so; a manual `reconnect` clears it, and so does `reload`. On the session's own supervisor and on the pool's alike, with
 /// every timer on one [`ManualClock`].
 async fn crash_scenario(backend: Backend) -> Vec<String> {
     let p = Project::new();
@@ -351,15 +362,34 @@ async fn crash_scenario(backend: Backend) -> Vec<String> {
         let wait = s.retry_in_ms.expect("a retry time while backing off");
         schedule.push(format!("attempt {} backs off {wait} ms", s.attempts));
         time.advance(Duration::from_millis(wait));
+        // The session's engine plans the retry on both backends.
+        run.retry_pass(&format!("retry {}", attempt + 1)).await;
     }
     for line in schedule {
         run.note(line);
     }
     run.call("crash loop", "mcp__crashy__echo").await;
+    // A manual reconnect: the kernel's `decide_restart` forgives it and stops what runs first,
+    // whoever executes it (the session's pass, or the pool for its holders).
+    let restarted = run
+        .handle
+        .reconnect(Some("crashy".into()))
+        .await
+        .expect("the session runs");
+    run.note(format!("reconnect: {restarted:?}"));
+    let s = run
+        .wait_server("a fresh first failure after reconnect", "crashy", |s| {
+            s.state == State::Failed && s.attempts == 1 && s.spawns == 9
+        })
+        .await;
+    run.note(format!(
+        "after reconnect: {} attempt {} reason {:?}",
+        s.state, s.attempts, s.reason
+    ));
     run.handle.reload().await.expect("the session runs");
     let s = run
         .wait_server("a fresh first failure after reload", "crashy", |s| {
-            s.state == State::Failed && s.attempts == 1 && s.spawns == 9
+            s.state == State::Failed && s.attempts == 1 && s.spawns == 10
         })
         .await;
     run.note(format!(
@@ -377,6 +407,16 @@ async fn a_crash_loop_runs_and_clears_alike_on_both_backends() {
             .starts_with("crash loop after 8 attempts, 8 spawns, retry None, stderr kept: true")),
         "{own:#?}"
     );
+    assert!(
+        own.iter()
+            .any(|l| l == "after reconnect: failed attempt 1 reason Some(BackingOff)"),
+        "{own:#?}"
+    );
+    let retries = own
+        .iter()
+        .filter(|l| l.starts_with("retry ") && l.contains(": plan retry crashy "))
+        .count();
+    assert_eq!(retries, 7, "one planned retry per backoff: {own:#?}");
 }
 
 /// The JSON language server from the repository's `node_modules` (`scripts/setup.sh`).

@@ -533,6 +533,45 @@ async fn the_pool_retries_a_crashing_server_into_crash_loop_and_reconnect_clears
     }
 }
 
+/// A session on the pool reads the pool's clock: a pooled server's `retryInMs` is its backoff,
+/// however long the pool ran before the session started (a daemon's pool and a session each
+/// had a clock from zero of their own, so the pool's retry time read as hours away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_shows_the_pools_retry_time_however_late_it_started() {
+    let d = Dir::new();
+    let missing = d.path("no-such-program");
+    d.settings(
+        "a",
+        json!({"broken": {"command": missing.to_string_lossy()}}),
+    );
+    let time = mcp_reconcile::clock::ManualClock::new();
+    // The pool has run for an hour when the session starts on a clock of its own.
+    time.advance(Duration::from_secs(3600));
+    let pool = SharedPool::start(PoolOptions {
+        clock: time.clock(),
+        ..PoolOptions::default()
+    });
+    let mut a = Run::start(&pool, d.inputs("a"), "a");
+    a.pass("a's start").await;
+    let start = Instant::now();
+    let retry_in_ms = loop {
+        let report = a.handle.status().await.expect("the session runs");
+        let broken = report.servers.iter().find(|s| s.name == "broken");
+        if let Some(ms) = broken.and_then(|s| s.retry_in_ms) {
+            break ms;
+        }
+        assert!(start.elapsed() < PATIENCE, "no retry time: {report:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // The first backoff is 1 s less up to 20 % jitter; the pool's clock does not move.
+    assert!(
+        (800..=1000).contains(&retry_in_ms),
+        "retryInMs {retry_in_ms}: the pool's retry time read on another clock"
+    );
+    a.stop().await;
+    pool.shutdown().await;
+}
+
 /// Only stdio is shared by default: a streamable HTTP server gets one private connection per
 /// session (shared once the host opts in), and an `sdk` server is never pooled (nor run).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -282,3 +282,58 @@ async fn a_server_that_stayed_healthy_starts_over_at_attempt_one() {
     assert_eq!(server(&s, "flaky").attempts, 2, "{s:#?}");
     run.stop().await;
 }
+
+/// A config edit forgives past failures (the kernel's `decide_restart`), as a new connection
+/// in the pool and a language server's new seed always were: an edited server that had
+/// crash-looped backs off from attempt 1 again instead of falling straight back into crash loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_entry_starts_over_after_a_crash_loop() {
+    use mcp_reconcile::watcher::{Change, Landing};
+    use mcp_reconcile_kernel::reload::FileSource;
+
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"crashy": crashing(&p, "crashy", 200)}}));
+    let mut run = Running::start(&p);
+    run.drive_into_crash_loop("crashy").await;
+    assert_eq!(p.spawns("crashy"), 8);
+
+    // The entry is edited (another crash time: a new identity) and the watcher says so.
+    p.write_settings(json!({"mcpServers": {"crashy": crashing(&p, "crashy", 300)}}));
+    run.skip_events();
+    run._files
+        .send(Change {
+            source: FileSource::Settings("user".into()),
+            landing: Landing::Renamed,
+        })
+        .expect("the host runs");
+    // Past the debounce, a little at a time, until the pass for the edit ran.
+    let deadline = Instant::now() + PATIENCE;
+    let pass = loop {
+        assert!(Instant::now() < deadline, "no pass for the edit");
+        run.time.advance(Duration::from_millis(100));
+        match tokio::time::timeout(Duration::from_millis(50), run.events.recv()).await {
+            Ok(Some(HostEvent::PlanApplied(report))) if report.trigger != "retry" => break report,
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => panic!("the host stopped"),
+        }
+    };
+    assert!(
+        pass.steps
+            .iter()
+            .any(|step| matches!(&step.action, Action::Reconnect { name, .. } if name == "crashy")),
+        "{pass:#?}"
+    );
+    let s = run
+        .wait("the edited server's first failure", |s| {
+            let c = server(s, "crashy");
+            c.state == "failed" && c.spawns == 9
+        })
+        .await;
+    let c = server(&s, "crashy");
+    assert_eq!(
+        (c.attempts, c.reason),
+        (1, Some(Reason::BackingOff)),
+        "{c:#?}"
+    );
+    run.stop().await;
+}

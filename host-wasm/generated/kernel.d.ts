@@ -883,6 +883,12 @@ export type SuperviseRequest = {
      * `needs_auth`, no retry timer.
      */
     needsAuth?: boolean | null,
+    /**
+     * The entry whose `restartOnCrash` and `maxRestarts` hold the connection back after a
+     * failure (`failed`, `closed`; a language server's entry, other fields ignored): one
+     * that may not start again is parked (`crashLoop`, no retry timer).
+     */
+    restartPolicy?: Record<string, unknown>,
 };
 
 /**

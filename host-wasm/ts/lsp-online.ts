@@ -2,8 +2,8 @@
  * The language servers an {@link LspExecutor} holds, as the kernel sees them:
  * per name the entry it runs with, its connection, and the kernel's
  * supervision state (SPEC §9). Every step of supervision is the kernel's
- * `supervise`; the one rule of the host's own is the entry's
- * `restartOnCrash` / `maxRestarts`, which SPEC §14.2 leaves to the host.
+ * `supervise`, the entry's `restartOnCrash` / `maxRestarts` included (its
+ * `restartPolicy`: the rule the native host steps too).
  */
 import { kernel } from "./kernel.js";
 import type {
@@ -17,9 +17,6 @@ import type {
 import type { LspConnection } from "./lsp-connection.js";
 import { SupervisionSteps, earliestRetry, onlineEntry } from "./supervision.js";
 import type { Failure } from "./supervision.js";
-
-/** The default `maxRestarts` (SPEC §14.1). */
-const DEFAULT_MAX_RESTARTS = 8;
 
 /** A document to open again on the process that replaces the one that had it open. */
 export interface Reopen {
@@ -129,15 +126,13 @@ export class LspOnline {
 
   /**
    * A start failed (`failed`) or a running process ended by itself
-   * (`closed`): one step of the kernel's policy, then the entry's own — a
-   * server that may not start again is parked, so it plans as `crash_loop`.
+   * (`closed`): one step of the kernel's policy with the entry's restart
+   * limit — a server that may not start again is parked, so it plans as
+   * `crash_loop`.
    */
   fail(name: string, live: LiveServer, event: "failed" | "closed", error: string, unsupported = false): void {
-    live.supervision = this.#step(name, live.supervision, event, { error, unsupported });
-    const max = live.config.maxRestarts;
-    const limit = typeof max === "number" && Number.isFinite(max) && max >= 0 ? max : DEFAULT_MAX_RESTARTS;
-    const exhausted = live.config.restartOnCrash === false || (live.supervision.attempts ?? 0) >= Math.max(1, limit);
-    if (exhausted) live.supervision = this.#step(name, live.supervision, "park");
+    const restartPolicy = { ...live.config };
+    live.supervision = this.#step(name, live.supervision, event, { error, unsupported, restartPolicy });
   }
 
   /** How `name`'s supervision shows now. */

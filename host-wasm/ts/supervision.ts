@@ -33,6 +33,8 @@ export interface Failure {
   error?: string;
   /** The transport is one this executor does not speak: no retry helps. */
   unsupported?: boolean;
+  /** The entry whose `restartOnCrash` / `maxRestarts` the kernel holds the server to. */
+  restartPolicy?: Record<string, unknown>;
 }
 
 /**
@@ -63,6 +65,7 @@ export class SupervisionSteps {
       seed: this.#seedOf(name),
       ...(failure.error === undefined ? {} : { error: failure.error }),
       ...(failure.unsupported ? { unsupported: true } : {}),
+      ...(failure.restartPolicy === undefined ? {} : { restartPolicy: failure.restartPolicy }),
     });
   }
 

@@ -31,6 +31,7 @@ pub mod policy;
 pub mod pool;
 pub mod reconnects;
 pub mod reload;
+pub mod restart;
 pub mod settings;
 pub mod share;
 pub mod sources;
@@ -56,6 +57,7 @@ pub use plan::{online_of, plan, Action, Mode, OnlineEntry, Plan, PlanError, Stat
 pub use pool::{Acquire, Pool, Release};
 pub use reconnects::{ReconnectLimit, RECONNECT_INTERVAL};
 pub use reload::{ReloadScheduler, DEFAULT_DEBOUNCE, DEFAULT_QUIET};
+pub use restart::{decide_restart, RestartOrder, RestartRequest, RestartStep};
 pub use settings::{
     parse_settings, restart_required, settings_diff, settings_from_parsed, McpLists,
     RestartRequired,

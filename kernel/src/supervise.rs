@@ -14,6 +14,7 @@
 use crate::backoff::{attempts_after_health, backoff};
 use crate::gating::Reason;
 use crate::identity::sha256_hex;
+use crate::json::{Object, Value};
 use crate::plan::Status;
 use crate::time::Millis;
 
@@ -202,6 +203,66 @@ impl Supervision {
     }
 }
 
+/// The default `maxRestarts` of a language server entry (SPEC §14.1).
+pub const DEFAULT_MAX_RESTARTS: u32 = 8;
+
+/// How often an entry lets a failed server be started again (a language server's
+/// `restartOnCrash` and `maxRestarts`, SPEC §14.1): THE crash-loop rule beside the backoff's,
+/// stepped by the session host and by the TypeScript executor (op `supervise`,
+/// `restartPolicy`) alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RestartLimit {
+    /// `restartOnCrash`: `false` never starts a failed server again.
+    pub restart_on_crash: bool,
+    /// `maxRestarts`: consecutive failures after which it is not started again (at least 1).
+    pub max_restarts: u32,
+}
+
+impl Default for RestartLimit {
+    fn default() -> Self {
+        RestartLimit {
+            restart_on_crash: true,
+            max_restarts: DEFAULT_MAX_RESTARTS,
+        }
+    }
+}
+
+impl RestartLimit {
+    /// The limit `entry` sets: `"restartOnCrash": false` opts out of restarts, a
+    /// non-negative `maxRestarts` bounds them (0 counts as 1: the failure that happened);
+    /// anything else keeps the default.
+    pub fn of_entry(entry: &Object) -> Self {
+        let mut limit = RestartLimit::default();
+        if let Some(Value::Bool(false)) = entry.get("restartOnCrash") {
+            limit.restart_on_crash = false;
+        }
+        if let Some(Value::Number(n)) = entry.get("maxRestarts") {
+            if n.is_finite() && *n >= 0.0 {
+                // Saturating float-to-int: a huge count is "practically never".
+                limit.max_restarts = (n.ceil() as u32).max(1);
+            }
+        }
+        limit
+    }
+
+    /// Whether a connection in state `s` may not be started again: it failed, and either
+    /// restarts are off or it failed `maxRestarts` times in a row.
+    pub fn exhausted(&self, s: &Supervision) -> bool {
+        s.status == Status::Failed && (!self.restart_on_crash || s.attempts >= self.max_restarts)
+    }
+}
+
+impl Supervision {
+    /// Holds the connection to `limit` after a failure: one that may not start again is
+    /// parked (no retry timer; it shows and plans as `crash_loop`) until its config changes,
+    /// a reconnect or a reload.
+    pub fn hold_to(&mut self, limit: RestartLimit) {
+        if limit.exhausted(self) {
+            self.park();
+        }
+    }
+}
+
 /// A per-connection jitter seed (≤ 2^53), stable per name: the first 13 hex
 /// digits of the name's sha256.
 pub fn seed_for(name: &str) -> u64 {
@@ -290,5 +351,66 @@ mod tests {
         // The value the native host and the TypeScript bridge used before
         // the policy moved into the kernel (first 13 hex digits of sha256).
         assert_eq!(seed_for(""), 0x000e_3b0c_4429_8fc1);
+    }
+
+    /// An entry's fields, in order.
+    type Fields<'a> = Vec<(&'a str, Value)>;
+
+    fn lsp_entry(fields: &[(&str, Value)]) -> Object {
+        fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    /// `restartOnCrash` and `maxRestarts` decide when a failed server is parked, as a table.
+    #[test]
+    fn the_restart_limit_parks_a_server_after_its_max_restarts() {
+        let n = |x: f64| Value::Number(x);
+        // (entry fields, failures in a row, parked?)
+        let table: Vec<(Fields<'_>, u32, bool)> = vec![
+            (vec![], 7, false),
+            (vec![], 8, true),
+            (vec![("maxRestarts", n(2.0))], 1, false),
+            (vec![("maxRestarts", n(2.0))], 2, true),
+            (vec![("maxRestarts", n(0.0))], 1, true),
+            (vec![("maxRestarts", n(-1.0))], 7, false),
+            (vec![("maxRestarts", n(f64::NAN))], 8, true),
+            (vec![("maxRestarts", Value::from("3"))], 3, false),
+            (vec![("restartOnCrash", Value::Bool(false))], 1, true),
+            (
+                vec![
+                    ("restartOnCrash", Value::Bool(true)),
+                    ("maxRestarts", n(3.0)),
+                ],
+                2,
+                false,
+            ),
+        ];
+        for (fields, failures, parked) in table {
+            let limit = RestartLimit::of_entry(&lsp_entry(&fields));
+            let mut s = Supervision::connecting(0, false);
+            for attempt in 0..failures {
+                s.restart();
+                s.fail(1, "boom".into(), Millis(u64::from(attempt)), false);
+                s.hold_to(limit);
+            }
+            assert_eq!(s.crash_loop, parked, "{fields:?} after {failures}");
+            assert_eq!(
+                s.retry_due().is_none(),
+                parked,
+                "{fields:?} after {failures}"
+            );
+        }
+    }
+
+    /// Only a failed connection is ever held back.
+    #[test]
+    fn the_restart_limit_leaves_a_running_server_alone() {
+        let limit = RestartLimit::of_entry(&lsp_entry(&[("restartOnCrash", Value::Bool(false))]));
+        let mut s = Supervision::connecting(0, false);
+        s.connected(Millis(5));
+        s.hold_to(limit);
+        assert!(!s.crash_loop && !limit.exhausted(&s));
     }
 }

@@ -7,7 +7,8 @@
 //!   embedding host): it starts, retries and stops its processes itself.
 //! * the pool's `Lease`: the session's holds on the shared pool (a daemon session):
 //!   the pool starts, shares, supervises and drains the processes; the session asks it to
-//!   acquire, replace and release, and sees what it holds through a mirror.
+//!   acquire, replace, retry and release, and sees what it holds — its supervision included,
+//!   from which the session's plan retries it — through a mirror.
 
 use futures::future::BoxFuture;
 use mcp_reconcile_kernel::identity::ConnectionId;
@@ -87,8 +88,8 @@ pub trait Backend: Send + 'static {
     /// The next start that ended or connection that changed. Cancel-safe.
     fn next(&mut self) -> impl std::future::Future<Output = Report<String>> + Send;
 
-    /// When the session must run a pass for a due retry (`None`: never; the pool retries
-    /// itself).
+    /// When the session must run a pass for a due retry (`None`: nothing failed is due) —
+    /// on either backend the session's engine plans every retry.
     fn next_retry(&self) -> Option<Millis>;
 
     /// Whether a retry is due now.
@@ -185,10 +186,9 @@ impl Backend for Own {
         online
     }
 
-    fn reconnect(&mut self, _server: Option<&str>, names: &[String], _also: &[String]) -> Restart {
-        for name in names {
-            self.0.forgive(name);
-        }
+    /// The session's own pass restarts them: the plan takes them as manual reconnects and
+    /// the kernel's `decide_restart` says how (see `host/restart.rs`).
+    fn reconnect(&mut self, _server: Option<&str>, _names: &[String], _also: &[String]) -> Restart {
         Restart::Pass
     }
 

@@ -11,7 +11,9 @@ use mcp_reconcile_kernel::json::{Object, Value};
 use mcp_reconcile_kernel::lsp::{
     lsp_approval_state, lsp_plan, LspAction, LspPlan, LspPlanContext, LspScope, LspServers,
 };
-use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
+use mcp_reconcile_kernel::plan::{Online, OnlineEntry};
+use mcp_reconcile_kernel::restart::{decide_restart, RestartOrder, RestartRequest};
+use mcp_reconcile_kernel::supervise::RestartLimit;
 use mcp_reconcile_kernel::{Reason, ServerConfig};
 
 use super::{LspServerStatus, State};
@@ -20,9 +22,6 @@ use crate::inputs::Snapshot;
 use crate::lsp::kind::Lsp;
 use crate::lsp::tools::{LspRoute, LspUnavailable};
 use crate::supervisor::{Entry, Report, Supervisor};
-
-/// The default `maxRestarts` (SPEC §14.1).
-const DEFAULT_MAX_RESTARTS: f64 = 8.0;
 
 /// The language servers of one session.
 pub(crate) struct LanguageServers {
@@ -78,13 +77,10 @@ impl LanguageServers {
                     self.supervisor.remove(name);
                 }
                 LspAction::Restart { name, .. } => {
-                    // A new seed is a new server: it starts with a clean record.
-                    self.supervisor.forgive(name);
-                    self.start(name);
+                    self.restart(name, RestartRequest::LspSeedChanged)
                 }
-                LspAction::Connect { name, .. } | LspAction::Retry { name, .. } => {
-                    self.start(name);
-                }
+                LspAction::Retry { name, .. } => self.restart(name, RestartRequest::RetryDue),
+                LspAction::Connect { name, .. } => self.start(name, false),
                 LspAction::Reconfigure { name, .. } => self.reconfigure(name),
                 LspAction::Keep { .. } | LspAction::Skip { .. } | LspAction::Noop { .. } => {}
             }
@@ -104,18 +100,10 @@ impl LanguageServers {
     }
 
     /// Whether a failed server may not be started again (`restartOnCrash: false`, or
-    /// `maxRestarts` failures in a row): such a server shows and plans as `crash_loop`.
+    /// `maxRestarts` failures in a row): such a server shows and plans as `crash_loop`. The
+    /// rule is the kernel's [`RestartLimit`], as in the TypeScript executor.
     fn exhausted(entry: &Entry<Lsp>) -> bool {
-        let health = entry.health();
-        if health.status != Status::Failed {
-            return false;
-        }
-        let restart = !matches!(entry.config.get("restartOnCrash"), Some(Value::Bool(false)));
-        let max = match entry.config.get("maxRestarts") {
-            Some(Value::Number(n)) if n.is_finite() && *n >= 0.0 => *n,
-            _ => DEFAULT_MAX_RESTARTS,
-        };
-        !restart || f64::from(health.attempts) >= max.max(1.0)
+        RestartLimit::of_entry(&entry.config).exhausted(entry.health())
     }
 
     /// The kernel's view of what runs.
@@ -139,9 +127,21 @@ impl LanguageServers {
             .collect()
     }
 
-    /// Starts `name` from its desired entry (a running process of it is stopped first; the
-    /// documents it had open are opened on the new one).
-    fn start(&mut self, name: &str) {
+    /// Starts `name` again as the kernel's [`decide_restart`] says for `request` (a new seed
+    /// is a new server: it starts with a clean record; a retry keeps its failures).
+    fn restart(&mut self, name: &str, request: RestartRequest) {
+        let entry = self.desired.get(name).map(|entry| &entry.config);
+        let step = decide_restart(request, entry, false);
+        if step.forgive {
+            self.supervisor.forgive(&name.to_owned());
+        }
+        self.start(name, step.order == RestartOrder::MakeBeforeBreak);
+    }
+
+    /// Starts `name` from its desired entry — a running process of it is stopped first, or
+    /// with `replace` once the new one is up; the documents it had open are opened on the new
+    /// one.
+    fn start(&mut self, name: &str, replace: bool) {
         let key = name.to_owned();
         if let Some(live) = self.supervisor.get(&key).and_then(Entry::live) {
             let documents = live.handle().open_documents();
@@ -151,8 +151,12 @@ impl LanguageServers {
         }
         if let Some(entry) = self.desired.get(name) {
             let config = entry.config.clone();
-            self.supervisor
-                .start(name.to_owned(), name.to_owned(), config);
+            let (key, name) = (name.to_owned(), name.to_owned());
+            if replace {
+                self.supervisor.replace(key, name, config);
+            } else {
+                self.supervisor.start(key, name, config);
+            }
         }
     }
 
@@ -176,7 +180,7 @@ impl LanguageServers {
                 }
                 self.supervisor.set_config(&name.to_owned(), config);
             }
-            None => self.start(name),
+            None => self.start(name, false),
         }
     }
 

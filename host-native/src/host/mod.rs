@@ -39,6 +39,7 @@ mod handle;
 mod lazy;
 mod lsp;
 mod pass;
+mod restart;
 mod status;
 mod waiters;
 

@@ -1,15 +1,16 @@
 //! One reconcile pass of the session host: reload, decide, tear down, start; and the
 //! reports of the starts it made.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approval_hash;
 use mcp_reconcile_kernel::approvals::ApprovalState;
-use mcp_reconcile_kernel::json::Value;
 use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
+use mcp_reconcile_kernel::restart::{decide_restart, RestartOrder, RestartRequest, RestartStep};
+use mcp_reconcile_kernel::ServerConfig;
 
 use super::blocking::off_the_loop;
 use super::{adopt, Backend, Host, HostEvent, ServerStatus};
@@ -217,11 +218,20 @@ impl<B: Backend> Host<B> {
             }
         }
         let trusted = self.snapshot.as_ref().is_some_and(|s| s.trusted);
+        // Manual reconnects are inputs of the plan: forgiven as the kernel's step says, then
+        // shown as disconnected, so the plan retries each with a fresh process.
+        let manual: HashSet<String> = std::mem::take(&mut self.restart).into_iter().collect();
+        for name in &manual {
+            if self
+                .restart_step(name, RestartRequest::ManualReconnect)
+                .forgive
+            {
+                self.backend.forgive(name);
+            }
+        }
         let mut online = self.online();
-        for name in std::mem::take(&mut self.restart) {
-            // A manual reconnect of a healthy server: report it as
-            // disconnected so the plan retries it with a fresh process.
-            if let Some(entry) = online.get_mut(&name) {
+        for name in &manual {
+            if let Some(entry) = online.get_mut(name) {
                 entry.status = Status::Disconnected;
             }
         }
@@ -254,9 +264,6 @@ impl<B: Backend> Host<B> {
         // Dev mode: servers whose sources changed restart as if their entry had.
         let sources_changed = self.take_source_changes(changed);
         let plan = super::dev::restart(plan, &sources_changed, &self.desired);
-        for (name, _) in &sources_changed {
-            self.backend.forgive(name);
-        }
         let share = self.snapshot.as_ref().map(|s| s.share).unwrap_or_default();
         self.backend.admit(&self.desired, &self.gating, &share);
         self.arm_dev();
@@ -290,19 +297,22 @@ impl<B: Backend> Host<B> {
                 continue;
             }
             let t = Instant::now();
-            let replace =
-                matches!(&action, Action::Reconnect { name, .. } if self.makes_before_break(name));
-            match &action {
-                Action::Disconnect { name, .. } => self.teardown(name, true),
-                // Make before break: the running connection serves until the new one is up.
-                Action::Reconnect { .. } if replace => {}
-                Action::Reconnect { name, .. } | Action::Retry { name, .. } => {
-                    self.teardown(name, false)
+            let step = super::restart::request(&action, &manual, &sources_changed)
+                .map(|(name, request)| (name, self.restart_step(name, request)));
+            let mut replace = false;
+            match (&action, step) {
+                (Action::Disconnect { name, .. }, _) => self.teardown(name, true),
+                (_, Some((name, step))) => {
+                    if step.forgive {
+                        self.backend.forgive(name);
+                    }
+                    match step.order {
+                        // The running connection serves until the new one is up.
+                        RestartOrder::MakeBeforeBreak => replace = true,
+                        RestartOrder::StopFirst => self.teardown(name, false),
+                    }
                 }
-                Action::Connect { .. }
-                | Action::Keep { .. }
-                | Action::Skip { .. }
-                | Action::Noop { .. } => {}
+                _ => {}
             }
             match action.name().filter(|_| action.starts()) {
                 Some(name) => {
@@ -388,15 +398,11 @@ impl<B: Backend> Host<B> {
         Some(self.backend.start(name, config, to, replace))
     }
 
-    /// Whether a changed `name` is started beside the running one before that is stopped:
-    /// yes, unless the entry says `"stopBeforeRestart": true` (a server that cannot run twice:
-    /// a port, a lock) or the session restarts everything on purpose (`--full-restart`).
-    fn makes_before_break(&self, name: &str) -> bool {
-        let opted_out = self
-            .desired
-            .get(name)
-            .is_some_and(|c| matches!(c.get("stopBeforeRestart"), Some(Value::Bool(true))));
-        !opted_out && !self.options.full_restart
+    /// How `name` is started again for `request`: the kernel's [`decide_restart`], from its
+    /// desired entry (`stopBeforeRestart`) and the session's `--full-restart`.
+    fn restart_step(&self, name: &str, request: RestartRequest) -> RestartStep {
+        let entry = self.desired.get(name).map(ServerConfig::object);
+        decide_restart(request, entry, self.options.full_restart)
     }
 
     /// A language server failed to start, crashed or otherwise changed outside a pass.

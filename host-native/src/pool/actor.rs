@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::pool::{Acquire, Pool, Release};
+use mcp_reconcile_kernel::restart::RestartRequest;
 use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -74,6 +75,14 @@ pub(super) enum Op {
         config: ServerConfig,
         launch: Option<Arc<Launch>>,
         stop_first: bool,
+    },
+    /// The session's engine planned a retry of its failed connection `id` (its backoff ended,
+    /// or a reload forgave it): the pool starts it again once, whichever holder asks first.
+    Retry {
+        server: String,
+        id: ConnectionId,
+        config: ServerConfig,
+        launch: Option<Arc<Launch>>,
     },
 }
 
@@ -278,6 +287,15 @@ impl Actor {
                     } else {
                         self.replace(session, &server, &from, &id, (config, launch), stop_first)
                     };
+                    results.push((server, outcome));
+                }
+                Op::Retry {
+                    server,
+                    id,
+                    config,
+                    launch,
+                } => {
+                    let outcome = self.retry(session, &server, &id, (config, launch));
                     results.push((server, outcome));
                 }
             }
@@ -498,7 +516,7 @@ impl Actor {
                 .is_some_and(|p| p.health().status == Status::Failed);
             self.conns.forgive(&key);
             if failed && self.admitted(&key) {
-                self.conns.restart(&key);
+                self.restart_held(&key, RestartRequest::RetryDue);
             }
         }
     }
@@ -524,12 +542,10 @@ impl Actor {
         })
     }
 
+    /// The next drain to end. Retries are not the pool's to time: each holder's engine plans
+    /// them from what its lease mirrors ([`Op::Retry`]).
     fn next_wake(&self) -> Option<Millis> {
-        let retry = self.conns.next_retry();
-        match (self.pool.poll_timeout(), retry) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.pool.poll_timeout()
     }
 
     fn timeout(&mut self) {
@@ -537,14 +553,6 @@ impl Actor {
         for close in self.pool.handle_timeout(now) {
             tracing::debug!(id = %close.id, "drained; closing");
             self.close_key(&Key::Shared(close.id));
-        }
-        for key in self.conns.due() {
-            if self.admitted(&key) {
-                self.conns.restart(&key);
-            } else {
-                // Nobody who may run it holds it: wait for an acquire or the drain.
-                self.conns.park(&key);
-            }
         }
     }
 
@@ -584,8 +592,7 @@ impl Actor {
                 continue;
             }
             done.restarted.push(pooled.name.clone());
-            self.conns.forgive(&key);
-            self.conns.restart(&key);
+            self.restart_held(&key, RestartRequest::ManualReconnect);
         }
         done
     }

@@ -2,8 +2,10 @@
 //!
 //! The session's engine ([`Host`](crate::host::Host)) plans in pool mode and executes its plan
 //! here as it would on its own supervisor: a start is an acquire (or, for a changed server, a
-//! replace: make before break in the pool), a stop a release. The pool runs, shares, retries
-//! and drains the processes; what the session holds is mirrored here, refreshed whenever the
+//! replace: make before break in the pool), a stop a release, a retry a retry of the held
+//! connection. The pool runs, shares and drains the processes and reports each connection's
+//! supervision; the engine plans the retries from it, as on its own supervisor. What the
+//! session holds is mirrored here, refreshed whenever the
 //! pool says something changed, so the engine reads it without waiting (catalog, routes,
 //! status) and hears the ends of its starts and the changes of its connections as
 //! [`Report`]s, exactly as from its own supervisor.
@@ -103,6 +105,9 @@ pub struct Lease {
     /// Servers stopped to be started again (`"stopBeforeRestart": true`): their next start lets
     /// go of the old process first.
     restarting: HashSet<String>,
+    /// Failed servers stopped to be started again: their next start is a retry of the held
+    /// connection ([`Op::Retry`]), which keeps its failure count.
+    retrying: HashSet<String>,
     mirror: HashMap<String, Mirrored>,
     /// Servers whose mirror entry this side changed or dropped (a stop, a refusal, a
     /// forgiveness): the next refresh asks for them in full, not only if the pool changed them.
@@ -136,6 +141,7 @@ impl Lease {
             mark: format!("{name}#{}", NEXT_MARK.fetch_add(1, Ordering::Relaxed)),
             acquired: BTreeMap::new(),
             restarting: HashSet::new(),
+            retrying: HashSet::new(),
             mirror: HashMap::new(),
             resend: HashSet::new(),
             pending: HashMap::new(),
@@ -170,6 +176,16 @@ impl Lease {
                 .unwrap_or_else(|_| mcp_reconcile_kernel::identity::connection_id_of(name, "")),
         };
         share::place(self.launch.as_ref(), &id, config, share, &self.mark)
+    }
+
+    /// The mirrored connections the session holds and waits for no start of.
+    fn settled(&self) -> impl Iterator<Item = &Mirrored> {
+        self.mirror
+            .iter()
+            .filter(|(name, _)| {
+                self.acquired.contains_key(*name) && !self.pending.contains_key(*name)
+            })
+            .map(|(_, mirrored)| mirrored)
     }
 
     /// The session ends: its `session`-scoped processes close at once instead of draining —
@@ -345,7 +361,14 @@ impl Backend for Lease {
         // The engine decides make before break (`stopBeforeRestart` opts out): it stops a
         // server before it starts it again exactly when the old process must go first.
         let stop_first = self.restarting.remove(name);
+        let retry = self.retrying.remove(name);
         let op = match self.acquired.get(name) {
+            Some((from, _, _)) if retry && *from == id => Op::Retry {
+                server: name.to_owned(),
+                id: id.clone(),
+                config: config.clone(),
+                launch,
+            },
             Some((from, _, _)) if replace || stop_first => Op::Replace {
                 server: name.to_owned(),
                 from: from.clone(),
@@ -376,9 +399,17 @@ impl Backend for Lease {
     }
 
     fn stop(&mut self, name: &str, forget: bool) {
-        self.mirror.remove(name);
+        let failed = self
+            .mirror
+            .remove(name)
+            .is_some_and(|m| m.health.status == Status::Failed);
         self.resend.insert(name.to_owned());
         self.pending.remove(name);
+        self.retrying.remove(name);
+        if failed && !forget {
+            // A retry: the pool starts the held connection again, failures kept.
+            self.retrying.insert(name.to_owned());
+        }
         if !forget {
             // Started again right after: the start lets go of the old process first.
             self.restarting.insert(name.to_owned());
@@ -389,24 +420,33 @@ impl Backend for Lease {
         }
     }
 
-    /// The pool forgives what the session holds and restarts the failed ones it admits; until
-    /// the mirror is refreshed they show as starting, as they are.
+    /// The pool forgives what the session holds (and restarts the failed ones it admits, for
+    /// every holder); until the mirror is refreshed they show as failed and forgiven, so this
+    /// session's plan retries them as it would its own.
     fn forgive_all(&mut self) {
         let _ = self.pool.tx.send(Request::Forgive {
             session: self.name.clone(),
         });
         for (server, mirrored) in &mut self.mirror {
             if mirrored.health.status == Status::Failed {
-                mirrored.health = Supervision::connecting(0, false);
-                mirrored.caller = None;
+                mirrored.health.forgive();
                 self.resend.insert(server.clone());
             }
         }
     }
 
     /// The pool forgives a connection when it starts it afresh for the session
-    /// (`Actor::renew`).
-    fn forgive(&mut self, _name: &str) {}
+    /// (`Actor::renew`, a stop-first replace): a failed one is then not retried with its
+    /// failures kept ([`Op::Retry`]) but started afresh.
+    fn forgive(&mut self, name: &str) {
+        if let Some(mirrored) = self.mirror.get_mut(name) {
+            mirrored.health.forgive();
+            if mirrored.health.status == Status::Failed {
+                mirrored.health.status = Status::Disconnected;
+            }
+            self.resend.insert(name.to_owned());
+        }
+    }
 
     async fn next(&mut self) -> Report<String> {
         loop {
@@ -429,12 +469,15 @@ impl Backend for Lease {
         }
     }
 
+    /// When the earliest failed connection the session holds is due: the pool reports each
+    /// connection's supervision, the session's engine plans its retries.
     fn next_retry(&self) -> Option<Millis> {
-        None
+        self.settled().filter_map(|m| m.health.retry_due()).min()
     }
 
     fn retry_due(&self) -> bool {
-        false
+        let now = self.clock.now();
+        self.settled().any(|m| m.health.is_due(now))
     }
 
     fn held(&self, name: &str) -> Option<Held<'_>> {
@@ -452,11 +495,27 @@ impl Backend for Lease {
         })
     }
 
-    /// What the session holds is always there to its plan: the pool supervises and retries it.
+    /// What the session holds, as the pool last reported its supervision (a start still
+    /// waited for is there, connected as far as the plan goes).
     fn online(&self) -> Online {
         let mut online = Online::new();
         for (name, (_, config, _)) in &self.acquired {
-            online.insert(name.clone(), OnlineEntry::connected(config.clone()));
+            let mirrored = self
+                .mirror
+                .get(name)
+                .filter(|_| !self.pending.contains_key(name));
+            let entry = match mirrored {
+                Some(m) => OnlineEntry {
+                    config: config.clone(),
+                    status: m.health.status,
+                    attempts: m.health.attempts,
+                    retry_at: m.health.retry_at,
+                    crash_loop: m.health.crash_loop,
+                    needs_auth: m.health.needs_auth,
+                },
+                None => OnlineEntry::connected(config.clone()),
+            };
+            online.insert(name.clone(), entry);
         }
         online
     }
@@ -515,7 +574,8 @@ impl Host<Lease> {
     /// A host over `inputs` whose MCP connections are its holds on `pool`, as session `name`
     /// (unique among the pool's live sessions): what a daemon session runs, for a Rust host
     /// that shares one pool between several sessions. Plans in pool mode whatever
-    /// `options.mode` says.
+    /// `options.mode` says, and reads the pool's clock whatever `options.clock` says: the
+    /// supervision of its connections is the pool's, so their retry times are on that clock.
     pub fn in_pool(inputs: Inputs, options: HostOptions, pool: &SharedPool, name: &str) -> Self {
         Host::in_pool_launched(inputs, options, pool, name, None)
     }
@@ -531,6 +591,7 @@ impl Host<Lease> {
     ) -> Self {
         let options = HostOptions {
             mode: Mode::Pool,
+            clock: pool.clock.clone(),
             ..options
         };
         let lease = Lease::new(pool, name.to_owned(), launch.clone(), options.clock.clone());

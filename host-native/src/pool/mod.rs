@@ -23,17 +23,19 @@
 //! * **The approval gate runs before any acquire**: a session's plan is made against its gating
 //!   (pending and rejected servers are not admitted), every acquire is checked against that
 //!   gating again by the kernel ([`Pool::acquire`](mcp_reconcile_kernel::Pool::acquire)), and
-//!   the pool's own retries and a session's reconnect restart a connection only while a
-//!   holder's current gating admits it. No path spawns a pending or rejected server.
+//!   a holder's retry and a session's reconnect restart a connection only while that
+//!   holder's (or a holder's) current gating admits it. No path spawns a pending or rejected server.
 //! * **Make before break**, as in a single session: when a server's connection id changes in a
 //!   session, its new connection starts and lists its tools while the old one keeps serving
 //!   that session; the switch is atomic, then the old one is stopped once the calls routed to
 //!   it have been answered (within a bound) — or kept, if other sessions still hold it. A new
 //!   process that cannot start beside the old one gets the old one stopped and is started once
 //!   more; `"stopBeforeRestart": true` lets go of the old one first.
-//! * The pool, not each session, supervises its connections: a crashed server is `failed` with
-//!   its last error and retried on the kernel's backoff while anyone holds it; crash loop after
-//!   the threshold; `reconnect` clears it.
+//! * The pool keeps each connection's supervision and reports it to every holder; the holders'
+//!   engines plan the retries (issue 38: one retry driver), and the first holder whose retry is
+//!   due starts it again once: a crashed server is `failed` with its last error and retried on
+//!   the kernel's backoff while anyone holds it; crash loop after the threshold; `reconnect`
+//!   clears it.
 //!
 //! ```no_run
 //! use mcp_reconcile::host::{Host, HostHandle, HostOptions};
@@ -196,6 +198,9 @@ impl Reconnected {
 pub struct SharedPool {
     tx: mpsc::UnboundedSender<Request>,
     changes: watch::Receiver<u64>,
+    /// The clock its supervision reads: every session on it reads the same one, so a retry
+    /// time or a healthy-since the pool keeps means the same in the session.
+    clock: Clock,
 }
 
 impl SharedPool {
@@ -203,8 +208,9 @@ impl SharedPool {
     pub fn start(options: PoolOptions) -> SharedPool {
         let (tx, rx) = mpsc::unbounded_channel();
         let (changes_tx, changes) = watch::channel(0);
+        let clock = options.clock.clone();
         tokio::spawn(Actor::new(options, changes_tx).run(rx));
-        SharedPool { tx, changes }
+        SharedPool { tx, changes, clock }
     }
 
     /// Marked changed whenever a session's view may have changed: a connection came up,

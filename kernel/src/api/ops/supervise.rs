@@ -7,7 +7,7 @@ use crate::api::request::Decode;
 use crate::api::{ApiError, Request};
 use crate::json::{whole_number, Object, Value};
 use crate::plan::Status;
-use crate::supervise::{Supervision, View};
+use crate::supervise::{RestartLimit, Supervision, View};
 use crate::time::Millis;
 
 /// What happened to a supervised connection.
@@ -52,6 +52,14 @@ pub(crate) struct SuperviseRequest {
     /// `needs_auth`, no retry timer.
     #[cfg_attr(feature = "ts", ts(as = "Option<_>", optional = nullable))]
     pub(crate) needs_auth: bool,
+    /// The entry whose `restartOnCrash` and `maxRestarts` hold the connection back after a
+    /// failure (`failed`, `closed`; a language server's entry, other fields ignored): one
+    /// that may not start again is parked (`crashLoop`, no retry timer).
+    #[cfg_attr(
+        feature = "ts",
+        ts(type = "Record<string, unknown>", optional = nullable)
+    )]
+    pub(crate) restart_policy: Option<RestartLimit>,
 }
 
 impl Decode for SuperviseRequest {
@@ -88,6 +96,12 @@ impl Decode for SuperviseRequest {
         };
         // Only the events that use them read `error`, `unsupported` and
         // `needsAuth`.
+        let restart_policy = match event {
+            SupervisionEvent::Failed | SupervisionEvent::Closed => {
+                req.opt_object("restartPolicy")?.map(RestartLimit::of_entry)
+            }
+            _ => None,
+        };
         let (error, unsupported, needs_auth) = match event {
             SupervisionEvent::Failed => (
                 req.opt_str("error")?.map(str::to_owned),
@@ -105,6 +119,7 @@ impl Decode for SuperviseRequest {
             error,
             unsupported,
             needs_auth,
+            restart_policy,
         })
     }
 }
@@ -117,13 +132,14 @@ pub(crate) struct Supervised {
 }
 
 /// Op `supervise`: `{supervision?, event, now, seed?, error?, unsupported?,
-/// needsAuth?}`
+/// needsAuth?, restartPolicy?}`
 /// → `{view, supervision}`.
 ///
 /// `event` is what happened: `start` (a start begins, carrying the failure
 /// count and crash-loop state of `supervision`), `connected`, `failed`
 /// (a start failed: `error`, `unsupported`?, `needsAuth`?), `closed` (a live connection
-/// ended: `error`), `forgive` (manual reconnect / reload), `park` (nobody may
+/// ended: `error`; with either, `restartPolicy` applies the entry's restart limit),
+/// `forgive` (manual reconnect / reload), `park` (nobody may
 /// run it: no timer), or `view` (nothing happened; just the view at `now`).
 /// An absent `supervision` is a fresh connection.
 pub(crate) fn op_supervise(req: SuperviseRequest) -> Result<Supervised, ApiError> {
@@ -139,6 +155,9 @@ pub(crate) fn op_supervise(req: SuperviseRequest) -> Result<Supervised, ApiError
         SupervisionEvent::Forgive => s.forgive(),
         SupervisionEvent::Park => s.park(),
         SupervisionEvent::View => {}
+    }
+    if let Some(limit) = req.restart_policy {
+        s.hold_to(limit);
     }
     Ok(Supervised {
         view: s.view(now),
@@ -308,6 +327,26 @@ mod tests {
             r#"{"op":"supervise","supervision":{"status":"failed","attempts":1,"needsAuth":true,"lastError":"run auth"},"event":"view","now":9}"#,
         );
         assert!(again.contains(r#""reason":"needs_auth""#), "{again}");
+    }
+
+    /// A failure stepped with the entry's `restartPolicy` is parked at its `maxRestarts`,
+    /// the rule the session host applies (one kernel function for both executors).
+    #[test]
+    fn a_restart_policy_parks_a_failure_at_its_limit() {
+        let fail = |attempts: u32, policy: &str| {
+            evaluate_str(&format!(
+                r#"{{"op":"supervise","supervision":{{"status":"connecting","attempts":{attempts}}},"event":"failed","now":5,"seed":7,"error":"boom","restartPolicy":{policy}}}"#
+            ))
+        };
+        let within = fail(0, r#"{"maxRestarts":2}"#);
+        assert!(within.contains(r#""reason":"backing_off""#), "{within}");
+        let over = fail(1, r#"{"maxRestarts":2}"#);
+        assert!(over.contains(r#""reason":"crash_loop""#), "{over}");
+        assert!(over.contains(r#""retryInMs":null"#), "{over}");
+        let off = fail(0, r#"{"restartOnCrash":false,"command":"x"}"#);
+        assert!(off.contains(r#""reason":"crash_loop""#), "{off}");
+        let not_an_object = fail(0, "3");
+        assert!(not_an_object.starts_with(r#"{"error":{"kind":"invalid-request""#));
     }
 
     #[test]
