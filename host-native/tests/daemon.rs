@@ -58,21 +58,11 @@ async fn attach(p: &Project, rt: &Runtime, env: &[(&str, &str)]) -> Served {
 
 /// [`attach`] for the project directory `project` (same user settings).
 async fn attach_in(p: &Project, rt: &Runtime, env: &[(&str, &str)], project: &str) -> Served {
-    let log = p.path("serve.log");
-    let err = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .expect("log");
-    let mut command = std::process::Command::new(cli());
+    let (mut command, log) = serve_command(p, project, 150);
     command
-        .arg("serve")
-        .args(p.flags_in(project))
-        .args(["--debounce-ms", "150"])
         .env("XDG_RUNTIME_DIR", &rt.dir)
         .env("MCP_RECONCILE_LOG", "info")
-        .envs(env.iter().copied())
-        .stderr(err);
+        .envs(env.iter().copied());
     Served::spawn(command, log).await
 }
 

@@ -34,21 +34,11 @@ fn long_drain_daemon(p: &Project) -> (PathBuf, Group) {
 
 /// A `serve` attached to the daemon in `runtime`, with `extra` flags.
 async fn attach(p: &Project, runtime: &Path, extra: &[&str]) -> Served {
-    let log = p.path("serve.log");
-    let err = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .expect("log");
-    let mut command = Command::new(cli());
+    let (mut command, log) = serve_command(p, "project", 150);
     command
-        .arg("serve")
-        .args(p.flags())
-        .args(["--debounce-ms", "150"])
         .args(extra)
         .env("XDG_RUNTIME_DIR", runtime)
-        .env("MCP_RECONCILE_LOG", "info")
-        .stderr(err);
+        .env("MCP_RECONCILE_LOG", "info");
     Served::spawn(command, log).await
 }
 

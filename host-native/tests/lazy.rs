@@ -41,19 +41,8 @@ impl Backend {
 
     /// A `serve` of `p` on this backend with a client on its stdio.
     async fn serve(&self, p: &Project) -> Served {
-        let log = p.path("serve.log");
-        let err = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .expect("log");
-        let mut command = Command::new(cli());
-        command
-            .arg("serve")
-            .args(p.flags())
-            .args(["--debounce-ms", "100"])
-            .env("MCP_RECONCILE_LOG", "info")
-            .stderr(err);
+        let (mut command, log) = serve_command(p, "project", 100);
+        command.env("MCP_RECONCILE_LOG", "info");
         match &self.runtime {
             Some(runtime) => command.env("XDG_RUNTIME_DIR", runtime),
             None => command.arg("--no-daemon"),

@@ -18,20 +18,10 @@ use serde_json::{json, Value};
 /// A `serve` of `project` (a directory under the test's temp dir) on the test's daemon in
 /// `runtime`, with `env` on top of the test's environment.
 async fn serve(p: &Project, runtime: &Path, project: &str, env: &[(&str, String)]) -> Served {
-    let log = p.path("serve.log");
-    let err = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .expect("log");
-    let mut command = Command::new(cli());
+    let (mut command, log) = serve_command(p, project, 150);
     command
-        .arg("serve")
-        .args(p.flags_in(project))
-        .args(["--debounce-ms", "150"])
         .env("XDG_RUNTIME_DIR", runtime)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stderr(err);
+        .envs(env.iter().map(|(k, v)| (k, v)));
     Served::spawn(command, log).await
 }
 

@@ -828,6 +828,25 @@ pub struct Served {
     group: KillGroup,
 }
 
+/// `serve` for the project directory `project` of `p` (`"project"`: its own) with `--debounce-ms
+/// debounce_ms`, its stderr appended to `serve.log`: the command (the caller adds the daemon's
+/// `XDG_RUNTIME_DIR` or `--no-daemon`, and any environment) and the log, for [`Served::spawn`].
+pub fn serve_command(p: &Project, project: &str, debounce_ms: u64) -> (Command, PathBuf) {
+    let log = p.path("serve.log");
+    let err = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .expect("log");
+    let mut command = Command::new(cli());
+    command
+        .arg("serve")
+        .args(p.flags_in(project))
+        .args(["--debounce-ms", &debounce_ms.to_string()])
+        .stderr(err);
+    (command, log)
+}
+
 impl Served {
     pub async fn start(p: &Project) -> Served {
         Served::start_with(p, &[]).await

@@ -27,14 +27,10 @@ impl Actor {
         id: &ConnectionId,
         config: (ServerConfig, Option<Arc<Launch>>),
     ) -> Acquire {
-        let now = self.now();
-        let Some(key) = self.held_key(session, id) else {
-            // Not held (any more): an ordinary acquire, through the gate.
-            return self.acquire_and_start(session, server, id, config, now);
+        let key = match self.held_and_admitted(session, server, id, &config) {
+            Ok(key) => key,
+            Err(answer) => return answer,
         };
-        if let Some(reason) = self.denial(session, server, &config.0) {
-            return Acquire::Refused { reason };
-        }
         match self.conns.get(&key).map(|entry| entry.health().status) {
             Some(Status::Connecting) => {}
             Some(_) => {
@@ -76,13 +72,10 @@ impl Actor {
         id: &ConnectionId,
         config: (ServerConfig, Option<Arc<Launch>>),
     ) -> Acquire {
-        let now = self.now();
-        let Some(key) = self.held_key(session, id) else {
-            return self.acquire_and_start(session, server, id, config, now);
+        let key = match self.held_and_admitted(session, server, id, &config) {
+            Ok(key) => key,
+            Err(answer) => return answer,
         };
-        if let Some(reason) = self.denial(session, server, &config.0) {
-            return Acquire::Refused { reason };
-        }
         let failed = self
             .conns
             .get(&key)
@@ -93,6 +86,26 @@ impl Actor {
         Acquire::Attach {
             refcount: self.pool.refcount(id),
         }
+    }
+
+    /// The key of `session`'s held connection `id` of `server` when its current gating still
+    /// admits it; otherwise the answer: an ordinary acquire through the gate (not held any
+    /// more), or the refusal.
+    fn held_and_admitted(
+        &mut self,
+        session: &str,
+        server: &str,
+        id: &ConnectionId,
+        config: &(ServerConfig, Option<Arc<Launch>>),
+    ) -> Result<super::Key, Acquire> {
+        let now = self.now();
+        let Some(key) = self.held_key(session, id) else {
+            return Err(self.acquire_and_start(session, server, id, config.clone(), now));
+        };
+        if let Some(reason) = self.denial(session, server, &config.0) {
+            return Err(Acquire::Refused { reason });
+        }
+        Ok(key)
     }
 
     /// An ordinary acquire of `id` by `session` through the gate, started if nobody runs it.
