@@ -1,7 +1,8 @@
 //! The native host of mcp-reconcile: keeps real MCP connections equal to the
 //! settings files while a session runs.
 //!
-//! Layers, outside in:
+//! The main modules (`ARCHITECTURE.md` at the repository's root is the full map, with the
+//! layer rules `tests/imports.rs` checks):
 //! * [`host`] — the live session: the drive loop around the kernel's
 //!   scheduler and plans, the merged catalog, status;
 //! * `supervisor` — the one connection supervisor the session host and the
@@ -14,7 +15,13 @@
 //! * [`lsp`] — language-server connections (SPEC §14);
 //! * [`gateway`] — `mcp-reconcile serve`: one MCP server in front of a host;
 //! * [`view`] — what a session sees of a server (tool filters, qualified names);
-//! * [`pool`] — connections shared by several sessions in one process (pool mode);
+//! * [`pool`] — connections shared by several sessions in one process (pool mode); [`launch`]
+//!   — where and with what environment a session's server starts, and when two sessions may
+//!   share it;
+//! * [`session`] — the trait a gateway fronts; [`daemon`] — the per-user daemon that holds one
+//!   pool for every `serve`;
+//! * [`install`] — puts `serve` in front of a client's servers; [`auth`] — OAuth for remote
+//!   servers;
 //! * [`ipc`], [`status`] — the session socket a running session answers on,
 //!   and the JSON it carries;
 //! * [`redact`] — secrets never leave the host; [`display`] — nothing a

@@ -3,7 +3,9 @@
 //!
 //! A [`Supervisor`] is generic over the **key** a connection is known by (the server name in a
 //! session; the pool's shared id or (session, id)) and the **kind** of connection
-//! ([`ConnectionKind`]: MCP connections now ([`Mcp`]), language servers later). It owns
+//! ([`ConnectionKind`]: MCP connections ([`Mcp`]), the pool's `Pooled` in a session's launch
+//! context, language servers (`crate::lsp::kind::Lsp`, on the session's second supervisor)).
+//! It owns
 //! * the start tasks (a [`JoinSet`]; every one at once unless a `parallelism` bound is set),
 //! * generations: every start gets a new one; a start or event of an older generation is
 //!   ignored, and a connection that comes up superseded is closed,
@@ -11,6 +13,10 @@
 //! * the kernel's per-key [`Supervision`] (backoff, crash loop, healthy reset) and when the next
 //!   retry is due,
 //! * spawn counts,
+//! * make before break: [`Supervisor::replace`] (and [`Supervisor::replace_from`] for the pool,
+//!   whose key moves with the connection id) keeps the running connection as a standby until
+//!   its replacement is up, then retires it ([`ConnectionKind::retire`] lets the calls in
+//!   flight on it finish, bounded),
 //! * stopping: connections close in the background, and [`Supervisor::shutdown`] awaits them.
 //!
 //! It decides nothing about *what* should run: the layer above (the session host's plans, the

@@ -3,6 +3,15 @@
 //! connection authorizes its requests with ([`manager`]), and the interactive login that
 //! `mcp-reconcile auth NAME` runs ([`login`]).
 //!
+//! Parts: `callback` (the login's loopback listener: only the exact callback path with the
+//! `state` it sent), `grant` (the client-credentials grant: a secret or `private_key_jwt`),
+//! [`binding`] (which stored login an entry may use: the layer that logged in and the
+//! authorization server that issued it), [`store`] (the 0600 token file as rmcp's
+//! `CredentialStore`), [`file`] (re-exported from `crate::token_store_file`, which sits below
+//! `launch` and `tls`: where the token file is, its locked read-change-write), `qwen` (the
+//! TypeScript CLI's `mcp-oauth-tokens.json`, for `--layout qwen`), [`review`] (what a review
+//! says about a login).
+//!
 //! Every OAuth request goes through the host's own HTTP client
 //! ([`crate::http_client`]): no proxy, the same TLS roots, redirects only within
 //! the origin. Tokens live only in the token file and in memory; no message, status or log

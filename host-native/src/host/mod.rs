@@ -30,6 +30,14 @@
 //! 7. after any of these, when the merged catalog (qualified tools, prompts,
 //!    resources of connected servers) differs from the last one announced,
 //!    [`HostEvent::CatalogChanged`] says which lists changed.
+//!
+//! # Files
+//! `pass` (one run), `restart` (which restart request a plan action is, for the kernel's
+//! `decide_restart`), `backend` (where the MCP connections live: [`Own`] or the pool's lease),
+//! `waiters` (what a gateway's early requests wait for), `catalog` (the merged catalog,
+//! prefix owners, routing), `status`, `dev` (dev mode), `lazy` (lazy servers), `lsp` (the
+//! language servers, on a second supervisor), `handle` ([`HostHandle`]), `blocking` (file work
+//! off the async loop).
 
 mod backend;
 mod blocking;

@@ -14,7 +14,14 @@
 //! Parts: `expand` (each client's variable syntax, and the git root as git resolves it),
 //! `normalize` (transport spellings), `claude`, `claude_state` (`~/.claude.json`, large by
 //! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
-//! `codex` (TOML), `admission` (what the files say together).
+//! `codex` (TOML), `admission` (what the files say together), `layouts` (which files each
+//! `--layout` reads and in which layer), `gemini` (Gemini CLI's folder trust and `mcp disable`
+//! switches), `claude_plugins` / `claude_plugin_enable` / `claude_plugin_entries` (the plugins
+//! Claude Code installed for this project, which settings file enables each, and their
+//! entries), `fuzz` (hidden: the fuzz targets' entry into every parser here).
+//!
+//! A `.mcp.json` in a parent directory (as Claude Code and Copilot CLI read every parent's)
+//! counts only while no other user owns or can write it (`private::foreign_writer`).
 
 mod admission;
 mod claude;
