@@ -19,7 +19,8 @@
 //
 // Options: --servers M (30) --rounds R (15) --cold-rounds C (5) --ks 1,5,15 --rss-servers M (10)
 // --delay-base MS (200) --delay-step MS (5) --idle-ms MS (1500) --bin DIR (target/release)
-// --out DIR (bench/results/start).
+// --out DIR (bench/results/start); --baseline DIR also times warm starts of DIR/mcp-reconcile
+// (a build from before a change, on a daemon of its own): before and after in one run.
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -44,6 +45,7 @@ const o = {
   idleMs: Number(opt("idle-ms", "1500")),
   bin: path.resolve(opt("bin", path.join(root, "target/release"))),
   out: path.resolve(opt("out", path.join(root, "bench/results/start"))),
+  baseline: opt("baseline", null) && path.resolve(opt("baseline", null)),
 };
 const bin = { host: path.join(o.bin, "mcp-reconcile"), fixture: path.join(o.bin, "mcp-fixture-server") };
 const delayOf = (i) => o.delayBase + o.delayStep * (i - 1);
@@ -256,14 +258,15 @@ const DEADLINE = 60_000;
 
 /** One cold start of `system`: a fresh runtime dir (no daemon yet), 30 slow servers. */
 async function coldOnce(system, round) {
-  const phase = `cold-${system}-${round}`;
+  const phase = `cold-${system.replace("@", "-")}-${round}`;
   const env = envOf(phase);
   let s;
   if (system === "slowest-alone") {
     s = session(bin.fixture, fixtureArgs(o.servers, DELAY_MAX), env, 1, phase);
   } else {
     const args = serveArgs(`cold${o.servers}`, o.servers, delayOf);
-    s = session(bin.host, system === "serve-no-daemon" ? [...args, "--no-daemon"] : args, env, o.servers, phase);
+    const host = system.endsWith("@base") ? path.join(o.baseline, "mcp-reconcile") : bin.host;
+    s = session(host, system.startsWith("serve-no-daemon") ? [...args, "--no-daemon"] : args, env, o.servers, phase);
   }
   try {
     await within(s.completed, DEADLINE, phase);
@@ -291,7 +294,7 @@ async function coldDirectAll(round) {
 }
 
 async function cold() {
-  const systems = ["slowest-alone", "direct-all", "serve-no-daemon", "serve-daemon"];
+  const systems = ["slowest-alone", "direct-all", "serve-no-daemon", "serve-daemon", ...(o.baseline ? ["serve-no-daemon@base", "serve-daemon@base"] : [])];
   const runs = Object.fromEntries(systems.map((s) => [s, []]));
   for (let round = 0; round < o.coldRounds; round++) {
     const order = systems.map((_, i) => systems[(i + round) % systems.length]);
@@ -310,46 +313,59 @@ async function cold() {
 
 // ---- warm -------------------------------------------------------------------------------------
 
+/** The warm systems: this build's `serve`, and with `--baseline DIR` DIR's (its own daemon). */
+const warmSystems = () => [{ name: "serve", host: bin.host }, ...(o.baseline ? [{ name: "serve@base", host: path.join(o.baseline, "mcp-reconcile") }] : [])];
+
 async function warm() {
-  const phase = "warm";
-  const env = envOf(phase);
-  const args = serveArgs(`warm${o.servers}`, o.servers, delayOf);
-  const first = session(bin.host, args, env, o.servers, "warm-first");
-  const result = { serve: [], version: [], fixture: [] };
+  const systems = warmSystems().map((w) => ({ ...w, phase: `warm-${w.name.replace("@", "-")}`, serve: [] }));
+  const result = { version: [], fixture: [] };
+  const firsts = [];
   try {
-    await within(first.completed, DEADLINE, "the first warm session");
-    console.error(`warm: the first session is complete at ${first.complete.toFixed(1)} ms (cold, daemon started by it)`);
+    for (const w of systems) {
+      w.env = envOf(w.phase);
+      w.args = serveArgs(`warm${o.servers}`, o.servers, delayOf);
+      const first = session(w.host, w.args, w.env, o.servers, `${w.phase}-first`);
+      firsts.push(first);
+      await within(first.completed, DEADLINE, `the first ${w.name} session`);
+      console.error(`warm ${w.name}: the first session is complete at ${first.complete.toFixed(1)} ms (cold, daemon started by it)`);
+    }
     const bare = envOf("bare");
     for (let round = 0; round < o.rounds; round++) {
-      await sleep(200);
-      const s = session(bin.host, args, env, o.servers, `warm-${round}`);
-      await within(s.completed, DEADLINE, `warm session ${round}`);
-      result.serve.push({ init: s.init, complete: s.complete, lists: s.lists, listChanged: s.listChanged });
-      await s.close();
+      // Rotated each round: neither system always goes first.
+      const order = systems.map((_, i) => systems[(i + round) % systems.length]);
+      for (const w of order) {
+        await sleep(200);
+        const s = session(w.host, w.args, w.env, o.servers, `${w.phase}-${round}`);
+        await within(s.completed, DEADLINE, `${w.name} warm session ${round}`);
+        w.serve.push({ init: s.init, complete: s.complete, lists: s.lists, listChanged: s.listChanged });
+        await s.close();
+        console.error(`warm round ${round + 1} ${w.name}: initialize ${s.init.toFixed(1)} ms, complete tools/list ${s.complete.toFixed(1)} ms`);
+      }
       result.version.push(await timeExit(bin.host, ["--version"], bare));
       const f = session(bin.fixture, fixtureArgs(1, 0), bare, 1, `warm-fixture-${round}`);
       await within(f.completed, DEADLINE, "fixture");
       result.fixture.push({ init: f.init, complete: f.complete });
       await f.close();
-      console.error(`warm round ${round + 1}: initialize ${s.init.toFixed(1)} ms, complete tools/list ${s.complete.toFixed(1)} ms; --version ${result.version.at(-1).toFixed(1)} ms; fixture initialize ${f.init.toFixed(1)} ms`);
     }
-    const status = daemonStatus(env);
-    result.serverProcesses = status.connections.length;
-    result.spawns = status.connections.reduce((n, c) => n + (c.spawns ?? 1), 0);
+    for (const w of systems) {
+      const status = daemonStatus(w.env);
+      w.serverProcesses = status.connections.length;
+    }
   } finally {
-    await first.close();
-    await stopTagged(phase);
+    await Promise.all(firsts.map((f) => f.close()));
+    for (const w of systems) await stopTagged(w.phase);
     await stopTagged("bare");
   }
   return {
-    init: stats(result.serve.map((r) => r.init)),
-    complete: stats(result.serve.map((r) => r.complete)),
+    systems: Object.fromEntries(systems.map((w) => [w.name, {
+      init: stats(w.serve.map((r) => r.init)),
+      complete: stats(w.serve.map((r) => r.complete)),
+      serverProcesses: w.serverProcesses,
+      runs: w.serve,
+    }])),
     version: stats(result.version),
     fixtureInit: stats(result.fixture.map((r) => r.init)),
     fixtureComplete: stats(result.fixture.map((r) => r.complete)),
-    serverProcesses: result.serverProcesses,
-    spawns: result.spawns,
-    runs: result.serve,
   };
 }
 
@@ -443,12 +459,14 @@ const lines = [
   ``,
   `| what | p50 ms | p90 ms | min | max |`,
   `|---|---|---|---|---|`,
-  `| \`serve\` spawn → \`initialize\` answered | ${f(w.init.p50)} | ${f(w.init.p90)} | ${f(w.init.min)} | ${f(w.init.max)} |`,
-  `| \`serve\` spawn → complete \`tools/list\` (${o.servers} servers) | ${f(w.complete.p50)} | ${f(w.complete.p90)} | ${f(w.complete.min)} | ${f(w.complete.max)} |`,
+  ...Object.entries(w.systems).flatMap(([name, row]) => [
+    `| \`${name}\` spawn → \`initialize\` answered | ${f(row.init.p50)} | ${f(row.init.p90)} | ${f(row.init.min)} | ${f(row.init.max)} |`,
+    `| \`${name}\` spawn → complete \`tools/list\` (${o.servers} servers) | ${f(row.complete.p50)} | ${f(row.complete.p90)} | ${f(row.complete.min)} | ${f(row.complete.max)} |`,
+  ]),
   `| \`mcp-reconcile --version\` spawn → exit (process start) | ${f(w.version.p50)} | ${f(w.version.p90)} | ${f(w.version.min)} | ${f(w.version.max)} |`,
   `| fixture spawn → \`initialize\` (a small Rust server's start) | ${f(w.fixtureInit.p50)} | ${f(w.fixtureInit.p90)} | ${f(w.fixtureInit.min)} | ${f(w.fixtureInit.max)} |`,
   ``,
-  `${o.rounds} rounds; server processes in the daemon afterwards: ${w.serverProcesses} (M = ${o.servers}). Target ≤ 15 ms: initialize ${verdict(w.init.p50 <= 15)}, complete tools/list ${verdict(w.complete.p50 <= 15)} (p50).`,
+  `${o.rounds} interleaved rounds${o.baseline ? " (serve@base: the build in --baseline, its own daemon)" : ""}; server processes in each daemon afterwards: ${Object.entries(w.systems).map(([n, r]) => `${n} ${r.serverProcesses}`).join(", ")} (M = ${o.servers}). Target ≤ 15 ms (p50, this build): initialize ${verdict(w.systems.serve.init.p50 <= 15)}, complete tools/list ${verdict(w.systems.serve.complete.p50 <= 15)}.`,
   ``,
   `## Cold start: ${o.servers} servers, start delays ${delayOf(1)}–${DELAY_MAX} ms, nothing running`,
   ``,

@@ -242,5 +242,8 @@ fn every_test_file_is_a_module_of_the_suite() {
             missing.push(name.to_owned());
         }
     }
-    assert!(missing.is_empty(), "declare these in tests/suite.rs: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "declare these in tests/suite.rs: {missing:?}"
+    );
 }
