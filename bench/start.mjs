@@ -19,7 +19,7 @@
 //
 // Options: --servers M (30) --rounds R (15) --cold-rounds C (5) --ks 1,5,15 --rss-servers M (10)
 // --delay-base MS (200) --delay-step MS (5) --idle-ms MS (1500) --bin DIR (target/release)
-// --out DIR (bench/results/start); --baseline DIR also times warm starts of DIR/mcp-reconcile
+// --out DIR (bench/results/start) --phases warm,cold,rss (all); --baseline DIR also times warm starts of DIR/mcp-reconcile
 // (a build from before a change, on a daemon of its own): before and after in one run.
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -46,10 +46,13 @@ const o = {
   bin: path.resolve(opt("bin", path.join(root, "target/release"))),
   out: path.resolve(opt("out", path.join(root, "bench/results/start"))),
   baseline: opt("baseline", null) && path.resolve(opt("baseline", null)),
+  phases: opt("phases", "warm,cold,rss").split(","),
 };
 const bin = { host: path.join(o.bin, "mcp-reconcile"), fixture: path.join(o.bin, "mcp-fixture-server") };
 const delayOf = (i) => o.delayBase + o.delayStep * (i - 1);
-const DELAY_MAX = delayOf(o.servers);
+/** The slowest server (a negative --delay-step makes it the first one started). */
+const SLOWEST = delayOf(1) > delayOf(o.servers) ? 1 : o.servers;
+const DELAY_MAX = delayOf(SLOWEST);
 
 // Every process this run starts carries MCP_RECONCILE_START_BENCH=PID:PHASE, so a detached
 // daemon and its servers are found and stopped with the phase, and nothing else is touched.
@@ -262,7 +265,7 @@ async function coldOnce(system, round) {
   const env = envOf(phase);
   let s;
   if (system === "slowest-alone") {
-    s = session(bin.fixture, fixtureArgs(o.servers, DELAY_MAX), env, 1, phase);
+    s = session(bin.fixture, fixtureArgs(SLOWEST, DELAY_MAX), env, 1, phase);
   } else {
     const args = serveArgs(`cold${o.servers}`, o.servers, delayOf);
     const host = system.endsWith("@base") ? path.join(o.baseline, "mcp-reconcile") : bin.host;
@@ -422,9 +425,9 @@ async function rss() {
 const load0 = fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const results = {};
 try {
-  results.warm = await warm();
-  results.cold = await cold();
-  results.rss = await rss();
+  if (o.phases.includes("warm")) results.warm = await warm();
+  if (o.phases.includes("cold")) results.cold = await cold();
+  if (o.phases.includes("rss")) results.rss = await rss();
 } finally {
   await stopTagged();
   fs.rmSync(runDir, { recursive: true, force: true });
@@ -445,52 +448,64 @@ fs.writeFileSync(path.join(o.out, "start.json"), JSON.stringify({ meta, ...resul
 const f = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? "—" : x.toFixed(d));
 const mib = (kib) => f(kib / 1024, 1);
 const verdict = (ok) => (ok ? "**met**" : "**missed**");
-const c = results.cold;
-const w = results.warm;
-const r = results.rss;
-const slowest = c["slowest-alone"].complete.p50;
 const lines = [
   `# Session starts and daemon memory per session (issue 41)`,
   ``,
   `${meta.date}, commit ${meta.commit}, ${meta.cpus} cores (${meta.cpu}), load ${meta.load.before} → ${meta.load.after}; ${meta.build}.`,
   `Client: ${meta.client}; times are ms from just before the spawn. p50/p90 over the rounds.`,
-  ``,
-  `## Warm start: a second \`serve\`, the daemon already running the ${o.servers} servers (shared per project)`,
-  ``,
-  `| what | p50 ms | p90 ms | min | max |`,
-  `|---|---|---|---|---|`,
-  ...Object.entries(w.systems).flatMap(([name, row]) => [
-    `| \`${name}\` spawn → \`initialize\` answered | ${f(row.init.p50)} | ${f(row.init.p90)} | ${f(row.init.min)} | ${f(row.init.max)} |`,
-    `| \`${name}\` spawn → complete \`tools/list\` (${o.servers} servers) | ${f(row.complete.p50)} | ${f(row.complete.p90)} | ${f(row.complete.min)} | ${f(row.complete.max)} |`,
-  ]),
-  `| \`mcp-reconcile --version\` spawn → exit (process start) | ${f(w.version.p50)} | ${f(w.version.p90)} | ${f(w.version.min)} | ${f(w.version.max)} |`,
-  `| fixture spawn → \`initialize\` (a small Rust server's start) | ${f(w.fixtureInit.p50)} | ${f(w.fixtureInit.p90)} | ${f(w.fixtureInit.min)} | ${f(w.fixtureInit.max)} |`,
-  ``,
-  `${o.rounds} interleaved rounds${o.baseline ? " (serve@base: the build in --baseline, its own daemon)" : ""}; server processes in each daemon afterwards: ${Object.entries(w.systems).map(([n, r]) => `${n} ${r.serverProcesses}`).join(", ")} (M = ${o.servers}). Target ≤ 15 ms (p50, this build): initialize ${verdict(w.systems.serve.init.p50 <= 15)}, complete tools/list ${verdict(w.systems.serve.complete.p50 <= 15)}.`,
-  ``,
-  `## Cold start: ${o.servers} servers, start delays ${delayOf(1)}–${DELAY_MAX} ms, nothing running`,
-  ``,
-  `| system | initialize p50 ms | complete tools/list p50 ms | p90 | − slowest alone (p50) |`,
-  `|---|---|---|---|---|`,
 ];
-for (const [system, row] of Object.entries(c)) {
-  lines.push(`| ${system} | ${f(row.init.p50)} | ${f(row.complete.p50)} | ${f(row.complete.p90)} | ${system === "slowest-alone" ? "—" : f(row.complete.p50 - slowest)} |`);
+const w = results.warm;
+if (w) {
+  lines.push(
+    ``,
+    `## Warm start: a second \`serve\`, the daemon already running the ${o.servers} servers (shared per project)`,
+    ``,
+    `| what | p50 ms | p90 ms | min | max |`,
+    `|---|---|---|---|---|`,
+    ...Object.entries(w.systems).flatMap(([name, row]) => [
+      `| \`${name}\` spawn → \`initialize\` answered | ${f(row.init.p50)} | ${f(row.init.p90)} | ${f(row.init.min)} | ${f(row.init.max)} |`,
+      `| \`${name}\` spawn → complete \`tools/list\` (${o.servers} servers) | ${f(row.complete.p50)} | ${f(row.complete.p90)} | ${f(row.complete.min)} | ${f(row.complete.max)} |`,
+    ]),
+    `| \`mcp-reconcile --version\` spawn → exit (process start) | ${f(w.version.p50)} | ${f(w.version.p90)} | ${f(w.version.min)} | ${f(w.version.max)} |`,
+    `| fixture spawn → \`initialize\` (a small Rust server's start) | ${f(w.fixtureInit.p50)} | ${f(w.fixtureInit.p90)} | ${f(w.fixtureInit.min)} | ${f(w.fixtureInit.max)} |`,
+    ``,
+    `${o.rounds} interleaved rounds${o.baseline ? " (serve@base: the build in --baseline, its own daemon)" : ""}; server processes in each daemon afterwards: ${Object.entries(w.systems).map(([n, r]) => `${n} ${r.serverProcesses}`).join(", ")} (M = ${o.servers}). Target ≤ 15 ms (p50, this build): initialize ${verdict(w.systems.serve.init.p50 <= 15)}, complete tools/list ${verdict(w.systems.serve.complete.p50 <= 15)}.`,
+  );
 }
-lines.push(
-  ``,
-  `${o.coldRounds} interleaved rounds. slowest-alone: the ${DELAY_MAX} ms fixture spawned alone by this client, spawn → its \`tools/list\`; direct-all: all ${o.servers} spawned at once by this client, spawn → the last one's \`tools/list\`; serve-daemon: \`serve\` with no daemon yet (it starts the daemon). Target ≤ slowest + 10 ms: serve --no-daemon ${verdict(c["serve-no-daemon"].complete.p50 - slowest <= 10)}, serve-daemon ${verdict(c["serve-daemon"].complete.p50 - slowest <= 10)}.`,
-  ``,
-  `## Daemon RSS per session: K concurrent sessions × M = ${o.rssServers} fixture servers (shared per project)`,
-  ``,
-  `| K | daemon VmRSS MiB | serve VmRSS MiB (p50 / max) | server processes | servers' RSS MiB | other gateway processes |`,
-  `|---|---|---|---|---|---|`,
-);
-for (const s of r.samples) {
-  lines.push(`| ${s.k} | ${mib(s.daemonKiB)} | ${mib(quantile(s.serveKiB, 0.5))} / ${mib(Math.max(...s.serveKiB))} | ${s.serverProcesses} | ${mib(s.serverKiB)} | ${s.otherProcesses.map((p) => `${p.comm} ${mib(p.kib)}`).join(", ") || "—"} |`);
+const c = results.cold;
+if (c) {
+  const slowest = c["slowest-alone"].complete.p50;
+  lines.push(
+    ``,
+    `## Cold start: ${o.servers} servers, start delays ${delayOf(1)}–${delayOf(o.servers)} ms (server 1 started first), nothing running`,
+    ``,
+    `| system | initialize p50 ms | complete tools/list p50 ms | p90 | − slowest alone (p50) |`,
+    `|---|---|---|---|---|`,
+  );
+  for (const [system, row] of Object.entries(c)) {
+    lines.push(`| ${system} | ${f(row.init.p50)} | ${f(row.complete.p50)} | ${f(row.complete.p90)} | ${system === "slowest-alone" ? "—" : f(row.complete.p50 - slowest)} |`);
+  }
+  lines.push(
+    ``,
+    `${o.coldRounds} interleaved rounds. slowest-alone: the ${DELAY_MAX} ms fixture spawned alone by this client, spawn → its \`tools/list\`; direct-all: all ${o.servers} spawned at once by this client, spawn → the last one's \`tools/list\`; serve-daemon: \`serve\` with no daemon yet (it starts the daemon). Target ≤ slowest + 10 ms: serve --no-daemon ${verdict(c["serve-no-daemon"].complete.p50 - slowest <= 10)}, serve-daemon ${verdict(c["serve-daemon"].complete.p50 - slowest <= 10)}.`,
+  );
 }
-lines.push(
-  ``,
-  `One daemon grown session by session (sessions are the scripted client, not real clients), sampled ${o.idleMs} ms after the last session's complete \`tools/list\`. Daemon growth per extra session: (RSS(K=${r.samples.at(-1).k}) − RSS(K=${r.samples[0].k})) / ${r.samples.at(-1).k - r.samples[0].k} = ${f(r.perExtraSessionKiB, 0)} KiB; target ≤ 2 MiB ${verdict(r.perExtraSessionKiB <= 2048)}.`,
-);
+const r = results.rss;
+if (r) {
+  lines.push(
+    ``,
+    `## Daemon RSS per session: K concurrent sessions × M = ${o.rssServers} fixture servers (shared per project)`,
+    ``,
+    `| K | daemon VmRSS MiB | serve VmRSS MiB (p50 / max) | server processes | servers' RSS MiB | other gateway processes |`,
+    `|---|---|---|---|---|---|`,
+  );
+  for (const s of r.samples) {
+    lines.push(`| ${s.k} | ${mib(s.daemonKiB)} | ${mib(quantile(s.serveKiB, 0.5))} / ${mib(Math.max(...s.serveKiB))} | ${s.serverProcesses} | ${mib(s.serverKiB)} | ${s.otherProcesses.map((p) => `${p.comm} ${mib(p.kib)}`).join(", ") || "—"} |`);
+  }
+  lines.push(
+    ``,
+    `One daemon grown session by session (sessions are the scripted client, not real clients), sampled ${o.idleMs} ms after the last session's complete \`tools/list\`. Daemon growth per extra session: (RSS(K=${r.samples.at(-1).k}) − RSS(K=${r.samples[0].k})) / ${r.samples.at(-1).k - r.samples[0].k} = ${f(r.perExtraSessionKiB, 0)} KiB; target ≤ 2 MiB ${verdict(r.perExtraSessionKiB <= 2048)}.`,
+  );
+}
 fs.writeFileSync(path.join(o.out, "start.md"), lines.join("\n") + "\n");
 console.log(lines.join("\n"));
