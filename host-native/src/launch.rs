@@ -34,8 +34,9 @@
 //! connection trusts the roots its session names there ([`crate::tls::Trust::of_launch`]), so
 //! two sessions with different trust never share one (when remote connections are pooled).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::identity::ConnectionId;
 pub use mcp_reconcile_kernel::share::Share;
@@ -154,6 +155,17 @@ impl Launch {
     /// counted variable (name and value), every non-UTF-8 one and the token file. Equal exactly when the process would be started
     /// identically. The hash is one-way: no value can be read back from it.
     pub fn shared_id(&self, id: &ConnectionId, config: &ServerConfig) -> ConnectionId {
+        self.shared_id_in(id, config, &mut PathIdentities::default())
+    }
+
+    /// [`Launch::shared_id`], with `PATH`'s identity taken from `paths` (read once for the
+    /// starts of one pass, not once per server).
+    pub fn shared_id_in(
+        &self,
+        id: &ConnectionId,
+        config: &ServerConfig,
+        paths: &mut PathIdentities,
+    ) -> ConnectionId {
         let mut hash = Sha256::new();
         let mut part = |bytes: &[u8]| {
             hash.update((bytes.len() as u64).to_le_bytes());
@@ -164,7 +176,7 @@ impl Launch {
         for (key, value) in self.counted() {
             part(key.as_bytes());
             if key == "PATH" {
-                part(&path_identity(value));
+                part(paths.of(value));
             } else {
                 part(value.as_bytes());
             }
@@ -189,6 +201,43 @@ impl Launch {
                 && !key.ends_with(PER_SESSION_SUFFIX)
                 && !key.starts_with(OWN_PREFIX)
         })
+    }
+}
+
+/// How long a [`PathIdentities`] answers from what it read: the starts of one pass.
+const PATHS_FRESH: Duration = Duration::from_secs(1);
+
+/// The [`path_identity`] of each `PATH` value read so far, for the starts of one pass (a
+/// session's servers share its `PATH`): read once per pass instead of once per server, since
+/// listing `PATH`'s directories (the file system reads a large one whole even to count
+/// [`SMALL_DIR`] + 1 entries) was ~0.8 ms a server and most of a warm session start of 30
+/// (`bench/start.mjs`). Forgotten after [`PATHS_FRESH`], so a start outside a pass (a lazy
+/// server's first call) reads the directories as they are then.
+#[derive(Debug, Default)]
+pub struct PathIdentities {
+    read: Option<Instant>,
+    known: HashMap<String, Vec<u8>>,
+}
+
+impl PathIdentities {
+    /// `path`'s [`path_identity`], read from the file system unless it was read in the last
+    /// [`PATHS_FRESH`].
+    pub fn of(&mut self, path: &str) -> &[u8] {
+        self.of_at(path, Instant::now())
+    }
+
+    /// [`PathIdentities::of`] at `now`.
+    fn of_at(&mut self, path: &str, now: Instant) -> &[u8] {
+        if self
+            .read
+            .is_none_or(|read| now.duration_since(read) > PATHS_FRESH)
+        {
+            self.known.clear();
+            self.read = Some(now);
+        }
+        self.known
+            .entry(path.to_owned())
+            .or_insert_with(|| path_identity(path))
     }
 }
 
@@ -403,6 +452,35 @@ mod tests {
             key(format!("{one}:/usr/bin")),
             key(format!("{}:/usr/bin", bare.display())),
             "a helper one session has and the other lacks splits"
+        );
+    }
+
+    /// The starts of one pass read `PATH`'s directories once (not once per server: most of a
+    /// warm session start of 30), and a start a second later reads them again.
+    #[test]
+    fn path_directories_are_read_once_for_the_starts_of_a_pass() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let path = tmp.path().display().to_string();
+        let add = |name: &str| {
+            let file = tmp.path().join(name);
+            std::fs::write(&file, "#!/bin/sh\n").expect("tool");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        };
+        add("one");
+        let mut paths = PathIdentities::default();
+        let start = Instant::now();
+        let first = paths.of_at(&path, start).to_vec();
+        assert_eq!(first, path_identity(&path));
+        add("two");
+        assert_ne!(path_identity(&path), first, "the directory changed");
+        let same_pass = start + Duration::from_millis(200);
+        assert_eq!(paths.of_at(&path, same_pass), first, "read once in a pass");
+        let later = start + PATHS_FRESH + Duration::from_millis(1);
+        assert_eq!(
+            paths.of_at(&path, later),
+            path_identity(&path),
+            "read again later"
         );
     }
 

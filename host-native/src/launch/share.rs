@@ -18,7 +18,7 @@ use mcp_reconcile_kernel::identity::ConnectionId;
 use mcp_reconcile_kernel::ServerConfig;
 use sha2::{Digest, Sha256};
 
-use super::{Launch, Share};
+use super::{Launch, PathIdentities, Share};
 
 /// A server's place in the pool: its key and the launch context its process starts with.
 pub struct Placement {
@@ -29,16 +29,18 @@ pub struct Placement {
 }
 
 /// Where connection `id` of `config` runs for session `session` (a mark unique to one session
-/// of the pool) shared in `share` (`None`: a remote connection, no scope).
+/// of the pool) shared in `share` (`None`: a remote connection, no scope); `PATH`'s identity
+/// from `paths`.
 pub fn place(
     launch: Option<&Arc<Launch>>,
     id: &ConnectionId,
     config: &ServerConfig,
     share: Option<Share>,
     session: &str,
+    paths: &mut PathIdentities,
 ) -> Placement {
-    let project = |launch: Option<&Arc<Launch>>| match launch {
-        Some(launch) => launch.shared_id(id, config),
+    let mut project = |launch: Option<&Arc<Launch>>| match launch {
+        Some(launch) => launch.shared_id_in(id, config, paths),
         None => id.clone(),
     };
     match share {
@@ -153,7 +155,15 @@ mod tests {
 
     fn key(l: &Arc<Launch>, cfg: &ServerConfig, share: Share, session: &str) -> ConnectionId {
         let id = ConnectionId("m::0123456789abcdef".into());
-        place(Some(l), &id, cfg, Some(share), session).id
+        place(
+            Some(l),
+            &id,
+            cfg,
+            Some(share),
+            session,
+            &mut PathIdentities::default(),
+        )
+        .id
     }
 
     #[test]

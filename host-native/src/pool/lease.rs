@@ -31,7 +31,7 @@ use super::SharedPool;
 use crate::clock::Clock;
 use crate::host::{Backend, Held, Host, HostOptions, Restart};
 use crate::inputs::Inputs;
-use crate::launch::{share, Launch, Share};
+use crate::launch::{share, Launch, PathIdentities, Share};
 use crate::supervisor::Report;
 use crate::transport::{Caller, Catalog};
 use mcp_reconcile_kernel::plan::Mode;
@@ -100,6 +100,8 @@ pub struct Lease {
     /// This lease's mark in the pool keys of its `session`-scoped servers: unique in this
     /// process, so no later session of the same name can take over such a process.
     mark: String,
+    /// `PATH`'s identity for the pool keys of one pass's starts (read once, not per server).
+    paths: PathIdentities,
     /// Server → the pool id it holds, the session's own config for it and its scope.
     acquired: BTreeMap<String, (ConnectionId, ServerConfig, Option<Share>)>,
     /// Servers stopped to be started again (`"stopBeforeRestart": true`): their next start lets
@@ -139,6 +141,7 @@ impl Lease {
             gating: Gating::default(),
             share: ShareSettings::default(),
             mark: format!("{name}#{}", NEXT_MARK.fetch_add(1, Ordering::Relaxed)),
+            paths: PathIdentities::default(),
             acquired: BTreeMap::new(),
             restarting: HashSet::new(),
             retrying: HashSet::new(),
@@ -164,7 +167,7 @@ impl Lease {
     /// environment ([`Launch::shared_id`]), with scope `session` this session's own — and the
     /// launch context its process starts with.
     fn place(
-        &self,
+        &mut self,
         name: &str,
         to: Option<&ConnectionId>,
         config: &ServerConfig,
@@ -175,7 +178,14 @@ impl Lease {
             None => connection_id(name, config)
                 .unwrap_or_else(|_| mcp_reconcile_kernel::identity::connection_id_of(name, "")),
         };
-        share::place(self.launch.as_ref(), &id, config, share, &self.mark)
+        share::place(
+            self.launch.as_ref(),
+            &id,
+            config,
+            share,
+            &self.mark,
+            &mut self.paths,
+        )
     }
 
     /// The mirrored connections the session holds and waits for no start of.
@@ -340,6 +350,8 @@ impl Backend for Lease {
     fn admit(&mut self, desired: &Servers, gating: &Gating, share: &ShareSettings) {
         self.gating = gating.clone();
         self.share = *share;
+        // A new pass reads `PATH`'s directories again.
+        self.paths = PathIdentities::default();
         for (name, (_, config, _)) in &mut self.acquired {
             if let Some(wanted) = desired.get(name) {
                 config.clone_from(wanted);

@@ -131,6 +131,12 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_CRASH_AFTER", value_name = "MS")]
     pub crash_after: Option<u64>,
 
+    /// Wait MS milliseconds before serving (after the marker, grandchild and stderr lines): a
+    /// server with a slow start, like an `npx` server's 0.5–2 s, so a benchmark can time a
+    /// gateway's start against its servers' own (`bench/start.mjs`).
+    #[arg(long, env = "FIXTURE_START_DELAY_MS", value_name = "MS")]
+    pub start_delay_ms: Option<u64>,
+
     /// Do not read stdin (so answer no `initialize`) until FILE exists: a server whose start
     /// a test holds back, and lets go of once it has seen what it checks meanwhile.
     #[arg(long, env = "FIXTURE_WAIT_FOR", value_name = "FILE")]

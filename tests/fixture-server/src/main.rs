@@ -8,7 +8,7 @@
 //! 4. write the requested stderr lines;
 //! 5. exit if `--exit-immediately`;
 //! 6. arm the `--crash-after` timer;
-//! 7. wait until the `--wait-for` file exists;
+//! 7. wait `--start-delay-ms`, then until the `--wait-for` file exists;
 //! 8. serve (stdio or HTTP; normally, hung, or garbage) until stdin closes or a signal arrives.
 
 mod asks;
@@ -85,6 +85,9 @@ async fn serve_until_stopped(args: Args) -> anyhow::Result<()> {
     let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
     tokio::select! {
         result = async {
+            if let Some(ms) = args.start_delay_ms {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
             if let Some(gate) = &args.wait_for {
                 faults::wait_for(gate).await;
             }

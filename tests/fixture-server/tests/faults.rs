@@ -207,3 +207,18 @@ async fn bad_options_exit_2_before_any_side_effect() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `--start-delay-ms` holds the handshake back at least that long, then serves normally: the
+/// slow-starting servers of the start benchmark (`bench/start.mjs`).
+#[tokio::test]
+async fn start_delay_holds_the_handshake_back_then_serves() -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let f = connect_stdio(&["--start-delay-ms", "400"]).await?;
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400),
+        "answered after {waited:?}"
+    );
+    assert_eq!(tool_names(&f.client).await?, ["echo"]);
+    Ok(())
+}
