@@ -211,7 +211,7 @@ const PATHS_FRESH: Duration = Duration::from_secs(1);
 /// session's servers share its `PATH`): read once per pass instead of once per server, since
 /// listing `PATH`'s directories (the file system reads a large one whole even to count
 /// [`SMALL_DIR`] + 1 entries) was ~0.8 ms a server and most of a warm session start of 30
-/// (`bench/start.mjs`). Forgotten after [`PATHS_FRESH`], so a start outside a pass (a lazy
+/// (`bench/start.mjs`). Forgotten after `PATHS_FRESH` (1 s), so a start outside a pass (a lazy
 /// server's first call) reads the directories as they are then.
 #[derive(Debug, Default)]
 pub struct PathIdentities {
@@ -221,7 +221,7 @@ pub struct PathIdentities {
 
 impl PathIdentities {
     /// `path`'s [`path_identity`], read from the file system unless it was read in the last
-    /// [`PATHS_FRESH`].
+    /// `PATHS_FRESH`.
     pub fn of(&mut self, path: &str) -> &[u8] {
         self.of_at(path, Instant::now())
     }

@@ -7,7 +7,7 @@
 //! `state` it sent), `grant` (the client-credentials grant: a secret or `private_key_jwt`),
 //! [`binding`] (which stored login an entry may use: the layer that logged in and the
 //! authorization server that issued it), [`store`] (the 0600 token file as rmcp's
-//! `CredentialStore`), [`file`] (re-exported from `crate::token_store_file`, which sits below
+//! `CredentialStore`), [`file`](mod@file) (re-exported from `crate::token_store_file`, which sits below
 //! `launch` and `tls`: where the token file is, its locked read-change-write), `qwen` (the
 //! TypeScript CLI's `mcp-oauth-tokens.json`, for `--layout qwen`), [`review`] (what a review
 //! says about a login).

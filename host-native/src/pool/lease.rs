@@ -449,7 +449,7 @@ impl Backend for Lease {
 
     /// The pool forgives a connection when it starts it afresh for the session
     /// (`Actor::renew`, a stop-first replace): a failed one is then not retried with its
-    /// failures kept ([`Op::Retry`]) but started afresh.
+    /// failures kept (`Op::Retry`) but started afresh.
     fn forgive(&mut self, name: &str) {
         if let Some(mirrored) = self.mirror.get_mut(name) {
             mirrored.health.forgive();
