@@ -2,9 +2,9 @@
 # Builds every fuzz target and runs each for a while (default 20 s) over its
 # committed seed corpus, as many at once as there are cores (each run is one
 # single-threaded process, so the suite's wall time is the targets' total over
-# the cores). A crash fails the run; turn it into a named
-# regression test in kernel/tests/fuzz_regressions.rs (kernel targets) or
-# host-native/tests/fuzz_regressions.rs (the host's client-file targets).
+# the cores). A crash fails the run; turn it into a named regression test
+# beside the code it broke (kernel targets: a unit test in that kernel module)
+# or in host-native/tests/fuzz_regressions.rs (the host's client-file targets).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds=${1:-20}
