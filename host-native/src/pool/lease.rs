@@ -22,58 +22,21 @@ use mcp_reconcile_kernel::identity::{connection_id, ConnectionId};
 use mcp_reconcile_kernel::plan::{Online, OnlineEntry, Status};
 use mcp_reconcile_kernel::pool::Acquire;
 use mcp_reconcile_kernel::share::{effective_share, ShareSettings};
-use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 use tokio::sync::watch;
 
-use super::actor::{HeldConn, Op, Request};
+use super::actor::{Op, Request};
 use super::SharedPool;
 use crate::clock::Clock;
 use crate::host::{Backend, Held, Host, HostOptions, Restart};
 use crate::inputs::Inputs;
 use crate::launch::{share, Launch, PathIdentities, Share};
 use crate::supervisor::Report;
-use crate::transport::{Caller, Catalog};
 use mcp_reconcile_kernel::plan::Mode;
 
-/// A held connection as last seen in the pool.
-struct Mirrored {
-    id: ConnectionId,
-    catalog: Arc<Catalog>,
-    caller: Option<Caller>,
-    health: Supervision,
-    pid: Option<u32>,
-    spawns: u64,
-    version: u64,
-    holders: usize,
-}
+mod mirrored;
 
-impl Mirrored {
-    fn from_pool(held: HeldConn) -> (String, Mirrored) {
-        let mirrored = Mirrored {
-            id: held.id,
-            catalog: held.catalog,
-            caller: held.caller,
-            health: held.health,
-            pid: held.pid,
-            spawns: held.spawns,
-            version: held.version,
-            holders: held.holders,
-        };
-        (held.server, mirrored)
-    }
-
-    /// Whether a session would see a difference between `self` and `other`.
-    fn same_as(&self, other: &Mirrored) -> bool {
-        self.id == other.id
-            && self.version == other.version
-            && self.caller.is_some() == other.caller.is_some()
-            && self.health.status == other.health.status
-            && self.health.attempts == other.health.attempts
-            && self.health.crash_loop == other.health.crash_loop
-            && self.pid == other.pid
-    }
-}
+use mirrored::Mirrored;
 
 /// A start the pool has not finished yet.
 struct Pending {
