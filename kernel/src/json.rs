@@ -512,23 +512,7 @@ fn strict_equal(a: &Value, b: &Value) -> bool {
 /// ECMAScript `String.prototype.trim`: its whitespace set differs from
 /// Rust's (`U+FEFF` is whitespace, `U+0085` is not).
 pub fn js_trim(s: &str) -> &str {
-    fn js_space(c: char) -> bool {
-        matches!(
-            c,
-            '\u{9}'..='\u{d}'
-                | ' '
-                | '\u{a0}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-        )
-    }
-    s.trim_matches(js_space)
+    s.trim_matches(is_js_whitespace)
 }
 
 /// Compares two strings by UTF-16 code units (ECMAScript `<` on strings).
