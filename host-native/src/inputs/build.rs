@@ -265,8 +265,6 @@ impl Inputs {
             layers,
             written_layers,
             layer_files: files,
-            mcp_json: self.paths.mcp_json.clone(),
-            workspace_settings: self.paths.workspace.clone(),
             client_policies,
             client_disabled,
             client_approved: client.approved_by_name,

@@ -67,7 +67,7 @@ pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
 use server_files::{JsonFile, SettingsFile};
 pub use shell_words::shell_words;
-pub use snapshot::{ApprovalWriter, ClientApproval, Snapshot};
+pub use snapshot::{ApprovalWriter, ClientApproval, Origin, Snapshot};
 
 /// A problem with one input, as the user should see it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
