@@ -154,3 +154,44 @@ fn a_file_changed_after_its_check_is_read_again() {
     assert_eq!(names(&snapshot, LayerSource::Project), ["written-after"]);
     assert_eq!(counts::take(), (1, 1), "read and parsed afresh");
 }
+
+/// A server's origin is the layer it runs from (the last in precedence), that layer's file,
+/// and its entry as written there.
+#[test]
+fn a_servers_origin_is_the_file_of_the_layer_it_runs_from() {
+    let w = World::new();
+    write(&w.user_settings(), &servers("s"));
+    write(
+        &w.mcp_json(),
+        r#"{"mcpServers": {"s": {"command": "${X:-x}"}}}"#,
+    );
+    let snapshot = w.inputs().load(None);
+    let origin = snapshot.origin("s").expect("a layer holds it");
+    assert_eq!(origin.source, LayerSource::Project);
+    assert_eq!(origin.file, Some(w.mcp_json().as_path()));
+    assert_eq!(origin.written.str_field("command"), Some("${X:-x}"));
+    assert!(snapshot.origin("absent").is_none());
+}
+
+/// In a client layout a server's origin is that client's file (here Claude Code's
+/// `~/.claude.json`), not a settings file of this host's that the layout does not read.
+#[test]
+fn a_client_layouts_server_comes_from_the_clients_own_file() {
+    let w = World::new();
+    let state = w.path("home").join(".claude.json");
+    write(&state, &servers("c"));
+    let flags = Options {
+        project: Some(w.path("project")),
+        layout: super::Layout::Claude,
+        ..Options::default()
+    };
+    let env = HostEnv {
+        vars: BTreeMap::from([("HOME".to_owned(), w.path("home").display().to_string())]),
+        cwd: w.path("project"),
+        home: Some(w.path("home")),
+        raw: Vec::new(),
+    };
+    let snapshot = Inputs::with_env(&flags, env).expect("inputs").load(None);
+    let origin = snapshot.origin("c").expect("a layer holds it");
+    assert_eq!((origin.source, origin.file), (LayerSource::User, Some(state.as_path())));
+}
