@@ -1,12 +1,47 @@
 //! Reading an input file: [`read_text`], the one bounded, non-blocking, regular-files-only
-//! way an input file is read, its bounds, and the messages a file that does not parse gets.
+//! way an input file is read, its bounds, the missing-file grace, and the messages a file
+//! that does not load gets.
 
 use std::path::Path;
 
 use mcp_reconcile_kernel::json::{self, Object, Value};
-use mcp_reconcile_kernel::{ServerConfig, Servers};
+use mcp_reconcile_kernel::{Millis, ServerConfig, Servers};
 
-use super::input_file::kept_note;
+/// How long a settings file or `.mcp.json` that had content and went missing keeps its last
+/// good content before its servers stop: an editor or tool that deletes a file and writes it
+/// again a moment later must not restart every server in it. The host owns the timer
+/// ([`Inputs::expire_missing`](super::Inputs::expire_missing)).
+pub const MISSING_GRACE: Millis = Millis(3_000);
+
+/// A file that had content and is missing now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Missing {
+    /// Present, or missing with nothing to keep.
+    #[default]
+    No,
+    /// Missing since a reload: its last good content stays in use for [`MISSING_GRACE`].
+    Held,
+    /// Still missing after the grace: read as empty until it comes back.
+    Expired,
+}
+
+/// The error a held missing file shows.
+pub(super) fn held_note() -> String {
+    format!(
+        "file missing — its servers stay as they are for {} s in case it comes back; after \
+         that they stop",
+        MISSING_GRACE.0 / 1000
+    )
+}
+
+/// The note appended to a load error: what stays in use meanwhile.
+pub(super) fn kept_note(has_last_good: bool) -> &'static str {
+    if has_last_good {
+        "its last good content stays in use until it loads again"
+    } else {
+        "nothing from it is used until it loads"
+    }
+}
 
 /// `text`'s parse (`parsed`), or why not as the user should read it: empty, or not valid
 /// JSON, and what stays in use meanwhile.

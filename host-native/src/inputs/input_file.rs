@@ -6,62 +6,15 @@
 //!
 //! Rules every kind keeps: a read is bounded and never waits ([`read_stamped`]); a file that
 //! fails to load keeps its **last good content** and says so; a file that had content and
-//! goes missing is held for [`MISSING_GRACE`] (kinds that [`Kind::holds`] something).
+//! goes missing is held for [`MISSING_GRACE`](super::MISSING_GRACE) (kinds that [`Kind::holds`] something).
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::json::Object;
 use mcp_reconcile_kernel::reload::FileSource;
-use mcp_reconcile_kernel::Millis;
 
 use super::checked::{Checked, Stamp, Text};
-use super::files::read_opened_within;
-use super::InputError;
-
-/// How long a settings file or `.mcp.json` that had content and went missing keeps its last
-/// good content before its servers stop: an editor or tool that deletes a file and writes it
-/// again a moment later must not restart every server in it. The host owns the timer
-/// ([`Inputs::expire_missing`](super::Inputs::expire_missing)).
-pub const MISSING_GRACE: Millis = Millis(3_000);
-
-/// A file that had content and is missing now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) enum Missing {
-    /// Present, or missing with nothing to keep.
-    #[default]
-    No,
-    /// Missing since a reload: its last good content stays in use for [`MISSING_GRACE`].
-    Held,
-    /// Still missing after the grace: read as empty until it comes back.
-    Expired,
-}
-
-/// The error a held missing file shows.
-pub(super) fn held_note() -> String {
-    format!(
-        "file missing — its servers stay as they are for {} s in case it comes back; after \
-         that they stop",
-        MISSING_GRACE.0 / 1000
-    )
-}
-
-/// The note appended to a load error: what stays in use meanwhile.
-pub(super) fn kept_note(has_last_good: bool) -> &'static str {
-    if has_last_good {
-        "its last good content stays in use until it loads again"
-    } else {
-        "nothing from it is used until it loads"
-    }
-}
-
-/// What a reload needs besides the file: the environment `$VAR`s expand from, whether
-/// project entries expand (no `--yolo`), the approvals key, and a client file's context.
-pub(super) struct LoadCtx<'a> {
-    pub(super) env: &'a Object,
-    pub(super) expand: bool,
-    pub(super) project_root: &'a str,
-    pub(super) client: super::clients::Context<'a>,
-}
+use super::files::{held_note, kept_note, read_opened_within, Missing};
+use super::{InputError, LoadCtx};
 
 /// What is particular to one kind of input file: how its text becomes content.
 pub(super) trait Kind {

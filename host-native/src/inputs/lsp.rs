@@ -13,8 +13,10 @@ use mcp_reconcile_kernel::Approvals;
 
 use super::checked::Text;
 use super::files::explain;
-use super::input_file::{kept_note, InputFile, Kind, LoadCtx};
+use super::files::kept_note;
+use super::input_file::{InputFile, Kind};
 use super::lsp_formats::{self, LspFormat};
+use super::LoadCtx;
 use super::{InputError, Layout};
 
 /// A language-server file of one scope, in one client's format.

@@ -57,10 +57,10 @@ use checked::Checked;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{claude_project_key, editor_user_file, sidecar};
+use files::Missing;
 pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
-pub use files::{read_opened, read_text, MAX_INPUT_BYTES};
-pub use input_file::MISSING_GRACE;
-use input_file::{Input, LoadCtx, Missing};
+pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
+use input_file::Input;
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
@@ -113,6 +113,15 @@ pub struct Inputs {
     lsp_approvals: Option<(Approvals, Vec<String>)>,
     /// What the completeness checks read since the last pass, for the pass.
     checked: Checked,
+}
+
+/// What a reload needs besides the file: the environment `$VAR`s expand from, whether
+/// project entries expand (no `--yolo`), the approvals key, and a client file's context.
+struct LoadCtx<'a> {
+    env: &'a Object,
+    expand: bool,
+    project_root: &'a str,
+    client: clients::Context<'a>,
 }
 
 /// Every input file of a session, by kind (the approvals files are read by their stores).

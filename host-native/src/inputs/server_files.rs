@@ -9,8 +9,10 @@ use mcp_reconcile_kernel::settings::server_command;
 use mcp_reconcile_kernel::{mcp_json_from_value, settings_from_parsed, LayerSource, Servers};
 
 use super::checked::Text;
+use super::files::kept_note;
 use super::files::{explain, object_entries};
-use super::input_file::{kept_note, InputFile, Kind, LoadCtx};
+use super::input_file::{InputFile, Kind};
+use super::LoadCtx;
 
 /// A settings file of one scope.
 #[derive(Debug)]

@@ -193,5 +193,8 @@ fn a_client_layouts_server_comes_from_the_clients_own_file() {
     };
     let snapshot = Inputs::with_env(&flags, env).expect("inputs").load(None);
     let origin = snapshot.origin("c").expect("a layer holds it");
-    assert_eq!((origin.source, origin.file), (LayerSource::User, Some(state.as_path())));
+    assert_eq!(
+        (origin.source, origin.file),
+        (LayerSource::User, Some(state.as_path()))
+    );
 }

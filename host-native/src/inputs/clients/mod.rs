@@ -55,7 +55,9 @@ pub(super) use normalize::gemini_transport;
 
 use super::checked::Text;
 use super::files::explain;
-use super::input_file::{kept_note, InputFile, Kind, LoadCtx};
+use super::files::kept_note;
+use super::input_file::{InputFile, Kind};
+use super::LoadCtx;
 
 /// How a client file is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
