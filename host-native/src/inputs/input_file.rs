@@ -6,7 +6,9 @@
 //!
 //! Rules every kind keeps: a read is bounded and never waits ([`read_stamped`]); a file that
 //! fails to load keeps its **last good content** and says so; a file that had content and
-//! goes missing is held for [`MISSING_GRACE`](super::MISSING_GRACE) (kinds that [`Kind::holds`] something).
+//! goes missing is held for [`MISSING_GRACE`](super::MISSING_GRACE) (kinds that
+//! [`Kind::holds`] something); a file found complete and unchanged since is not read again
+//! (`checked`).
 
 use std::path::{Path, PathBuf};
 
