@@ -67,7 +67,11 @@ impl Run {
                 });
                 let mut host = Host::in_pool(inputs, options, &pool, "parity");
                 let events = host.subscribe();
-                (events, host.spawn().expect("the session starts"), Some(pool))
+                (
+                    events,
+                    host.spawn().expect("the session starts"),
+                    Some(pool),
+                )
             }
         };
         Run {

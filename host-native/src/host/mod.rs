@@ -40,9 +40,11 @@
 //! (`backend`).
 //!
 //! # Files
-//! `running` ([`Host::spawn`] and the [`RunningSession`] it returns), `pass` (one run, as
-//! named stages), `restart` (which restart request a plan action is, for the kernel's
-//! `decide_restart`), `backend` (where the MCP connections live: [`Own`] or the pool's lease),
+//! `running` ([`Host::spawn`] and the [`RunningSession`] it returns), `control` (the requests
+//! of handles), `pass` (one run, as named stages), `reports` (what the connections report, the
+//! end of a pass), `restart` (the restart requests between passes; which restart request a
+//! plan action is, for the kernel's `decide_restart`), `announcer` (the events and the catalog
+//! announcements), `missing` (the missing-file grace), `backend` (where the MCP connections live: [`Own`] or the pool's lease),
 //! `waiters` (what a gateway's early requests wait for), `catalog` (the merged catalog,
 //! prefix owners, routing), `status`, `dev` (dev mode), `lazy` (lazy servers), `lsp` (the
 //! language servers, on a second supervisor), `handle` ([`HostHandle`]), `blocking` (file work
@@ -52,6 +54,7 @@ mod announcer;
 mod backend;
 mod blocking;
 mod catalog;
+mod control;
 mod dev;
 mod handle;
 mod lazy;
@@ -401,18 +404,8 @@ impl<B: Backend> Host<B> {
                 },
                 report = self.backend.next() => self.handle_report(report),
                 report = self.lsp.next() => self.handle_lsp_report(report),
-                source = files.recv(), if files_open => match source {
-                    Some(Change { source, landing }) => {
-                        let now = self.now();
-                        let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
-                        let arrival = match (complete, landing) {
-                            (false, _) => Arrival::Partial,
-                            (true, Landing::Changed) => Arrival::Written,
-                            (true, Landing::Closed) => Arrival::Closed,
-                            (true, Landing::Renamed) => Arrival::Replaced,
-                        };
-                        self.scheduler.handle_file_arrival(now, source, arrival);
-                    }
+                change = files.recv(), if files_open => match change {
+                    Some(change) => self.handle_file_change(change),
                     None => files_open = false,
                 },
                 path = self.dev.next() => self.handle_source_change(path),
@@ -435,6 +428,20 @@ impl<B: Backend> Host<B> {
             }
         }
         self.shutdown().await;
+    }
+
+    /// A watched file changed: whether it parses now, and how it landed (renamed into place,
+    /// closed by its writer, written in place) tell the scheduler when to reload it.
+    fn handle_file_change(&mut self, Change { source, landing }: Change) {
+        let now = self.now();
+        let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
+        let arrival = match (complete, landing) {
+            (false, _) => Arrival::Partial,
+            (true, Landing::Changed) => Arrival::Written,
+            (true, Landing::Closed) => Arrival::Closed,
+            (true, Landing::Renamed) => Arrival::Replaced,
+        };
+        self.scheduler.handle_file_arrival(now, source, arrival);
     }
 
     /// When the loop must wake up: the scheduler's debounce or a due retry.
@@ -460,72 +467,6 @@ impl<B: Backend> Host<B> {
         let due = self.backend.retry_due() || self.lsp.retry_due();
         if due && self.running.is_none() && !self.scheduler.is_running() {
             self.pass(Some(&[]), "retry".into(), false);
-        }
-    }
-
-    fn handle_control(&mut self, request: Control) {
-        match request {
-            Control::Status(reply) => {
-                let _ = reply.send(self.status());
-            }
-            Control::Reload(reply) => {
-                self.restarts.clear_crash_loops();
-                self.dev.release(None);
-                let now = self.now();
-                self.scheduler.handle_manual_reload(now);
-                let _ = reply.send(());
-            }
-            Control::Reconnect {
-                server,
-                also,
-                reply,
-            } => {
-                let names: Vec<String> = match &server {
-                    Some(name) if self.desired.contains_key(name) => vec![name.clone()],
-                    Some(name) => {
-                        let _ = reply.send(Err(format!(
-                            "no configured server named \"{}\"; run `mcp-reconcile status` to list them",
-                            crate::display::safe(name)
-                        )));
-                        return;
-                    }
-                    None => self.desired.keys().cloned().collect(),
-                };
-                self.dev.release(Some(&names));
-                match self.backend.reconnect(server.as_deref(), &names, &also) {
-                    Restart::Pass => {
-                        self.restarts.reconnect(names.iter().cloned());
-                        let now = self.now();
-                        self.scheduler.handle_manual_reload(now);
-                        let _ = reply.send(Ok(names));
-                    }
-                    Restart::Elsewhere(done) => {
-                        tokio::spawn(async move {
-                            let _ = reply.send(done.await);
-                        });
-                    }
-                }
-            }
-            Control::Catalog(reply) => self.ask_catalog(reply),
-            Control::Route(target, reply) => self.ask_route(target, reply),
-            Control::Language(extension, reply) => {
-                let _ = reply.send(self.lsp.route(&extension));
-            }
-            Control::Plan(reply) => {
-                let snapshot = blocking::off_the_loop(|| self.inputs.load(None));
-                let servers = assemble(&snapshot.layers).servers;
-                let gating = snapshot.gating_for(&servers);
-                let result = plan(
-                    &servers,
-                    &self.online(),
-                    &gating,
-                    snapshot.trusted,
-                    self.options.mode,
-                    self.now(),
-                )
-                .map_err(|e| e.to_string());
-                let _ = reply.send(result);
-            }
         }
     }
 

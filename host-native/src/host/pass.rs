@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use mcp_reconcile_kernel::approval_hash;
 use mcp_reconcile_kernel::approvals::ApprovalState;
-use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::hot_reload::HotReload;
+use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
 use mcp_reconcile_kernel::plan::{plan, Action, Online, Plan, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
 use mcp_reconcile_kernel::restart::{decide_restart, RestartOrder, RestartRequest, RestartStep};
@@ -288,7 +288,11 @@ impl<B: Backend> Host<B> {
         if decision.approval_event {
             approvals = (decision.promptable.iter())
                 .filter_map(|n| decision.servers.get(n).map(|cfg| (n, cfg)))
-                .filter(|(n, cfg)| !self.announcer.prompted(&((*n).clone(), approval_hash(cfg).0)))
+                .filter(|(n, cfg)| {
+                    !self
+                        .announcer
+                        .prompted(&((*n).clone(), approval_hash(cfg).0))
+                })
                 .map(|(n, cfg)| ApprovalRequest::new(&snapshot, n, cfg))
                 .collect();
         }
@@ -402,7 +406,9 @@ impl<B: Backend> Host<B> {
             let t = Instant::now();
             let replace = self.stop_for(&action, &decided);
             let Some(name) = action.name().filter(|_| action.starts()).map(str::to_owned) else {
-                running.steps.push((index, Step::new(action, t.elapsed(), None)));
+                running
+                    .steps
+                    .push((index, Step::new(action, t.elapsed(), None)));
                 continue;
             };
             let to = match &action {

@@ -88,4 +88,3 @@ impl<B: Backend> Host<B> {
         self.start_pass_finished();
     }
 }
-
