@@ -1,9 +1,193 @@
-//! What the connections report (a start ended, a crash, a `list_changed`), and the end of the
-//! pass in flight once its last start ended.
+//! The pass in flight ([`Running`]) and its report ([`PlanReport`]); what the connections
+//! report (a start ended, a crash, a `list_changed`), and the end of the pass in flight once
+//! its last start ended.
 
-use super::{Backend, Host, HostEvent};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use mcp_reconcile_kernel::plan::Action;
+use mcp_reconcile_kernel::reload::Outcome;
+
+use super::{Backend, Host, HostEvent, ServerStatus};
+use crate::diff::FieldChange;
 use crate::inputs::InputError;
 use crate::supervisor::Report;
+
+/// One applied plan with timings.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct PlanReport {
+    /// The session's pass number, from 1: scheduled and retry passes share one count.
+    pub run: u64,
+    /// What triggered it.
+    pub trigger: String,
+    /// Each action with how long executing it took and how it ended.
+    pub steps: Vec<Step>,
+    /// Problems with input files at the time of the pass.
+    pub input_errors: Vec<String>,
+    /// The gated servers whose approval was rejected at the time of the pass: the kernel's
+    /// plan skips or disconnects them as `pending_approval` (it sees only the gating, SPEC §6);
+    /// the lines a person reads say `rejected`.
+    pub rejected: Vec<String>,
+    /// The servers of settings files or `.mcp.json` that stayed missing past
+    /// [`MISSING_GRACE`](crate::inputs::MISSING_GRACE): the plan disconnects them as
+    /// `removed`; the lines a person reads say `file missing`.
+    pub file_missing: Vec<String>,
+    /// Whole pass, from the trigger to the last start finishing.
+    pub elapsed: Duration,
+}
+
+/// One executed action.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Step {
+    /// The kernel's action.
+    pub action: Action,
+    /// Time to execute it (connect: until its tools were listed).
+    pub elapsed: Duration,
+    /// `None` when it succeeded; the (redacted) error otherwise.
+    pub error: Option<String>,
+    /// For a reconnect: what changed in the entry, field by field, secrets masked.
+    pub changes: Vec<FieldChange>,
+    /// Why a server whose entry did not change was restarted (dev mode: `source changed:
+    /// src/x.ts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For a start that ended connected: the tools it offers (after its filters), and those
+    /// it offered before when it was connected then.
+    pub tools: Option<ToolDelta>,
+    /// For a start that failed: the server's status right after (attempt, when it is retried,
+    /// the whole error). The host sends no [`HostEvent::ClientUpdate`] for a start a pass
+    /// reports: this is where it is.
+    pub status: Option<ServerStatus>,
+}
+
+impl Step {
+    pub(super) fn new(action: Action, elapsed: Duration, error: Option<String>) -> Self {
+        Step {
+            action,
+            elapsed,
+            error,
+            changes: Vec::new(),
+            reason: None,
+            tools: None,
+            status: None,
+        }
+    }
+}
+
+/// A server's tools (their own names, after `includeTools` / `excludeTools`) around a start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolDelta {
+    /// Before the pass, when it was connected then.
+    pub before: Option<Vec<String>>,
+    /// Once started.
+    pub after: Vec<String>,
+}
+
+/// A start of the pass still connecting.
+pub(super) struct Starting {
+    /// Its position in the plan.
+    pub(super) index: usize,
+    pub(super) action: Action,
+    pub(super) generation: u64,
+    pub(super) changes: Vec<FieldChange>,
+    pub(super) reason: Option<String>,
+    pub(super) tools_before: Option<Vec<String>>,
+}
+
+/// The run in flight: the plan and the starts still connecting.
+pub(super) struct Running {
+    run: u64,
+    trigger: String,
+    began: Instant,
+    /// Finished steps with their position in the plan.
+    pub(super) steps: Vec<(usize, Step)>,
+    /// Starts still connecting, by server name.
+    pub(super) starting: HashMap<String, Starting>,
+    pub(super) rejected: Vec<String>,
+    pub(super) file_missing: Vec<String>,
+    failed: bool,
+    scheduled: bool,
+}
+
+impl Running {
+    /// Pass number `run`, triggered by `trigger` at `began`; `scheduled` when the scheduler
+    /// runs it (it is told the outcome).
+    pub(super) fn new(run: u64, trigger: String, began: Instant, scheduled: bool) -> Self {
+        Running {
+            run,
+            trigger,
+            began,
+            steps: Vec::new(),
+            starting: HashMap::new(),
+            rejected: Vec::new(),
+            file_missing: Vec::new(),
+            failed: false,
+            scheduled,
+        }
+    }
+
+    /// The servers whose start in this run is still under way.
+    pub(super) fn starting_servers(&self) -> impl Iterator<Item = &str> {
+        self.starting.keys().map(String::as_str)
+    }
+
+    /// Whether `generation` of `server` is a start of this run still under way.
+    pub(super) fn is_starting(&self, server: &str, generation: u64) -> bool {
+        self.starting
+            .get(server)
+            .is_some_and(|s| s.generation == generation)
+    }
+
+    /// The start of `server` ended after `elapsed` (`error` when it failed); `tools` it offers
+    /// now when connected, its `status` when it failed.
+    pub(super) fn start_ended(
+        &mut self,
+        server: &str,
+        elapsed: Duration,
+        error: Option<String>,
+        tools: Option<Vec<String>>,
+        status: Option<ServerStatus>,
+    ) {
+        let Some(starting) = self.starting.remove(server) else {
+            return;
+        };
+        self.failed |= error.is_some();
+        let mut step = Step::new(starting.action, elapsed, error);
+        step.changes = starting.changes;
+        step.reason = starting.reason;
+        step.tools = tools.map(|after| ToolDelta {
+            before: starting.tools_before,
+            after,
+        });
+        step.status = status;
+        self.steps.push((starting.index, step));
+    }
+
+    /// Whether no start of the run is under way any more.
+    pub(super) fn is_done(&self) -> bool {
+        self.starting.is_empty()
+    }
+
+    /// The finished run's report, and the outcome to tell the scheduler when it scheduled it.
+    pub(super) fn finish(mut self, input_errors: Vec<String>) -> (PlanReport, Option<Outcome>) {
+        self.steps.sort_by_key(|(index, _)| *index);
+        let outcome = match (self.scheduled, self.failed) {
+            (false, _) => None,
+            (true, false) => Some(Outcome::Ok),
+            (true, true) => Some(Outcome::Failed),
+        };
+        let report = PlanReport {
+            run: self.run,
+            trigger: self.trigger,
+            steps: self.steps.into_iter().map(|(_, step)| step).collect(),
+            input_errors,
+            rejected: self.rejected,
+            file_missing: self.file_missing,
+            elapsed: self.began.elapsed(),
+        };
+        (report, outcome)
+    }
+}
 
 impl<B: Backend> Host<B> {
     /// A language server failed to start, crashed or otherwise changed outside a pass.
