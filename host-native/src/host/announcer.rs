@@ -97,3 +97,45 @@ impl Announcer {
         self.emit(HostEvent::ApprovalNeeded(requests));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changes(rx: &mut mpsc::UnboundedReceiver<HostEvent>) -> Vec<CatalogChange> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .filter_map(|event| match event {
+                HostEvent::CatalogChanged(change) => Some(change),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Guards the announcer's contract: nothing is announced before the first catalog is
+    /// handed out, a look after nothing happened announces nothing, and a change names only
+    /// the lists whose fingerprint moved.
+    #[test]
+    fn a_catalog_change_is_announced_once_with_the_lists_that_changed() {
+        let mut announcer = Announcer::default();
+        let mut events = announcer.subscribe();
+        announcer.touch();
+        assert!(!announcer.wants_a_look(), "nothing handed out yet");
+
+        announcer.start((1, 2, 3));
+        assert!(!announcer.wants_a_look(), "nothing happened since");
+        announcer.touch();
+        assert!(announcer.wants_a_look());
+        announcer.look((1, 2, 3));
+        assert!(changes(&mut events).is_empty(), "the same catalog");
+
+        announcer.touch();
+        assert!(announcer.wants_a_look());
+        announcer.look((9, 2, 3));
+        let tools_only = CatalogChange {
+            tools: true,
+            ..CatalogChange::default()
+        };
+        assert_eq!(changes(&mut events), [tools_only]);
+        assert!(!announcer.wants_a_look(), "looked already");
+    }
+}

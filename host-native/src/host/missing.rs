@@ -60,3 +60,27 @@ impl<B: Backend> Host<B> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::MISSING_GRACE;
+
+    /// Guards the grace's clock: it runs from the first pass that saw a file missing (later
+    /// passes do not push it back), ends when the files are back, and is due once.
+    #[test]
+    fn the_missing_file_grace_runs_from_the_first_miss_and_is_due_once() {
+        let mut missing = MissingFiles::default();
+        missing.track(true, Millis(100));
+        missing.track(true, Millis(500));
+        let end = Millis(100 + MISSING_GRACE.0);
+        assert_eq!(missing.deadline(), Some(end));
+        assert!(!missing.due(Millis(end.0 - 1)));
+        assert!(missing.due(end));
+        assert!(!missing.due(end), "due once");
+
+        missing.track(true, Millis(1_000));
+        missing.track(false, Millis(1_001));
+        assert_eq!(missing.deadline(), None, "the files are back");
+    }
+}
