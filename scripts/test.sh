@@ -96,9 +96,11 @@ step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests: build"
-cargo test --workspace --locked --no-run
-# The conformance tests run this client; built here, not inside a test.
-cargo build --locked -p mcp-reconcile --example conformance_client
+# Every target of the workspace in one build, with one set of features: the tests, the
+# examples (the conformance tests' client, the crates' examples run below) and the binaries
+# (the fixture server). A `-p` build later would resolve other features and compile shared
+# dependencies again.
+cargo build --workspace --all-targets --locked
 
 background "macOS (both Apple targets) and aarch64 Linux type-check (build-std, C stubbed); \
 Linux binaries that run anywhere (static musl x86_64, built and run)" \
@@ -112,7 +114,8 @@ RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} cargo test --workspace --locked --no-f
 # they are ignored otherwise.
 if [ "$(id -u)" = 0 ]; then
     step "tests that need root"
-    cargo test -p mcp-reconcile --locked --no-fail-fast --test suite -- --ignored \
+    # `--workspace`, as above: `-p` alone would build the suite again with other features.
+    cargo test --workspace --locked --no-fail-fast --test suite -- --ignored \
         daemon_security:: ipc_security:: private_files::
 fi
 
@@ -133,7 +136,9 @@ expect_lines() {
         fi
     done
 }
-output=$(cargo run -q --locked -p mcp-reconcile-kernel --example embed_kernel)
+# The examples and the fixture server as the tests' build made them.
+target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+output=$("$target_dir/debug/examples/embed_kernel")
 expect_lines "$output" \
     '^  connect +notes +spawned' \
     '^  skip +lint +not started \(pending_approval\)' \
@@ -142,10 +147,8 @@ expect_lines "$output" \
     '^  reconnect +search +env changed; spawned' \
     '^  disconnect +broken +stopped \(removed\)' \
     '^converged: 4 processes running'
-cargo build -q --locked -p mcp-reconcile-fixture
-target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 output=$(MCP_RECONCILE_FIXTURE="$target_dir/debug/mcp-fixture-server" \
-    cargo run -q --locked -p mcp-reconcile --example embed_session)
+    "$target_dir/debug/examples/embed_session")
 expect_lines "$output" \
     '^  connect +notes +tools echo' \
     '^mcp__notes__echo -> hello$' \
@@ -155,7 +158,7 @@ expect_lines "$output" \
     '^notes kept its process across the edit' \
     '^stopped every server$'
 # Without a server to connect to, it says how to run it and succeeds.
-output=$(env -u MCP_RECONCILE_FIXTURE cargo run -q --locked -p mcp-reconcile --example embed_session)
+output=$(env -u MCP_RECONCILE_FIXTURE "$target_dir/debug/examples/embed_session")
 expect_lines "$output" '^usage: embed_session SERVER'
 # Cargo builds mcp-reconcile against the kernel it just packaged, unpacked into its registry
 # cache under the same version: a copy an earlier run left there would be built instead.

@@ -5,6 +5,7 @@
 //! in [`cli`]; this file starts sessions (`watch` and `serve` share one path,
 //! [`run_session`]).
 
+#[macro_use]
 mod cli;
 
 use std::io::{self, IsTerminal, Write};
@@ -460,10 +461,10 @@ async fn serve_http(
     } = guard;
     let stop = tokio_util::sync::CancellationToken::new();
     let (bound, server) = gateway::serve_http(addr, gateway, options, stop.clone()).await?;
-    println!("http://{bound}/mcp");
+    outln!("http://{bound}/mcp");
     match &token_path {
         Some(path) => {
-            println!("{}", path.display());
+            outln!("{}", path.display());
             let _ = io::stdout().flush();
             eprintln!(
                 "mcp-reconcile serve: listening on http://{bound}/mcp; every request must send \

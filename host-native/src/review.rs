@@ -50,24 +50,10 @@ impl ApprovalRequest {
     /// The request for `name`, whose effective entry is `config`, from the
     /// snapshot the entry was assembled from.
     pub fn new(snapshot: &Snapshot, name: &str, config: &ServerConfig) -> Self {
-        let mut holders: Vec<(LayerSource, &ServerConfig, usize)> = snapshot
-            .written_layers
-            .iter()
-            .enumerate()
-            .filter_map(|(i, layer)| layer.servers.get(name).map(|c| (layer.source, c, i)))
-            .collect();
-        // Precedence order; the last one wins (same kind: later in the list).
-        holders.sort_by_key(|(source, _, _)| *source);
-        let winner = holders.pop();
-        let written = winner
-            .map(|(_, c, _)| c.clone())
-            .unwrap_or_else(|| config.clone());
-        let source = winner.map(|(source, _, _)| source);
-        let file = match winner.and_then(|(_, _, i)| snapshot.layer_files.get(i)) {
-            Some(file) if !file.as_os_str().is_empty() => file.clone(),
-            _ if source == Some(LayerSource::Project) => snapshot.mcp_json.clone(),
-            _ => snapshot.workspace_settings.clone(),
-        };
+        let origin = snapshot.origin(name);
+        let source = origin.map(|o| o.source);
+        let written = origin.map_or_else(|| config.clone(), |o| o.written.clone());
+        let file = origin.map(|o| o.place()).unwrap_or_default();
         let replaces = snapshot
             .layers
             .iter()

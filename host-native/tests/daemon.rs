@@ -81,6 +81,34 @@ fn run_cli(p: &Project, rt: &Runtime, args: &[&str], flags: bool) -> (bool, Stri
     (out.status.success(), output_text(&out))
 }
 
+/// Runs the CLI with its stdout a pipe nobody reads any more: whether it succeeded, and its
+/// stderr.
+fn run_cli_into_closed_pipe(
+    p: &Project,
+    rt: &Runtime,
+    args: &[&str],
+    flags: bool,
+) -> (bool, String) {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut command = std::process::Command::new(cli());
+    command.args(args);
+    if flags {
+        command.args(p.flags());
+    }
+    let out = command
+        .env("XDG_RUNTIME_DIR", &rt.dir)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     let p = Project::new();
@@ -196,6 +224,14 @@ async fn two_serves_share_one_server_process_and_the_last_client_stops_it() {
     assert_eq!(out.matches("session serve-").count(), 2, "{out}");
     assert_eq!(out.matches("session watch-").count(), 1, "{out}");
     assert!(out.contains("server a connected"), "{out}");
+    // A reader that stops reading (`| head`) ends the command quietly, not with a panic.
+    for (args, flags) in [
+        (&["daemon", "--status", "--json"][..], false),
+        (&["status", "--json"], true),
+    ] {
+        let (ok, err) = run_cli_into_closed_pipe(&p, &rt, args, flags);
+        assert!(ok && !err.contains("panicked"), "{args:?}: {err}");
+    }
 
     // Removing b: both clients hear list_changed and b's process stops after the drain.
     let b_pid = pids(&p, "b")[0];

@@ -730,7 +730,14 @@ pub fn parse_lsp_json(text: &str, options: LspParseOptions<'_>) -> LspJson {
         ));
         return out;
     };
-    for (name, entry) in &entries {
+    lsp_json_from_value(&entries, options)
+}
+
+/// [`parse_lsp_json`] of a file already parsed: `entries`, its top-level object (a host that
+/// parsed the text once to check it reads the entries from that parse).
+pub fn lsp_json_from_value(entries: &Object, options: LspParseOptions<'_>) -> LspJson {
+    let mut out = LspJson::default();
+    for (name, entry) in entries {
         let quoted = Value::from(name.as_str()).to_json();
         let Value::Object(entry) = entry else {
             out.errors.push(format!(

@@ -24,7 +24,7 @@ pub async fn reconnect(args: ReconnectArgs) -> anyhow::Result<()> {
     let inputs = Inputs::new(&args.layers.options())?;
     let name = if args.all { None } else { args.name };
     let names = client::require(&inputs, &SessionRequest::Reconnect { name }).await?;
-    println!("reconnecting {}", join_names(&names));
+    outln!("reconnecting {}", join_names(&names));
     Ok(())
 }
 
@@ -65,7 +65,7 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
             .clear()
             .await
             .with_context(|| format!("cannot forget the tokens of server \"{name}\""))?;
-        println!(
+        outln!(
             "forgot the tokens of server \"{name}\" ({})",
             display::safe(&masked)
         );
@@ -73,8 +73,8 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
     }
     let project = std::path::Path::new(inputs.project_root());
     let logged_in = auth::login(store, url, &entry, Some(project), |auth_url| {
-        println!("Open this URL to authorize server \"{name}\":");
-        println!("{}", display::safe(auth_url));
+        outln!("Open this URL to authorize server \"{name}\":");
+        outln!("{}", display::safe(auth_url));
         let _ = io::stdout().flush();
         if let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
             let _ = std::process::Command::new(browser)
@@ -96,7 +96,7 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
         .expires
         .map(|at| format!(" until {}", httpdate(at)))
         .unwrap_or_default();
-    println!(
+    outln!(
         "authorized server \"{name}\"{until}; tokens stored in {}",
         display::safe(&logged_in.path.display().to_string())
     );
@@ -105,7 +105,7 @@ pub async fn auth(args: AuthArgs) -> anyhow::Result<()> {
     };
     // The running session for these files: in its own process, else the daemon's.
     match client::ask(&inputs, &request).await {
-        Ok(Some(_)) => println!("reconnecting {name}"),
+        Ok(Some(_)) => outln!("reconnecting {name}"),
         Ok(None) => {}
         Err(e) => eprintln!("! the running session did not reconnect it: {e:#}"),
     }
@@ -145,7 +145,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 pub async fn reload(args: FlagsOnly) -> anyhow::Result<()> {
     let inputs = Inputs::new(&args.layers.options())?;
     client::require(&inputs, &SessionRequest::Reload).await?;
-    println!("reload requested");
+    outln!("reload requested");
     Ok(())
 }
 
@@ -211,7 +211,7 @@ pub async fn status_of(options: mcp_reconcile::inputs::Options, json: bool) -> a
         .filter_map(|e| e.as_str().map(str::to_owned))
         .collect();
     if json {
-        println!("{servers}");
+        outln!("{servers}");
         for error in &errors {
             eprintln!("! {}", display::safe_multiline(error));
         }
@@ -219,13 +219,13 @@ pub async fn status_of(options: mcp_reconcile::inputs::Options, json: bool) -> a
     }
     let servers = servers.as_array().cloned().unwrap_or_default();
     if !running && !servers.is_empty() {
-        println!(
+        outln!(
             "no session runs for these files: this is what they say, and nothing is started \
              (\"disconnected\" until a session starts them)"
         );
     }
-    print!("{}", status_text(&servers, &errors));
-    print!("{}", daemon_sessions_text(&inputs_id, &inputs_dir).await);
+    out!("{}", status_text(&servers, &errors));
+    out!("{}", daemon_sessions_text(&inputs_id, &inputs_dir).await);
     Ok(())
 }
 
@@ -350,7 +350,7 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
         }
     };
     if requests.is_empty() {
-        println!("nothing to decide: no project-controlled server is waiting");
+        outln!("nothing to decide: no project-controlled server is waiting");
         return Ok(());
     }
     let verb = match decision {
@@ -360,7 +360,7 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
     if let Some(expected) = &args.hash {
         for request in &requests {
             if !request.hash.eq_ignore_ascii_case(expected.trim()) {
-                print!("{}", request.review());
+                out!("{}", request.review());
                 bail!(
                     "{} changed since it was reviewed: its entry now hashes to {}, not {} — nothing was {verb}; review the entry above and run the command again with the new hash",
                     quoted(&request.name),
@@ -371,7 +371,7 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
         }
     }
     for request in requests {
-        print!("{}", request.review());
+        out!("{}", request.review());
         let store = if request.lsp {
             inputs.lsp_approvals_store()
         } else {
@@ -380,7 +380,7 @@ pub fn decide(args: DecideArgs, decision: Decision) -> anyhow::Result<()> {
         store
             .decide_hash(&root, &request.name, &request.hash, decision)
             .with_context(|| format!("storing the decision for {}", quoted(&request.name)))?;
-        println!("{verb} {} (hash {})", quoted(&request.name), request.hash);
+        outln!("{verb} {} (hash {})", quoted(&request.name), request.hash);
     }
     Ok(())
 }
@@ -403,7 +403,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
         None => plan_json(&Host::config_plan(inputs).map_err(anyhow::Error::msg)?),
     };
     if args.json {
-        println!("{plan}");
+        outln!("{plan}");
         return Ok(());
     }
     let actions = plan
@@ -416,7 +416,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<()> {
             rejected: &rejected,
             ..Known::default()
         };
-        println!("{}", action_line_json(action, known));
+        outln!("{}", action_line_json(action, known));
     }
     Ok(())
 }
@@ -454,7 +454,7 @@ pub async fn version() -> anyhow::Result<()> {
     use mcp_reconcile::daemon::{bridge, socket_dir, DaemonRequest};
     use mcp_reconcile::ipc::Answer;
     let ours = mcp_reconcile::daemon::version::ours();
-    println!("mcp-reconcile {ours}");
+    outln!("mcp-reconcile {ours}");
     let env = mcp_reconcile::inputs::HostEnv::from_process()?;
     let dir = socket_dir(&env);
     let asked = bridge::ask(&dir, &DaemonRequest::Status);
@@ -463,12 +463,12 @@ pub async fn version() -> anyhow::Result<()> {
     {
         match status["version"].as_str() {
             Some(theirs) if theirs == ours => {}
-            Some(theirs) => println!(
+            Some(theirs) => outln!(
                 "daemon {} (pid {}): retires when the next session of this version starts",
                 display::safe(theirs),
                 status["pid"]
             ),
-            None => println!("daemon of an older version (pid {})", status["pid"]),
+            None => outln!("daemon of an older version (pid {})", status["pid"]),
         }
     }
     Ok(())
@@ -479,7 +479,7 @@ pub async fn version() -> anyhow::Result<()> {
 pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
     use mcp_reconcile::daemon::{bridge, DaemonRequest};
     let Some(answer) = bridge::ask(dir, &DaemonRequest::Status).await? else {
-        println!(
+        outln!(
             "no mcp-reconcile daemon runs (looked in {})",
             display::safe(&dir.display().to_string())
         );
@@ -490,7 +490,7 @@ pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<
         .map_err(anyhow::Error::msg)?
         .unwrap_or(Value::Null);
     if json {
-        println!("{ok}");
+        outln!("{ok}");
         return Ok(());
     }
     let text = |v: &Value| {
@@ -498,16 +498,16 @@ pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<
     };
     let ours = mcp_reconcile::daemon::version::ours();
     match ok["version"].as_str() {
-        Some(theirs) if theirs != ours => println!(
+        Some(theirs) if theirs != ours => outln!(
             "daemon pid {}, version {} (this binary: {ours})",
             ok["pid"],
             text(&ok["version"])
         ),
-        Some(_) => println!("daemon pid {}, version {ours}", ok["pid"]),
-        None => println!("daemon pid {} (an older version)", ok["pid"]),
+        Some(_) => outln!("daemon pid {}, version {ours}", ok["pid"]),
+        None => outln!("daemon pid {} (an older version)", ok["pid"]),
     }
     for session in ok["sessions"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "session {} ({} pid {}) in {}: {}",
             text(&session["session"]),
             text(&session["client"]),
@@ -523,7 +523,7 @@ pub async fn daemon_status(dir: &std::path::Path, json: bool) -> anyhow::Result<
         } else {
             format!("held by {holders}")
         };
-        println!(
+        outln!(
             "server {} {} pid {} {held}",
             text(&conn["server"]),
             text(&conn["state"]),

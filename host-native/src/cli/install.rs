@@ -28,7 +28,7 @@ fn state_dir(args: &InstallArgs, env: &HostEnv) -> anyhow::Result<PathBuf> {
 
 fn show(changes: &[Change]) {
     for change in changes.iter().filter(|c| c.changes()) {
-        print!("{}", install::diff(change));
+        out!("{}", install::diff(change));
     }
 }
 
@@ -69,7 +69,7 @@ fn afterwards(client: Client) -> &'static str {
 /// Says which binary the clients start, when it is not the user's own `mcp-reconcile` command.
 fn say_where(stable: &install::exe::StableExe, placed: bool) {
     if let install::exe::StableExe::Placed(path) = stable {
-        println!(
+        outln!(
             "{} {}: this binary does not run as `mcp-reconcile` from your PATH (an npx cache, \
              node_modules or a build folder goes away), so your clients start this per-user \
              copy",
@@ -109,7 +109,7 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         if changes.iter().any(Change::changes) {
             show(&changes);
         } else {
-            println!(
+            outln!(
                 "nothing to change: mcp-reconcile is installed for {}",
                 client.as_str()
             );
@@ -127,25 +127,25 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         }
     }
     if changes.is_empty() {
-        println!(
+        outln!(
             "mcp-reconcile is already installed for {}; nothing changed",
             client.as_str()
         );
         return Ok(());
     }
     for change in changes.iter().filter(|c| c.changes()) {
-        println!(
+        outln!(
             "changed {}",
             display::safe(&change.path.display().to_string())
         );
     }
-    println!(
+    outln!(
         "kept the bytes it replaced in {} — `mcp-reconcile uninstall {}` takes install out \
          again, keeping every change made since",
         display::safe(&record.dir.display().to_string()),
         client.as_str()
     );
-    println!("{}", afterwards(client));
+    outln!("{}", afterwards(client));
     Ok(())
 }
 
@@ -158,7 +158,7 @@ pub fn uninstall(args: &InstallArgs) -> anyhow::Result<()> {
     let env = HostEnv::from_process()?;
     let state = state_dir(args, &env)?;
     let Some(record) = Record::load(&state, client)? else {
-        println!(
+        outln!(
             "mcp-reconcile is not installed for {} (no record in {}); nothing changed",
             client.as_str(),
             display::safe(&Record::dir_of(&state, client).display().to_string())
@@ -176,9 +176,9 @@ pub fn uninstall(args: &InstallArgs) -> anyhow::Result<()> {
         };
         let path = display::safe(&change.path.display().to_string()).into_owned();
         if file.untouched_since_install(change.before.as_deref()) {
-            println!("restored {path}");
+            outln!("restored {path}");
         } else {
-            println!("{path} changed since install: took out only what install added");
+            outln!("{path} changed since install: took out only what install added");
         }
     }
     record.remove()?;

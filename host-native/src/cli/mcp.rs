@@ -34,7 +34,7 @@ pub async fn run(command: McpCommand) -> anyhow::Result<()> {
         McpCommand::Remove(args) => {
             let (scope, file) =
                 claude_mcp::remove(&env, &env.cwd, args.scope.map(Scope::from), &args.name)?;
-            println!(
+            outln!(
                 "Removed MCP server \"{}\" from the {} scope ({}); running sessions drop it now",
                 display::safe(&args.name),
                 scope.as_str(),
@@ -97,7 +97,7 @@ fn add(env: &HostEnv, args: &McpAddArgs) -> anyhow::Result<()> {
     let entry = entry(args)?;
     let scope = Scope::from(args.scope);
     let file = claude_mcp::add(env, &env.cwd, scope, &args.name, &entry)?;
-    println!(
+    outln!(
         "Added {} MCP server \"{}\" to the {} scope ({}); the gateway applies it to running \
          sessions — `mcp-reconcile mcp list` shows it",
         entry["type"].as_str().unwrap_or("stdio"),
@@ -106,7 +106,7 @@ fn add(env: &HostEnv, args: &McpAddArgs) -> anyhow::Result<()> {
         display::safe(&file.display().to_string())
     );
     if scope == Scope::Project {
-        println!(
+        outln!(
             "A project server starts once approved: `mcp-reconcile approve {}`",
             display::safe(&args.name)
         );
@@ -138,7 +138,7 @@ fn get(name: &str) -> anyhow::Result<()> {
         &mcp_reconcile_kernel::Value::Object(config.object().clone()).to_json(),
     )
     .unwrap_or(Value::Null);
-    println!("{}:", display::safe(name));
+    outln!("{}:", display::safe(name));
     // Every value the entry treats as secret (env and header values, URL credentials and
     // token parameters) is masked wherever it shows up, args included.
     let secrets = mcp_reconcile::redact::secrets(config);
@@ -152,12 +152,12 @@ fn get(name: &str) -> anyhow::Result<()> {
                 Some(url) if key != "command" => mcp_reconcile::redact::mask_url(url),
                 _ => text(value),
             };
-            println!("  {label}: {}", display::safe(&shown));
+            outln!("  {label}: {}", display::safe(&shown));
         }
     }
     if let Some(args) = entry.get("args").and_then(Value::as_array) {
         let args: Vec<String> = args.iter().map(text).collect();
-        println!("  Args: {}", args.join(" "));
+        outln!("  Args: {}", args.join(" "));
     }
     for (key, label) in [("env", "Environment"), ("headers", "Headers")] {
         if let Some(map) = entry
@@ -166,7 +166,7 @@ fn get(name: &str) -> anyhow::Result<()> {
             .filter(|m| !m.is_empty())
         {
             let names: Vec<String> = map.keys().map(|k| display::safe(k).into_owned()).collect();
-            println!("  {label}: {} (values not shown)", names.join(", "));
+            outln!("  {label}: {} (values not shown)", names.join(", "));
         }
     }
     Ok(())

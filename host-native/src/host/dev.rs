@@ -27,7 +27,6 @@ use mcp_reconcile_kernel::dev::{
     self, dev_globs, paused_text, Brake, DevMatcher, GlobRoot, MAX_WATCHED_DIRS,
 };
 use mcp_reconcile_kernel::reload::{Arrival, FileSource};
-use mcp_reconcile_kernel::LayerSource;
 use tokio::sync::mpsc;
 
 use super::blocking::off_the_loop;
@@ -357,27 +356,15 @@ impl<B: Backend> Host<B> {
         if self.dev.problems.is_empty() {
             return Vec::new();
         }
-        let sources = self
-            .snapshot
-            .as_ref()
-            .map(|s| s.assembled().sources)
-            .unwrap_or_default();
-        let paths = self.inputs.paths();
         self.dev
             .problems
             .iter()
             .map(|(name, why)| {
-                let file = match sources.get(name) {
-                    Some(LayerSource::User) => paths.user.display().to_string(),
-                    Some(LayerSource::Project) => paths.mcp_json.display().to_string(),
-                    Some(LayerSource::Workspace) => paths.workspace.display().to_string(),
-                    Some(LayerSource::System) => paths.system.display().to_string(),
-                    Some(LayerSource::SystemDefaults) => {
-                        paths.system_defaults.display().to_string()
-                    }
-                    Some(other) => format!("the {} layer", other.as_str()),
-                    None => "its settings".to_owned(),
-                };
+                let origin = self.snapshot.as_ref().and_then(|s| s.origin(name));
+                let file = origin.map_or_else(
+                    || "its settings".to_owned(),
+                    |o| o.place().display().to_string(),
+                );
                 format!("dev mode is off for server \"{name}\" ({file}): {why}")
             })
             .collect()

@@ -43,14 +43,14 @@ impl Inputs {
                 ),
             });
         }
-        let client = clients::Admission::of(&self.clients, &mut errors);
+        let client = clients::Admission::of(&self.files.clients, &mut errors);
         if self.layout == Layout::Gemini {
             self.gemini_trust(client.folder_trust, &mut errors);
         }
-        for file in &self.settings {
+        for file in &self.files.settings {
             errors.extend(file.errors());
             let servers = file.content().servers;
-            let written = if file.kind == LayerSource::Workspace {
+            let written = if file.scope() == LayerSource::Workspace {
                 file.written()
             } else {
                 servers.clone()
@@ -60,15 +60,15 @@ impl Inputs {
             } else {
                 (servers, written)
             };
-            push(file.kind, servers, written, file.path.clone());
+            push(file.scope(), servers, written, file.path.clone());
         }
-        if let Some(mcp_json) = &self.mcp_json {
+        if let Some(mcp_json) = &self.files.mcp_json {
             errors.extend(mcp_json.errors());
             push(
                 LayerSource::Project,
                 mcp_json.servers(),
                 mcp_json.written(),
-                mcp_json.kind.label(),
+                mcp_json.path.clone(),
             );
         }
         for (file, content) in &client.read {
@@ -76,20 +76,21 @@ impl Inputs {
                 push(*source, servers.clone(), written.clone(), file.clone());
             }
         }
-        for config in &self.cli_configs {
+        for config in &self.files.cli_configs {
             errors.extend(config.errors());
             push(
                 LayerSource::CliConfig,
                 config.servers(),
                 config.servers(),
-                config.kind.label(),
+                config.path.clone(),
             );
         }
 
         let contents: Vec<(LayerSource, Value)> = self
+            .files
             .settings
             .iter()
-            .map(|f| (f.kind, f.content().value))
+            .map(|f| (f.scope(), f.content().value))
             .collect();
         let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
         let (share, lazy) = if self.layout.reads_client_files() {
@@ -126,10 +127,11 @@ impl Inputs {
             // As written: the workspace file's own text (settings files are
             // expanded when parsed), its `$VAR`s left in place.
             let written_text = self
+                .files
                 .settings
                 .iter()
                 .find(|f| {
-                    f.kind == LayerSource::Workspace && Some(&f.path) == current.file.as_ref()
+                    f.scope() == LayerSource::Workspace && Some(&f.path) == current.file.as_ref()
                 })
                 .and_then(|f| f.good.as_ref()?.written_command.clone())
                 .or_else(|| current.text.clone());
@@ -248,8 +250,8 @@ impl Inputs {
         }));
 
         let (lsp, lsp_written, lsp_approvals) = lsp::lsp_part(
-            self.lsp_user.as_ref(),
-            &self.lsp_project,
+            self.files.lsp_user.as_ref(),
+            &self.files.lsp_project,
             &client.lsp,
             self.lsp_approvals.as_ref(),
             self.lsp_store.path(),
@@ -263,8 +265,6 @@ impl Inputs {
             layers,
             written_layers,
             layer_files: files,
-            mcp_json: self.paths.mcp_json.clone(),
-            workspace_settings: self.paths.workspace.clone(),
             client_policies,
             client_disabled,
             client_approved: client.approved_by_name,
@@ -286,19 +286,21 @@ impl Inputs {
     /// a later change is reported and takes effect on restart, as in Gemini CLI.
     fn gemini_trust(&mut self, rule: Option<bool>, errors: &mut Vec<InputError>) {
         let scopes = self
+            .files
             .settings
             .iter()
-            .filter(|f| f.kind != LayerSource::Workspace)
-            .map(|f| (f.kind, f.content().value))
+            .filter(|f| f.scope() != LayerSource::Workspace)
+            .map(|f| (f.scope(), f.content().value))
             .collect::<Vec<_>>();
         let mut ordered: Vec<&(LayerSource, Value)> = scopes.iter().collect();
         ordered.sort_by_key(|(kind, _)| *kind);
         let on = clients::folder_trust_on(ordered.iter().map(|(_, value)| value));
         let verdict = clients::verdict(&self.env.vars, on, rule);
         let trust_file = self
+            .files
             .clients
             .iter()
-            .find(|f| f.format == clients::Format::GeminiTrust)
+            .find(|f| f.kind.format == clients::Format::GeminiTrust)
             .map(|f| f.path.clone())
             .unwrap_or_default();
         let project = self.project_dir.display().to_string();
@@ -306,7 +308,9 @@ impl Inputs {
         if !decided && self.trusted {
             // The first decision: this session runs as Gemini CLI would in this folder.
             self.trusted = false;
-            self.settings.retain(|f| f.kind != LayerSource::Workspace);
+            self.files
+                .settings
+                .retain(|f| f.scope() != LayerSource::Workspace);
         }
         match verdict {
             Err(why) if !decided && !self.untrusted_flag => errors.push(InputError {
@@ -332,6 +336,7 @@ impl Inputs {
     /// `mcp.serverCommand` over the settings scopes and the file that sets it.
     fn current_server_command(&self, scopes: &[(LayerSource, &Value)]) -> CommandSetting {
         let file = self
+            .files
             .settings
             .iter()
             .zip(scopes)
@@ -342,8 +347,8 @@ impl Inputs {
                     .and_then(Value::as_object)
                     .is_some_and(|mcp| mcp.contains_key("serverCommand"))
             })
-            .max_by_key(|(file, _)| file.kind)
-            .map(|(file, _)| (file.path.clone(), file.kind));
+            .max_by_key(|(file, _)| file.scope())
+            .map(|(file, _)| (file.path.clone(), file.scope()));
         CommandSetting {
             text: merged_server_command(scopes),
             file: file.as_ref().map(|(path, _)| path.clone()),

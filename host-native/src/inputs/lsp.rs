@@ -2,119 +2,101 @@
 //! keeping its last good content when a reload fails; a broken entry is reported and skipped
 //! while the others load.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::json::{Object, Value};
-use mcp_reconcile_kernel::lsp::{merge_lsp, parse_lsp_json, LspParseOptions, LspScope, LspServers};
+use mcp_reconcile_kernel::lsp::{
+    lsp_json_from_value, merge_lsp, LspParseOptions, LspScope, LspServers,
+};
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::Approvals;
 
-use super::files::{file_errors, kept_note, parse_or_explain, read_text};
+use super::checked::Text;
+use super::files::explain;
+use super::files::kept_note;
+use super::input_file::{InputFile, Kind};
 use super::lsp_formats::{self, LspFormat};
+use super::LoadCtx;
 use super::{InputError, Layout};
 
-/// One language-server file.
+/// A language-server file of one scope, in one client's format.
 #[derive(Debug)]
-pub(super) struct LspFile {
-    pub(super) path: PathBuf,
+pub(super) struct Lsp {
     scope: LspScope,
     /// Whose format the file is read in (a file valid in two formats is read as the layout
     /// says, never guessed).
     format: LspFormat,
-    pub(super) loaded: bool,
-    /// The entries in use (expanded, scope stamped) and the entry errors of that content.
-    good: Option<(Object<Object>, Vec<String>)>,
-    /// The same entries as written (`$VAR`s not expanded): what a review shows.
-    written: Object<Object>,
-    error: Option<String>,
 }
 
-impl LspFile {
-    pub(super) fn new(path: PathBuf, scope: LspScope, layout: Layout) -> Self {
-        LspFile {
-            path,
-            scope,
-            format: match layout {
-                Layout::Claude => LspFormat::ClaudePlugin,
-                Layout::Copilot => LspFormat::Copilot,
-                _ => LspFormat::Own,
-            },
-            loaded: false,
-            good: None,
-            written: Object::new(),
-            error: None,
-        }
+/// What a language-server file holds.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LspContent {
+    /// The entries in use (expanded, scope stamped).
+    servers: Object<Object>,
+    /// The entry errors of that content.
+    entry_errors: Vec<String>,
+    /// The same entries as written (`$VAR`s not expanded): what a review shows.
+    written: Object<Object>,
+}
+
+impl Kind for Lsp {
+    type Content = LspContent;
+
+    fn empty(&self) -> LspContent {
+        LspContent::default()
     }
 
-    /// How a change of this file is reported.
-    pub(super) fn source(&self) -> FileSource {
-        FileSource::LspFile(self.scope.as_str().to_owned())
+    /// The user's file starts language servers without approval: one another user can write
+    /// is not read (the last good content, read while it was private, stays).
+    fn refused(&self, path: &Path) -> Option<String> {
+        (self.scope == LspScope::User)
+            .then(|| crate::private::foreign_writer(path))
+            .flatten()
     }
 
-    /// Reads the file again: a missing file has no entries; an unreadable file, or one that
-    /// is not a JSON object, keeps the last good content.
-    pub(super) fn reload(&mut self, env: &Object, expand: bool, project_root: &str) {
-        self.loaded = true;
-        // The user's file starts language servers without approval: one another user can
-        // write is not read (the last good content, read while it was private, stays).
-        if self.scope == LspScope::User {
-            if let Some(why) = crate::private::foreign_writer(&self.path) {
-                self.error = Some(format!("{why}; {}", kept_note(self.good.is_some())));
-                return;
-            }
-        }
-        let mut text = match read_text(&self.path) {
-            Ok(Some(text)) => text,
-            Ok(None) => {
-                self.good = Some((Object::new(), Vec::new()));
-                self.written = Object::new();
-                self.error = None;
-                return;
-            }
-            Err(e) => {
-                self.error = Some(format!("{e}; {}", kept_note(self.good.is_some())));
-                return;
-            }
-        };
-        // A file that is not an object as a whole keeps what ran before (a half-written file
-        // must not stop every language server); entry errors only skip their entry.
+    /// A missing language-server file has no entries at once (no grace period).
+    fn holds(&self, _: &LspContent) -> bool {
+        false
+    }
+
+    fn held(&self, _: &LspContent) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A file that is not an object as a whole keeps what ran before (a half-written file
+    /// must not stop every language server); entry errors only skip their entry.
+    fn parse(
+        &self,
+        _: &Path,
+        text: &mut Text,
+        ctx: &LoadCtx<'_>,
+        has_last_good: bool,
+    ) -> Result<LspContent, String> {
         let mut converted = Vec::new();
-        match parse_or_explain(&text, self.good.is_some()) {
-            Ok(Value::Object(top)) if self.format != LspFormat::Own => {
-                match lsp_formats::to_own(self.format, &top, &mut converted) {
-                    Ok(own) => text = own,
-                    Err(message) => {
-                        self.error = Some(format!(
-                            "{message} — fix it; {}",
-                            kept_note(self.good.is_some())
-                        ));
-                        return;
-                    }
-                }
+        let own = match explain(text.json(), text.as_str(), has_last_good)? {
+            Value::Object(top) if self.format != LspFormat::Own => {
+                lsp_formats::to_own(self.format, &top, &mut converted).map_err(|message| {
+                    format!("{message} — fix it; {}", kept_note(has_last_good))
+                })?
             }
-            Ok(Value::Object(_)) => {}
-            Ok(other) => {
-                self.error = Some(format!(
+            Value::Object(top) => top,
+            other => {
+                return Err(format!(
                     "must be a JSON object mapping server names to entries, found {} — fix it; {}",
                     other.preview(40),
-                    kept_note(self.good.is_some())
-                ));
-                return;
+                    kept_note(has_last_good)
+                ))
             }
-            Err(message) => {
-                self.error = Some(message);
-                return;
-            }
-        }
-        let options = LspParseOptions {
-            env: Some(env),
-            expand,
-            scope: Some(self.scope),
-            project_root: Some(project_root),
         };
-        let parsed = parse_lsp_json(&text, options);
-        self.written = parse_lsp_json(
-            &text,
+        let options = LspParseOptions {
+            env: Some(ctx.env),
+            expand: ctx.expand,
+            scope: Some(self.scope),
+            project_root: Some(ctx.project_root),
+        };
+        let parsed = lsp_json_from_value(&own, options);
+        let written = lsp_json_from_value(
+            &own,
             LspParseOptions {
                 env: None,
                 expand: false,
@@ -123,26 +105,40 @@ impl LspFile {
         )
         .servers;
         converted.extend(parsed.errors);
-        self.good = Some((parsed.servers, converted));
-        self.error = None;
+        Ok(LspContent {
+            servers: parsed.servers,
+            entry_errors: converted,
+            written,
+        })
+    }
+
+    fn entry_errors<'a>(&self, g: &'a LspContent) -> Vec<&'a String> {
+        g.entry_errors.iter().collect()
+    }
+}
+
+/// One language-server file.
+pub(super) type LspFile = InputFile<Lsp>;
+
+impl LspFile {
+    pub(super) fn new(path: PathBuf, scope: LspScope, layout: Layout) -> Self {
+        let format = match layout {
+            Layout::Claude => LspFormat::ClaudePlugin,
+            Layout::Copilot => LspFormat::Copilot,
+            _ => LspFormat::Own,
+        };
+        let source = FileSource::LspFile(scope.as_str().to_owned());
+        InputFile::with(Lsp { scope, format }, path, Some(source))
     }
 
     /// The entries in use.
     pub(super) fn servers(&self) -> Object<Object> {
-        self.good
-            .as_ref()
-            .map(|(servers, _)| servers.clone())
-            .unwrap_or_default()
+        self.content().servers
     }
 
     /// The entries in use as written.
     pub(super) fn written(&self) -> Object<Object> {
-        self.written.clone()
-    }
-
-    pub(super) fn errors(&self) -> Vec<InputError> {
-        let entry_errors = self.good.iter().flat_map(|(_, e)| e.iter());
-        file_errors(&self.path, self.error.as_ref(), entry_errors)
+        self.content().written
     }
 }
 

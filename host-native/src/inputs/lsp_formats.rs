@@ -37,7 +37,7 @@ const CLAUDE_FIELDS: [&str; 13] = [
 /// Claude Code's restart bound when `maxRestarts` is absent.
 const CLAUDE_MAX_RESTARTS: f64 = 3.0;
 
-/// `top` (a file in `format`) as this host's `.lsp.json` text; an entry the client would
+/// `top` (a file in `format`) as this host's `.lsp.json` object; an entry the client would
 /// refuse is left out with a message in `errors`, naming it and the field.
 ///
 /// # Errors
@@ -46,10 +46,10 @@ pub(super) fn to_own(
     format: LspFormat,
     top: &Object,
     errors: &mut Vec<String>,
-) -> Result<String, String> {
+) -> Result<Object, String> {
     let mut out = Object::new();
     match format {
-        LspFormat::Own => return Ok(Value::Object(top.clone()).to_json()),
+        LspFormat::Own => return Ok(top.clone()),
         LspFormat::ClaudePlugin => {
             for (name, entry) in top {
                 let Value::Object(entry) = entry else {
@@ -70,7 +70,7 @@ pub(super) fn to_own(
         LspFormat::Copilot => {
             let servers = match top.get("lspServers") {
                 Some(Value::Object(servers)) => servers,
-                None => return Ok("{}".into()),
+                None => return Ok(Object::new()),
                 Some(other) => {
                     return Err(format!(
                         "lspServers must be an object of server entries, found {}",
@@ -104,7 +104,7 @@ pub(super) fn to_own(
             }
         }
     }
-    Ok(Value::Object(out).to_json())
+    Ok(out)
 }
 
 fn claude_entry(entry: &Object) -> Result<Object, String> {
@@ -138,6 +138,11 @@ fn claude_entry(entry: &Object) -> Result<Object, String> {
 mod tests {
     use super::*;
 
+    /// The object as JSON text.
+    fn text(object: Object) -> String {
+        Value::Object(object).to_json()
+    }
+
     fn object(text: &str) -> Object {
         match mcp_reconcile_kernel::json::parse(text).expect("json") {
             Value::Object(o) => o,
@@ -151,10 +156,10 @@ mod tests {
         let text = r#"{"py":{"command":"pylsp"},"ts":{"command":"tsserver","extensionToLanguage":{".ts":"typescript"}}}"#;
         let mut errors = Vec::new();
         let own = to_own(LspFormat::Own, &object(text), &mut errors).expect("own");
-        assert_eq!(own, text);
+        assert_eq!(super::tests::text(own), text);
         let claude = to_own(LspFormat::ClaudePlugin, &object(text), &mut errors).expect("claude");
         assert_eq!(
-            claude,
+            super::tests::text(claude),
             r#"{"ts":{"command":"tsserver","extensionToLanguage":{".ts":"typescript"},"maxRestarts":3}}"#
         );
         assert_eq!(errors.len(), 1);
@@ -167,7 +172,7 @@ mod tests {
         let text = r#"{"a":{"command":"a","extensionToLanguage":{".a":"a"},"restartOnCrash":true},
                        "b":{"command":"b","extensionToLanguage":{".b":"b"},"bogus":1}}"#;
         let out = to_own(LspFormat::ClaudePlugin, &object(text), &mut errors).expect("claude");
-        assert_eq!(out, "{}");
+        assert_eq!(super::tests::text(out), "{}");
         assert!(errors[0].contains("restartOnCrash") && errors[1].contains("bogus"));
     }
 
@@ -177,7 +182,7 @@ mod tests {
         let text = r#"{"lspServers":{"rust":{"command":"rust-analyzer","fileExtensions":{".rs":"rust"},"rootUri":"crates/x"},"bad":{"command":"x"}}}"#;
         let out = to_own(LspFormat::Copilot, &object(text), &mut errors).expect("copilot");
         assert_eq!(
-            out,
+            super::tests::text(out),
             r#"{"rust":{"command":"rust-analyzer","extensionToLanguage":{".rs":"rust"},"workspaceFolder":"crates/x"}}"#
         );
         assert!(errors[0].contains("\"bad\"") && errors[0].contains("fileExtensions"));

@@ -18,17 +18,23 @@
 //! * an untrusted folder contributes no workspace settings at all.
 //!
 //! Parts: `paths` (layouts, default locations, [`Options`], [`HostEnv`],
-//! [`LayerPaths`]), `files` (the per-file reloaders with their last good
-//! content, and [`read_text`]) and `shell_words` (`mcp.serverCommand`).
+//! [`LayerPaths`]); `input_file` (one input file of any kind: its last good content, missing
+//! grace, errors, and the one reload and completeness path), whose kinds are
+//! `server_files` (settings, `.mcp.json`, `--mcp-config`), `clients` (other clients' own
+//! files) and `lsp` (language-server files); `checked` (read once: what the completeness
+//! check read, kept for the pass); `files` ([`read_text`], bounds, messages); `build` (the
+//! [`Snapshot`] of what the files hold) and `shell_words` (`mcp.serverCommand`).
 
 mod build;
 mod checked;
 mod clients;
 mod files;
+mod input_file;
 mod lsp;
 mod lsp_formats;
 mod own_gateway;
 mod paths;
+mod server_files;
 mod session_id;
 mod shell_words;
 mod snapshot;
@@ -51,15 +57,17 @@ use checked::Checked;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{claude_project_key, editor_user_file, sidecar};
+use files::Missing;
 pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
-use files::{JsonFile, JsonKind, Missing, SettingsFile};
+use input_file::Input;
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
 pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
+use server_files::{JsonFile, SettingsFile};
 pub use shell_words::shell_words;
-pub use snapshot::{ApprovalWriter, ClientApproval, Snapshot};
+pub use snapshot::{ApprovalWriter, ClientApproval, Origin, Snapshot};
 
 /// A problem with one input, as the user should see it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -89,11 +97,8 @@ pub struct Inputs {
     debounce: Millis,
     quiet: Millis,
     cli_allowed: Option<Vec<String>>,
-    settings: Vec<SettingsFile>,
-    /// This host's `.mcp.json` (none in layouts whose client does not read one).
-    mcp_json: Option<JsonFile>,
-    /// Another client's own files (SPEC §15).
-    clients: Vec<ClientFile>,
+    /// Every input file but the approvals files.
+    files: Files,
     /// The project directory as given, before symlinks were resolved.
     project_given: PathBuf,
     /// The git repository the project is in (Claude Code keys its local scope by it).
@@ -101,16 +106,64 @@ pub struct Inputs {
     /// A `.git` file that claims a worktree of another repository without being one, and why
     /// (reported: the project is not taken as part of that repository).
     git_problem: Option<(PathBuf, String)>,
-    cli_configs: Vec<JsonFile>,
     store: ApprovalsStore,
     approvals: Option<(Approvals, Vec<String>)>,
     server_command: Option<FrozenCommand>,
-    lsp_user: Option<LspFile>,
-    lsp_project: LspFile,
     lsp_store: ApprovalsStore,
     lsp_approvals: Option<(Approvals, Vec<String>)>,
-    /// The last completeness check's parse, for the pass that reads the same text.
+    /// What the completeness checks read since the last pass, for the pass.
     checked: Checked,
+}
+
+/// What a reload needs besides the file: the environment `$VAR`s expand from, whether
+/// project entries expand (no `--yolo`), the approvals key, and a client file's context.
+struct LoadCtx<'a> {
+    env: &'a Object,
+    expand: bool,
+    project_root: &'a str,
+    client: clients::Context<'a>,
+}
+
+/// Every input file of a session, by kind (the approvals files are read by their stores).
+struct Files {
+    settings: Vec<SettingsFile>,
+    /// This host's `.mcp.json` (none in layouts whose client does not read one).
+    mcp_json: Option<JsonFile>,
+    /// Another client's own files (SPEC §15).
+    clients: Vec<ClientFile>,
+    cli_configs: Vec<JsonFile>,
+    lsp_user: Option<LspFile>,
+    lsp_project: LspFile,
+}
+
+impl Files {
+    /// Every file, whatever its kind.
+    fn all(&self) -> impl Iterator<Item = &dyn Input> {
+        let settings = self.settings.iter().map(|f| f as &dyn Input);
+        let mcp_json = self.mcp_json.iter().map(|f| f as &dyn Input);
+        let clients = self.clients.iter().map(|f| f as &dyn Input);
+        let cli = self.cli_configs.iter().map(|f| f as &dyn Input);
+        let lsp = self.lsp_user.iter().chain([&self.lsp_project]);
+        settings
+            .chain(mcp_json)
+            .chain(clients)
+            .chain(cli)
+            .chain(lsp.map(|f| f as &dyn Input))
+    }
+
+    /// [`Files::all`], to change.
+    fn all_mut(&mut self) -> impl Iterator<Item = &mut dyn Input> {
+        let settings = self.settings.iter_mut().map(|f| f as &mut dyn Input);
+        let mcp_json = self.mcp_json.iter_mut().map(|f| f as &mut dyn Input);
+        let clients = self.clients.iter_mut().map(|f| f as &mut dyn Input);
+        let cli = self.cli_configs.iter_mut().map(|f| f as &mut dyn Input);
+        let lsp = self.lsp_user.iter_mut().chain([&mut self.lsp_project]);
+        settings
+            .chain(mcp_json)
+            .chain(clients)
+            .chain(cli)
+            .chain(lsp.map(|f| f as &mut dyn Input))
+    }
 }
 
 impl std::fmt::Debug for Inputs {
@@ -190,18 +243,11 @@ impl Inputs {
         }
         // Gemini CLI and the client layouts read no `.mcp.json` of this host's format.
         let mcp_json = matches!(layout, Layout::Default | Layout::Qwen)
-            .then(|| JsonFile::new(JsonKind::McpJson(paths.mcp_json.clone())));
-
+            .then(|| JsonFile::mcp_json(paths.mcp_json.clone()));
         let cli_configs = flags
             .mcp_config
             .iter()
-            .map(|arg| {
-                if arg.trim_start().starts_with('{') {
-                    JsonFile::new(JsonKind::CliInline(arg.clone()))
-                } else {
-                    JsonFile::new(JsonKind::CliFile(env.absolute(Path::new(arg))))
-                }
-            })
+            .map(|arg| JsonFile::cli(arg, &env))
             .collect();
 
         let (git_root, git_problem) = if layout.reads_client_files() {
@@ -210,19 +256,24 @@ impl Inputs {
         } else {
             (None, None)
         };
-        Ok(Inputs {
-            git_root,
-            git_problem,
+        let files = Files {
+            settings,
+            mcp_json,
+            clients,
+            cli_configs,
             lsp_user: paths
                 .user_lsp
                 .clone()
                 .map(|path| LspFile::new(path, LspScope::User, layout)),
             lsp_project: LspFile::new(paths.lsp_json.clone(), LspScope::Project, layout),
+        };
+        Ok(Inputs {
+            git_root,
+            git_problem,
+            files,
             lsp_store: ApprovalsStore::new(paths.lsp_approvals.clone()),
             lsp_approvals: None,
             layout,
-            mcp_json,
-            clients,
             project_given: env.absolute(given),
             store: ApprovalsStore::new(paths.approvals.clone()),
             paths,
@@ -238,8 +289,6 @@ impl Inputs {
             quiet: flags.quiet_ms.map_or(DEFAULT_QUIET, Millis),
             cli_allowed: (!flags.allowed_mcp_server_names.is_empty())
                 .then(|| flags.allowed_mcp_server_names.clone()),
-            settings,
-            cli_configs,
             approvals: None,
             server_command: None,
             checked: Checked::default(),
@@ -248,94 +297,59 @@ impl Inputs {
 
     /// Every input file with the source its change is reported as: the
     /// settings files (no workspace file in an untrusted folder),
-    /// `.mcp.json`, the approvals file and each `--mcp-config` file.
+    /// `.mcp.json`, the client files, each `--mcp-config` file, the language-server files,
+    /// and the two approvals files.
     pub fn watched(&self) -> Vec<(PathBuf, FileSource)> {
         let mut out: Vec<(PathBuf, FileSource)> = self
-            .settings
-            .iter()
-            .map(|f| (f.path.clone(), f.source()))
+            .files
+            .all()
+            .filter_map(|f| Some((f.path().to_path_buf(), f.source()?.clone())))
             .collect();
-        if self.mcp_json.is_some() {
-            out.push((self.paths.mcp_json.clone(), FileSource::McpJson));
-        }
-        out.extend(self.clients.iter().map(|f| (f.path.clone(), f.source())));
         out.push((self.paths.approvals.clone(), FileSource::Approvals));
-        for file in self.lsp_user.iter().chain([&self.lsp_project]) {
-            out.push((file.path.clone(), file.source()));
-        }
         out.push((self.paths.lsp_approvals.clone(), FileSource::LspApprovals));
-        for config in &self.cli_configs {
-            if let (Some(path), Some(source)) = (config.kind.path(), config.kind.source()) {
-                out.push((path.to_path_buf(), source));
-            }
-        }
         out
     }
 
     /// Reloads the inputs named in `changed` (all of them for `None`, and
     /// every input not loaded yet) and returns what they hold now. A file
-    /// that fails to load keeps its last good content and adds an error.
+    /// that fails to load keeps its last good content and adds an error. A file found
+    /// complete since the last pass and unchanged since is not read again
+    /// ([`Inputs::complete`]).
     pub fn load(&mut self, changed: Option<&[FileSource]>) -> Snapshot {
-        let wanted = |loaded: bool, source: &FileSource| {
-            !loaded || changed.is_none_or(|c| c.contains(source))
+        // An input that never changes (an inline `--mcp-config`) is loaded once.
+        let wanted = |source: Option<&FileSource>| {
+            source.is_some_and(|s| changed.is_none_or(|c| c.contains(s)))
         };
-        for file in &mut self.settings {
-            if wanted(file.loaded, &file.source()) {
-                file.reload(&self.expansion_env, &mut self.checked);
-            }
-        }
-        if let Some(mcp_json) = &mut self.mcp_json {
-            if wanted(mcp_json.loaded, &FileSource::McpJson) {
-                mcp_json.reload(&self.expansion_env, !self.yolo, &mut self.checked);
-            }
-        }
-        let ctx = clients::Context {
-            vars: &self.env.vars,
-            home: self.env.home.as_deref(),
-            project: &self.project_dir,
-            project_given: &self.project_given,
-            git_root: self.git_root.as_deref(),
+        let ctx = LoadCtx {
+            env: &self.expansion_env,
+            expand: !self.yolo,
+            project_root: &self.project_root,
+            client: clients::Context {
+                vars: &self.env.vars,
+                home: self.env.home.as_deref(),
+                project: &self.project_dir,
+                project_given: &self.project_given,
+                git_root: self.git_root.as_deref(),
+            },
         };
-        for file in &mut self.clients {
-            if wanted(file.loaded, &file.source()) {
+        for file in self.files.all_mut() {
+            if !file.loaded() || wanted(file.source()) {
                 file.reload(&ctx, &mut self.checked);
             }
         }
-        for config in &mut self.cli_configs {
-            let due = match config.kind.source() {
-                Some(source) => wanted(config.loaded, &source),
-                None => !config.loaded,
-            };
-            if due {
-                config.reload(&self.expansion_env, false, &mut self.checked);
-            }
-        }
-        if self.approvals.is_none() || changed.is_none_or(|c| c.contains(&FileSource::Approvals)) {
+        if self.approvals.is_none() || wanted(Some(&FileSource::Approvals)) {
             self.approvals = Some(self.store.load());
         }
-        for file in self.lsp_user.iter_mut().chain([&mut self.lsp_project]) {
-            if wanted(file.loaded, &file.source()) {
-                file.reload(&self.expansion_env, !self.yolo, &self.project_root);
-            }
-        }
-        if self.lsp_approvals.is_none()
-            || changed.is_none_or(|c| c.contains(&FileSource::LspApprovals))
-        {
+        if self.lsp_approvals.is_none() || wanted(Some(&FileSource::LspApprovals)) {
             self.lsp_approvals = Some(self.lsp_store.load());
         }
-        self.checked.clear();
         self.snapshot()
     }
 
     /// Whether a settings file or `.mcp.json` that had content is missing and still in use
     /// (for [`MISSING_GRACE`], until [`Inputs::expire_missing`]).
     pub fn missing(&self) -> bool {
-        self.settings
-            .iter()
-            .map(|f| f.missing)
-            .chain(self.mcp_json.iter().map(|f| f.missing))
-            .chain(self.clients.iter().map(|f| f.missing))
-            .any(|m| m == Missing::Held)
+        self.files.all().any(|f| f.missing() == Missing::Held)
     }
 
     /// Gives up on the missing files still held: they read as empty from now on (until they
@@ -343,19 +357,9 @@ impl Inputs {
     pub fn expire_missing(&mut self) -> (Vec<FileSource>, Vec<String>) {
         let mut sources = Vec::new();
         let mut servers = Vec::new();
-        for file in &mut self.settings {
+        for file in self.files.all_mut() {
             if let Some(held) = file.expire_missing() {
-                sources.push(file.source());
-                servers.extend(held);
-            }
-        }
-        if let Some(held) = self.mcp_json.as_mut().and_then(JsonFile::expire_missing) {
-            sources.push(FileSource::McpJson);
-            servers.extend(held);
-        }
-        for file in &mut self.clients {
-            if let Some(held) = file.expire_missing() {
-                sources.push(file.source());
+                sources.extend(file.source().cloned());
                 servers.extend(held);
             }
         }
@@ -413,39 +417,22 @@ impl Inputs {
     }
 
     /// Whether the input behind `source` is complete now: it exists, is not empty and parses
-    /// as JSON (an editor's rename-save, or the last write of an in-place one). Bounded and
-    /// never waiting, like every read of an input. What it parsed is kept for the next
-    /// [`Inputs::load`], which takes it when it reads the same text: a changed file is parsed
-    /// once, not once to check and once to load.
+    /// (an editor's rename-save, or the last write of an in-place one). Bounded and never
+    /// waiting, like every read of an input. What it read and parsed is kept, per source, for
+    /// the next [`Inputs::load`], which takes it while the file is unchanged since (see
+    /// `checked`): a save is read and parsed once, not once to check and once to load.
     pub fn complete(&mut self, source: &FileSource) -> bool {
-        if let Some(file) = self.clients.iter().find(|f| &f.source() == source) {
+        if let Some(file) = self.files.all().find(|f| f.source() == Some(source)) {
             return file.complete(&mut self.checked);
         }
         let path = match source {
-            FileSource::Settings(_) => self
-                .settings
-                .iter()
-                .find(|f| &f.source() == source)
-                .map(|f| f.path.clone()),
-            FileSource::McpJson => Some(self.paths.mcp_json.clone()),
-            FileSource::Approvals => Some(self.paths.approvals.clone()),
-            FileSource::McpConfig(path) => Some(PathBuf::from(path)),
-            FileSource::LspFile(_) => self
-                .lsp_user
-                .iter()
-                .chain([&self.lsp_project])
-                .find(|f| &f.source() == source)
-                .map(|f| f.path.clone()),
-            FileSource::LspApprovals => Some(self.paths.lsp_approvals.clone()),
-            FileSource::DevWatch(_) => None, // a server's source (dev mode), not an input
+            FileSource::Approvals => &self.paths.approvals,
+            FileSource::LspApprovals => &self.paths.lsp_approvals,
+            _ => return false, // a server's source (dev mode), or no input of this session
         };
-        let Some(Ok(Some(text))) = path.map(|path| read_text(&path)) else {
-            return false;
-        };
-        if text.trim().is_empty() {
-            return false;
-        }
-        self.checked.check(text)
+        // Read by its store, with its own salvage of a damaged file: only checked here.
+        matches!(read_text(path), Ok(Some(text))
+            if !text.trim().is_empty() && mcp_reconcile_kernel::json::parse_jsonc(&text).is_ok())
     }
 }
 
@@ -454,3 +441,6 @@ impl Inputs {
 fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
+
+#[cfg(test)]
+mod tests;

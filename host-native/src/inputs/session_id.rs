@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::files::JsonKind;
+use super::server_files::ServerJson;
 use super::Inputs;
 
 impl Inputs {
@@ -13,9 +13,9 @@ impl Inputs {
     /// flags in the same project get the same id; other files, another id.
     pub fn session_id(&self) -> String {
         let mut text = String::new();
-        let cli_configs = self.cli_configs.iter().map(|file| match &file.kind {
-            JsonKind::McpJson(path) | JsonKind::CliFile(path) => path.to_string_lossy(),
-            JsonKind::CliInline(text) => text.as_str().into(),
+        let cli_configs = self.files.cli_configs.iter().map(|file| match &file.kind {
+            ServerJson::CliInline(text) => text.as_str().into(),
+            _ => file.path.to_string_lossy(),
         });
         let paths = [
             Path::new(self.layout.as_str()),

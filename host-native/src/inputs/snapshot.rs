@@ -1,10 +1,12 @@
 //! [`Snapshot`]: what the inputs hold at one moment, ready for the kernel.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::gating::{compute_gating, gating_with_pending};
 use mcp_reconcile_kernel::lsp::LspServers;
-use mcp_reconcile_kernel::{assemble, Approvals, Assembled, Gating, Layer, McpLists, Servers};
+use mcp_reconcile_kernel::{
+    assemble, Approvals, Assembled, Gating, Layer, LayerSource, McpLists, ServerConfig, Servers,
+};
 
 use super::InputError;
 
@@ -36,6 +38,29 @@ pub enum ApprovalWriter {
     ProjectLocal,
 }
 
+/// Where the entry of a server in effect comes from ([`Snapshot::origin`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Origin<'a> {
+    /// The kind of layer that holds it.
+    pub source: LayerSource,
+    /// The file it was read from (`None`: a layer of no file, such as a `mcp.serverCommand`
+    /// given otherwise).
+    pub file: Option<&'a Path>,
+    /// The entry as that file wrote it (`$VAR`s of project-controlled files not expanded).
+    pub written: &'a ServerConfig,
+}
+
+impl Origin<'_> {
+    /// Where it comes from as a person reads it: the file, else the layer (`the serverCommand
+    /// layer`).
+    pub fn place(&self) -> PathBuf {
+        self.file.map_or_else(
+            || PathBuf::from(format!("the {} layer", self.source.as_str())),
+            Path::to_path_buf,
+        )
+    }
+}
+
 /// What the inputs hold at one moment, ready for the kernel.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -49,12 +74,9 @@ pub struct Snapshot {
     /// wrote them: `$VAR`s not expanded. What a review shows; never what runs.
     pub written_layers: Vec<Layer>,
     /// The file each of [`Snapshot::layers`] came from, in the same order (a client layout
-    /// reads its project servers from several).
+    /// reads its project servers from several; empty when a layer has no file). Asked
+    /// through [`Snapshot::origin`].
     pub layer_files: Vec<PathBuf>,
-    /// The project's `.mcp.json` (where project servers come from).
-    pub mcp_json: PathBuf,
-    /// The workspace settings file (where workspace servers come from).
-    pub workspace_settings: PathBuf,
     /// A client layout's policies (SPEC §15): a server must pass each (see `clients::Admission`).
     pub client_policies: Vec<mcp_reconcile_kernel::policy::Policy>,
     /// Servers a client layout's files switch off by their own entry.
@@ -166,6 +188,50 @@ impl Snapshot {
             })
             .map(|(name, _)| name.clone())
             .collect()
+    }
+
+    /// Where the entry of server `name` in effect comes from: the layer [`assemble`] takes it
+    /// from (layers in precedence order, the last holder wins; an extension only fills a name
+    /// no other layer has, first come), that layer's file, and the entry as written there.
+    /// The one answer to "which file did this server come from" — what a review names, and
+    /// what dev mode says of a server it cannot watch. `None` when no layer holds `name`.
+    pub fn origin(&self, name: &str) -> Option<Origin<'_>> {
+        let mut order: Vec<usize> = (0..self.layers.len()).collect();
+        // Stable: same-kind layers stay in list order, as `assemble` orders them.
+        order.sort_by_key(|&i| self.layers[i].source);
+        let claimed = |source: LayerSource| {
+            source == LayerSource::Extension
+                && self
+                    .layers
+                    .iter()
+                    .any(|l| l.source != LayerSource::Extension && l.servers.contains_key(name))
+        };
+        let mut winner: Option<usize> = None;
+        for i in order {
+            let layer = &self.layers[i];
+            if !layer.servers.contains_key(name) || claimed(layer.source) {
+                continue;
+            }
+            let first_extension = winner.is_none_or(|w| self.layers[w].source != layer.source);
+            if layer.source != LayerSource::Extension || first_extension {
+                winner = Some(i);
+            }
+        }
+        let i = winner?;
+        let layer = &self.layers[i];
+        Some(Origin {
+            source: layer.source,
+            file: self
+                .layer_files
+                .get(i)
+                .map(PathBuf::as_path)
+                .filter(|file| !file.as_os_str().is_empty()),
+            written: self
+                .written_layers
+                .get(i)
+                .and_then(|written| written.servers.get(name))
+                .or_else(|| layer.servers.get(name))?,
+        })
     }
 
     /// The desired server map: [`assemble`] over [`Snapshot::layers`].

@@ -53,10 +53,10 @@ impl Admission {
         // folder trusted is not read for it — that is the file the trust would let in.
         let trusted = contents
             .iter()
-            .any(|(f, c)| c.trusts_project && !f.project_controlled());
+            .any(|(f, c)| c.trusts_project && !f.kind.project_controlled());
         for (file, _) in contents
             .iter()
-            .filter(|(f, c)| c.trusts_project && f.project_controlled())
+            .filter(|(f, c)| c.trusts_project && f.kind.project_controlled())
         {
             errors.push(InputError {
                 file: file.path.clone(),
@@ -70,12 +70,14 @@ impl Admission {
         // keep them off; install moved the user's servers to the sidecar).
         let handed_over = contents
             .iter()
-            .find(|(f, c)| f.format.is_editor() && f.scope == LayerSource::User && installs(c))
+            .find(|(f, c)| {
+                f.kind.format.is_editor() && f.kind.scope == LayerSource::User && installs(c)
+            })
             .map(|(f, _)| f.path.clone());
         let mut out = Admission::default();
         let managed_only = contents
             .iter()
-            .any(|(f, c)| c.managed_allow_only && f.scope == LayerSource::System);
+            .any(|(f, c)| c.managed_allow_only && f.kind.scope == LayerSource::System);
         let mut merged: Option<Policy> = None;
         let mut narrowing = Vec::new();
         for (file, content) in &contents {
@@ -84,11 +86,11 @@ impl Admission {
             };
             let first = merged.get_or_insert_with(Policy::default);
             first.denied.extend(policy.denied.iter().cloned());
-            let counts = !managed_only || file.scope == LayerSource::System;
+            let counts = !managed_only || file.kind.scope == LayerSource::System;
             let Some(allowed) = policy.allowed.as_ref().filter(|_| counts) else {
                 continue;
             };
-            if file.project_controlled() {
+            if file.kind.project_controlled() {
                 narrowing.push(Policy {
                     allowed: Some(allowed.clone()),
                     denied: Vec::new(),
@@ -105,7 +107,10 @@ impl Admission {
             errors.extend(file.errors());
             out.lsp.extend(content.lsp.iter().cloned());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
-            if handed_over.is_some() && file.format.is_editor() && file.project_controlled() {
+            if handed_over.is_some()
+                && file.kind.format.is_editor()
+                && file.kind.project_controlled()
+            {
                 continue;
             }
             if handed_over.as_ref() == Some(&file.path) {
@@ -135,7 +140,7 @@ impl Admission {
                 }
                 continue;
             }
-            if file.needs_trust && !trusted {
+            if file.kind.needs_trust && !trusted {
                 if has_servers {
                     errors.push(InputError {
                         file: file.path.clone(),
@@ -174,7 +179,7 @@ impl Admission {
             // files before it (the administrator's `config.toml`, then the user's). A merged
             // project entry is the project's — gated, approved as a whole; the managed file's
             // entries merge over the administrator's and the user's, never a project's.
-            let bases: &[LayerSource] = match (file.format, file.scope) {
+            let bases: &[LayerSource] = match (file.kind.format, file.kind.scope) {
                 (Format::Codex, LayerSource::User) => &[LayerSource::SystemDefaults],
                 (Format::Codex, LayerSource::Project | LayerSource::System) => {
                     &[LayerSource::SystemDefaults, LayerSource::User]
@@ -211,7 +216,7 @@ fn by_name(file: &ClientFile, content: &ClientContent) -> Vec<crate::inputs::Cli
         name: name.to_owned(),
         file: file.path.clone(),
         key: key.to_owned(),
-        written_by: if !file.project_controlled() {
+        written_by: if !file.kind.project_controlled() {
             ApprovalWriter::User
         } else if file.path.ends_with(".claude/settings.local.json") {
             ApprovalWriter::ProjectLocal

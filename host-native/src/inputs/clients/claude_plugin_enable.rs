@@ -18,7 +18,7 @@ pub(super) fn enable(contents: &mut [(&ClientFile, ClientContent)]) {
     let mut enabled: BTreeMap<String, (bool, bool)> = BTreeMap::new();
     for (file, content) in contents.iter() {
         for (id, on) in &content.enabled_plugins {
-            enabled.insert(id.clone(), (*on, file.project_controlled()));
+            enabled.insert(id.clone(), (*on, file.kind.project_controlled()));
         }
     }
     // What the user configured by hand: a plugin server that would run the same thing is

@@ -10,7 +10,7 @@
 
 use std::path::{Component, Path};
 
-use mcp_reconcile_kernel::lsp::{parse_lsp_json, LspParseOptions};
+use mcp_reconcile_kernel::lsp::{lsp_json_from_value, LspParseOptions};
 use mcp_reconcile_kernel::{Object, Value};
 
 use super::claude::entry;
@@ -171,11 +171,11 @@ pub(super) fn lsp_servers(
         .collect();
     let project = expansion.ctx.project.to_string_lossy();
     let own = |entries: &Object, errors: &mut Vec<String>| -> Object<Object> {
-        let Ok(text) = lsp_formats::to_own(LspFormat::ClaudePlugin, entries, errors) else {
+        let Ok(own) = lsp_formats::to_own(LspFormat::ClaudePlugin, entries, errors) else {
             return Object::new();
         };
-        let parsed = parse_lsp_json(
-            &text,
+        let parsed = lsp_json_from_value(
+            &own,
             LspParseOptions {
                 env: None,
                 expand: false,

@@ -14,7 +14,7 @@ use std::path::Path;
 use mcp_reconcile_kernel::json::parse_jsonc;
 use mcp_reconcile_kernel::{LayerSource, Object, Servers, Value};
 
-use super::super::checked::Checked;
+use super::super::checked::Text;
 use super::{ClientContent, ClientFile, Context, Format};
 use crate::inputs::lsp_formats::{to_own, LspFormat};
 
@@ -70,8 +70,11 @@ fn parse(format: Format, scope: LayerSource, path: &Path, project: &Path, text: 
         git_root: Some(project),
     };
     let file = ClientFile::new(format, scope, path.to_path_buf());
-    let once = file.parse(text, &ctx, &mut Checked::default());
-    let twice = file.parse(text, &ctx, &mut Checked::default());
+    let read = |text: &str| {
+        file.kind
+            .read(path, &mut Text::new(text.to_owned()), &ctx, false)
+    };
+    let (once, twice) = (read(text), read(text));
     let shown = |parsed: &Result<ClientContent, String>| match parsed {
         Ok(content) => {
             check_entries(content);
@@ -240,9 +243,10 @@ pub fn lsp_file(data: &[u8]) -> String {
         scope: Some(mcp_reconcile_kernel::lsp::LspScope::Project),
         project_root: Some("/work/proj"),
     };
-    let parsed = mcp_reconcile_kernel::lsp::parse_lsp_json(&own, options);
+    let parsed = mcp_reconcile_kernel::lsp::lsp_json_from_value(&own, options);
     for entry in parsed.servers.values() {
         check_json(&Value::Object(entry.clone()));
     }
+    let own = Value::Object(own).to_json();
     format!("{own}\n{errors:?}\n{parsed:?}")
 }

@@ -84,7 +84,7 @@ pub(in crate::inputs) fn client_files(
                             dir.join(".mcp.json"),
                         );
                         // One above the project may be another user's (`/tmp/.mcp.json`).
-                        f.shared_parent = dir != project;
+                        f.kind.shared_parent = dir != project;
                         f
                     }),
             )
@@ -121,7 +121,7 @@ pub(in crate::inputs) fn client_files(
                 LayerSource::Project,
                 project.join(".codex/config.toml"),
             );
-            project_file.needs_trust = true;
+            project_file.kind.needs_trust = true;
             // The administrator's files: `/etc/codex` (`--system-settings FILE` moves them
             // beside FILE). Order matters: each file's entries merge over the earlier ones.
             let etc = managed_settings
@@ -177,13 +177,13 @@ pub(in crate::inputs) fn client_files(
             dirs.reverse();
             let project_file = |path: PathBuf| {
                 let mut f = file(Format::Copilot, LayerSource::Project, path);
-                f.needs_trust = true;
+                f.kind.needs_trust = true;
                 f
             };
             files.push(project_file(root.join(".github/mcp.json")));
             files.extend(dirs.into_iter().map(|dir| {
                 let mut f = project_file(dir.join(".mcp.json"));
-                f.shared_parent = dir != project;
+                f.kind.shared_parent = dir != project;
                 f
             }));
             files

@@ -38,7 +38,7 @@ mod gemini;
 mod layouts;
 mod normalize;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::policy::{parse_rules, Policy, PolicyRule};
 use mcp_reconcile_kernel::reload::FileSource;
@@ -53,9 +53,11 @@ pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
 
-use super::checked::Checked;
-use super::files::{file_errors, kept_note, read_input, read_text_within, Missing, Read};
-use super::InputError;
+use super::checked::Text;
+use super::files::explain;
+use super::files::kept_note;
+use super::input_file::{InputFile, Kind};
+use super::LoadCtx;
 
 /// How a client file is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,17 +155,13 @@ pub(super) struct ClientContent {
     pub(super) trusts_project: bool,
 }
 
-/// One client file and what was last loaded from it.
+/// A client file's kind of [`InputFile`]: its format, the layer its servers go to, and when it
+/// is read at all.
 #[derive(Debug)]
-pub(super) struct ClientFile {
+pub(super) struct Client {
     pub(super) format: Format,
     /// The layer kind of its servers (the user's, the project's, the administrator's).
     pub(super) scope: LayerSource,
-    pub(super) path: PathBuf,
-    pub(super) loaded: bool,
-    pub(super) good: Option<ClientContent>,
-    pub(super) error: Option<String>,
-    pub(super) missing: Missing,
     /// Read only while another file of the layout trusts the project (Codex's project file).
     pub(super) needs_trust: bool,
     /// A `.mcp.json` in a directory above the project (`/tmp`, a shared checkout): not read
@@ -171,113 +169,40 @@ pub(super) struct ClientFile {
     pub(super) shared_parent: bool,
 }
 
+/// One client file and what was last loaded from it.
+pub(super) type ClientFile = InputFile<Client>;
+
 impl Format {
     /// An editor's file (Cursor, VS Code, Copilot CLI).
     fn is_editor(self) -> bool {
         matches!(self, Format::Cursor | Format::Vscode | Format::Copilot)
     }
-
-    /// The most bytes read of a file of this format: Claude Code's state file is large by
-    /// nature (it keeps project histories); every other file keeps the small bound.
-    fn limit(self) -> u64 {
-        match self {
-            Format::ClaudeState => super::files::MAX_CLIENT_STATE_BYTES,
-            _ => super::MAX_INPUT_BYTES,
-        }
-    }
 }
 
-impl ClientFile {
-    pub(super) fn new(format: Format, scope: LayerSource, path: PathBuf) -> Self {
-        ClientFile {
-            format,
-            scope,
-            path,
-            loaded: false,
-            good: None,
-            error: None,
-            missing: Missing::No,
-            needs_trust: false,
-            shared_parent: false,
-        }
-    }
-
-    /// The source its changes are reported as (named by its path).
-    pub(super) fn source(&self) -> FileSource {
-        FileSource::Settings(self.path.to_string_lossy().into_owned())
-    }
-
+impl Client {
     /// Whether the file is project-controlled (its entries and lists come from the repository).
-    fn project_controlled(&self) -> bool {
+    pub(super) fn project_controlled(&self) -> bool {
         matches!(self.scope, LayerSource::Project | LayerSource::Workspace)
     }
 
-    pub(super) fn reload(&mut self, ctx: &Context<'_>, checked: &mut Checked) {
-        self.loaded = true;
-        let had_content = self.good.as_ref().is_some_and(|g| {
-            g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive || !g.plugins.is_empty()
-        });
-        if let Some(why) = self
-            .shared_parent
-            .then(|| crate::private::foreign_writer(&self.path))
-            .flatten()
-        {
-            self.error = Some(format!(
-                "not read: it lies above the project, and another user could have put it there \
-                 — {why}; {}",
-                kept_note(self.good.is_some())
-            ));
-            return;
-        }
-        let text = match read_input(
-            &self.path,
-            self.format.limit(),
-            !self.project_controlled(),
-            self.good.is_some(),
-            had_content,
-            &mut self.missing,
-        ) {
-            Read::Text(text) => text,
-            Read::Empty => {
-                self.good = Some(ClientContent::default());
-                self.error = None;
-                return;
-            }
-            Read::Kept(message) => {
-                self.error = Some(message);
-                return;
-            }
-        };
-        match self.parse(&text, ctx, checked) {
-            Ok(content) => {
-                self.good = Some(content);
-                self.error = None;
-            }
-            Err(message) => {
-                self.error = Some(format!(
-                    "{message} — fix the file; {}",
-                    kept_note(self.good.is_some())
-                ));
-            }
-        }
-    }
-
-    fn parse(
+    /// The file's text as its client reads it, or why not (without what stays in use).
+    pub(super) fn read(
         &self,
-        text: &str,
+        path: &Path,
+        text: &mut Text,
         ctx: &Context<'_>,
-        checked: &mut Checked,
+        has_last_good: bool,
     ) -> Result<ClientContent, String> {
         if self.format == Format::ClaudeState {
-            if let Some(top) = claude_state::parts(text, ctx) {
+            if let Some(top) = claude_state::parts(text.as_str(), ctx) {
                 return Ok(claude::state(&top, ctx));
             }
         }
         match self.format {
-            Format::Codex => codex::parse(text, self.scope, ctx),
-            Format::CodexRequirements => codex::requirements(text),
+            Format::Codex => codex::parse(text.as_str(), self.scope, ctx),
+            Format::CodexRequirements => codex::requirements(text.as_str()),
             format => {
-                let value = super::files::explain(checked.parse(text), text, self.good.is_some())
+                let value = explain(text.json(), text.as_str(), has_last_good)
                     .map_err(|e| e.split(" — ").next().unwrap_or_default().to_owned())?;
                 let Value::Object(top) = value else {
                     return Err(format!(
@@ -290,7 +215,7 @@ impl ClientFile {
                     Format::ClaudeMcpJson => claude::mcp_json(&top, self.scope, ctx),
                     Format::ClaudeManaged => claude::managed(&top, ctx),
                     Format::ClaudeSettings { managed } => claude::settings(&top, managed),
-                    Format::ClaudePlugins => claude_plugins::installed(&top, &self.path, ctx)?,
+                    Format::ClaudePlugins => claude_plugins::installed(&top, path, ctx)?,
                     Format::Cursor => editors::cursor(&top, self.scope, ctx),
                     Format::Vscode => editors::vscode(&top, self.scope, ctx),
                     Format::Copilot => editors::copilot(&top, self.scope, ctx),
@@ -302,48 +227,94 @@ impl ClientFile {
             }
         }
     }
+}
 
-    /// Gives up on a held missing file: from now on it reads as empty. The servers it held.
-    pub(super) fn expire_missing(&mut self) -> Option<Vec<String>> {
-        if self.missing != Missing::Held {
-            return None;
-        }
-        self.missing = Missing::Expired;
-        self.error = None;
-        let held = self.good.replace(ClientContent::default());
-        Some(
-            held.into_iter()
-                .flat_map(|g| g.layers)
-                .flat_map(|(_, servers, _)| servers.keys().cloned().collect::<Vec<_>>())
-                .collect(),
-        )
+impl Kind for Client {
+    type Content = ClientContent;
+
+    fn empty(&self) -> ClientContent {
+        ClientContent::default()
     }
 
-    /// The content in use: the last good one, or nothing.
-    pub(super) fn content(&self) -> ClientContent {
-        self.good.clone().unwrap_or_default()
-    }
-
-    pub(super) fn errors(&self) -> Vec<InputError> {
-        let entry_errors = self.good.iter().flat_map(|g| g.entry_errors.iter());
-        file_errors(&self.path, self.error.as_ref(), entry_errors)
-    }
-
-    /// Whether the file's text parses in its format now (settle detection).
-    /// A JSON file's parse is kept in `checked` for the pass that reads it next.
-    pub(super) fn complete(&self, checked: &mut Checked) -> bool {
-        let Ok(Some(text)) = read_text_within(&self.path, self.format.limit()) else {
-            return false;
-        };
-        if text.trim().is_empty() {
-            return false;
-        }
+    /// Claude Code's state file is large by nature (it keeps project histories); every other
+    /// file keeps the small bound.
+    fn limit(&self) -> u64 {
         match self.format {
-            Format::Codex | Format::CodexRequirements => text.parse::<toml::Table>().is_ok(),
-            // Large by nature: checked without building the document, as it is read.
-            Format::ClaudeState => claude_state::complete(&text),
-            _ => checked.check(text),
+            Format::ClaudeState => super::MAX_CLIENT_STATE_BYTES,
+            _ => super::MAX_INPUT_BYTES,
         }
+    }
+
+    /// A shared parent's `.mcp.json` another user could have put there is not read; nor is a
+    /// file of the user or the administrator that another user can write (those start servers
+    /// without approval).
+    fn refused(&self, path: &Path) -> Option<String> {
+        if let Some(why) = self
+            .shared_parent
+            .then(|| crate::private::foreign_writer(path))
+            .flatten()
+        {
+            return Some(format!(
+                "not read: it lies above the project, and another user could have put it there \
+                 — {why}"
+            ));
+        }
+        (!self.project_controlled())
+            .then(|| crate::private::foreign_writer(path))
+            .flatten()
+    }
+
+    fn holds(&self, g: &ClientContent) -> bool {
+        g.layers.iter().any(|(_, s, _)| !s.is_empty()) || g.exclusive || !g.plugins.is_empty()
+    }
+
+    fn held(&self, g: &ClientContent) -> Vec<String> {
+        g.layers
+            .iter()
+            .flat_map(|(_, servers, _)| servers.keys().cloned())
+            .collect()
+    }
+
+    fn parse(
+        &self,
+        path: &Path,
+        text: &mut Text,
+        ctx: &LoadCtx<'_>,
+        has_last_good: bool,
+    ) -> Result<ClientContent, String> {
+        self.read(path, text, &ctx.client, has_last_good)
+            .map_err(|message| format!("{message} — fix the file; {}", kept_note(has_last_good)))
+    }
+
+    /// Whether the file's text parses in its format now; a JSON file's parse stays for the
+    /// pass.
+    fn complete(&self, text: &mut Text) -> bool {
+        match self.format {
+            Format::Codex | Format::CodexRequirements => {
+                text.as_str().parse::<toml::Table>().is_ok()
+            }
+            // Large by nature: checked without building the document, as it is read.
+            Format::ClaudeState => claude_state::complete(text.as_str()),
+            _ => text.check(),
+        }
+    }
+
+    fn entry_errors<'a>(&self, g: &'a ClientContent) -> Vec<&'a String> {
+        g.entry_errors.iter().collect()
+    }
+}
+
+impl ClientFile {
+    pub(super) fn new(format: Format, scope: LayerSource, path: PathBuf) -> Self {
+        // Its changes are reported by its path.
+        let source = FileSource::Settings(path.to_string_lossy().into_owned());
+        let kind = Client {
+            format,
+            scope,
+            needs_trust: false,
+            shared_parent: false,
+        };
+        InputFile::with(kind, path, Some(source))
     }
 }
 
