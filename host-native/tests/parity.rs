@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use common::{Project, PATIENCE};
 use mcp_reconcile::clock::{Clock, ManualClock};
-use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, ServerStatus, State, Target};
+use mcp_reconcile::host::{
+    Host, HostEvent, HostHandle, HostOptions, RunningSession, ServerStatus, State, Target,
+};
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::pool::{PoolOptions, SharedPool};
 use mcp_reconcile::session::Session;
-use mcp_reconcile::watcher;
 use mcp_reconcile_kernel::Reason;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -34,8 +35,7 @@ struct Run {
     events: mpsc::UnboundedReceiver<HostEvent>,
     /// What a person would read of it, normalized (no timings, no pids).
     transcript: Vec<String>,
-    task: tokio::task::JoinHandle<()>,
-    _watcher: watcher::Watcher,
+    session: RunningSession,
     pool: Option<SharedPool>,
     /// The test's directory, blanked in the transcript.
     root: String,
@@ -53,15 +53,11 @@ impl Run {
             ..HostOptions::default()
         };
         let inputs = Inputs::new(&p.options()).expect("inputs");
-        let (file_tx, file_rx) = mpsc::unbounded_channel();
-        let watcher = watcher::watch(inputs.watched(), file_tx).expect("watch");
-        let (control_tx, control_rx) = mpsc::unbounded_channel();
-        let handle = HostHandle::new(control_tx);
-        let (events, task, pool) = match backend {
+        let (events, session, pool) = match backend {
             Backend::Own => {
                 let mut host = Host::new(inputs, options);
                 let events = host.subscribe();
-                (events, tokio::spawn(host.run(file_rx, control_rx)), None)
+                (events, host.spawn().expect("the session starts"), None)
             }
             Backend::Pool => {
                 let pool = SharedPool::start(PoolOptions {
@@ -73,17 +69,16 @@ impl Run {
                 let events = host.subscribe();
                 (
                     events,
-                    tokio::spawn(host.run(file_rx, control_rx)),
+                    host.spawn().expect("the session starts"),
                     Some(pool),
                 )
             }
         };
         Run {
-            handle,
+            handle: session.handle().clone(),
             events,
             transcript: Vec::new(),
-            task,
-            _watcher: watcher,
+            session,
             pool,
             root: p
                 .path("")
@@ -192,8 +187,7 @@ impl Run {
     }
 
     async fn stop(self) -> Vec<String> {
-        self.handle.shutdown();
-        let _ = self.task.await;
+        self.session.shutdown().await.expect("the session task");
         if let Some(pool) = self.pool {
             pool.shutdown().await;
         }
