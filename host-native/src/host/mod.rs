@@ -163,6 +163,13 @@ pub enum HostEvent {
     LspPlanApplied(Vec<LspAction>),
     /// A language server's state changed outside a pass (it failed to start, or crashed).
     LspUpdate(LspServerStatus),
+    /// The session went idle: no pass runs or is asked for and no debounce is pending, so no
+    /// pass follows until something new arrives (a file change, a request, a due retry).
+    /// `passes`: how many ran so far. Said once each time it becomes idle.
+    Idle {
+        /// Passes run so far.
+        passes: u64,
+    },
 }
 
 /// Requests to a running host.
@@ -255,6 +262,8 @@ pub struct Host<B = Own> {
     routes: catalog::RouteEpoch,
     /// Lazy servers: their kept listings, the ones a request woke, their idle times (`lazy`).
     lazy: lazy::Lazy,
+    /// [`HostEvent::Idle`] was said and nothing has happened since.
+    idle_told: bool,
 }
 
 impl Host<Own> {
@@ -319,6 +328,7 @@ impl<B: Backend> Host<B> {
             dev,
             routes: catalog::RouteEpoch::default(),
             lazy,
+            idle_told: false,
         }
     }
 }
@@ -446,8 +456,24 @@ impl<B: Backend> Host<B> {
             if !routed_only || self.passes != passes {
                 self.routes.advance();
             }
+            self.tell_idle();
         }
         self.shutdown().await;
+    }
+
+    /// Says [`HostEvent::Idle`] when the session has just become idle: no pass runs or is
+    /// asked for, no debounce is pending (observers wait for it instead of sleeping to see
+    /// that no further pass follows).
+    fn tell_idle(&mut self) {
+        let idle = self.running.is_none()
+            && !self.scheduler.is_running()
+            && !self.scheduler.is_run_requested()
+            && self.scheduler.poll_timeout().is_none();
+        if idle && !self.idle_told {
+            let passes = self.passes;
+            self.emit(HostEvent::Idle { passes });
+        }
+        self.idle_told = idle;
     }
 
     /// When the loop must wake up: the scheduler's debounce or a due retry.
