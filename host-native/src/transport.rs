@@ -27,6 +27,8 @@ mod idle;
 pub(crate) mod names;
 mod oauth;
 mod ordered;
+#[cfg(test)]
+pub(crate) mod memory;
 pub(crate) mod process;
 mod progress;
 mod relay;

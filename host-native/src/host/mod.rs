@@ -49,6 +49,8 @@ mod lsp;
 mod pass;
 mod restart;
 mod status;
+#[cfg(test)]
+mod tests;
 mod waiters;
 
 use mcp_reconcile_kernel::hot_reload::Previous;

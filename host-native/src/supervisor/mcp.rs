@@ -14,8 +14,9 @@ use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOption
 /// How long a replaced connection waits for the calls routed to it before it is stopped.
 pub(crate) const RETIRE_DRAIN: Duration = Duration::from_secs(5);
 
-/// MCP connections ([`transport::connect`]).
-pub(crate) struct Mcp {
+/// MCP connections ([`transport::connect`]). `pub` only as the default kind of the public
+/// `host::Own`; it is not reachable from outside the crate.
+pub struct Mcp {
     /// A relative `cwd` is resolved against this.
     pub(crate) base_dir: Option<PathBuf>,
     /// The OAuth token file (`None`: the default one).

@@ -1,0 +1,243 @@
+//! The session engine on the in-memory connection kind ([`crate::testkit`]): real MCP
+//! sessions over in-memory pipes, every timer on a [`ManualClock`], the settings in a temp dir
+//! and reloads asked for (no watcher). Every host here is made by [`start`].
+
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Host, HostEvent, HostHandle, HostOptions, Own, ServerStatus, State, Target};
+use crate::clock::ManualClock;
+use crate::inputs::{HostEnv, Inputs, Options};
+use crate::session::Session as _;
+use crate::supervisor::Supervisor;
+use crate::testkit::{eventually, Servers, PATIENCE};
+use mcp_reconcile_kernel::Reason;
+
+/// A running host on in-memory servers.
+struct Session {
+    dir: tempfile::TempDir,
+    servers: Servers,
+    time: ManualClock,
+    handle: HostHandle,
+    events: mpsc::UnboundedReceiver<HostEvent>,
+    task: tokio::task::JoinHandle<()>,
+    /// Kept open: the host runs until it is told to stop.
+    _files: mpsc::UnboundedSender<crate::watcher::Change>,
+}
+
+/// A user settings entry for the in-memory server `version` (see [`crate::testkit::entry`]).
+fn entry(version: u32) -> serde_json::Value {
+    json!({"command": "in-memory", "args": [version.to_string()]})
+}
+
+/// Writes `servers` as the user settings and runs a host over them: the one place a host is
+/// made here.
+fn start(servers: serde_json::Value) -> Session {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| dir.path().join(name);
+    let options = Options {
+        user_settings: Some(path("settings.json")),
+        system_settings: Some(path("no-system-settings.json")),
+        system_defaults: Some(path("no-system-defaults.json")),
+        project: Some(path("project")),
+        approvals: Some(path("approvals.json")),
+        user_lsp: Some(path("lsp.json")),
+        state_dir: Some(path("state")),
+        ..Options::default()
+    };
+    std::fs::create_dir_all(path("project")).expect("project dir");
+    let env = HostEnv {
+        cwd: path("project"),
+        home: Some(path("home")),
+        ..HostEnv::default()
+    };
+    let mut session = Session {
+        servers: Servers::default(),
+        time: ManualClock::new(),
+        dir,
+        handle: HostHandle::new(mpsc::unbounded_channel().0),
+        events: mpsc::unbounded_channel().1,
+        task: tokio::spawn(async {}),
+        _files: mpsc::unbounded_channel().0,
+    };
+    session.write(servers);
+    let inputs = Inputs::with_env(&options, env).expect("inputs");
+    let options = HostOptions {
+        clock: session.time.clock(),
+        ..HostOptions::default()
+    };
+    let supervisor = Supervisor::new(
+        session.servers.kind(),
+        options.parallelism,
+        options.clock.clone(),
+    );
+    let mut host = Host::with_backend(inputs, options, Own::new(supervisor), None);
+    session.events = host.subscribe();
+    let (files, file_rx) = mpsc::unbounded_channel();
+    let (control, control_rx) = mpsc::unbounded_channel();
+    session.task = tokio::spawn(host.run(file_rx, control_rx));
+    session.handle = HostHandle::new(control);
+    session._files = files;
+    session
+}
+
+impl Session {
+    /// Writes the user settings with `servers`.
+    fn write(&self, servers: serde_json::Value) {
+        let text = json!({ "mcpServers": servers }).to_string();
+        std::fs::write(self.dir.path().join("settings.json"), text).expect("settings");
+    }
+
+    /// The next pass's report whose trigger is `trigger`, bounded.
+    async fn pass(&mut self, trigger: &str) -> super::PlanReport {
+        let wait = async {
+            loop {
+                match self.events.recv().await {
+                    Some(HostEvent::PlanApplied(report)) if report.trigger == trigger => {
+                        return report
+                    }
+                    Some(_) => {}
+                    None => panic!("the session ended"),
+                }
+            }
+        };
+        tokio::time::timeout(PATIENCE, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {trigger} pass"))
+    }
+
+    /// `name`'s status once `pred` holds for it, bounded.
+    async fn wait_server(&self, name: &str, pred: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let report = self.handle.status().await.expect("the session runs");
+            if let Some(s) = report.servers.iter().find(|s| s.name == name && pred(s)) {
+                return s.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {name}: {:#?}",
+                report.servers
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.handle.shutdown();
+        let _ = self.task.await;
+    }
+}
+
+fn connected(s: &ServerStatus) -> bool {
+    s.state == State::Connected
+}
+
+/// An edited entry restarts that server alone: the other keeps its session.
+#[tokio::test]
+async fn a_config_change_restarts_only_the_changed_server() {
+    let mut s = start(json!({"a": entry(1), "b": entry(1)}));
+    s.pass("start").await;
+    s.wait_server("a", connected).await;
+    s.wait_server("b", connected).await;
+    s.write(json!({"a": entry(2), "b": entry(1)}));
+    s.handle.reload().await.expect("the session runs");
+    s.pass("manual reload").await;
+    let (a, b) = (s.servers.server("a"), s.servers.server("b"));
+    s.wait_server("a", connected).await;
+    assert_eq!((a.starts(), b.starts()), (2, 1), "only a restarted");
+    eventually("a's old session closed", || a.live() == 1).await;
+    assert_eq!(b.live(), 1, "b kept its session");
+    s.stop().await;
+}
+
+/// A server that ends its session is failed with a retry at the kernel's backoff on the
+/// session's clock; moving the clock there runs the retry pass, which starts it again.
+#[tokio::test]
+async fn a_server_crash_schedules_a_retry_at_the_manual_clocks_time() {
+    let mut s = start(json!({"a": entry(1)}));
+    s.pass("start").await;
+    s.wait_server("a", connected).await;
+    let a = s.servers.server("a");
+    a.close();
+    let failed = s
+        .wait_server("a", |s| s.state == State::Failed && s.retry_in_ms.is_some())
+        .await;
+    assert_eq!(failed.reason, Some(Reason::BackingOff));
+    let wait = failed.retry_in_ms.expect("a retry time");
+    assert_eq!(a.starts(), 1, "no retry before the clock moves");
+    s.time.advance(Duration::from_millis(wait));
+    let retry = s.pass("retry").await;
+    assert!(
+        retry.steps.iter().any(|step| step.action.name() == Some("a")),
+        "the retry pass restarts a: {retry:#?}"
+    );
+    s.wait_server("a", connected).await;
+    assert_eq!(a.starts(), 2);
+    s.stop().await;
+}
+
+/// A server's own `tools/list_changed` reaches the session's merged catalog (re-listed over
+/// the protocol), announced as a catalog change.
+#[tokio::test]
+async fn a_servers_list_changed_reaches_the_merged_catalog() {
+    let mut s = start(json!({"a": entry(1)}));
+    let a = s.servers.server("a");
+    a.set_tools(&["one"]).await;
+    s.pass("start").await;
+    s.wait_server("a", |s| connected(s) && s.tools == 1).await;
+    a.set_tools(&["one", "two"]).await;
+    let changed = tokio::time::timeout(PATIENCE, async {
+        loop {
+            if let Some(HostEvent::CatalogChanged(change)) = s.events.recv().await {
+                if change.tools {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    assert!(changed.is_ok(), "a catalog change was announced");
+    let catalog = s.handle.catalog().await.expect("the session runs");
+    let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["mcp__a__one", "mcp__a__two"]);
+    s.stop().await;
+}
+
+/// A qualified tool name is routed to its server's connection, which the call reaches under
+/// the server's own name for the tool.
+#[tokio::test]
+async fn a_qualified_tool_is_routed_to_its_servers_connection() {
+    let mut s = start(json!({"a": entry(1), "b": entry(1)}));
+    s.servers.server("a").set_tools(&["echo"]).await;
+    s.servers.server("b").set_tools(&["echo"]).await;
+    s.pass("start").await;
+    s.wait_server("a", connected).await;
+    s.wait_server("b", connected).await;
+    let route = s
+        .handle
+        .route(Target::Tool("mcp__b__echo".into()))
+        .await
+        .expect("the session runs")
+        .expect("routed");
+    assert_eq!((route.server.as_str(), route.name.as_str()), ("b", "echo"));
+    let result = route
+        .caller
+        .call_tool(
+            CallToolRequestParams::new("echo"),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .map_err(|_| "the call failed")
+        .expect("answered");
+    let text = serde_json::to_string(&result).expect("serializes");
+    assert!(text.contains("b:echo"), "{text}");
+    assert_eq!(s.servers.server("b").calls(), ["echo"]);
+    assert!(s.servers.server("a").calls().is_empty());
+    s.stop().await;
+}
