@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use serde_json::json;
 use mcp_reconcile_kernel::{ServerConfig, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
@@ -27,7 +28,11 @@ use rmcp::service::{RequestContext, RunningServiceCancellationToken};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::{mpsc, watch};
 
-use crate::supervisor::{ConnectionKind, Event, Mcp, StartError};
+use crate::clock::ManualClock;
+use crate::host::{Host, HostEvent, HostHandle, HostOptions, Own, ServerStatus};
+use crate::inputs::{HostEnv, Inputs, Options};
+use crate::session::Session as _;
+use crate::supervisor::{ConnectionKind, Event, Mcp, StartError, Supervisor};
 use crate::transport::{self, Catalog, ConnEvent, ConnectOptions, Connection};
 
 /// The longest a test waits for a condition ([`eventually`]).
@@ -315,6 +320,122 @@ impl ConnectionKind for Memory {
 
     fn event(event: ConnEvent) -> (u64, Event<Catalog>) {
         Mcp::event(event)
+    }
+}
+
+/// A running host on in-memory servers.
+pub(crate) struct Session {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) servers: Servers,
+    pub(crate) time: ManualClock,
+    pub(crate) handle: HostHandle,
+    pub(crate) events: mpsc::UnboundedReceiver<HostEvent>,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+    /// Kept open: the host runs until it is told to stop.
+    _files: mpsc::UnboundedSender<crate::watcher::Change>,
+}
+
+/// [`entry`] as the user settings write it.
+pub(crate) fn entry_json(version: u32) -> serde_json::Value {
+    json!({"command": "in-memory", "args": [version.to_string()]})
+}
+
+/// Writes `servers` as the user settings and runs a host over them on in-memory servers: the
+/// one place the crate's unit tests make a host.
+pub(crate) fn start(servers: serde_json::Value) -> Session {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| dir.path().join(name);
+    let options = Options {
+        user_settings: Some(path("settings.json")),
+        system_settings: Some(path("no-system-settings.json")),
+        system_defaults: Some(path("no-system-defaults.json")),
+        project: Some(path("project")),
+        approvals: Some(path("approvals.json")),
+        user_lsp: Some(path("lsp.json")),
+        state_dir: Some(path("state")),
+        ..Options::default()
+    };
+    std::fs::create_dir_all(path("project")).expect("project dir");
+    let env = HostEnv {
+        cwd: path("project"),
+        home: Some(path("home")),
+        ..HostEnv::default()
+    };
+    let mut session = Session {
+        servers: Servers::default(),
+        time: ManualClock::new(),
+        dir,
+        handle: HostHandle::new(mpsc::unbounded_channel().0),
+        events: mpsc::unbounded_channel().1,
+        task: tokio::spawn(async {}),
+        _files: mpsc::unbounded_channel().0,
+    };
+    session.write(servers);
+    let inputs = Inputs::with_env(&options, env).expect("inputs");
+    let options = HostOptions {
+        clock: session.time.clock(),
+        ..HostOptions::default()
+    };
+    let supervisor = Supervisor::new(
+        session.servers.kind(),
+        options.parallelism,
+        options.clock.clone(),
+    );
+    let mut host = Host::with_backend(inputs, options, Own::new(supervisor), None);
+    session.events = host.subscribe();
+    let (files, file_rx) = mpsc::unbounded_channel();
+    let (control, control_rx) = mpsc::unbounded_channel();
+    session.task = tokio::spawn(host.run(file_rx, control_rx));
+    session.handle = HostHandle::new(control);
+    session._files = files;
+    session
+}
+
+impl Session {
+    /// Writes the user settings with `servers`.
+    pub(crate) fn write(&self, servers: serde_json::Value) {
+        let text = json!({ "mcpServers": servers }).to_string();
+        std::fs::write(self.dir.path().join("settings.json"), text).expect("settings");
+    }
+
+    /// The next pass's report whose trigger is `trigger`, bounded.
+    pub(crate) async fn pass(&mut self, trigger: &str) -> crate::host::PlanReport {
+        let wait = async {
+            loop {
+                match self.events.recv().await {
+                    Some(HostEvent::PlanApplied(report)) if report.trigger == trigger => {
+                        return report
+                    }
+                    Some(_) => {}
+                    None => panic!("the session ended"),
+                }
+            }
+        };
+        tokio::time::timeout(PATIENCE, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {trigger} pass"))
+    }
+
+    /// `name`'s status once `pred` holds for it, bounded.
+    pub(crate) async fn wait_server(&self, name: &str, pred: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let report = self.handle.status().await.expect("the session runs");
+            if let Some(s) = report.servers.iter().find(|s| s.name == name && pred(s)) {
+                return s.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {name}: {:#?}",
+                report.servers
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    pub(crate) async fn stop(self) {
+        self.handle.shutdown();
+        let _ = self.task.await;
     }
 }
 

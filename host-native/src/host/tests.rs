@@ -1,137 +1,17 @@
 //! The session engine on the in-memory connection kind ([`crate::testkit`]): real MCP
-//! sessions over in-memory pipes, every timer on a [`ManualClock`], the settings in a temp dir
-//! and reloads asked for (no watcher). Every host here is made by [`start`].
+//! sessions over in-memory pipes, every timer on a manual clock, the settings in a temp dir
+//! and reloads asked for (no watcher). Every host is made by [`crate::testkit::start`].
 
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Host, HostEvent, HostHandle, HostOptions, Own, ServerStatus, State, Target};
-use crate::clock::ManualClock;
-use crate::inputs::{HostEnv, Inputs, Options};
+use super::{HostEvent, ServerStatus, State, Target};
 use crate::session::Session as _;
-use crate::supervisor::Supervisor;
-use crate::testkit::{eventually, Servers, PATIENCE};
+use crate::testkit::{entry_json as entry, eventually, start, PATIENCE};
 use mcp_reconcile_kernel::Reason;
-
-/// A running host on in-memory servers.
-struct Session {
-    dir: tempfile::TempDir,
-    servers: Servers,
-    time: ManualClock,
-    handle: HostHandle,
-    events: mpsc::UnboundedReceiver<HostEvent>,
-    task: tokio::task::JoinHandle<()>,
-    /// Kept open: the host runs until it is told to stop.
-    _files: mpsc::UnboundedSender<crate::watcher::Change>,
-}
-
-/// A user settings entry for the in-memory server `version` (see [`crate::testkit::entry`]).
-fn entry(version: u32) -> serde_json::Value {
-    json!({"command": "in-memory", "args": [version.to_string()]})
-}
-
-/// Writes `servers` as the user settings and runs a host over them: the one place a host is
-/// made here.
-fn start(servers: serde_json::Value) -> Session {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = |name: &str| dir.path().join(name);
-    let options = Options {
-        user_settings: Some(path("settings.json")),
-        system_settings: Some(path("no-system-settings.json")),
-        system_defaults: Some(path("no-system-defaults.json")),
-        project: Some(path("project")),
-        approvals: Some(path("approvals.json")),
-        user_lsp: Some(path("lsp.json")),
-        state_dir: Some(path("state")),
-        ..Options::default()
-    };
-    std::fs::create_dir_all(path("project")).expect("project dir");
-    let env = HostEnv {
-        cwd: path("project"),
-        home: Some(path("home")),
-        ..HostEnv::default()
-    };
-    let mut session = Session {
-        servers: Servers::default(),
-        time: ManualClock::new(),
-        dir,
-        handle: HostHandle::new(mpsc::unbounded_channel().0),
-        events: mpsc::unbounded_channel().1,
-        task: tokio::spawn(async {}),
-        _files: mpsc::unbounded_channel().0,
-    };
-    session.write(servers);
-    let inputs = Inputs::with_env(&options, env).expect("inputs");
-    let options = HostOptions {
-        clock: session.time.clock(),
-        ..HostOptions::default()
-    };
-    let supervisor = Supervisor::new(
-        session.servers.kind(),
-        options.parallelism,
-        options.clock.clone(),
-    );
-    let mut host = Host::with_backend(inputs, options, Own::new(supervisor), None);
-    session.events = host.subscribe();
-    let (files, file_rx) = mpsc::unbounded_channel();
-    let (control, control_rx) = mpsc::unbounded_channel();
-    session.task = tokio::spawn(host.run(file_rx, control_rx));
-    session.handle = HostHandle::new(control);
-    session._files = files;
-    session
-}
-
-impl Session {
-    /// Writes the user settings with `servers`.
-    fn write(&self, servers: serde_json::Value) {
-        let text = json!({ "mcpServers": servers }).to_string();
-        std::fs::write(self.dir.path().join("settings.json"), text).expect("settings");
-    }
-
-    /// The next pass's report whose trigger is `trigger`, bounded.
-    async fn pass(&mut self, trigger: &str) -> super::PlanReport {
-        let wait = async {
-            loop {
-                match self.events.recv().await {
-                    Some(HostEvent::PlanApplied(report)) if report.trigger == trigger => {
-                        return report
-                    }
-                    Some(_) => {}
-                    None => panic!("the session ended"),
-                }
-            }
-        };
-        tokio::time::timeout(PATIENCE, wait)
-            .await
-            .unwrap_or_else(|_| panic!("no {trigger} pass"))
-    }
-
-    /// `name`'s status once `pred` holds for it, bounded.
-    async fn wait_server(&self, name: &str, pred: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            let report = self.handle.status().await.expect("the session runs");
-            if let Some(s) = report.servers.iter().find(|s| s.name == name && pred(s)) {
-                return s.clone();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {name}: {:#?}",
-                report.servers
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-
-    async fn stop(self) {
-        self.handle.shutdown();
-        let _ = self.task.await;
-    }
-}
 
 fn connected(s: &ServerStatus) -> bool {
     s.state == State::Connected
