@@ -121,3 +121,53 @@ async fn a_qualified_tool_is_routed_to_its_servers_connection() {
     assert!(s.servers.server("a").calls().is_empty());
     s.stop().await;
 }
+
+/// A hung server never holds back the first listing: once the start grace has passed on the
+/// session's clock, the catalog is answered with the servers up, while the hung one still
+/// waits (it is let go only after the answer).
+#[tokio::test]
+async fn a_hung_server_never_holds_back_the_first_listing() {
+    let s = start(json!({"fast": entry(1), "slow": entry(1)}));
+    s.servers.server("fast").set_tools(&["go"]).await;
+    let slow = s.servers.server("slow");
+    slow.hold();
+    s.wait_server("fast", connected).await;
+    eventually("slow's start waits", || slow.held() == 1).await;
+    let handle = s.handle.clone();
+    let listing = tokio::spawn(async move { handle.catalog().await });
+    s.time.advance(Duration::from_millis(super::START_GRACE.0));
+    let catalog = tokio::time::timeout(PATIENCE, listing)
+        .await
+        .expect("answered after the grace")
+        .expect("the task ran")
+        .expect("the session runs");
+    let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["mcp__fast__go"]);
+    assert_eq!(slow.live(), 0, "slow is still starting");
+    slow.release();
+    s.wait_server("slow", connected).await;
+    s.stop().await;
+}
+
+/// A start that fails leaves the server failed with its message and a retry time, and offers
+/// nothing of it.
+#[tokio::test]
+async fn a_failed_start_is_failed_with_its_message_and_a_retry() {
+    let mut s = start(json!({"a": entry(1)}));
+    s.servers.server("a").fail_with(Some("cannot bind its port"));
+    s.servers.server("a").set_prompts(&["hello"]);
+    s.pass("start").await;
+    let a = s
+        .wait_server("a", |s| s.state == State::Failed && s.retry_in_ms.is_some())
+        .await;
+    let error = a.last_error.unwrap_or_default();
+    assert!(error.contains("cannot bind its port"), "{error}");
+    assert_eq!(a.prompts, 0);
+    s.servers.server("a").fail_with(None);
+    s.time
+        .advance(Duration::from_millis(a.retry_in_ms.unwrap_or_default()));
+    s.pass("retry").await;
+    let a = s.wait_server("a", connected).await;
+    assert_eq!(a.prompts, 1, "its prompt once up");
+    s.stop().await;
+}
