@@ -115,3 +115,25 @@ async fn short_tool_names_go_out_without_the_prefix_and_route_back_with_it() {
     let _ = client.cancel().await;
     s.stop().await;
 }
+
+/// A route the gateway kept for a tool is not used once the session changed: after the
+/// server restarted for an edit, the next call reaches its new connection.
+#[tokio::test]
+async fn a_kept_route_is_dropped_when_the_session_changes() {
+    let mut s = two_echoes().await;
+    let client = client(Gateway::new(s.handle.clone())).await;
+    let call = || client.call_tool(CallToolRequestParams::new("mcp__a__echo"));
+    assert_eq!(text(&call().await.expect("tools/call")), "a:echo");
+    let a = s.servers.server("a");
+    s.write(json!({"a": entry(2), "b": entry(1)}));
+    s.handle.reload().await.expect("the session runs");
+    s.pass("manual reload").await;
+    crate::testkit::eventually("a's first session closed", || a.starts() == 2 && a.live() == 1)
+        .await;
+    let again = call().await.expect("tools/call");
+    assert_ne!(again.is_error, Some(true), "{again:?}");
+    assert_eq!(text(&again), "a:echo");
+    assert_eq!(a.calls(), ["echo", "echo"]);
+    let _ = client.cancel().await;
+    s.stop().await;
+}
