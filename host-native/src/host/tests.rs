@@ -8,8 +8,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{HostEvent, ServerStatus, State, Target};
-use crate::session::Session as _;
+use super::{Control, HostEvent, ServerStatus, State, Target};
 use crate::testkit::{entry_json as entry, eventually, start, PATIENCE};
 use mcp_reconcile_kernel::Reason;
 
@@ -82,7 +81,7 @@ async fn a_servers_list_changed_reaches_the_merged_catalog() {
     })
     .await;
     assert!(changed.is_ok(), "a catalog change was announced");
-    let catalog = s.handle.catalog().await.expect("the session runs");
+    let catalog = s.handle.ask(Control::Catalog).await.expect("the session runs");
     let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["mcp__a__one", "mcp__a__two"]);
     s.stop().await;
@@ -100,7 +99,7 @@ async fn a_qualified_tool_is_routed_to_its_servers_connection() {
     s.wait_server("b", connected).await;
     let route = s
         .handle
-        .route(Target::Tool("mcp__b__echo".into()))
+        .ask(|reply| Control::Route(Target::Tool("mcp__b__echo".into()), reply))
         .await
         .expect("the session runs")
         .expect("routed");
@@ -134,7 +133,7 @@ async fn a_hung_server_never_holds_back_the_first_listing() {
     s.wait_server("fast", connected).await;
     eventually("slow's start waits", || slow.held() == 1).await;
     let handle = s.handle.clone();
-    let listing = tokio::spawn(async move { handle.catalog().await });
+    let listing = tokio::spawn(async move { handle.ask(Control::Catalog).await });
     s.time.advance(Duration::from_millis(super::START_GRACE.0));
     let catalog = tokio::time::timeout(PATIENCE, listing)
         .await
