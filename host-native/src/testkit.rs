@@ -17,15 +17,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::json;
 use mcp_reconcile_kernel::{ServerConfig, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, PromptsCapability, ServerCapabilities,
-    Tool, ToolsCapability,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptsCapability, ServerCapabilities, Tool,
+    ToolsCapability,
 };
 use rmcp::service::{RequestContext, RunningServiceCancellationToken};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use crate::clock::ManualClock;
@@ -417,7 +417,11 @@ impl Session {
     }
 
     /// `name`'s status once `pred` holds for it, bounded.
-    pub(crate) async fn wait_server(&self, name: &str, pred: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
+    pub(crate) async fn wait_server(
+        &self,
+        name: &str,
+        pred: impl Fn(&ServerStatus) -> bool,
+    ) -> ServerStatus {
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             let report = self.handle.status().await.expect("the session runs");

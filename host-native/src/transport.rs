@@ -24,11 +24,11 @@ mod describe;
 mod digest;
 mod handler;
 mod idle;
+#[cfg(test)]
+pub(crate) mod memory;
 pub(crate) mod names;
 mod oauth;
 mod ordered;
-#[cfg(test)]
-pub(crate) mod memory;
 pub(crate) mod process;
 mod progress;
 mod relay;

@@ -141,7 +141,8 @@ impl Run {
                 HostEvent::PlanApplied(report) if !wanted(&report.trigger) => {
                     // Kept out of the transcript (the backends may differ in such passes),
                     // but shown if the wanted pass never comes.
-                    self.skipped.push(format!("{what}: skipped a pass ({})", report.trigger));
+                    self.skipped
+                        .push(format!("{what}: skipped a pass ({})", report.trigger));
                 }
                 HostEvent::PlanApplied(report) => {
                     let mut line = format!("{what} ({}): plan", report.trigger);

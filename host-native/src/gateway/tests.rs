@@ -18,7 +18,9 @@ async fn client(gateway: Gateway<HostHandle>) -> RunningService<RoleClient, ()> 
             let _ = served.waiting().await;
         }
     });
-    ().serve(near).await.expect("the gateway answers initialize")
+    ().serve(near)
+        .await
+        .expect("the gateway answers initialize")
 }
 
 /// A session whose servers `a` and `b` both offer `echo`, and both up.
@@ -128,8 +130,10 @@ async fn a_kept_route_is_dropped_when_the_session_changes() {
     s.write(json!({"a": entry(2), "b": entry(1)}));
     s.handle.reload().await.expect("the session runs");
     s.pass("manual reload").await;
-    crate::testkit::eventually("a's first session closed", || a.starts() == 2 && a.live() == 1)
-        .await;
+    crate::testkit::eventually("a's first session closed", || {
+        a.starts() == 2 && a.live() == 1
+    })
+    .await;
     let again = call().await.expect("tools/call");
     assert_ne!(again.is_error, Some(true), "{again:?}");
     assert_eq!(text(&again), "a:echo");

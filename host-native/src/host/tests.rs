@@ -52,7 +52,10 @@ async fn a_server_crash_schedules_a_retry_at_the_manual_clocks_time() {
     s.time.advance(Duration::from_millis(wait));
     let retry = s.pass("retry").await;
     assert!(
-        retry.steps.iter().any(|step| step.action.name() == Some("a")),
+        retry
+            .steps
+            .iter()
+            .any(|step| step.action.name() == Some("a")),
         "the retry pass restarts a: {retry:#?}"
     );
     s.wait_server("a", connected).await;
@@ -81,7 +84,11 @@ async fn a_servers_list_changed_reaches_the_merged_catalog() {
     })
     .await;
     assert!(changed.is_ok(), "a catalog change was announced");
-    let catalog = s.handle.ask(Control::Catalog).await.expect("the session runs");
+    let catalog = s
+        .handle
+        .ask(Control::Catalog)
+        .await
+        .expect("the session runs");
     let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["mcp__a__one", "mcp__a__two"]);
     s.stop().await;
@@ -153,7 +160,9 @@ async fn a_hung_server_never_holds_back_the_first_listing() {
 #[tokio::test]
 async fn a_failed_start_is_failed_with_its_message_and_a_retry() {
     let mut s = start(json!({"a": entry(1)}));
-    s.servers.server("a").fail_with(Some("cannot bind its port"));
+    s.servers
+        .server("a")
+        .fail_with(Some("cannot bind its port"));
     s.servers.server("a").set_prompts(&["hello"]);
     s.pass("start").await;
     let a = s

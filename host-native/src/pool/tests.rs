@@ -145,7 +145,11 @@ async fn a_crash_is_reported_to_each_holder() {
     acquire(&mut two).await;
     p.servers.server("a").close();
     for lease in [&mut one, &mut two] {
-        until(lease, |report| matches!(report, Report::Updated(key) if key == "a")).await;
+        until(
+            lease,
+            |report| matches!(report, Report::Updated(key) if key == "a"),
+        )
+        .await;
         let held = lease.held("a").expect("held");
         assert_eq!(held.health.status, Status::Failed);
         assert!(held.health.retry_at.is_some(), "a retry time");

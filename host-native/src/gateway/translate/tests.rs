@@ -6,7 +6,9 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{client_result, kind, upstream_state, Payload, Translator, Waiting, MAX_UPSTREAM_STATE};
+use super::{
+    client_result, kind, upstream_state, Payload, Translator, Waiting, MAX_UPSTREAM_STATE,
+};
 use crate::transport::Question;
 
 /// The binding of a call of `tool` on `server`, as `Translator::call` makes it.
@@ -152,8 +154,14 @@ async fn an_answer_completes_only_the_questions_it_answers_well() {
     }))
     .expect("responses");
     waiting.answer(Some(&responses));
-    assert!(matches!(elicited.try_recv(), Ok(ClientResult::ElicitResult(_))));
-    assert!(rooted.try_recv().is_err(), "a malformed answer completes nothing");
+    assert!(matches!(
+        elicited.try_recv(),
+        Ok(ClientResult::ElicitResult(_))
+    ));
+    assert!(
+        rooted.try_recv().is_err(),
+        "a malformed answer completes nothing"
+    );
     let keys: Vec<&str> = waiting.asked.iter().map(|(key, _)| key.as_str()).collect();
     assert_eq!(keys, ["roots-2"], "still asked");
 }
