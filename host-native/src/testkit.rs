@@ -29,8 +29,9 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use crate::clock::ManualClock;
-use crate::host::{Host, HostEvent, HostHandle, HostOptions, Own, ServerStatus};
+use crate::host::{Backend, Host, HostEvent, HostHandle, HostOptions, Own, ServerStatus};
 use crate::inputs::{HostEnv, Inputs, Options};
+use crate::pool::{PoolOptions, SharedPool};
 use crate::session::Session as _;
 use crate::supervisor::{ConnectionKind, Event, Mcp, StartError, Supervisor};
 use crate::transport::{self, Catalog, ConnEvent, ConnectOptions, Connection};
@@ -331,8 +332,18 @@ pub(crate) struct Session {
     pub(crate) handle: HostHandle,
     pub(crate) events: mpsc::UnboundedReceiver<HostEvent>,
     pub(crate) task: tokio::task::JoinHandle<()>,
+    /// The pool its connections live in (a session [`On::Pool`]).
+    pool: Option<SharedPool>,
     /// Kept open: the host runs until it is told to stop.
     _files: mpsc::UnboundedSender<crate::watcher::Change>,
+}
+
+/// Where a test session's connections live: its own supervisor, or its holds on a shared pool
+/// (as a daemon session's) — both on the same in-memory servers and manual clock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum On {
+    Own,
+    Pool,
 }
 
 /// [`entry`] as the user settings write it.
@@ -340,9 +351,14 @@ pub(crate) fn entry_json(version: u32) -> serde_json::Value {
     json!({"command": "in-memory", "args": [version.to_string()]})
 }
 
-/// Writes `servers` as the user settings and runs a host over them on in-memory servers: the
-/// one place the crate's unit tests make a host.
+/// [`start_on`] its own supervisor.
 pub(crate) fn start(servers: serde_json::Value) -> Session {
+    start_on(servers, On::Own)
+}
+
+/// Writes `servers` as the user settings and runs a host over them on in-memory servers, its
+/// connections where `on` says: the one place the crate's unit tests make a host.
+pub(crate) fn start_on(servers: serde_json::Value, on: On) -> Session {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| dir.path().join(name);
     let options = Options {
@@ -368,6 +384,7 @@ pub(crate) fn start(servers: serde_json::Value) -> Session {
         handle: HostHandle::new(mpsc::unbounded_channel().0),
         events: mpsc::unbounded_channel().1,
         task: tokio::spawn(async {}),
+        pool: None,
         _files: mpsc::unbounded_channel().0,
     };
     session.write(servers);
@@ -376,22 +393,42 @@ pub(crate) fn start(servers: serde_json::Value) -> Session {
         clock: session.time.clock(),
         ..HostOptions::default()
     };
-    let supervisor = Supervisor::new(
-        session.servers.kind(),
-        options.parallelism,
-        options.clock.clone(),
-    );
-    let mut host = Host::with_backend(inputs, options, Own::new(supervisor), None);
-    session.events = host.subscribe();
-    let (files, file_rx) = mpsc::unbounded_channel();
-    let (control, control_rx) = mpsc::unbounded_channel();
-    session.task = tokio::spawn(host.run(file_rx, control_rx));
-    session.handle = HostHandle::new(control);
-    session._files = files;
+    match on {
+        On::Own => {
+            let kind = session.servers.kind();
+            let supervisor = Supervisor::new(kind, options.parallelism, options.clock.clone());
+            session.run(Host::with_backend(
+                inputs,
+                options,
+                Own::new(supervisor),
+                None,
+            ));
+        }
+        On::Pool => {
+            let pool = PoolOptions {
+                drain: Duration::ZERO,
+                clock: session.time.clock(),
+                ..PoolOptions::default()
+            };
+            let pool = SharedPool::start_in_memory(pool, &session.servers);
+            session.run(Host::in_pool(inputs, options, &pool, "unit"));
+            session.pool = Some(pool);
+        }
+    }
     session
 }
 
 impl Session {
+    /// Runs `host` as this session.
+    fn run<B: Backend>(&mut self, mut host: Host<B>) {
+        self.events = host.subscribe();
+        let (files, file_rx) = mpsc::unbounded_channel();
+        let (control, control_rx) = mpsc::unbounded_channel();
+        self.task = tokio::spawn(host.run(file_rx, control_rx));
+        self.handle = HostHandle::new(control);
+        self._files = files;
+    }
+
     /// Writes the user settings with `servers`.
     pub(crate) fn write(&self, servers: serde_json::Value) {
         let text = json!({ "mcpServers": servers }).to_string();
@@ -440,6 +477,9 @@ impl Session {
     pub(crate) async fn stop(self) {
         self.handle.shutdown();
         let _ = self.task.await;
+        if let Some(pool) = self.pool {
+            pool.shutdown().await;
+        }
     }
 }
 

@@ -9,17 +9,24 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Control, HostEvent, ServerStatus, State, Target};
-use crate::testkit::{entry_json as entry, eventually, start, PATIENCE};
+use crate::testkit::{entry_json as entry, eventually, start, start_on, On, PATIENCE};
 use mcp_reconcile_kernel::Reason;
 
 fn connected(s: &ServerStatus) -> bool {
     s.state == State::Connected
 }
 
-/// An edited entry restarts that server alone: the other keeps its session.
+/// An edited entry restarts that server alone: the other keeps its session — on the session's
+/// own supervisor and on the shared pool alike.
 #[tokio::test]
 async fn a_config_change_restarts_only_the_changed_server() {
-    let mut s = start(json!({"a": entry(1), "b": entry(1)}));
+    for on in [On::Own, On::Pool] {
+        a_config_change_restarts_only_the_changed_server_on(on).await;
+    }
+}
+
+async fn a_config_change_restarts_only_the_changed_server_on(on: On) {
+    let mut s = start_on(json!({"a": entry(1), "b": entry(1)}), on);
     s.pass("start").await;
     s.wait_server("a", connected).await;
     s.wait_server("b", connected).await;
@@ -28,17 +35,28 @@ async fn a_config_change_restarts_only_the_changed_server() {
     s.pass("manual reload").await;
     let (a, b) = (s.servers.server("a"), s.servers.server("b"));
     s.wait_server("a", connected).await;
-    assert_eq!((a.starts(), b.starts()), (2, 1), "only a restarted");
+    assert_eq!(
+        (a.starts(), b.starts()),
+        (2, 1),
+        "only a restarted ({on:?})"
+    );
     eventually("a's old session closed", || a.live() == 1).await;
     assert_eq!(b.live(), 1, "b kept its session");
     s.stop().await;
 }
 
 /// A server that ends its session is failed with a retry at the kernel's backoff on the
-/// session's clock; moving the clock there runs the retry pass, which starts it again.
+/// session's clock; moving the clock there runs the retry pass, which starts it again — the
+/// session's engine plans it on its own supervisor and on the shared pool alike.
 #[tokio::test]
 async fn a_server_crash_schedules_a_retry_at_the_manual_clocks_time() {
-    let mut s = start(json!({"a": entry(1)}));
+    for on in [On::Own, On::Pool] {
+        a_server_crash_schedules_a_retry_on(on).await;
+    }
+}
+
+async fn a_server_crash_schedules_a_retry_on(on: On) {
+    let mut s = start_on(json!({"a": entry(1)}), on);
     s.pass("start").await;
     s.wait_server("a", connected).await;
     let a = s.servers.server("a");
