@@ -18,8 +18,8 @@ use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 
 use crate::clock::Clock;
-use crate::supervisor::{ConnectionKind, Mcp, Report, Supervisor};
-use crate::transport::{Caller, Catalog, ConnEvent, Connection};
+use crate::supervisor::{Mcp, McpKind, Report, Supervisor};
+use crate::transport::{Caller, Catalog, Connection};
 
 /// One server's connection as the session sees it.
 pub struct Held<'a> {
@@ -114,22 +114,6 @@ pub trait Backend: Send + 'static {
 /// (`crate::testkit::Memory`), which yields the same connections.
 #[allow(private_bounds)] // The kinds are the crate's own; outside it `Own` is `Own<Mcp>`.
 pub struct Own<C: McpKind = Mcp>(Supervisor<String, C>);
-
-/// A kind of connection [`Own`] runs: one that yields MCP [`Connection`]s.
-pub(crate) trait McpKind:
-    ConnectionKind<Config = ServerConfig, Connection = Connection, Catalog = Catalog, Event = ConnEvent>
-{
-}
-
-impl<C> McpKind for C where
-    C: ConnectionKind<
-        Config = ServerConfig,
-        Connection = Connection,
-        Catalog = Catalog,
-        Event = ConnEvent,
-    >
-{
-}
 
 #[allow(private_bounds)]
 impl<C: McpKind> Backend for Own<C> {

@@ -73,6 +73,24 @@ impl ConnectionKind for Mcp {
     }
 }
 
+/// A kind of connection that yields MCP [`Connection`]s, as [`Mcp`] does: what a session's
+/// own supervisor runs (`host::Own`) — [`Mcp`], or in the crate's unit tests the in-memory
+/// kind (`crate::testkit::Memory`).
+pub(crate) trait McpKind:
+    ConnectionKind<Config = ServerConfig, Connection = Connection, Catalog = Catalog, Event = ConnEvent>
+{
+}
+
+impl<C> McpKind for C where
+    C: ConnectionKind<
+        Config = ServerConfig,
+        Connection = Connection,
+        Catalog = Catalog,
+        Event = ConnEvent,
+    >
+{
+}
+
 impl Mcp {
     /// [`ConnectionKind::start`] in a daemon session's directory and environment.
     pub(crate) fn start_in(
