@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Gateway, ToolNames};
 use crate::host::HostHandle;
-use crate::testkit::{entry_json as entry, start, Session};
+use crate::testkit::session::{entry_json as entry, start, Session};
 
 /// A client of `gateway`, connected over an in-memory pipe.
 async fn client(gateway: Gateway<HostHandle>) -> RunningService<RoleClient, ()> {

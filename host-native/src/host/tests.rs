@@ -1,6 +1,6 @@
 //! The session engine on the in-memory connection kind ([`crate::testkit`]): real MCP
 //! sessions over in-memory pipes, every timer on a manual clock, the settings in a temp dir
-//! and reloads asked for (no watcher). Every host is made by [`crate::testkit::start`].
+//! and reloads asked for (no watcher). Every host is made by [`crate::testkit::session::start_on`].
 
 use std::time::Duration;
 
@@ -9,7 +9,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Control, HostEvent, ServerStatus, State, Target};
-use crate::testkit::{entry_json as entry, eventually, start, start_on, On, PATIENCE};
+use crate::testkit::session::{entry_json as entry, start, start_on, On};
+use crate::testkit::{eventually, PATIENCE};
 use mcp_reconcile_kernel::Reason;
 
 fn connected(s: &ServerStatus) -> bool {
