@@ -344,7 +344,7 @@ async fn print_serve(mut events: mpsc::UnboundedReceiver<HostEvent>) {
                     eprintln!("{line}");
                 }
             }
-            HostEvent::CatalogChanged(_) => {}
+            HostEvent::CatalogChanged(_) | HostEvent::Idle { .. } => {}
         }
     }
 }

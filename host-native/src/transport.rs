@@ -24,6 +24,8 @@ mod describe;
 mod digest;
 mod handler;
 mod idle;
+#[cfg(test)]
+pub(crate) mod memory;
 pub(crate) mod names;
 mod oauth;
 mod ordered;

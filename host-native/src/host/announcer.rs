@@ -28,6 +28,8 @@ pub(super) struct Announcer {
     /// (name, approval hash) pairs already announced: an edited config is announced again, an
     /// unchanged one only once.
     prompted: Vec<(String, String)>,
+    /// [`HostEvent::Idle`] was said and the session has stayed idle since.
+    idle: bool,
 }
 
 impl Announcer {
@@ -41,6 +43,15 @@ impl Announcer {
     /// Sends `event` to every observer still listening.
     pub(super) fn emit(&mut self, event: HostEvent) {
         self.observers.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Says [`HostEvent::Idle`] (with the passes so far) when the session has just become
+    /// `idle`: once per idle spell.
+    pub(super) fn idle(&mut self, idle: bool, passes: u64) {
+        if idle && !self.idle {
+            self.emit(HostEvent::Idle { passes });
+        }
+        self.idle = idle;
     }
 
     /// Something that can change the merged catalog happened.

@@ -65,6 +65,8 @@ mod reports;
 mod restart;
 mod running;
 mod status;
+#[cfg(test)]
+mod tests;
 mod waiters;
 
 use mcp_reconcile_kernel::hot_reload::Previous;
@@ -180,6 +182,13 @@ pub enum HostEvent {
     LspPlanApplied(Vec<LspAction>),
     /// A language server's state changed outside a pass (it failed to start, or crashed).
     LspUpdate(LspServerStatus),
+    /// The session went idle: no pass runs or is asked for and no debounce is pending, so no
+    /// pass follows until something new arrives (a file change, a request, a due retry).
+    /// `passes`: how many ran so far. Said once each time it becomes idle.
+    Idle {
+        /// Passes run so far.
+        passes: u64,
+    },
 }
 
 /// Requests to a running host.
@@ -426,6 +435,7 @@ impl<B: Backend> Host<B> {
             if !routed_only || self.passes != passes {
                 self.routes.advance();
             }
+            self.tell_idle();
         }
         self.shutdown().await;
     }
@@ -442,6 +452,17 @@ impl<B: Backend> Host<B> {
             (true, Landing::Renamed) => Arrival::Replaced,
         };
         self.scheduler.handle_file_arrival(now, source, arrival);
+    }
+
+    /// Says [`HostEvent::Idle`] when the session has just become idle: no pass runs or is
+    /// asked for, no debounce is pending (observers wait for it instead of sleeping to see
+    /// that no further pass follows).
+    fn tell_idle(&mut self) {
+        let idle = self.running.is_none()
+            && !self.scheduler.is_running()
+            && !self.scheduler.is_run_requested()
+            && self.scheduler.poll_timeout().is_none();
+        self.announcer.idle(idle, self.passes);
     }
 
     /// When the loop must wake up: the scheduler's debounce or a due retry.

@@ -63,6 +63,8 @@
 mod actor;
 mod lease;
 mod pooled;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -196,7 +198,25 @@ impl SharedPool {
         let (tx, rx) = mpsc::unbounded_channel();
         let (changes_tx, changes) = watch::channel(0);
         let clock = options.clock.clone();
-        tokio::spawn(Actor::new(options, changes_tx).run(rx));
+        let kind = pooled::Pooled::Mcp(crate::supervisor::Mcp {
+            base_dir: options.base_dir.clone(),
+            tokens: options.tokens.clone(),
+        });
+        tokio::spawn(Actor::new(options, kind, changes_tx).run(rx));
+        SharedPool { tx, changes, clock }
+    }
+
+    /// [`SharedPool::start`] on the in-memory servers `servers` (the crate's unit tests).
+    #[cfg(test)]
+    pub(crate) fn start_in_memory(
+        options: PoolOptions,
+        servers: &crate::testkit::Servers,
+    ) -> SharedPool {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (changes_tx, changes) = watch::channel(0);
+        let clock = options.clock.clone();
+        let kind = pooled::Pooled::Memory(servers.kind());
+        tokio::spawn(Actor::new(options, kind, changes_tx).run(rx));
         SharedPool { tx, changes, clock }
     }
 
