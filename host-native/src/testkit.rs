@@ -244,9 +244,13 @@ impl ServerHandler for Handler {
 /// The in-memory [`ConnectionKind`]: the same connection, catalog and events as [`Mcp`].
 pub(crate) struct Memory(Servers);
 
-impl Memory {
-    /// Starts server `name` (see the module docs): its connection's events go to `events`.
-    pub(crate) fn connect(
+impl ConnectionKind for Memory {
+    type Config = ServerConfig;
+    type Connection = Connection;
+    type Catalog = Catalog;
+    type Event = ConnEvent;
+
+    fn start(
         &self,
         name: &str,
         config: &ServerConfig,
@@ -280,23 +284,6 @@ impl Memory {
                     needs_auth: false,
                 })
         })
-    }
-}
-
-impl ConnectionKind for Memory {
-    type Config = ServerConfig;
-    type Connection = Connection;
-    type Catalog = Catalog;
-    type Event = ConnEvent;
-
-    fn start(
-        &self,
-        name: &str,
-        config: &ServerConfig,
-        generation: u64,
-        events: mpsc::UnboundedSender<ConnEvent>,
-    ) -> BoxFuture<'static, Result<Connection, StartError>> {
-        self.connect(name, config, generation, events)
     }
 
     fn stop(connection: Connection) -> BoxFuture<'static, ()> {

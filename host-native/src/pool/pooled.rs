@@ -39,7 +39,7 @@ impl ConnectionKind for Pooled {
         match self {
             Pooled::Mcp(mcp) => mcp.start_in(name, config, launch.clone(), generation, events),
             #[cfg(test)]
-            Pooled::Memory(memory) => memory.connect(name, config, generation, events),
+            Pooled::Memory(memory) => memory.start(name, config, generation, events),
         }
     }
 

@@ -12,10 +12,7 @@ use tokio::sync::Notify;
 
 use super::remote::Failure;
 use super::session::{handshake, start, Ending, Handler, Opening};
-use super::{
-    call_timeout, caller, relay, secrets, ConnectError, ConnectErrorKind, ConnectOptions,
-    Connection, Ctx,
-};
+use super::{ConnectError, ConnectErrorKind, ConnectOptions, Connection, Ctx};
 
 /// Runs the handshake over `pipe` (the server is at its other end) as [`super::connect`] does
 /// for a process's pipes; the connection ends when the server closes its end.
@@ -29,14 +26,7 @@ pub(crate) async fn connect(
     opts: ConnectOptions,
     pipe: DuplexStream,
 ) -> Result<Connection, ConnectError> {
-    let ctx = Ctx {
-        name: name.to_owned(),
-        secrets: secrets(config),
-        call_timeout: call_timeout(config),
-        ended: tokio::sync::watch::Sender::new(None),
-        in_flight: caller::InFlight::default(),
-        askers: relay::Askers::default(),
-    };
+    let ctx = Ctx::new(name, config);
     let (read, write) = tokio::io::split(pipe);
     let relist = Arc::new(Notify::new());
     let handler = Handler::new(relist.clone(), opts.elicitation.clone(), &ctx);
