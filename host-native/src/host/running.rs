@@ -2,10 +2,10 @@
 //! one way it stops.
 //!
 //! Every caller (the `watch` / `serve --no-daemon` session, a daemon session, an embedder, the
-//! tests) used to build the control and file channels, start the watcher, spawn the drive
-//! loop and send a shutdown by hand. Now [`Host::spawn`] does it and returns the session, which
-//! owns the handle, the watcher, the loop's task and its stop signal (rmcp's `serve` returns
-//! a `RunningService` the same way). [`RunningSession::shutdown`] stops the host and waits
+//! tests) starts a host through [`Host::spawn`]: it builds the control and file channels,
+//! starts the watcher, spawns the drive loop and returns the session, which owns the handle,
+//! the watcher, the loop's task and its stop signal (rmcp's `serve` returns a
+//! `RunningService` the same way). [`RunningSession::shutdown`] stops the host and waits
 //! for every server to be stopped; a session dropped without it stops the host all the same
 //! (its drop guard), so no path leaves servers running after their session is gone.
 //!
