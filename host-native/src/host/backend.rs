@@ -110,7 +110,7 @@ pub trait Backend: Send + 'static {
 }
 
 /// A session's own processes: its `Supervisor`, keyed by server name. `C` is the kind of
-/// connection: MCP connections ([`Mcp`]), or in the crate's unit tests the in-memory kind
+/// connection: MCP connections (`Mcp`), or in the crate's unit tests the in-memory kind
 /// (`crate::testkit::Memory`), which yields the same connections.
 #[allow(private_bounds)] // The kinds are the crate's own; outside it `Own` is `Own<Mcp>`.
 pub struct Own<C: McpKind = Mcp>(Supervisor<String, C>);
