@@ -63,8 +63,9 @@ pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use input_file::Input;
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
-pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
-pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
+pub(crate) use paths::{claude_home, clean, codex_home, qwen_home};
+pub use clients::{layout_help, ClientSpec, CLIENTS};
+pub use paths::{HostEnv, LayerPaths, Layout, Options};
 use server_files::{JsonFile, SettingsFile};
 pub use shell_words::shell_words;
 pub use snapshot::{ApprovalWriter, ClientApproval, Origin, Snapshot};
@@ -242,7 +243,7 @@ impl Inputs {
             settings.clear();
         }
         // Gemini CLI and the client layouts read no `.mcp.json` of this host's format.
-        let mcp_json = matches!(layout, Layout::Default | Layout::Qwen)
+        let mcp_json = layout.spec().reads_mcp_json
             .then(|| JsonFile::mcp_json(paths.mcp_json.clone()));
         let cli_configs = flags
             .mcp_config

@@ -14,8 +14,10 @@
 //! Parts: `expand` (each client's variable syntax, and the git root as git resolves it),
 //! `normalize` (transport spellings), `claude`, `claude_state` (`~/.claude.json`, large by
 //! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
-//! `codex` (TOML), `admission` (what the files say together), `layouts` (which files each
-//! `--layout` reads and in which layer), `gemini` (Gemini CLI's folder trust and `mcp disable`
+//! `codex` (TOML), `admission` (what the files say together), `table` (the table of clients:
+//! one `ClientSpec` per `--layout`, each in its client's file: `claude`, `codex`, `gemini`,
+//! `qwen`, `cursor`, `vscode`, `copilot`), `layouts` (the files a layout reads, the editors'
+//! sidecar), `gemini` (Gemini CLI's folder trust and `mcp disable`
 //! switches), `claude_plugins` / `claude_plugin_enable` / `claude_plugin_entries` (the plugins
 //! Claude Code installed for this project, which settings file enables each, and their
 //! entries), `fuzz` (hidden: the fuzz targets' entry into every parser here).
@@ -30,6 +32,8 @@ mod claude_plugin_entries;
 mod claude_plugins;
 mod claude_state;
 mod codex;
+mod copilot;
+mod cursor;
 mod editors;
 mod expand;
 #[doc(hidden)]
@@ -37,6 +41,9 @@ pub mod fuzz;
 mod gemini;
 mod layouts;
 mod normalize;
+mod qwen;
+mod table;
+mod vscode;
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +59,8 @@ pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
+pub use table::{layout_help, ClientSpec, Layout, CLIENTS};
+pub(crate) use table::UserLsp;
 
 use super::checked::Text;
 use super::files::explain;
