@@ -39,6 +39,7 @@ mod expand;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
+mod kiro;
 mod layouts;
 mod normalize;
 mod qwen;
@@ -108,6 +109,8 @@ pub(super) enum Format {
     CopilotConfig,
     /// Gemini CLI's `mcp-server-enablement.json`: the servers `gemini mcp disable` turned off.
     GeminiEnablement,
+    /// Kiro's `mcp.json` (`mcpServers`; `disabled`, `disabledTools`).
+    Kiro,
 }
 
 /// Language servers in this host's format from a client file: their scope, as used and as
@@ -231,6 +234,7 @@ impl Client {
                     Format::GeminiTrust => gemini::trust(&top, ctx)?,
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
+                    Format::Kiro => kiro::parse(&top, self.scope),
                     Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
                 })
             }

@@ -24,6 +24,7 @@ pub static CLIENTS: &[&ClientSpec] = &[
     &super::vscode::SPEC,
     &super::codex::SPEC,
     &super::copilot::SPEC,
+    &super::kiro::SPEC,
 ];
 
 /// The client files a layout reads: from the project directory, the environment and
