@@ -247,4 +247,45 @@ mod tests {
         assert!(serde_json::from_str::<Layout>("\"nope\"").is_err());
         assert_eq!(Layout::default().as_str(), "default");
     }
+
+    /// The clients whose row `docs/CLIENTS.md` does not have yet (each must really be missing,
+    /// so the list cannot go stale).
+    const UNDOCUMENTED: &[&str] = &["kiro"];
+
+    /// `docs/CLIENTS.md`'s table has one row per client of the table (by its title) and no
+    /// other, and its `install` column says yes exactly for the clients install knows.
+    #[test]
+    fn the_clients_doc_table_lists_exactly_the_tables_clients() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLIENTS.md"),
+        )
+        .expect("docs/CLIENTS.md");
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("| client |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        assert!(!rows.is_empty(), "no client table in docs/CLIENTS.md");
+        for row in &rows {
+            let client = CLIENTS.iter().find(|c| c.title == row[0]);
+            let client = client.unwrap_or_else(|| panic!("{} is not in CLIENTS", row[0]));
+            assert_eq!(
+                row[4].starts_with("yes"),
+                client.install.is_some(),
+                "the install column of {}",
+                row[0]
+            );
+        }
+        for client in CLIENTS.iter().filter(|c| c.name != "default") {
+            let documented = rows.iter().any(|row| row[0] == client.title);
+            assert_eq!(
+                documented,
+                !UNDOCUMENTED.contains(&client.name),
+                "{}'s row in docs/CLIENTS.md",
+                client.title
+            );
+        }
+    }
 }
