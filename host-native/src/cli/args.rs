@@ -535,7 +535,10 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--layout", "nope"]).is_err());
         let help = Cli::command().render_long_help().to_string();
         for layout in Layout::all() {
-            assert!(help.contains(layout.spec().about), "{layout:?} missing:\n{help}");
+            assert!(
+                help.contains(layout.spec().about),
+                "{layout:?} missing:\n{help}"
+            );
         }
 
         let installable: Vec<Layout> = mcp_reconcile::install::installable().collect();

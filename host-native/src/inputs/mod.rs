@@ -57,6 +57,7 @@ use checked::Checked;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{claude_project_key, editor_user_file, sidecar};
+pub use clients::{layout_help, ClientSpec, CLIENTS};
 use files::Missing;
 pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
@@ -64,7 +65,6 @@ use input_file::Input;
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
 pub(crate) use paths::{claude_home, clean, codex_home, qwen_home};
-pub use clients::{layout_help, ClientSpec, CLIENTS};
 pub use paths::{HostEnv, LayerPaths, Layout, Options};
 use server_files::{JsonFile, SettingsFile};
 pub use shell_words::shell_words;
@@ -243,7 +243,9 @@ impl Inputs {
             settings.clear();
         }
         // Gemini CLI and the client layouts read no `.mcp.json` of this host's format.
-        let mcp_json = layout.spec().reads_mcp_json
+        let mcp_json = layout
+            .spec()
+            .reads_mcp_json
             .then(|| JsonFile::mcp_json(paths.mcp_json.clone()));
         let cli_configs = flags
             .mcp_config

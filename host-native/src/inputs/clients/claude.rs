@@ -74,7 +74,11 @@ fn files(
     );
     let settings = Format::ClaudeSettings { managed: false };
     Ok(vec![
-        file(settings, LayerSource::User, config_dir.join("settings.json")),
+        file(
+            settings,
+            LayerSource::User,
+            config_dir.join("settings.json"),
+        ),
         file(
             settings,
             LayerSource::Project,

@@ -69,7 +69,11 @@ fn files(
             LayerSource::SystemDefaults,
             etc.join("config.toml"),
         ),
-        file(Format::Codex, LayerSource::User, codex_home.join("config.toml")),
+        file(
+            Format::Codex,
+            LayerSource::User,
+            codex_home.join("config.toml"),
+        ),
         project_file,
         file(
             Format::Codex,

@@ -41,7 +41,9 @@ the user settings; no .mcp.json",
     files,
     editor: None,
     install: Some(Install {
-        how: How::Settings(|env| Ok(gemini_home(env, "Gemini CLI's settings")?.join("settings.json"))),
+        how: How::Settings(|env| {
+            Ok(gemini_home(env, "Gemini CLI's settings")?.join("settings.json"))
+        }),
         stdio_type: false,
         lists_tools_once: false,
         pass_env: &[],

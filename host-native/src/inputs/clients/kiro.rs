@@ -105,6 +105,10 @@ mod tests {
         let (_, used, _) = &content.layers[0];
         let on = used.get("on").expect("on").object();
         assert!(on.contains_key("excludeTools") && !on.contains_key("autoApprove"));
-        assert!(used.get("web").expect("web").object().contains_key("httpUrl"));
+        assert!(used
+            .get("web")
+            .expect("web")
+            .object()
+            .contains_key("httpUrl"));
     }
 }

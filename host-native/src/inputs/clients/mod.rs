@@ -60,8 +60,8 @@ pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
-pub use table::{layout_help, ClientSpec, Layout, CLIENTS};
 pub(crate) use table::UserLsp;
+pub use table::{layout_help, ClientSpec, Layout, CLIENTS};
 
 use super::checked::Text;
 use super::files::explain;
