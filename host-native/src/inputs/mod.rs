@@ -64,7 +64,7 @@ pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use input_file::Input;
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
-pub(crate) use paths::{claude_home, clean, codex_home, qwen_home};
+pub(crate) use paths::{claude_home, clean, codex_home};
 pub use paths::{HostEnv, LayerPaths, Layout, Options};
 use server_files::{JsonFile, SettingsFile};
 pub use shell_words::shell_words;

@@ -2,7 +2,7 @@
 //! the XDG and qwen-code default locations, and the environment they are
 //! resolved from.
 
-use crate::auth::{TokenFile, TokenFormat};
+use crate::auth::TokenFile;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -198,46 +198,24 @@ impl LayerPaths {
     /// When a default needs the home directory and none is known.
     pub fn resolve(flags: &Options, project_dir: &Path, env: &HostEnv) -> anyhow::Result<Self> {
         let explicit = |flag: &Option<PathBuf>| flag.as_deref().map(|p| env.absolute(p));
-        let xdg = |var: &str, fallback: &[&str], what: &str| -> anyhow::Result<PathBuf> {
-            match env.var(var).map(PathBuf::from) {
-                Some(dir) if dir.is_absolute() => Ok(dir),
-                _ => Ok(fallback
-                    .iter()
-                    .fold(env.home(what)?.to_path_buf(), |p, part| p.join(part))),
-            }
-        };
+        let xdg = |var: &str, fallback: &[&str], what: &str| xdg(env, var, fallback, what);
         let layout = flags.layout;
-        // The settings-file layouts whose files are the TypeScript CLIs' own.
-        let which = if layout == Layout::QWEN {
-            Which::Qwen
-        } else if layout == Layout::GEMINI {
-            Which::Gemini
-        } else {
-            Which::Own
-        };
-        let (system_dir, workspace_dir) = match which {
-            Which::Qwen => (qwen_system_dir(), ".qwen"),
-            Which::Gemini => (gemini_system_dir(), ".gemini"),
-            _ => (PathBuf::from("/etc/mcp-reconcile"), ".mcp-reconcile"),
-        };
+        let spec = layout.spec();
+        let settings = &spec.settings;
+        let system_dir = (settings.system_dir)();
 
         let user = match explicit(&flags.user_settings) {
             Some(p) => p,
-            None => match which {
-                Which::Qwen => qwen_home(env, "user settings")?.join("settings.json"),
-                Which::Gemini => gemini_home(env, "user settings")?.join("settings.json"),
-                _ => xdg("XDG_CONFIG_HOME", &[".config"], "user settings")?
-                    .join("mcp-reconcile/settings.json"),
-            },
+            None => (settings.user)(env)?,
         };
-        let workspace = explicit(&flags.workspace_settings)
-            .unwrap_or_else(|| project_dir.join(workspace_dir).join("settings.json"));
-        let system_override = match which {
-            Which::Qwen => env.var("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
-            Which::Gemini => env.var("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
-            _ => None,
-        };
-        let layout_system = system_override
+        let workspace = explicit(&flags.workspace_settings).unwrap_or_else(|| {
+            project_dir
+                .join(settings.workspace_dir)
+                .join("settings.json")
+        });
+        let layout_system = settings
+            .system_var
+            .and_then(|var| env.var(var))
             .map(|p| env.absolute(Path::new(p)))
             .unwrap_or_else(|| system_dir.join("settings.json"));
         let system = explicit(&flags.system_settings).unwrap_or_else(|| layout_system.clone());
@@ -248,27 +226,19 @@ impl LayerPaths {
                     .parent()
                     .unwrap_or(&system_dir)
                     .join("system-defaults.json");
-                let defaults_override = match which {
-                    Which::Qwen => env.var("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
-                    Which::Gemini => env.var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
-                    _ => None,
-                };
-                defaults_override
+                settings
+                    .defaults_var
+                    .and_then(|var| env.var(var))
                     .map(|p| env.absolute(Path::new(p)))
                     .unwrap_or(beside_system)
             }
         };
-        let approvals = match explicit(&flags.approvals) {
-            Some(p) => p,
-            None => match which {
-                Which::Qwen => match env.var("QWEN_CODE_MCP_APPROVALS_PATH") {
-                    Some(p) => env.absolute(Path::new(p)),
-                    None => qwen_home(env, "approvals file")?.join("mcpApprovals.json"),
-                },
-                // Other clients keep no content-bound approvals: this host's own file.
-                _ => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
-                    .join("mcp-reconcile/approvals.json"),
-            },
+        let approvals = match (explicit(&flags.approvals), &spec.keeps) {
+            (Some(p), _) => p,
+            (None, Some(keeps)) => (keeps.approvals)(env)?,
+            // Other clients keep no content-bound approvals: this host's own file.
+            (None, None) => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
+                .join("mcp-reconcile/approvals.json"),
         };
         let state_dir = match explicit(&flags.state_dir) {
             Some(p) => p,
@@ -286,27 +256,23 @@ impl LayerPaths {
                 ),
             },
         };
-        let lsp_approvals = match explicit(&flags.lsp_approvals) {
-            Some(p) => p,
-            None => match which {
-                Which::Qwen => {
-                    qwen_home(env, "language-server approvals file")?.join("lspApprovals.json")
-                }
-                _ => approvals
-                    .parent()
-                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-                    .join("lsp-approvals.json"),
-            },
+        let lsp_approvals = match (explicit(&flags.lsp_approvals), &spec.keeps) {
+            (Some(p), _) => p,
+            (None, Some(keeps)) => (keeps.lsp_approvals)(env)?,
+            (None, None) => approvals
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+                .join("lsp-approvals.json"),
         };
         let own_tokens = xdg("XDG_CONFIG_HOME", &[".config"], "OAuth token file")?
             .join("mcp-reconcile/oauth-tokens.json");
-        let oauth_tokens = match which {
-            Which::Qwen => TokenFile {
-                path: qwen_home(env, "OAuth token file")?.join("mcp-oauth-tokens.json"),
-                format: TokenFormat::Qwen,
+        let oauth_tokens = match &spec.keeps {
+            Some(keeps) => TokenFile {
+                path: (keeps.tokens)(env)?,
+                format: keeps.token_format,
                 challenges: own_tokens,
             },
-            _ => TokenFile::native(own_tokens),
+            None => TokenFile::native(own_tokens),
         };
         let mcp_json = project_dir.join(layout.spec().project_servers);
         Ok(LayerPaths {
@@ -325,12 +291,23 @@ impl LayerPaths {
     }
 }
 
-/// Whose settings files a layout reads: qwen-code's, Gemini CLI's, or this host's own.
-#[derive(Clone, Copy)]
-enum Which {
-    Qwen,
-    Gemini,
-    Own,
+/// `$VAR` when it is an absolute directory, else `fallback` under the home directory (the XDG
+/// rule).
+///
+/// # Errors
+/// The home directory is needed and unknown.
+pub(crate) fn xdg(
+    env: &HostEnv,
+    var: &str,
+    fallback: &[&str],
+    what: &str,
+) -> anyhow::Result<PathBuf> {
+    match env.var(var).map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => Ok(dir),
+        _ => Ok(fallback
+            .iter()
+            .fold(env.home(what)?.to_path_buf(), |p, part| p.join(part))),
+    }
 }
 
 /// `$QWEN_HOME` (with `~` and relative paths resolved as the TypeScript CLI
@@ -385,22 +362,6 @@ pub(crate) fn gemini_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> 
     match env.var("GEMINI_CLI_HOME") {
         Some(dir) => Ok(env.absolute(Path::new(dir)).join(".gemini")),
         None => Ok(env.home(what)?.join(".gemini")),
-    }
-}
-
-fn gemini_system_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/Library/Application Support/GeminiCli")
-    } else {
-        PathBuf::from("/etc/gemini-cli")
-    }
-}
-
-fn qwen_system_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/Library/Application Support/QwenCode")
-    } else {
-        PathBuf::from("/etc/qwen-code")
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::expand::{Context, Syntax};
 use super::normalize::{entries, transport, BareUrl};
-use super::table::{ClientSpec, UserLsp};
+use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
 use super::{names, policy_of, ClientContent, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::{claude_home, HostEnv};
@@ -34,6 +34,8 @@ required, maxRestarts 3, no unknown fields)",
     project_servers: ".mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
     files,
     editor: None,
     install: Some(Install {

@@ -6,7 +6,7 @@ use mcp_reconcile_kernel::{LayerSource, Object, ServerConfig, Servers, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
-use super::table::{ClientSpec, UserLsp};
+use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
 use super::{ClientContent, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::{codex_home, HostEnv};
@@ -27,6 +27,8 @@ config trusts the project), /etc/codex/config.toml, managed_config.toml and requ
     project_servers: ".codex/config.toml",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
     files,
     editor: None,
     install: Some(Install {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::table::{ClientSpec, Editor, UserLsp};
+use super::table::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::{copilot_home, HostEnv};
@@ -26,6 +26,8 @@ language servers in ~/.copilot/lsp-config.json and <project>/.github/lsp.json (l
     project_servers: ".mcp.json",
     project_lsp: ".github/lsp.json",
     user_lsp: UserLsp::At(|env| Ok(copilot_home(env)?.join("lsp-config.json"))),
+    settings: OWN_SETTINGS,
+    keeps: None,
     files,
     editor: Some(Editor {
         file: user_file,

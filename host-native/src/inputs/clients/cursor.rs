@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::table::{ClientSpec, Editor, UserLsp};
+use super::table::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::HostEnv;
@@ -23,6 +23,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     project_servers: ".cursor/mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
     files,
     editor: Some(Editor {
         file: user_file,

@@ -14,7 +14,7 @@ use mcp_reconcile_kernel::{Object, Value};
 use mcp_reconcile_kernel::LayerSource;
 
 use super::expand::Context;
-use super::table::{ClientSpec, UserLsp};
+use super::table::{ClientSpec, SettingsFiles, UserLsp};
 use super::{ClientContent, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::{gemini_home, HostEnv};
@@ -38,6 +38,14 @@ the user settings; no .mcp.json",
     project_servers: ".mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: SettingsFiles {
+        user: |env| Ok(gemini_home(env, "user settings")?.join("settings.json")),
+        workspace_dir: ".gemini",
+        system_dir,
+        system_var: Some("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
+        defaults_var: Some("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+    },
+    keeps: None,
     files,
     editor: None,
     install: Some(Install {
@@ -50,6 +58,16 @@ the user settings; no .mcp.json",
         afterwards: crate::install::SETTINGS_AFTERWARDS,
     }),
 };
+
+/// Gemini CLI's administrator directory: `/Library/Application Support/GeminiCli` on macOS,
+/// `/etc/gemini-cli` elsewhere.
+fn system_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/GeminiCli")
+    } else {
+        PathBuf::from("/etc/gemini-cli")
+    }
+}
 
 /// Beside the settings files (read as this host's own): the folder trust and the per-server
 /// switches.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::normalize::{entries, transport, BareUrl};
-use super::table::{ClientSpec, UserLsp};
+use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
 use super::{ClientContent, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::HostEnv;
@@ -27,6 +27,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     project_servers: ".kiro/settings/mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
     files,
     editor: None,
     install: None,

@@ -4,7 +4,11 @@
 use crate::inputs::lsp_formats::LspFormat;
 use crate::install::{How, Install};
 
-use super::table::{no_files, ClientSpec, UserLsp};
+use std::path::{Path, PathBuf};
+
+use super::table::{no_files, ClientSpec, Keeps, SettingsFiles, UserLsp};
+use crate::auth::TokenFormat;
+use crate::inputs::paths::qwen_home;
 
 /// qwen-code's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -24,15 +28,42 @@ tokens in $QWEN_HOME/mcp-oauth-tokens.json; no user language-server file; <proje
     project_servers: ".mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::None,
+    settings: SettingsFiles {
+        user: |env| Ok(qwen_home(env, "user settings")?.join("settings.json")),
+        workspace_dir: ".qwen",
+        system_dir,
+        system_var: Some("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
+        defaults_var: Some("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
+    },
+    // The TypeScript CLI's own files, so both share approvals and logins.
+    keeps: Some(Keeps {
+        approvals: |env| match env.var("QWEN_CODE_MCP_APPROVALS_PATH") {
+            Some(p) => Ok(env.absolute(Path::new(p))),
+            None => Ok(qwen_home(env, "approvals file")?.join("mcpApprovals.json")),
+        },
+        lsp_approvals: |env| {
+            Ok(qwen_home(env, "language-server approvals file")?.join("lspApprovals.json"))
+        },
+        tokens: |env| Ok(qwen_home(env, "OAuth token file")?.join("mcp-oauth-tokens.json")),
+        token_format: TokenFormat::Qwen,
+    }),
     files: no_files,
     editor: None,
     install: Some(Install {
-        how: How::Settings(|env| {
-            Ok(crate::inputs::qwen_home(env, "qwen-code's settings")?.join("settings.json"))
-        }),
+        how: How::Settings(|env| Ok(qwen_home(env, "qwen-code's settings")?.join("settings.json"))),
         stdio_type: false,
         lists_tools_once: true,
         pass_env: &[],
         afterwards: crate::install::SETTINGS_AFTERWARDS,
     }),
 };
+
+/// qwen-code's administrator directory: `/Library/Application Support/QwenCode` on macOS,
+/// `/etc/qwen-code` elsewhere.
+fn system_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/QwenCode")
+    } else {
+        PathBuf::from("/etc/qwen-code")
+    }
+}

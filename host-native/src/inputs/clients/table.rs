@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::ClientFile;
+use crate::auth::TokenFormat;
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::HostEnv;
+use crate::inputs::paths::{xdg, HostEnv};
 use crate::install::Install;
 
 /// Every layout, in `--help` order: this host's own files first, then each client's.
@@ -66,6 +67,12 @@ pub struct ClientSpec {
     pub(crate) project_lsp: &'static str,
     /// The user's language-server file.
     pub(crate) user_lsp: UserLsp,
+    /// Where its settings files are (this host's own for the client layouts, which read
+    /// ours only for `mcp.share` and `mcp.lazy`).
+    pub(crate) settings: SettingsFiles,
+    /// The approvals, language-server approvals and token files the client keeps itself
+    /// (`None`: this host's own).
+    pub(crate) keeps: Option<Keeps>,
     /// Its client files (none for the layouts that only read settings files).
     pub(in crate::inputs) files: FilesFn,
     /// An editor's user file, whose servers `install` moves to the sidecar.
@@ -84,6 +91,46 @@ pub(crate) enum UserLsp {
     At(fn(&HostEnv) -> anyhow::Result<PathBuf>),
 }
 
+/// Where a layout's settings files are.
+pub(crate) struct SettingsFiles {
+    /// The user settings file.
+    pub(crate) user: fn(&HostEnv) -> anyhow::Result<PathBuf>,
+    /// The workspace settings file's directory, relative to the project.
+    pub(crate) workspace_dir: &'static str,
+    /// The administrator's directory (`settings.json`, `system-defaults.json`).
+    pub(crate) system_dir: fn() -> PathBuf,
+    /// The variable that moves the system settings file, if any.
+    pub(crate) system_var: Option<&'static str>,
+    /// The variable that moves the system defaults file, if any.
+    pub(crate) defaults_var: Option<&'static str>,
+}
+
+/// This host's own settings files: under `$XDG_CONFIG_HOME/mcp-reconcile`,
+/// `<project>/.mcp-reconcile`, `/etc/mcp-reconcile`.
+pub(crate) const OWN_SETTINGS: SettingsFiles = SettingsFiles {
+    user: |env| {
+        Ok(xdg(env, "XDG_CONFIG_HOME", &[".config"], "user settings")?
+            .join("mcp-reconcile/settings.json"))
+    },
+    workspace_dir: ".mcp-reconcile",
+    system_dir: || PathBuf::from("/etc/mcp-reconcile"),
+    system_var: None,
+    defaults_var: None,
+};
+
+/// The files a client keeps itself that this host otherwise keeps (qwen-code's: both then
+/// share one approval and one login).
+pub(crate) struct Keeps {
+    /// Its approvals file.
+    pub(crate) approvals: fn(&HostEnv) -> anyhow::Result<PathBuf>,
+    /// Its language-server approvals file.
+    pub(crate) lsp_approvals: fn(&HostEnv) -> anyhow::Result<PathBuf>,
+    /// Its OAuth token file, and that file's format.
+    pub(crate) tokens: fn(&HostEnv) -> anyhow::Result<PathBuf>,
+    /// The token file's format.
+    pub(crate) token_format: TokenFormat,
+}
+
 /// This host's own files under XDG directories.
 static DEFAULT: ClientSpec = ClientSpec {
     name: "default",
@@ -100,6 +147,8 @@ $XDG_CONFIG_HOME/mcp-reconcile/; <project>/.lsp.json",
     project_servers: ".mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
     files: no_files,
     editor: None,
     install: None,

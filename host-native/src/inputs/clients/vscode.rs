@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::table::{ClientSpec, Editor, UserLsp};
+use super::table::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::HostEnv;
@@ -25,6 +25,8 @@ mcp-reconcile.json beside it), <project>/.vscode/mcp.json",
     project_servers: ".vscode/mcp.json",
     project_lsp: ".lsp.json",
     user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
     files,
     editor: Some(Editor {
         file: user_file,
