@@ -17,8 +17,8 @@
 //!   every gated server is pending);
 //! * an untrusted folder contributes no workspace settings at all.
 //!
-//! Parts: `paths` (layouts, default locations, [`Options`], [`HostEnv`],
-//! [`LayerPaths`]); `input_file` (one input file of any kind: its last good content, missing
+//! Parts: `paths` (the flags over a layout's default locations, [`Options`], [`HostEnv`],
+//! [`LayerPaths`]; the layouts themselves are the table of clients, [`CLIENTS`]); `input_file` (one input file of any kind: its last good content, missing
 //! grace, errors, and the one reload and completeness path), whose kinds are
 //! `server_files` (settings, `.mcp.json`, `--mcp-config`), `clients` (other clients' own
 //! files) and `lsp` (language-server files); `checked` (read once: what the completeness

@@ -1,6 +1,6 @@
-//! Which files a session reads: the layouts, the flags that override them,
-//! the XDG and qwen-code default locations, and the environment they are
-//! resolved from.
+//! Which files a session reads: the flags over the layout's defaults (each layout's entry in
+//! the table of clients says where its files are), the home-directory rules they share
+//! (XDG, `$QWEN_HOME`, `$CLAUDE_CONFIG_DIR`, ...), and the environment they are resolved from.
 
 use crate::auth::TokenFile;
 use std::collections::BTreeMap;

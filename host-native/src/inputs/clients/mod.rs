@@ -1,6 +1,11 @@
-//! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code / Copilot and
-//! Codex. (Gemini CLI and qwen-code use the settings-file schema this host reads natively, so
-//! their layouts only change paths: see `paths`.)
+//! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code, Copilot CLI,
+//! Codex and Kiro. (Gemini CLI and qwen-code use the settings-file schema this host reads
+//! natively, so their layouts only change paths, which their table entries give.)
+//!
+//! Every client is one entry of the table of clients ([`CLIENTS`], `table`): its names, help,
+//! files, formats, paths and install strategy, held in the client's own file. A new client is
+//! that file, one line in [`CLIENTS`], and (for a new file format) a [`Format`] variant with
+//! its parse call in [`Client::read`].
 //!
 //! Each file is a [`ClientFile`]: read like every input (bounded, never blocking, regular
 //! files only, last good content kept, a vanished file held for the grace period) and parsed
@@ -16,7 +21,7 @@
 //! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
 //! `codex` (TOML), `admission` (what the files say together), `table` (the table of clients:
 //! one `ClientSpec` per `--layout`, each in its client's file: `claude`, `codex`, `gemini`,
-//! `qwen`, `cursor`, `vscode`, `copilot`), `layouts` (the files a layout reads, the editors'
+//! `qwen`, `cursor`, `vscode`, `copilot`, `kiro` (also Kiro's parser)), `layouts` (the files a layout reads, the editors'
 //! sidecar), `gemini` (Gemini CLI's folder trust and `mcp disable`
 //! switches), `claude_plugins` / `claude_plugin_enable` / `claude_plugin_entries` (the plugins
 //! Claude Code installed for this project, which settings file enables each, and their
