@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
+use super::expand::Context;
 use super::normalize::{entries, transport, BareUrl};
 use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
-use super::{ClientContent, ClientFile, Format};
+use super::{ClientContent, ClientFile, Format, JsonFormat};
 use crate::inputs::lsp_formats::LspFormat;
 use crate::inputs::paths::HostEnv;
 
@@ -34,11 +35,16 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     install: None,
 };
 
+/// Kiro's `mcp.json`.
+const FORMAT: Format = Format::Json(JsonFormat {
+    name: "kiro",
+    parse: |top, scope, _: &Context<'_>| parse(top, scope),
+});
+
 /// The user's file, then the workspace's.
 fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let file = |scope, dir: &Path| {
-        ClientFile::new(Format::Kiro, scope, dir.join(".kiro/settings/mcp.json"))
-    };
+    let file =
+        |scope, dir: &Path| ClientFile::new(FORMAT, scope, dir.join(".kiro/settings/mcp.json"));
     Ok(vec![
         file(LayerSource::User, env.home("Kiro's mcp.json")?),
         file(LayerSource::Project, project),

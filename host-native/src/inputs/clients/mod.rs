@@ -4,8 +4,8 @@
 //!
 //! Every client is one entry of the table of clients ([`CLIENTS`], `table`): its names, help,
 //! files, formats, paths and install strategy, held in the client's own file. A new client is
-//! that file, one line in [`CLIENTS`], and (for a new file format) a [`Format`] variant with
-//! its parse call in [`Client::read`].
+//! that file and one line in [`CLIENTS`] (a JSON file of its own is a [`Format::Json`] with the
+//! parser in that file; only a new kind of file, such as TOML, needs a variant here).
 //!
 //! Each file is a [`ClientFile`]: read like every input (bounded, never blocking, regular
 //! files only, last good content kept, a vanished file held for the grace period) and parsed
@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::policy::{parse_rules, Policy, PolicyRule};
 use mcp_reconcile_kernel::reload::FileSource;
-use mcp_reconcile_kernel::{LayerSource, Servers, Value};
+use mcp_reconcile_kernel::{LayerSource, Object, Servers, Value};
 
 pub(super) use admission::Admission;
 pub use codex::CODEX_MARK;
@@ -114,8 +114,33 @@ pub(super) enum Format {
     CopilotConfig,
     /// Gemini CLI's `mcp-server-enablement.json`: the servers `gemini mcp disable` turned off.
     GeminiEnablement,
-    /// Kiro's `mcp.json` (`mcpServers`; `disabled`, `disabledTools`).
-    Kiro,
+    /// A JSON file read by the parser its client's own file holds (a client with a JSON file
+    /// of its own needs no variant here).
+    Json(JsonFormat),
+}
+
+/// A client's own JSON format: its parser, from the object, the layer kind and the context
+/// its variables are expanded in. Compared by `name`.
+#[derive(Clone, Copy)]
+pub(super) struct JsonFormat {
+    /// The format's name (for `Debug` and comparison).
+    pub(super) name: &'static str,
+    /// What a file in it says.
+    pub(super) parse: fn(&Object, LayerSource, &Context<'_>) -> ClientContent,
+}
+
+impl PartialEq for JsonFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for JsonFormat {}
+
+impl std::fmt::Debug for JsonFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// Language servers in this host's format from a client file: their scope, as used and as
@@ -239,7 +264,7 @@ impl Client {
                     Format::GeminiTrust => gemini::trust(&top, ctx)?,
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
-                    Format::Kiro => kiro::parse(&top, self.scope),
+                    Format::Json(format) => (format.parse)(&top, self.scope, ctx),
                     Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
                 })
             }
