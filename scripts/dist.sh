@@ -8,7 +8,8 @@
 #   bash scripts/dist.sh                      # x86_64: built, then run once (--version)
 #   (aarch64-unknown-linux-musl is type-checked by scripts/cross-check.sh)
 #
-# The binary lands in target-dist/x86_64-unknown-linux-musl/dist/mcp-reconcile.
+# The binary lands in target-dist/x86_64-unknown-linux-musl/$DIST_PROFILE/mcp-reconcile, with
+# DIST_PROFILE `dist` unless set (the suite sets `dist-check`: no optimisation, no LTO).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /usr/bin/rustc ] && [ -d /usr/lib/rustlib/src/rust/library ] || bash scripts/wasm-setup.sh
@@ -19,14 +20,15 @@ if ! command -v musl-gcc >/dev/null 2>&1 || ! ls /usr/lib/llvm-*/lib/libunwind.a
 fi
 
 target=x86_64-unknown-linux-musl
-echo "==> cargo build --profile dist --target $target (Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2), build-std)"
+profile=${DIST_PROFILE:-dist}
+echo "==> cargo build --profile $profile --target $target (Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2), build-std)"
 env RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc \
   CC_x86_64_unknown_linux_musl=musl-gcc \
   CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER="$PWD/scripts/musl-link.sh" \
   CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=+crt-static -C link-self-contained=no" \
-  /usr/bin/cargo build --locked --profile dist --target "$target" -Zbuild-std=std,panic_abort \
+  /usr/bin/cargo build --locked --profile "$profile" --target "$target" -Zbuild-std=std,panic_abort \
   -p mcp-reconcile --bin mcp-reconcile --target-dir target-dist
-bin=target-dist/$target/dist/mcp-reconcile
+bin=target-dist/$target/$profile/mcp-reconcile
 "$bin" --version
 if file "$bin" | grep -q "dynamically linked"; then
   echo "dist: $bin is dynamically linked" >&2

@@ -8,7 +8,7 @@
 #   bash scripts/npm-pack.sh [--binary FILE --os linux --cpu x64]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-binary=target-dist/x86_64-unknown-linux-musl/dist/mcp-reconcile
+binary=target-dist/x86_64-unknown-linux-musl/${DIST_PROFILE:-dist}/mcp-reconcile
 os=linux
 cpu=x64
 while [ $# -gt 0 ]; do

@@ -8,18 +8,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each step's wall time, printed as it ends and as a table at the end (issue 38: where the
-# suite's time goes, step by step).
-step_names=() step_secs=() step_name="" step_start=$SECONDS
+# Each step's wall time and CPU time (user + system of the processes it ran), printed as it
+# ends and as a table at the end (issue 38: where the suite's time goes, step by step).
+step_names=() step_secs=() step_cpus=() step_name="" step_start=$SECONDS step_cpu=0
+times_file=$(mktemp)
+# CPU seconds (user + system) of the children line of a `times` output.
+times_cpu() {
+    awk 'NR == 2 {
+        for (i = 1; i <= 2; i++) { split($i, t, "m"); total += t[1] * 60 + t[2] }
+        printf "%d", total
+    }' "$1"
+}
+# CPU seconds of this shell's finished children so far (`times` runs in this shell: a
+# subshell would count its own children only).
+children_cpu() {
+    times >"$times_file"
+    times_cpu "$times_file"
+}
 end_step() {
     if [ -n "$step_name" ]; then
-        step_names+=("$step_name") step_secs+=($((SECONDS - step_start)))
-        printf '<== %s: %ss\n' "$step_name" "$((SECONDS - step_start))"
+        local wall=$((SECONDS - step_start)) cpu=$(($(children_cpu) - step_cpu))
+        step_names+=("$step_name") step_secs+=("$wall") step_cpus+=("$cpu")
+        printf '<== %s: %ss (CPU %ss)\n' "$step_name" "$wall" "$cpu"
     fi
 }
 step() {
     end_step
-    step_name=$1 step_start=$SECONDS
+    step_name=$1 step_start=$SECONDS step_cpu=$(children_cpu)
     printf '\n==> %s\n' "$*"
 }
 step_table() {
@@ -27,10 +42,12 @@ step_table() {
     end_step
     step_name=""
     printf '\nstep times (%s):\n' "$([ "$status" = 0 ] && echo passed || echo "failed: $status")"
+    printf '  %6s  %6s  %s\n' wall CPU step
     for i in "${!step_names[@]}"; do
-        printf '  %5ss  %s\n' "${step_secs[$i]}" "${step_names[$i]}"
+        printf '  %5ss  %5ss  %s\n' "${step_secs[$i]}" "${step_cpus[$i]}" "${step_names[$i]}"
     done
-    printf '  %5ss  total\n' "$SECONDS"
+    printf '  %5ss  %5ss  total\n' "$SECONDS" "$(children_cpu)"
+    rm -f "$times_file"
 }
 # One CPU-bound step that needs nothing from the tests runs beside them, in its own process group:
 # the tests mostly wait on real processes (servers, clients, timeouts), which leaves a 2-core
@@ -43,19 +60,20 @@ background() {
     bg_name=$1 bg_log=$(mktemp) bg_start=$EPOCHSECONDS
     shift
     printf '\n==> %s (in the background)\n' "$bg_name"
-    setsid bash -c "($*); status=\$?; date +%s >'$bg_log.end'; exit \$status" \
+    setsid bash -c "($*); status=\$?; date +%s >'$bg_log.end'; times >'$bg_log.cpu'; exit \$status" \
         >"$bg_log" 2>&1 </dev/null &
     bg_pid=$!
 }
 await_background() {
-    local status=0 end
+    local status=0 end cpu
     wait "$bg_pid" || status=$?
     bg_pid=""
     end=$(cat "$bg_log.end" 2>/dev/null || echo "$EPOCHSECONDS")
-    step_names+=("$bg_name (background)") step_secs+=($((end - bg_start)))
+    cpu=$(times_cpu "$bg_log.cpu" 2>/dev/null || echo 0)
+    step_names+=("$bg_name (background)") step_secs+=($((end - bg_start))) step_cpus+=("$cpu")
     printf '\n==> %s: its output\n' "$bg_name"
     cat "$bg_log"
-    rm -f "$bg_log" "$bg_log.end"
+    rm -f "$bg_log" "$bg_log.end" "$bg_log.cpu"
     if [ "$status" != 0 ]; then
         echo "$bg_name failed ($status)" >&2
         exit "$status"
@@ -68,6 +86,13 @@ stop_background() {
     fi
 }
 trap 'exit_status=$?; stop_background; step_table "$exit_status"' EXIT
+
+# A CI run starts from nothing and runs once: incremental caches are written and never read,
+# and our own crates' full debug info only slows their compiling and linking (line tables
+# still give every backtrace its files and lines; dependencies have only those already).
+if [ -n "${CI:-}" ]; then
+    export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+fi
 
 step "setup"
 bash scripts/setup.sh
@@ -102,8 +127,12 @@ step "tests: build"
 # dependencies again.
 cargo build --workspace --all-targets --locked
 
+# The static musl build checks the target, std from source, the static link and a run, and the
+# npm steps pack and install it; optimising it (the `dist` profile, LTO) was the suite's largest
+# compile and checks nothing more, so the suite builds `dist-check`.
+export DIST_PROFILE=${DIST_PROFILE:-dist-check}
 background "macOS (both Apple targets) and aarch64 Linux type-check (build-std, C stubbed); \
-Linux binaries that run anywhere (static musl x86_64, built and run)" \
+Linux binaries that run anywhere (static musl x86_64, $DIST_PROFILE profile, built and run)" \
     "bash scripts/cross-check.sh && bash scripts/dist.sh"
 
 step "tests (kernel, host, fixture, wasm types)"

@@ -24,7 +24,6 @@ use anyhow::{bail, Context};
 use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, PlanReport, Target};
 use mcp_reconcile::inputs::{Inputs, Options};
 use mcp_reconcile::session::Session;
-use mcp_reconcile::watcher;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -84,11 +83,8 @@ async fn main() -> anyhow::Result<()> {
     // asked things through a handle.
     let mut host = Host::new(Inputs::new(&options)?, HostOptions::default());
     let mut events = host.subscribe();
-    let (file_tx, file_rx) = mpsc::unbounded_channel();
-    let _watcher = watcher::watch(host.inputs().watched(), file_tx)?;
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
-    let session = HostHandle::new(control_tx);
-    let running = tokio::spawn(host.run(file_rx, control_rx));
+    let running = host.spawn()?;
+    let session = running.handle().clone();
 
     print_pass(&next_pass(&mut events).await?);
     let echoed = call(&session, "mcp__notes__echo", json!({ "text": "hello" })).await?;
@@ -116,8 +112,7 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("notes kept its process across the edit (pid {notes_pid})");
 
-    session.shutdown();
-    running.await?;
+    running.shutdown().await?;
     println!("stopped every server");
     Ok(())
 }

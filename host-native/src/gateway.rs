@@ -57,6 +57,8 @@ mod naming;
 mod offer;
 mod priming;
 mod tasks;
+#[cfg(test)]
+mod tests;
 mod tool_names;
 mod translate;
 pub use http::serve_http;

@@ -60,6 +60,8 @@ pub mod session;
 pub mod signal;
 pub mod status;
 mod supervisor;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod tls;
 pub mod token_store_file;
 pub mod transport;

@@ -14,9 +14,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use mcp_reconcile::display;
-use mcp_reconcile::host::{Control, Host, HostEvent, HostHandle, HostOptions};
+use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions};
 use mcp_reconcile::inputs::Inputs;
-use mcp_reconcile::{gateway, ipc, watcher};
+use mcp_reconcile::{gateway, ipc};
 use mcp_reconcile_kernel::Decision;
 use tokio::sync::mpsc;
 
@@ -121,18 +121,18 @@ enum Front {
 /// files, runs the host, then stops every server.
 async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyhow::Result<()> {
     let socket = ipc::socket_path(&inputs);
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
-    let handle = HostHandle::new(control_tx.clone());
-    let _guard = ipc::serve(&socket, handle.clone()).await?;
-    let (file_tx, file_rx) = mpsc::unbounded_channel();
-    let _watcher = watcher::watch(inputs.watched(), file_tx)?;
     let stores = Stores {
         mcp: inputs.approvals_store().clone(),
         lsp: inputs.lsp_approvals_store().clone(),
     };
     let project_root = inputs.project_root().to_owned();
     let mut host = Host::new(inputs, options);
+    // The socket is claimed before any server starts (refused if a session runs for the same
+    // files); its requests wait until the host runs.
+    let _guard = ipc::serve(&socket, host.handle()).await?;
     let events = host.subscribe();
+    let announcements = matches!(front, Front::Serve { .. }).then(|| host.subscribe());
+    let session = host.spawn()?;
     let watching = match &front {
         Front::Watch(output) => Some(*output),
         Front::Serve { .. } => None,
@@ -141,11 +141,10 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
         Front::Watch(output) => tokio::spawn(print_watch(events, *output, stores, project_root)),
         Front::Serve { .. } => tokio::spawn(print_serve(events)),
     };
-    let (result, host_task, announcer) = match front {
+    let (result, announcer) = match front {
         Front::Watch(_) => {
-            let host_task = tokio::spawn(host.run(file_rx, control_rx));
-            until_stopped_reloading_on_hup(&control_tx).await;
-            (Ok(()), host_task, None)
+            until_stopped_reloading_on_hup(session.handle()).await;
+            (Ok(()), None)
         }
         Front::Serve {
             http,
@@ -153,24 +152,22 @@ async fn run_session(inputs: Inputs, options: HostOptions, front: Front) -> anyh
             tool_names,
             manage_tools,
         } => {
-            let announcements = host.subscribe();
+            let handle = session.handle().clone();
             let gateway = match passthrough {
                 Some(server) => gateway::Gateway::passthrough(handle, &server),
                 None => gateway::Gateway::new(handle).with_tool_names(tool_names),
             }
             .with_manage_tools(manage_tools);
-            let announcer = tokio::spawn(gateway.clone().announce(announcements));
-            let host_task = tokio::spawn(host.run(file_rx, control_rx));
+            let announcer =
+                announcements.map(|events| tokio::spawn(gateway.clone().announce(events)));
             let result = match http {
                 None => serve_stdio(gateway).await,
                 Some((addr, guard)) => serve_http(addr, *guard, gateway).await,
             };
-            (result, host_task, Some(announcer))
+            (result, announcer)
         }
     };
-    let _ = control_tx.send(Control::Shutdown);
-    drop(control_tx);
-    let _ = host_task.await;
+    let _ = session.shutdown().await;
     printer.abort();
     if let Some(announcer) = announcer {
         announcer.abort();
@@ -347,14 +344,14 @@ async fn print_serve(mut events: mpsc::UnboundedReceiver<HostEvent>) {
                     eprintln!("{line}");
                 }
             }
-            HostEvent::CatalogChanged(_) => {}
+            HostEvent::CatalogChanged(_) | HostEvent::Idle { .. } => {}
         }
     }
 }
 
 /// Until Ctrl-C or SIGTERM; SIGHUP meanwhile reloads the files (as
 /// `mcp-reconcile reload` does).
-async fn until_stopped_reloading_on_hup(control: &mpsc::UnboundedSender<Control>) {
+async fn until_stopped_reloading_on_hup(session: &HostHandle) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut hup), Ok(mut term)) = (
         signal(SignalKind::hangup()),
@@ -369,8 +366,9 @@ async fn until_stopped_reloading_on_hup(control: &mpsc::UnboundedSender<Control>
             _ = tokio::signal::ctrl_c() => break,
             _ = term.recv() => break,
             _ = hup.recv() => {
-                let (tx, _rx) = tokio::sync::oneshot::channel();
-                let _ = control.send(Control::Reload(tx));
+                // Queued without waiting: the signals are heard meanwhile.
+                let session = session.clone();
+                tokio::spawn(async move { session.reload().await });
             }
         }
     }

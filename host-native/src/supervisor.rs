@@ -40,7 +40,7 @@ use tokio::task::JoinSet;
 mod mcp;
 #[cfg(test)]
 mod tests;
-pub(crate) use mcp::Mcp;
+pub(crate) use mcp::{Mcp, McpKind};
 
 /// What a live connection reports on its own.
 pub(crate) enum Event<Catalog> {

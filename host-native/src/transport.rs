@@ -24,6 +24,8 @@ mod describe;
 mod digest;
 mod handler;
 mod idle;
+#[cfg(test)]
+pub(crate) mod memory;
 pub(crate) mod names;
 mod oauth;
 mod ordered;
@@ -193,14 +195,7 @@ pub async fn connect(
     config: &ServerConfig,
     opts: ConnectOptions,
 ) -> Result<Connection, ConnectError> {
-    let fresh = || Ctx {
-        name: name.to_owned(),
-        secrets: secrets(config),
-        call_timeout: call_timeout(config),
-        ended: tokio::sync::watch::Sender::new(None),
-        in_flight: caller::InFlight::default(),
-        askers: relay::Askers::default(),
-    };
+    let fresh = || Ctx::new(name, config);
     let ctx = fresh();
     match config.transport() {
         Kind::Http
@@ -362,6 +357,18 @@ struct Ctx {
 }
 
 impl Ctx {
+    /// A new connection's facts: nothing in flight, no client asked yet, not ended.
+    fn new(name: &str, config: &ServerConfig) -> Self {
+        Ctx {
+            name: name.to_owned(),
+            secrets: secrets(config),
+            call_timeout: call_timeout(config),
+            ended: tokio::sync::watch::Sender::new(None),
+            in_flight: caller::InFlight::default(),
+            askers: relay::Askers::default(),
+        }
+    }
+
     fn error(&self, kind: ConnectErrorKind, what: &str) -> ConnectError {
         ConnectError {
             kind,

@@ -68,17 +68,19 @@ async fn attach_in(p: &Project, rt: &Runtime, env: &[(&str, &str)], project: &st
 
 /// A one-shot CLI command with the project's flags, against the test's daemon.
 fn run_cli(p: &Project, rt: &Runtime, args: &[&str], flags: bool) -> (bool, String) {
+    let out = cli_command(p, rt, args, flags).output().expect("runs");
+    (out.status.success(), output_text(&out))
+}
+
+/// The CLI with `args` (and the project's flags when `flags`), for the test's daemon.
+fn cli_command(p: &Project, rt: &Runtime, args: &[&str], flags: bool) -> std::process::Command {
     let mut command = std::process::Command::new(cli());
     command.args(args);
     if flags {
         command.args(p.flags());
     }
-    let out = command
-        .env("XDG_RUNTIME_DIR", &rt.dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("runs");
-    (out.status.success(), output_text(&out))
+    command.env("XDG_RUNTIME_DIR", &rt.dir).stdin(Stdio::null());
+    command
 }
 
 /// Runs the CLI with its stdout a pipe nobody reads any more: whether it succeeded, and its
@@ -91,14 +93,7 @@ fn run_cli_into_closed_pipe(
 ) -> (bool, String) {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let mut command = std::process::Command::new(cli());
-    command.args(args);
-    if flags {
-        command.args(p.flags());
-    }
-    let out = command
-        .env("XDG_RUNTIME_DIR", &rt.dir)
-        .stdin(Stdio::null())
+    let out = cli_command(p, rt, args, flags)
         .stdout(writer)
         .stderr(Stdio::piped())
         .output()

@@ -16,11 +16,9 @@ use mcp_reconcile::host::{
 };
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::session::{Session, SessionGone};
-use mcp_reconcile::watcher;
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 /// A session that counts the routes asked of it.
 struct Counting {
@@ -67,12 +65,10 @@ async fn a_tool_called_again_is_routed_once_until_the_session_changes() {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": server_with_tag(&p, "one")}}));
     let inputs = Inputs::new(&p.options()).expect("inputs");
-    let (file_tx, file_rx) = mpsc::unbounded_channel();
-    let _watcher = watcher::watch(inputs.watched(), file_tx).expect("watch");
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
-    let handle = HostHandle::new(control_tx);
-    let host = Host::new(inputs, HostOptions::default());
-    let session = tokio::spawn(host.run(file_rx, control_rx));
+    let session = Host::new(inputs, HostOptions::default())
+        .spawn()
+        .expect("the session starts");
+    let handle = session.handle().clone();
     let routes = Arc::new(AtomicUsize::new(0));
     let gateway = Gateway::new(Counting {
         inner: handle.clone(),
@@ -132,6 +128,5 @@ async fn a_tool_called_again_is_routed_once_until_the_session_changes() {
 
     client.cancel().await.expect("client closes");
     let _ = served.await;
-    handle.shutdown();
-    let _ = session.await;
+    session.shutdown().await.expect("the session task");
 }

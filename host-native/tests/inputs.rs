@@ -85,15 +85,6 @@ fn write(path: &Path, text: &str) {
     fs::write(path, text).expect("write");
 }
 
-fn layer_names(snapshot: &Snapshot, source: LayerSource) -> Vec<String> {
-    snapshot
-        .layers
-        .iter()
-        .filter(|l| l.source == source)
-        .flat_map(|l| l.servers.keys().cloned())
-        .collect()
-}
-
 fn cfg(text: &str) -> ServerConfig {
     match json::parse(text).expect("json") {
         Value::Object(o) => ServerConfig::new(o),
@@ -306,13 +297,13 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
         {"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}, "mcp": {"excluded": ["b"]}}"#,
     );
     let snap = inputs.load(None);
-    assert_eq!(layer_names(&snap, LayerSource::User), ["a", "b"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["a", "b"]);
     assert!(snap.errors.is_empty());
 
     // Half-written: the old servers and lists stay, the error names the file.
     write(&user, r#"{"mcpServers": {"a": {"command": "#);
     let snap = inputs.load(Some(&[FileSource::Settings("user".into())]));
-    assert_eq!(layer_names(&snap, LayerSource::User), ["a", "b"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["a", "b"]);
     assert_eq!(snap.lists.excluded, Some(vec!["b".to_owned()]));
     assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
     assert_eq!(snap.errors[0].file, user);
@@ -326,13 +317,13 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
     // An empty file is an error too (not `{}`).
     write(&user, "  \n");
     let snap = inputs.load(None);
-    assert_eq!(layer_names(&snap, LayerSource::User), ["a", "b"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["a", "b"]);
     assert_eq!(snap.errors.len(), 1);
 
     // Valid again: applied, error gone.
     write(&user, r#"{"mcpServers": {"c": {"command": "z"}}}"#);
     let snap = inputs.load(Some(&[FileSource::Settings("user".into())]));
-    assert_eq!(layer_names(&snap, LayerSource::User), ["c"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["c"]);
     assert!(snap.errors.is_empty(), "{:?}", snap.errors);
     assert_eq!(snap.lists.excluded, None);
 
@@ -340,7 +331,7 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
     // gives up on it; from then on missing is `{}`.
     fs::remove_file(&user).expect("rm");
     let snap = inputs.load(None);
-    assert_eq!(layer_names(&snap, LayerSource::User), ["c"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["c"]);
     assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
     assert!(
         snap.errors[0].message.contains("file missing"),
@@ -353,7 +344,7 @@ fn a_broken_file_keeps_its_last_good_content_until_it_parses_again() {
     assert_eq!(servers, ["c"]);
     assert!(!inputs.missing());
     let snap = inputs.load(None);
-    assert!(layer_names(&snap, LayerSource::User).is_empty());
+    assert!(snap.names_in(LayerSource::User).is_empty());
     assert!(snap.errors.is_empty());
 }
 
@@ -363,7 +354,7 @@ fn a_file_that_never_parsed_contributes_nothing_and_says_so() {
     write(&w.user_settings(), "[1, 2]");
     let mut inputs = w.inputs(&w.flags());
     let snap = inputs.load(None);
-    assert!(layer_names(&snap, LayerSource::User).is_empty());
+    assert!(snap.names_in(LayerSource::User).is_empty());
     assert_eq!(snap.errors.len(), 1);
     assert!(
         snap.errors[0].message.contains("nothing from it"),
@@ -390,14 +381,10 @@ fn only_the_changed_files_are_reloaded() {
         r#"{"mcpServers": {"p": {"command": "x"}}}"#,
     );
     let snap = inputs.load(Some(&[FileSource::McpJson]));
-    assert_eq!(
-        layer_names(&snap, LayerSource::User),
-        ["a"],
-        "user not reread"
-    );
-    assert_eq!(layer_names(&snap, LayerSource::Project), ["p"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["a"], "user not reread");
+    assert_eq!(snap.names_in(LayerSource::Project), ["p"]);
     let snap = inputs.load(Some(&[FileSource::Settings("user".into())]));
-    assert_eq!(layer_names(&snap, LayerSource::User), ["b"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["b"]);
 }
 
 #[test]
@@ -410,7 +397,7 @@ fn settings_entries_expand_env_and_bad_entries_are_reported_by_name() {
     );
     let mut inputs = w.inputs(&w.flags());
     let snap = inputs.load(None);
-    assert_eq!(layer_names(&snap, LayerSource::User), ["good"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["good"]);
     let good = &snap.layers[1].servers;
     assert_eq!(
         good.get("good")
@@ -472,7 +459,7 @@ fn an_untrusted_folder_has_no_workspace_settings() {
         r#"{"mcpServers": {"ws": {"command": "x"}}, "mcp": {"excluded": ["z"]}}"#,
     );
     let trusted = w.inputs(&w.flags()).load(None);
-    assert_eq!(layer_names(&trusted, LayerSource::Workspace), ["ws"]);
+    assert_eq!(trusted.names_in(LayerSource::Workspace), ["ws"]);
     assert_eq!(trusted.lists.excluded, Some(vec!["z".to_owned()]));
 
     let mut inputs = w.inputs(&Options {
@@ -504,7 +491,7 @@ fn a_project_in_the_home_directory_does_not_read_user_settings_twice() {
         ..w.flags()
     });
     let snap = inputs.load(None);
-    assert_eq!(layer_names(&snap, LayerSource::User), ["mine"]);
+    assert_eq!(snap.names_in(LayerSource::User), ["mine"]);
     assert!(snap
         .layers
         .iter()
@@ -553,7 +540,7 @@ fn mcp_json_servers_are_stamped_project_and_gated() {
     // Broken `.mcp.json`: last good servers stay.
     write(&w.project().join(".mcp.json"), "{\"mcpServers\": ");
     let snap = inputs.load(Some(&[FileSource::McpJson]));
-    assert_eq!(layer_names(&snap, LayerSource::Project), ["p", "web"]);
+    assert_eq!(snap.names_in(LayerSource::Project), ["p", "web"]);
     // The parse error, then the entry error of the content still in use.
     assert_eq!(snap.errors.len(), 2, "{:?}", snap.errors);
     assert_eq!(snap.errors[0].file, w.project().join(".mcp.json"));
@@ -610,7 +597,7 @@ fn mcp_config_takes_inline_json_and_files() {
     )));
     let snap = inputs.load(None);
     assert_eq!(
-        layer_names(&snap, LayerSource::CliConfig),
+        snap.names_in(LayerSource::CliConfig),
         ["inline", "wrapped", "f"]
     );
     assert!(snap.errors.is_empty(), "{:?}", snap.errors);
@@ -623,13 +610,13 @@ fn mcp_config_takes_inline_json_and_files() {
     write(&file, r#"{"g": {"command": "x"}}"#);
     let snap = inputs.load(Some(&[FileSource::McpConfig(file.display().to_string())]));
     assert_eq!(
-        layer_names(&snap, LayerSource::CliConfig),
+        snap.names_in(LayerSource::CliConfig),
         ["inline", "wrapped", "g"]
     );
     write(&file, "{oops");
     let snap = inputs.load(None);
     assert_eq!(
-        layer_names(&snap, LayerSource::CliConfig),
+        snap.names_in(LayerSource::CliConfig),
         ["inline", "wrapped", "g"]
     );
     assert_eq!(snap.errors.len(), 1);

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{alive, fixture, PATIENCE};
-use mcp_reconcile::host::{Host, HostEvent, HostHandle, HostOptions, PlanReport, Target};
+use mcp_reconcile::host::{
+    Host, HostEvent, HostHandle, HostOptions, PlanReport, RunningSession, Target,
+};
 use mcp_reconcile::inputs::{Inputs, Options};
 use mcp_reconcile::pool::{PoolOptions, PooledStatus, SharedPool};
 use mcp_reconcile::session::Session;
@@ -105,7 +107,7 @@ impl Dir {
 struct Run {
     handle: HostHandle,
     events: mpsc::UnboundedReceiver<HostEvent>,
-    task: tokio::task::JoinHandle<()>,
+    session: RunningSession,
     /// Never sent on: a test asks for a reload itself after it rewrites a file.
     _files: mpsc::UnboundedSender<Change>,
 }
@@ -151,13 +153,13 @@ impl Run {
     /// Session `name` of `pool` over `inputs`, running.
     fn start(pool: &SharedPool, inputs: Inputs, name: &str) -> Run {
         let (files, file_rx) = mpsc::unbounded_channel();
-        let (control_tx, control_rx) = mpsc::unbounded_channel();
         let mut host = Host::in_pool(inputs, HostOptions::default(), pool, name);
         let events = host.subscribe();
+        let session = host.spawn_fed(file_rx);
         Run {
-            handle: HostHandle::new(control_tx),
+            handle: session.handle().clone(),
             events,
-            task: tokio::spawn(host.run(file_rx, control_rx)),
+            session,
             _files: files,
         }
     }
@@ -208,8 +210,7 @@ impl Run {
 
     /// Stops the session: it releases everything it holds; returns once the pool took that.
     async fn stop(self) {
-        self.handle.shutdown();
-        self.task.await.expect("the session task");
+        self.session.shutdown().await.expect("the session task");
     }
 }
 

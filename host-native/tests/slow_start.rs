@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use mcp_reconcile::clock::ManualClock;
 use mcp_reconcile::host::{
-    Control, Host, HostEvent, HostOptions, MergedCatalog, Route, State, StatusReport, Target,
-    STARTUP_WAIT, START_GRACE,
+    Control, Host, HostEvent, HostOptions, MergedCatalog, Route, RunningSession, State,
+    StatusReport, Target, STARTUP_WAIT, START_GRACE,
 };
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::pool::{PoolOptions, SharedPool};
@@ -60,10 +60,9 @@ enum Backend {
 
 /// A session driven through its control channel, every timer on `time`.
 struct Session {
-    control: mpsc::UnboundedSender<Control>,
+    session: RunningSession,
     events: mpsc::UnboundedReceiver<HostEvent>,
     time: ManualClock,
-    task: tokio::task::JoinHandle<()>,
     pool: Option<SharedPool>,
     _files: mpsc::UnboundedSender<mcp_reconcile::watcher::Change>,
 }
@@ -82,12 +81,11 @@ impl Session {
         };
         let inputs = Inputs::new(&p.options()).expect("inputs");
         let (files, files_rx) = mpsc::unbounded_channel();
-        let (control, control_rx) = mpsc::unbounded_channel();
-        let (events, task, pool) = match backend {
+        let (events, session, pool) = match backend {
             Backend::Own => {
                 let mut host = Host::new(inputs, options);
                 let events = host.subscribe();
-                (events, tokio::spawn(host.run(files_rx, control_rx)), None)
+                (events, host.spawn_fed(files_rx), None)
             }
             Backend::Pool => {
                 let pool = on.and_then(|s| s.pool.clone()).unwrap_or_else(|| {
@@ -98,15 +96,13 @@ impl Session {
                 });
                 let mut host = Host::in_pool(inputs, options, &pool, name);
                 let events = host.subscribe();
-                let task = tokio::spawn(host.run(files_rx, control_rx));
-                (events, task, Some(pool))
+                (events, host.spawn_fed(files_rx), Some(pool))
             }
         };
         Session {
-            control,
+            session,
             events,
             time,
-            task,
             pool,
             _files: files,
         }
@@ -115,7 +111,10 @@ impl Session {
     /// Sends the request `make` builds; its answer, when it comes.
     fn send<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Control) -> oneshot::Receiver<T> {
         let (tx, rx) = oneshot::channel();
-        self.control.send(make(tx)).expect("the session runs");
+        self.session
+            .handle()
+            .send(make(tx))
+            .expect("the session runs");
         rx
     }
 
@@ -158,8 +157,7 @@ impl Session {
     }
 
     async fn stop(self) {
-        let _ = self.control.send(Control::Shutdown);
-        self.task.await.expect("the session task");
+        self.session.shutdown().await.expect("the session task");
         if let Some(pool) = self.pool {
             pool.shutdown().await;
         }
@@ -167,8 +165,7 @@ impl Session {
 
     /// Ends the session, leaving the pool it shares running.
     async fn leave(self) {
-        let _ = self.control.send(Control::Shutdown);
-        self.task.await.expect("the session task");
+        self.session.shutdown().await.expect("the session task");
     }
 }
 

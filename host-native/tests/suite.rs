@@ -47,6 +47,7 @@ mod relay_bounds;
 mod remote_oauth;
 mod remote_security;
 mod remote_tls;
+mod running_session;
 mod security;
 mod serve;
 mod serve_attention;

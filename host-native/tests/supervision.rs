@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use mcp_reconcile::clock::ManualClock;
 use mcp_reconcile::host::{
-    Host, HostEvent, HostHandle, HostOptions, PlanReport, ServerStatus, StatusReport,
+    Host, HostEvent, HostHandle, HostOptions, PlanReport, RunningSession, ServerStatus,
+    StatusReport,
 };
 use mcp_reconcile::inputs::Inputs;
 use mcp_reconcile::session::Session;
@@ -30,7 +31,7 @@ fn crashing(p: &Project, name: &str, after_ms: u64) -> Value {
 struct Running {
     host: HostHandle,
     time: ManualClock,
-    task: tokio::task::JoinHandle<()>,
+    session: RunningSession,
     events: mpsc::UnboundedReceiver<HostEvent>,
     _files: mpsc::UnboundedSender<mcp_reconcile::watcher::Change>,
 }
@@ -48,12 +49,11 @@ impl Running {
         );
         let events = host.subscribe();
         let (files, files_rx) = mpsc::unbounded_channel();
-        let (control, control_rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(host.run(files_rx, control_rx));
+        let session = host.spawn_fed(files_rx);
         Running {
-            host: HostHandle::new(control),
+            host: session.handle().clone(),
             time,
-            task,
+            session,
             events,
             _files: files,
         }
@@ -129,8 +129,7 @@ impl Running {
     }
 
     async fn stop(self) {
-        self.host.shutdown();
-        self.task.await.expect("host task");
+        self.session.shutdown().await.expect("host task");
     }
 }
 

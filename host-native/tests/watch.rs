@@ -225,24 +225,32 @@ fn an_untrusted_folder_starts_nothing() {
     assert_eq!(p.spawns("a"), 0);
 }
 
-/// Ten saves 20 ms apart, inside a 600 ms quiet window, each unlike the start and the last
-/// unlike the first; how many passes followed the start pass once the burst is over (each
-/// restarted a once: checked).
+/// Ten saves 20 ms apart, inside a 600 ms quiet window, each unlike the one before and the
+/// last (the only one with three tools) unlike every other; how many passes followed the start
+/// pass once the session is idle again (each restarted a once: checked).
 fn passes_for_a_burst_of_ten_saves(rename: bool) -> usize {
     let p = Project::new();
     p.write_settings(json!({"mcpServers": {"a": p.server("a", "echo")}}));
-    let watch = p.watch_with(&["--debounce-ms", "2000", "--quiet-ms", "600"]);
+    let watch = p.watch_with(&[
+        "--debounce-ms",
+        "2000",
+        "--quiet-ms",
+        "600",
+        "--events",
+        "json",
+    ]);
     p.wait_for("a connected", |s| state_of(s, "a") == "connected");
-    watch.wait_output("the start pass", |o| o.contains("reconcile #1"));
+    wait_events(&watch, "idle after the start pass", |events| {
+        idle_after(events, |plan| plan["trigger"] == "start").is_some()
+    });
     // A save inside the quiet window after a pass started joins that pass's burst: begin the
     // burst after the start pass's window.
     std::thread::sleep(Duration::from_millis(700));
-    let before = watch.passes();
     for i in 0..10 {
-        let tools = if i % 2 == 0 {
-            "echo,add"
-        } else {
-            "echo,add,pid"
+        let tools = match i {
+            9 => "echo,add,pid",
+            _ if i % 2 == 0 => "echo,add",
+            _ => "echo",
         };
         let settings = json!({"mcpServers": {"a": p.server("a", tools)}});
         if rename {
@@ -253,16 +261,59 @@ fn passes_for_a_burst_of_ten_saves(rename: bool) -> usize {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    watch.wait_pass(before, "user settings");
-    p.wait_for("a runs the last save's config", |s| {
-        state_of(s, "a") == "connected" && s.iter().any(|x| x["name"] == "a" && x["tools"] == 3)
+    // What is tested is a quiet period: no further pass follows the one that applied the last
+    // save. The session says when it is idle (nothing runs, is asked for or is pending).
+    let events = wait_events(&watch, "idle after the last save applied", |events| {
+        idle_after(events, applies_the_last_save).is_some()
     });
-    // What is tested is a quiet period: no further pass follows. One would come at most a
-    // quiet window (600 ms) after the last event it saw; wait two.
-    std::thread::sleep(Duration::from_millis(1200));
-    let passes = watch.passes() - before;
+    let passes = idle_after(&events, applies_the_last_save).unwrap_or_default() - 1;
+    let plans = events.iter().filter(|e| e["event"] == "plan").count();
+    assert_eq!(plans - 1, passes, "every pass reported: {events:#?}");
+    let s = p.status();
+    assert!(
+        s.iter().any(|x| x["name"] == "a" && x["tools"] == 3),
+        "a runs the last save's config: {s:#?}"
+    );
     assert_eq!(p.spawns("a"), 1 + passes, "one restart per pass");
     passes
+}
+
+/// Whether a `plan` event restarted `a` with the last save's three tools.
+fn applies_the_last_save(plan: &serde_json::Value) -> bool {
+    plan["steps"].as_array().into_iter().flatten().any(|step| {
+        step["name"] == "a" && step["tools"]["after"].as_array().map(Vec::len) == Some(3)
+    })
+}
+
+/// The pass count of the first `idle` event after the first `plan` event `plan` picks.
+fn idle_after(
+    events: &[serde_json::Value],
+    plan: impl Fn(&serde_json::Value) -> bool,
+) -> Option<usize> {
+    let from = events
+        .iter()
+        .position(|e| e["event"] == "plan" && plan(e))?;
+    events[from..]
+        .iter()
+        .find(|e| e["event"] == "idle")
+        .and_then(|e| e["passes"].as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+/// The `--events json` lines `watch` printed, once `done` holds for them.
+fn wait_events(
+    watch: &Watch,
+    what: &str,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let events = |output: &str| -> Vec<serde_json::Value> {
+        output
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    watch.wait_output(what, |o| done(&events(o)));
+    events(&watch.output())
 }
 
 /// Saves in place (truncate, write, close) are whole at their close, as rename saves are on

@@ -117,7 +117,9 @@ pub struct WatchArgs {
     /// of a start); "server" (a server failed outside a pass: the `status --json` object);
     /// "approval_needed" (name, lsp, file, hash, approveCommand); "reload_failed" (message);
     /// "catalog_changed" (tools, prompts, resources: which lists changed); "lsp_plan"
-    /// (actions); "lsp_server" (a language server's status object); "stopped" (the last line).
+    /// (actions); "lsp_server" (a language server's status object); "idle" (passes: nothing
+    /// runs, is asked for or waits for a debounce — no pass follows until something new
+    /// arrives — after that many passes; once each time); "stopped" (the last line).
     /// Secrets are never in an event; characters that could act on a terminal are \u-escaped.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = EventsFormat::Text,
           verbatim_doc_comment)]

@@ -34,6 +34,7 @@ pub fn event_values(event: &HostEvent) -> Vec<Value> {
             vec![json!({"event": "lsp_plan", "actions": actions})]
         }
         HostEvent::LspUpdate(status) => vec![tagged("lsp_server", lsp_status_json(status))],
+        HostEvent::Idle { passes } => vec![json!({"event": "idle", "passes": passes})],
     }
 }
 

@@ -125,7 +125,9 @@ fn event_text(event: &HostEvent, failures: &mut Failures) -> Option<String> {
         HostEvent::ClientUpdate(s) => failure_line(s, failures).map(|l| format!("{l}\n")),
         HostEvent::LspPlanApplied(actions) => Some(lsp_plan_text(actions)),
         HostEvent::LspUpdate(s) => lsp_failure_line(s).map(|l| format!("{l}\n")),
-        HostEvent::CatalogChanged(_) | HostEvent::ApprovalNeeded(_) => None,
+        HostEvent::CatalogChanged(_) | HostEvent::ApprovalNeeded(_) | HostEvent::Idle { .. } => {
+            None
+        }
     }
 }
 

@@ -30,12 +30,11 @@ use tokio::sync::mpsc;
 use super::member::Member;
 use super::registry::{Entry, Registry, SessionInfo};
 use crate::gateway::Gateway;
-use crate::host::{Host, HostEvent, HostHandle, HostOptions};
+use crate::host::{Host, HostEvent, HostOptions};
 use crate::inputs::{HostEnv, Inputs, Options};
 use crate::ipc::Answer;
 use crate::launch::Launch;
 use crate::pool::SharedPool;
-use crate::watcher;
 
 /// The notification that carries one [`HostEvent`] of a daemon session to its client:
 /// `params` is the event as serde writes it. The `serve` bridge prints it on stderr and keeps
@@ -85,14 +84,6 @@ pub(crate) async fn run(
             return;
         }
     };
-    let (file_tx, file_rx) = mpsc::unbounded_channel();
-    let watcher = match watcher::watch(inputs.watched(), file_tx) {
-        Ok(watcher) => watcher,
-        Err(e) => {
-            let _ = super::reply(&mut write, &Answer::<Attached>::Error(format!("{e:#}"))).await;
-            return;
-        }
-    };
     let name = registry.next_name(&attach.client, attach.pid);
     let launch = Arc::new(Launch {
         dir: inputs.project_dir().to_path_buf(),
@@ -113,9 +104,14 @@ pub(crate) async fn run(
     let options = HostOptions::default().start_grace_from(inputs.env());
     let mut host = Host::in_pool_launched(inputs, options, &pool, &name, Some(launch));
     let events = host.subscribe();
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
-    let handle = HostHandle::new(control_tx);
-    let session = tokio::spawn(host.run(file_rx, control_rx));
+    let session = match host.spawn() {
+        Ok(session) => session,
+        Err(e) => {
+            let _ = super::reply(&mut write, &Answer::<Attached>::Error(format!("{e:#}"))).await;
+            return;
+        }
+    };
+    let handle = session.handle().clone();
     let attached = Attached {
         session: name.clone(),
     };
@@ -123,8 +119,7 @@ pub(crate) async fn run(
         .await
         .is_err()
     {
-        handle.shutdown();
-        let _ = session.await;
+        let _ = session.shutdown().await;
         return;
     }
     registry.insert(Entry {
@@ -154,11 +149,9 @@ pub(crate) async fn run(
         forwarder.abort();
         announcer.abort();
     }
-    drop(watcher);
     registry.remove(&name);
     tracing::info!(session = %name, "detached; releasing its servers");
-    handle.shutdown();
-    let _ = session.await;
+    let _ = session.shutdown().await;
 }
 
 /// Sends every event of the session to its client as an [`EVENT`] notification (but a catalog

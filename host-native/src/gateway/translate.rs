@@ -36,6 +36,9 @@ use super::forward::{call_outcome, relay_progress};
 use crate::host::Route;
 use crate::transport::{CallError, Question, Questions};
 
+#[cfg(test)]
+mod tests;
+
 /// Most calls that may wait for their client's input at once.
 pub const MAX_WAITING: usize = 64;
 /// How long a call waits for its client to come back with the input.

@@ -18,7 +18,7 @@ use mcp_reconcile_kernel::supervise::Supervision;
 use mcp_reconcile_kernel::{Gating, Millis, ServerConfig, Servers};
 
 use crate::clock::Clock;
-use crate::supervisor::{Mcp, Report, Supervisor};
+use crate::supervisor::{Mcp, McpKind, Report, Supervisor};
 use crate::transport::{Caller, Catalog, Connection};
 
 /// One server's connection as the session sees it.
@@ -109,10 +109,14 @@ pub trait Backend: Send + 'static {
     fn shutdown(self) -> impl std::future::Future<Output = ()> + Send;
 }
 
-/// A session's own processes: its `Supervisor`, keyed by server name.
-pub struct Own(Supervisor<String, Mcp>);
+/// A session's own processes: its `Supervisor`, keyed by server name. `C` is the kind of
+/// connection: MCP connections ([`Mcp`]), or in the crate's unit tests the in-memory kind
+/// (`crate::testkit::Memory`), which yields the same connections.
+#[allow(private_bounds)] // The kinds are the crate's own; outside it `Own` is `Own<Mcp>`.
+pub struct Own<C: McpKind = Mcp>(Supervisor<String, C>);
 
-impl Backend for Own {
+#[allow(private_bounds)]
+impl<C: McpKind> Backend for Own<C> {
     fn clock(&self) -> &Clock {
         self.0.clock()
     }
@@ -197,9 +201,10 @@ impl Backend for Own {
     }
 }
 
-impl Own {
+#[allow(private_bounds)]
+impl<C: McpKind> Own<C> {
     /// Runs the session's servers on `supervisor`.
-    pub(crate) fn new(supervisor: Supervisor<String, Mcp>) -> Own {
+    pub(crate) fn new(supervisor: Supervisor<String, C>) -> Own<C> {
         Own(supervisor)
     }
 }

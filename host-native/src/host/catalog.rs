@@ -10,7 +10,7 @@ use mcp_reconcile_kernel::hot_reload::{HotReload, Previous};
 use mcp_reconcile_kernel::plan::Status;
 use mcp_reconcile_kernel::{Gating, ServerConfig, Servers};
 
-use super::{Backend, Held, Host, HostEvent};
+use super::{Backend, Held, Host};
 use crate::inputs::Snapshot;
 use crate::transport::{Caller, Catalog, Prompt, Resource, ResourceTemplate, Tool};
 use crate::view::{
@@ -328,10 +328,9 @@ impl<B: Backend> Host<B> {
     /// announced relative to it.
     pub(super) fn hand_out_catalog(&mut self) -> MergedCatalog {
         let catalog = self.merged_catalog();
-        if !self.announcing {
-            self.announcing = true;
-            self.catalog_digest = self.catalog_digests();
-            self.catalog_dirty = false;
+        if !self.announcer.is_announcing() {
+            let digest = self.catalog_digests();
+            self.announcer.start(digest);
         }
         catalog
     }
@@ -339,8 +338,8 @@ impl<B: Backend> Host<B> {
     /// Hands the catalog to every request waiting for it (and from the first one on,
     /// announces changes).
     pub(super) fn answer_catalog_waiters(&mut self) {
-        let waiters = std::mem::take(&mut self.catalog_waiters);
-        if waiters.is_empty() && self.announcing {
+        let waiters = self.waiters.take_catalogs();
+        if waiters.is_empty() && self.announcer.is_announcing() {
             return;
         }
         let catalog = self.hand_out_catalog();
@@ -349,21 +348,12 @@ impl<B: Backend> Host<B> {
         }
     }
 
-    /// Emits [`HostEvent::CatalogChanged`] when the merged catalog changed
+    /// Emits [`HostEvent::CatalogChanged`](super::HostEvent::CatalogChanged) when the merged catalog changed
     /// since it was last announced (or handed out).
     pub(super) fn announce_catalog(&mut self) {
-        if !self.announcing || !std::mem::take(&mut self.catalog_dirty) {
-            return;
-        }
-        let now = self.catalog_digests();
-        let was = std::mem::replace(&mut self.catalog_digest, now);
-        let change = CatalogChange {
-            tools: now.0 != was.0,
-            prompts: now.1 != was.1,
-            resources: now.2 != was.2,
-        };
-        if change != CatalogChange::default() {
-            self.emit(HostEvent::CatalogChanged(change));
+        if self.announcer.wants_a_look() {
+            let now = self.catalog_digests();
+            self.announcer.look(now);
         }
     }
 

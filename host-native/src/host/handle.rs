@@ -18,10 +18,19 @@ pub struct HostHandle {
 }
 
 impl HostHandle {
-    /// A handle over the sender whose receiver was given to
-    /// [`Host::run`](super::Host::run).
+    /// A handle over the sender whose receiver a host's drive loop reads (a host's own come
+    /// from [`Host::handle`](super::Host::handle) and [`RunningSession::handle`](super::RunningSession::handle)).
     pub fn new(control: mpsc::UnboundedSender<Control>) -> Self {
         HostHandle { control }
+    }
+
+    /// Sends `request` without waiting for its answer (the reply channel inside it is the
+    /// caller's to await): requests are handled in the order they are sent.
+    ///
+    /// # Errors
+    /// [`SessionGone`].
+    pub fn send(&self, request: Control) -> Result<(), SessionGone> {
+        self.control.send(request).map_err(|_| SessionGone)
     }
 
     pub(crate) async fn ask<T>(
@@ -65,11 +74,6 @@ impl HostHandle {
             reply,
         })
         .await
-    }
-
-    /// Asks the host to stop every server and return from `run`.
-    pub fn shutdown(&self) {
-        let _ = self.control.send(Control::Shutdown);
     }
 }
 

@@ -107,7 +107,9 @@ impl<B: Backend> Host<B> {
             return false;
         };
         let dormant = self.stays_dormant(name, to);
-        self.catalog_dirty |= dormant;
+        if dormant {
+            self.announcer.touch();
+        }
         dormant
     }
 
@@ -229,7 +231,7 @@ impl<B: Backend> Host<B> {
             return;
         };
         let to = self.lazy.listings.get(name).map(|(id, _)| id.clone());
-        self.catalog_dirty = true;
+        self.announcer.touch();
         self.backend.start(name, config, to.as_ref(), false);
     }
 
@@ -296,7 +298,7 @@ impl<B: Backend> Host<B> {
             self.teardown(&name, true);
             // Observers (`watch --events json`, a daemon session's client) see it go dormant.
             if let Some(status) = self.status_of(&name) {
-                self.emit(super::HostEvent::ClientUpdate(status));
+                self.announcer.emit(super::HostEvent::ClientUpdate(status));
             }
         }
     }

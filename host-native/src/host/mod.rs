@@ -1,7 +1,7 @@
 //! The live session: keeps real MCP connections equal to the settings files.
 //!
 //! # Drive loop
-//! [`Host::run`] owns all state and reacts to one input at a time:
+//! The drive loop (`Host::run`, started by [`Host::spawn`]) owns all state and reacts to one input at a time:
 //! 1. start: load every input, then reconcile (run #1 of the kernel's
 //!    [`ReloadScheduler`]);
 //! 2. a watched file changes → `handle_file_arrival` (whether the file parses now, and whether
@@ -31,24 +31,42 @@
 //!    resources of connected servers) differs from the last one announced,
 //!    [`HostEvent::CatalogChanged`] says which lists changed.
 //!
+//! # Parts
+//! `Host` holds the decision state (inputs, scheduler, the desired servers and their gating,
+//! the run in flight) and owned parts, each with its data and the methods that touch only it:
+//! the announcer (`announcer`: observers, what was announced), the start waiters (`waiters`),
+//! the missing-file grace (`missing`), the restart requests between passes (`restart`), dev
+//! watches (`dev`), lazy servers (`lazy`), the language servers (`lsp`) and the connections
+//! (`backend`).
+//!
 //! # Files
-//! `pass` (one run), `restart` (which restart request a plan action is, for the kernel's
-//! `decide_restart`), `backend` (where the MCP connections live: [`Own`] or the pool's lease),
+//! `running` ([`Host::spawn`] and the [`RunningSession`] it returns), `control` (the requests
+//! of handles), `pass` (one run, as named stages), `reports` (what the connections report, the
+//! end of a pass), `restart` (the restart requests between passes; which restart request a
+//! plan action is, for the kernel's `decide_restart`), `announcer` (the events and the catalog
+//! announcements), `missing` (the missing-file grace), `backend` (where the MCP connections live: [`Own`] or the pool's lease),
 //! `waiters` (what a gateway's early requests wait for), `catalog` (the merged catalog,
 //! prefix owners, routing), `status`, `dev` (dev mode), `lazy` (lazy servers), `lsp` (the
 //! language servers, on a second supervisor), `handle` ([`HostHandle`]), `blocking` (file work
 //! off the async loop).
 
+mod announcer;
 mod backend;
 mod blocking;
 mod catalog;
+mod control;
 mod dev;
 mod handle;
 mod lazy;
 mod lsp;
+mod missing;
 mod pass;
+mod reports;
 mod restart;
+mod running;
 mod status;
+#[cfg(test)]
+mod tests;
 mod waiters;
 
 use mcp_reconcile_kernel::hot_reload::Previous;
@@ -64,8 +82,9 @@ pub use self::catalog::{CatalogChange, MergedCatalog, Route, Target};
 pub(crate) use self::handle::ask;
 pub use self::handle::{HostHandle, SessionGone};
 pub(crate) use self::lsp::LanguageServers;
-use self::pass::Running;
-pub use self::pass::{PlanReport, Step, ToolDelta};
+use self::reports::Running;
+pub use self::reports::{PlanReport, Step, ToolDelta};
+pub use self::running::RunningSession;
 pub use self::status::{LspServerStatus, ServerStatus, State, StatusReport};
 use crate::clock::Clock;
 use crate::inputs::{Inputs, Snapshot};
@@ -163,6 +182,13 @@ pub enum HostEvent {
     LspPlanApplied(Vec<LspAction>),
     /// A language server's state changed outside a pass (it failed to start, or crashed).
     LspUpdate(LspServerStatus),
+    /// The session went idle: no pass runs or is asked for and no debounce is pending, so no
+    /// pass follows until something new arrives (a file change, a request, a due retry).
+    /// `passes`: how many ran so far. Said once each time it becomes idle.
+    Idle {
+        /// Passes run so far.
+        passes: u64,
+    },
 }
 
 /// Requests to a running host.
@@ -200,8 +226,6 @@ pub enum Control {
     /// The running language server for files with this extension (`.json`), or the message
     /// for the caller (SPEC §14.5).
     Language(String, oneshot::Sender<Result<LspRoute, LspUnavailable>>),
-    /// Stop every connection and return from [`Host::run`].
-    Shutdown,
 }
 
 /// The live session. See the module docs for the drive loop. `B` is where its MCP
@@ -219,36 +243,21 @@ pub struct Host<B = Own> {
     backend: B,
     /// The language servers.
     lsp: LanguageServers,
+    /// The pass in flight: its plan and the starts still connecting.
     running: Option<Running>,
     /// Passes run so far, scheduled and retry passes alike: the number a
     /// report carries.
     passes: u64,
-    clear_crash_loops: bool,
-    restart: Vec<String>,
-    /// (name, approval hash) pairs already announced: an edited config is
-    /// announced again, an unchanged one only once.
-    prompted: Vec<(String, String)>,
-    observers: Vec<mpsc::UnboundedSender<HostEvent>>,
-    /// The start pass has finished.
-    started: bool,
-    /// When the start grace ends; `None` before the session runs and once it ended.
-    grace_until: Option<Millis>,
-    /// Catalog requests waiting for the start pass or the grace (`waiters`).
-    catalog_waiters: Vec<oneshot::Sender<MergedCatalog>>,
-    /// Route requests waiting for a server still starting (`waiters`).
-    route_waiters: Vec<waiters::RouteWaiter>,
-    /// A catalog was handed out or the start pass finished: changes from
-    /// now on are announced.
-    announcing: bool,
-    /// Something that can change the merged catalog happened.
-    catalog_dirty: bool,
-    /// Digests of the last announced (tools, prompts, resources).
-    catalog_digest: (u64, u64, u64),
-    /// When the files that went missing and are still held are given up
-    /// ([`MISSING_GRACE`](crate::inputs::MISSING_GRACE)).
-    missing_deadline: Option<Millis>,
-    /// The servers of files given up as missing, for the next pass's report.
-    file_missing: Vec<String>,
+    /// The requests from handles ([`HostHandle`]), until [`Host::spawn`] hands them to the loop.
+    control: running::ControlChannel,
+    /// The observers and what was announced to them.
+    announcer: announcer::Announcer,
+    /// The start pass's end, the start grace, and the requests waiting for them.
+    waiters: waiters::StartWaiters,
+    /// Files missing and held, and the servers of those given up.
+    missing: missing::MissingFiles,
+    /// Manual reconnects and crash-loop clearing asked since the last pass.
+    restarts: restart::Restarts,
     /// Dev mode: the source files of servers with `dev.watch`.
     dev: dev::Dev,
     /// Advanced whenever what a route is may have changed ([`Route::is_current`]).
@@ -258,7 +267,7 @@ pub struct Host<B = Own> {
 }
 
 impl Host<Own> {
-    /// A host over `inputs` that runs its own processes; nothing runs until [`Host::run`].
+    /// A host over `inputs` that runs its own processes; nothing runs until [`Host::spawn`].
     pub fn new(inputs: Inputs, options: HostOptions) -> Self {
         let kind = Mcp {
             base_dir: Some(inputs.project_dir().to_path_buf()),
@@ -272,7 +281,7 @@ impl Host<Own> {
 impl<B: Backend> Host<B> {
     /// A host over `inputs` whose MCP connections live in `backend`; its language servers are
     /// started in `launch`'s directory and environment (a daemon session's) or this
-    /// process's. Nothing runs until [`Host::run`].
+    /// process's. Nothing runs until [`Host::spawn`].
     pub fn with_backend(
         inputs: Inputs,
         options: HostOptions,
@@ -303,19 +312,11 @@ impl<B: Backend> Host<B> {
             backend,
             running: None,
             passes: 0,
-            clear_crash_loops: false,
-            restart: Vec::new(),
-            prompted: Vec::new(),
-            observers: Vec::new(),
-            started: false,
-            catalog_waiters: Vec::new(),
-            route_waiters: Vec::new(),
-            grace_until: None,
-            announcing: false,
-            catalog_dirty: false,
-            catalog_digest: (0, 0, 0),
-            missing_deadline: None,
-            file_missing: Vec::new(),
+            control: running::ControlChannel::new(),
+            announcer: announcer::Announcer::default(),
+            waiters: waiters::StartWaiters::default(),
+            missing: missing::MissingFiles::default(),
+            restarts: restart::Restarts::default(),
             dev,
             routes: catalog::RouteEpoch::default(),
             lazy,
@@ -366,11 +367,10 @@ impl<B: Backend> Host<B> {
         trusted
     }
 
-    /// Receive [`HostEvent`]s.
+    /// A stream of every [`HostEvent`]; subscribe before [`Host::spawn`] (as many streams as
+    /// wanted) and none is missed.
     pub fn subscribe(&mut self) -> mpsc::UnboundedReceiver<HostEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.observers.push(tx);
-        rx
+        self.announcer.subscribe()
     }
 
     /// The inputs this host reads.
@@ -382,16 +382,14 @@ impl<B: Backend> Host<B> {
         self.backend.clock().now()
     }
 
-    fn emit(&mut self, event: HostEvent) {
-        self.observers.retain(|tx| tx.send(event.clone()).is_ok());
-    }
-
-    /// Runs until `Control::Shutdown` (or every control sender is dropped):
-    /// reconciles on file events and control requests, supervises servers.
-    pub async fn run(
+    /// The drive loop ([`Host::spawn`] runs it): runs until `stop` is signalled (or dropped,
+    /// or every control sender is): reconciles on file events and control requests,
+    /// supervises servers; then stops every server.
+    async fn run(
         mut self,
         mut files: mpsc::UnboundedReceiver<Change>,
         mut control: mpsc::UnboundedReceiver<Control>,
+        mut stop: oneshot::Receiver<()>,
     ) {
         let mut files_open = true;
         self.begin_grace();
@@ -405,8 +403,9 @@ impl<B: Backend> Host<B> {
             let mut routed_only = false;
             tokio::select! {
                 biased;
+                _ = &mut stop => break,
                 request = control.recv() => match request {
-                    None | Some(Control::Shutdown) => break,
+                    None => break,
                     Some(request) => {
                         routed_only = matches!(request, Control::Route(..));
                         self.handle_control(request);
@@ -414,18 +413,8 @@ impl<B: Backend> Host<B> {
                 },
                 report = self.backend.next() => self.handle_report(report),
                 report = self.lsp.next() => self.handle_lsp_report(report),
-                source = files.recv(), if files_open => match source {
-                    Some(Change { source, landing }) => {
-                        let now = self.now();
-                        let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
-                        let arrival = match (complete, landing) {
-                            (false, _) => Arrival::Partial,
-                            (true, Landing::Changed) => Arrival::Written,
-                            (true, Landing::Closed) => Arrival::Closed,
-                            (true, Landing::Renamed) => Arrival::Replaced,
-                        };
-                        self.scheduler.handle_file_arrival(now, source, arrival);
-                    }
+                change = files.recv(), if files_open => match change {
+                    Some(change) => self.handle_file_change(change),
                     None => files_open = false,
                 },
                 path = self.dev.next() => self.handle_source_change(path),
@@ -446,8 +435,34 @@ impl<B: Backend> Host<B> {
             if !routed_only || self.passes != passes {
                 self.routes.advance();
             }
+            self.tell_idle();
         }
         self.shutdown().await;
+    }
+
+    /// A watched file changed: whether it parses now, and how it landed (renamed into place,
+    /// closed by its writer, written in place) tell the scheduler when to reload it.
+    fn handle_file_change(&mut self, Change { source, landing }: Change) {
+        let now = self.now();
+        let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
+        let arrival = match (complete, landing) {
+            (false, _) => Arrival::Partial,
+            (true, Landing::Changed) => Arrival::Written,
+            (true, Landing::Closed) => Arrival::Closed,
+            (true, Landing::Renamed) => Arrival::Replaced,
+        };
+        self.scheduler.handle_file_arrival(now, source, arrival);
+    }
+
+    /// Says [`HostEvent::Idle`] when the session has just become idle: no pass runs or is
+    /// asked for, no debounce is pending (observers wait for it instead of sleeping to see
+    /// that no further pass follows).
+    fn tell_idle(&mut self) {
+        let idle = self.running.is_none()
+            && !self.scheduler.is_running()
+            && !self.scheduler.is_run_requested()
+            && self.scheduler.poll_timeout().is_none();
+        self.announcer.idle(idle, self.passes);
     }
 
     /// When the loop must wake up: the scheduler's debounce or a due retry.
@@ -458,27 +473,13 @@ impl<B: Backend> Host<B> {
             self.scheduler.poll_timeout(),
             retry,
             lsp_retry,
-            self.waiters_wake(),
-            self.missing_deadline,
+            self.waiters.wake(),
+            self.missing.deadline(),
             self.lazy.next_check(),
         ]
         .into_iter()
         .flatten()
         .min()
-    }
-
-    /// Files missing for [`MISSING_GRACE`](crate::inputs::MISSING_GRACE) are given up: they
-    /// read as empty, and a reload of them (through the scheduler) stops their servers.
-    fn expire_missing_files(&mut self, now: Millis) {
-        if self.missing_deadline.is_none_or(|at| at > now) {
-            return;
-        }
-        self.missing_deadline = None;
-        let (sources, servers) = self.inputs.expire_missing();
-        self.file_missing.extend(servers);
-        for source in sources {
-            self.scheduler.handle_file_event(now, source);
-        }
     }
 
     /// A failed server's retry time came: run a pass (no file reload needed,
@@ -487,73 +488,6 @@ impl<B: Backend> Host<B> {
         let due = self.backend.retry_due() || self.lsp.retry_due();
         if due && self.running.is_none() && !self.scheduler.is_running() {
             self.pass(Some(&[]), "retry".into(), false);
-        }
-    }
-
-    fn handle_control(&mut self, request: Control) {
-        match request {
-            Control::Status(reply) => {
-                let _ = reply.send(self.status());
-            }
-            Control::Reload(reply) => {
-                self.clear_crash_loops = true;
-                self.dev.release(None);
-                let now = self.now();
-                self.scheduler.handle_manual_reload(now);
-                let _ = reply.send(());
-            }
-            Control::Reconnect {
-                server,
-                also,
-                reply,
-            } => {
-                let names: Vec<String> = match &server {
-                    Some(name) if self.desired.contains_key(name) => vec![name.clone()],
-                    Some(name) => {
-                        let _ = reply.send(Err(format!(
-                            "no configured server named \"{}\"; run `mcp-reconcile status` to list them",
-                            crate::display::safe(name)
-                        )));
-                        return;
-                    }
-                    None => self.desired.keys().cloned().collect(),
-                };
-                self.dev.release(Some(&names));
-                match self.backend.reconnect(server.as_deref(), &names, &also) {
-                    Restart::Pass => {
-                        self.restart.extend(names.iter().cloned());
-                        let now = self.now();
-                        self.scheduler.handle_manual_reload(now);
-                        let _ = reply.send(Ok(names));
-                    }
-                    Restart::Elsewhere(done) => {
-                        tokio::spawn(async move {
-                            let _ = reply.send(done.await);
-                        });
-                    }
-                }
-            }
-            Control::Catalog(reply) => self.ask_catalog(reply),
-            Control::Route(target, reply) => self.ask_route(target, reply),
-            Control::Language(extension, reply) => {
-                let _ = reply.send(self.lsp.route(&extension));
-            }
-            Control::Plan(reply) => {
-                let snapshot = blocking::off_the_loop(|| self.inputs.load(None));
-                let servers = assemble(&snapshot.layers).servers;
-                let gating = snapshot.gating_for(&servers);
-                let result = plan(
-                    &servers,
-                    &self.online(),
-                    &gating,
-                    snapshot.trusted,
-                    self.options.mode,
-                    self.now(),
-                )
-                .map_err(|e| e.to_string());
-                let _ = reply.send(result);
-            }
-            Control::Shutdown => {}
         }
     }
 

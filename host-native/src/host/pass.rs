@@ -2,124 +2,37 @@
 //! reports of the starts it made.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mcp_reconcile_kernel::approval_hash;
 use mcp_reconcile_kernel::approvals::ApprovalState;
+use mcp_reconcile_kernel::hot_reload::HotReload;
 use mcp_reconcile_kernel::lsp::{lsp_approval_state, LspAction, LspScope};
-use mcp_reconcile_kernel::plan::{plan, Action, Status};
+use mcp_reconcile_kernel::plan::{plan, Action, Online, Plan, Status};
 use mcp_reconcile_kernel::reload::{self, FileSource, Outcome};
 use mcp_reconcile_kernel::restart::{decide_restart, RestartOrder, RestartRequest, RestartStep};
 use mcp_reconcile_kernel::ServerConfig;
 
 use super::blocking::off_the_loop;
-use super::{adopt, Backend, Host, HostEvent, ServerStatus};
+use super::reports::{Running, Starting, Step};
+use super::{adopt, Backend, Host, HostEvent};
 use crate::diff::{field_changes, FieldChange};
 use crate::inputs::{InputError, Snapshot};
 use crate::review::ApprovalRequest;
-use crate::supervisor::Report;
 
-/// One applied plan with timings.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct PlanReport {
-    /// The session's pass number, from 1: scheduled and retry passes share one count.
-    pub run: u64,
-    /// What triggered it.
-    pub trigger: String,
-    /// Each action with how long executing it took and how it ended.
-    pub steps: Vec<Step>,
-    /// Problems with input files at the time of the pass.
-    pub input_errors: Vec<String>,
-    /// The gated servers whose approval was rejected at the time of the pass: the kernel's
-    /// plan skips or disconnects them as `pending_approval` (it sees only the gating, SPEC §6);
-    /// the lines a person reads say `rejected`.
-    pub rejected: Vec<String>,
-    /// The servers of settings files or `.mcp.json` that stayed missing past
-    /// [`MISSING_GRACE`](crate::inputs::MISSING_GRACE): the plan disconnects them as
-    /// `removed`; the lines a person reads say `file missing`.
-    pub file_missing: Vec<String>,
-    /// Whole pass, from the trigger to the last start finishing.
-    pub elapsed: Duration,
+/// What the pass read: the snapshot and the kernel's hot-reload decision on it.
+struct Read {
+    snapshot: Snapshot,
+    decision: HotReload,
 }
 
-/// One executed action.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Step {
-    /// The kernel's action.
-    pub action: Action,
-    /// Time to execute it (connect: until its tools were listed).
-    pub elapsed: Duration,
-    /// `None` when it succeeded; the (redacted) error otherwise.
-    pub error: Option<String>,
-    /// For a reconnect: what changed in the entry, field by field, secrets masked.
-    pub changes: Vec<FieldChange>,
-    /// Why a server whose entry did not change was restarted (dev mode: `source changed:
-    /// src/x.ts`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// For a start that ended connected: the tools it offers (after its filters), and those
-    /// it offered before when it was connected then.
-    pub tools: Option<ToolDelta>,
-    /// For a start that failed: the server's status right after (attempt, when it is retried,
-    /// the whole error). The host sends no [`HostEvent::ClientUpdate`] for a start a pass
-    /// reports: this is where it is.
-    pub status: Option<ServerStatus>,
-}
-
-impl Step {
-    fn new(action: Action, elapsed: Duration, error: Option<String>) -> Self {
-        Step {
-            action,
-            elapsed,
-            error,
-            changes: Vec::new(),
-            reason: None,
-            tools: None,
-            status: None,
-        }
-    }
-}
-
-/// A server's tools (their own names, after `includeTools` / `excludeTools`) around a start.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ToolDelta {
-    /// Before the pass, when it was connected then.
-    pub before: Option<Vec<String>>,
-    /// Once started.
-    pub after: Vec<String>,
-}
-
-/// A start of the pass still connecting.
-struct Starting {
-    /// Its position in the plan.
-    index: usize,
-    action: Action,
-    generation: u64,
-    changes: Vec<FieldChange>,
-    reason: Option<String>,
-    tools_before: Option<Vec<String>>,
-}
-
-/// The run in flight: the plan and the starts still connecting.
-pub(super) struct Running {
-    run: u64,
-    trigger: String,
-    began: Instant,
-    /// Finished steps with their position in the plan.
-    steps: Vec<(usize, Step)>,
-    /// Starts still connecting, by server name.
-    starting: HashMap<String, Starting>,
-    rejected: Vec<String>,
-    file_missing: Vec<String>,
-    failed: bool,
-    scheduled: bool,
-}
-
-impl Running {
-    /// The servers whose start in this run is still under way.
-    pub(super) fn starting_servers(&self) -> impl Iterator<Item = &str> {
-        self.starting.keys().map(String::as_str)
-    }
+/// What the pass decided: the plan, the live state it was made from, and the restarts it
+/// carries out (manual reconnects, dev-mode source changes).
+struct Decided {
+    plan: Plan,
+    online: Online,
+    manual: HashSet<String>,
+    sources_changed: Vec<(String, String)>,
 }
 
 impl<B: Backend> Host<B> {
@@ -149,8 +62,9 @@ impl<B: Backend> Host<B> {
         }
     }
 
-    /// One reconcile pass: reload inputs (`None`: all, `Some(&[])`: none),
-    /// decide, tear down, start.
+    /// One reconcile pass: read the inputs (`None`: all, `Some(&[])`: none), adopt what the
+    /// kernel made of them, reconcile the language servers, decide the plan, carry it out
+    /// (tear down, start), then report (now, or when the last start ends).
     pub(super) fn pass(
         &mut self,
         changed: Option<&[FileSource]>,
@@ -158,91 +72,108 @@ impl<B: Backend> Host<B> {
         scheduled: bool,
     ) {
         let began = Instant::now();
-        let now = self.now();
         self.passes += 1;
-        let run = self.passes;
+        let Some(read) = self.read_inputs(changed, scheduled) else {
+            return;
+        };
+        let reconcile = read.decision.reconcile;
+        let approvals = self.adopt_read(read);
+        self.reconcile_language_servers();
+        let Some(decided) = self.decide(changed, reconcile, scheduled) else {
+            return;
+        };
+        let mut running = Running::new(self.passes, trigger, began, scheduled);
+        running.rejected = (self.snapshot.as_ref())
+            .map(|s| s.rejected(&self.desired))
+            .unwrap_or_default();
+        running.file_missing = self.missing.take_servers();
+        self.running = Some(self.carry_out(decided, running));
+        self.announcer.ask_approval(approvals);
+        // Stage 6, report: now when the pass started nothing, else once its last start ended
+        // (`reports`).
+        self.finish_if_done();
+    }
+
+    /// Stage 1, read: loads the changed inputs and asks the kernel what changed
+    /// ([`hot_reload`](mcp_reconcile_kernel::hot_reload::hot_reload)); says what is broken.
+    /// `None` when the server maps cannot be compared (the pass ends there).
+    fn read_inputs(&mut self, changed: Option<&[FileSource]>, scheduled: bool) -> Option<Read> {
         let snapshot = off_the_loop(|| self.inputs.load(changed));
         let input_errors: Vec<String> = snapshot.errors.iter().map(InputError::to_string).collect();
-        if !self.inputs.missing() {
-            self.missing_deadline = None;
-        } else if self.missing_deadline.is_none() {
-            self.missing_deadline = Some(now.saturating_add(crate::inputs::MISSING_GRACE.0));
-        }
+        let now = self.now();
+        self.missing.track(self.inputs.missing(), now);
         // A retry pass reads no file: what is broken was said when it was read.
         let read_files = changed.is_none_or(|sources| !sources.is_empty());
         if !input_errors.is_empty() && read_files {
-            self.emit(HostEvent::ReloadFailed(input_errors.join("\n")));
+            let message = input_errors.join("\n");
+            self.announcer.emit(HostEvent::ReloadFailed(message));
         }
-        let decision = snapshot.hot_reload(&self.previous);
-        let decision = match decision {
-            Ok(d) => d,
+        match snapshot.hot_reload(&self.previous) {
+            Ok(decision) => Some(Read { snapshot, decision }),
             Err(e) => {
-                self.emit(HostEvent::ReloadFailed(format!(
-                    "cannot compare server maps: {e}"
-                )));
-                if scheduled {
-                    self.scheduler.handle_reconcile_done(now, Outcome::Failed);
-                }
-                return;
+                self.pass_failed(format!("cannot compare server maps: {e}"), scheduled);
+                None
             }
-        };
-        let approval_needed: Vec<ApprovalRequest> = decision
-            .promptable
-            .iter()
-            .filter_map(|n| decision.servers.get(n).map(|cfg| (n, cfg)))
-            .filter(|(n, cfg)| {
-                let key = ((*n).clone(), approval_hash(cfg).0);
-                !self.prompted.contains(&key)
-            })
-            .map(|(n, cfg)| ApprovalRequest::new(&snapshot, n, cfg))
-            .collect();
+        }
+    }
+
+    /// Stage 2, adopt: the decision's servers and gating become the session's; the approval
+    /// requests it raises (MCP and language servers) not announced yet are returned.
+    fn adopt_read(&mut self, read: Read) -> Vec<ApprovalRequest> {
+        let Read { snapshot, decision } = read;
+        let mut approvals: Vec<ApprovalRequest> = Vec::new();
+        if decision.approval_event {
+            approvals = (decision.promptable.iter())
+                .filter_map(|n| decision.servers.get(n).map(|cfg| (n, cfg)))
+                .filter(|(n, cfg)| {
+                    !self
+                        .announcer
+                        .prompted(&((*n).clone(), approval_hash(cfg).0))
+                })
+                .map(|(n, cfg)| ApprovalRequest::new(&snapshot, n, cfg))
+                .collect();
+        }
         self.previous = adopt(&decision, &self.desired, &self.gating);
         self.desired = decision.servers;
         self.gating = decision.gating;
-        let lsp_requests = lsp_approval_requests(&snapshot, |key| self.prompted.contains(key));
+        approvals.extend(lsp_approval_requests(&snapshot, |key| {
+            self.announcer.prompted(key)
+        }));
         self.snapshot = Some(snapshot);
         self.adopt_lazy();
-        if std::mem::take(&mut self.clear_crash_loops) {
+        approvals
+    }
+
+    /// Stage 3, language servers: a reload's crash-loop clearing, then their own plan (SPEC
+    /// §14.2), announced when it changes any.
+    fn reconcile_language_servers(&mut self) {
+        if self.restarts.take_clear_crash_loops() {
             self.backend.forgive_all();
             self.lsp.forgive_all();
         }
-        if let Some(snapshot) = &self.snapshot {
-            let lsp_plan = self.lsp.reconcile(snapshot);
-            let changes: Vec<LspAction> = lsp_plan
-                .actions
-                .into_iter()
-                .filter(|a| a.applies() || matches!(a, LspAction::Disconnect { .. }))
-                .collect();
-            if !changes.is_empty() {
-                self.emit(HostEvent::LspPlanApplied(changes));
-            }
+        let Some(snapshot) = &self.snapshot else {
+            return;
+        };
+        let changes: Vec<LspAction> = (self.lsp.reconcile(snapshot).actions.into_iter())
+            .filter(|a| a.applies() || matches!(a, LspAction::Disconnect { .. }))
+            .collect();
+        if !changes.is_empty() {
+            self.announcer.emit(HostEvent::LspPlanApplied(changes));
         }
+    }
+
+    /// Stage 4, decide: the kernel's plan from the desired servers and the live state, with
+    /// the manual reconnects and (dev mode) the source changes as restarts. `None` when the
+    /// kernel cannot plan (the pass ends there).
+    fn decide(
+        &mut self,
+        changed: Option<&[FileSource]>,
+        reconcile: bool,
+        scheduled: bool,
+    ) -> Option<Decided> {
         let trusted = self.snapshot.as_ref().is_some_and(|s| s.trusted);
-        // Manual reconnects are inputs of the plan: forgiven as the kernel's step says, then
-        // shown as disconnected, so the plan retries each with a fresh process.
-        let manual: HashSet<String> = std::mem::take(&mut self.restart).into_iter().collect();
-        for name in &manual {
-            if self
-                .restart_step(name, RestartRequest::ManualReconnect)
-                .forgive
-            {
-                self.backend.forgive(name);
-            }
-        }
-        let mut online = self.online();
-        for name in &manual {
-            if let Some(entry) = online.get_mut(name) {
-                entry.status = Status::Disconnected;
-            }
-        }
-        if self.options.full_restart && decision.reconcile {
-            let names: Vec<String> = online.keys().cloned().collect();
-            for name in names {
-                if let Some(entry) = online.get_mut(&name) {
-                    entry.status = Status::Disconnected;
-                }
-            }
-        }
+        let manual = self.restarts.take_manual();
+        let online = self.online_for_plan(&manual, reconcile);
         let result = plan(
             &self.desired,
             &online,
@@ -254,134 +185,144 @@ impl<B: Backend> Host<B> {
         let plan = match result {
             Ok(plan) => plan,
             Err(e) => {
-                self.emit(HostEvent::ReloadFailed(format!("cannot plan: {e}")));
-                if scheduled {
-                    self.scheduler.handle_reconcile_done(now, Outcome::Failed);
-                }
-                return;
+                self.pass_failed(format!("cannot plan: {e}"), scheduled);
+                return None;
             }
         };
         // Dev mode: servers whose sources changed restart as if their entry had.
         let sources_changed = self.take_source_changes(changed);
         let plan = super::dev::restart(plan, &sources_changed, &self.desired);
+        Some(Decided {
+            plan,
+            online,
+            manual,
+            sources_changed,
+        })
+    }
+
+    /// The live state the plan is made from. Manual reconnects are inputs of the plan:
+    /// forgiven as the kernel's step says, then shown as disconnected, so the plan retries
+    /// each with a fresh process; `--full-restart` shows every server so on any relevant change.
+    fn online_for_plan(&mut self, manual: &HashSet<String>, reconcile: bool) -> Online {
+        for name in manual {
+            if (self.restart_step(name, RestartRequest::ManualReconnect)).forgive {
+                self.backend.forgive(name);
+            }
+        }
+        let mut online = self.online();
+        let full = self.options.full_restart && reconcile;
+        let restarted: Vec<String> = (online.keys())
+            .filter(|name| full || manual.contains(*name))
+            .cloned()
+            .collect();
+        for name in restarted {
+            if let Some(entry) = online.get_mut(&name) {
+                entry.status = Status::Disconnected;
+            }
+        }
+        online
+    }
+
+    /// Stage 5, carry out: admits the servers to the backend, arms dev watches, then each
+    /// action in plan order — teardowns first (the plan lists them first: purge the server's
+    /// catalog at once, stop its connection in the background), then the starts.
+    fn carry_out(&mut self, decided: Decided, mut running: Running) -> Running {
         let share = self.snapshot.as_ref().map(|s| s.share).unwrap_or_default();
         self.backend.admit(&self.desired, &self.gating, &share);
         self.arm_dev();
-        let mut running = Running {
-            run,
-            trigger,
-            began,
-            steps: Vec::new(),
-            starting: HashMap::new(),
-            rejected: self
-                .snapshot
-                .as_ref()
-                .map(|s| s.rejected(&self.desired))
-                .unwrap_or_default(),
-            file_missing: std::mem::take(&mut self.file_missing),
-            failed: false,
-            scheduled,
-        };
         // What the servers about to start offer now, before a teardown purges it.
-        let mut tools_before: HashMap<String, Vec<String>> = plan
-            .actions
-            .iter()
+        let mut tools_before: HashMap<String, Vec<String>> = (decided.plan.actions.iter())
             .filter(|a| a.starts())
             .filter_map(Action::name)
             .filter_map(|name| Some((name.to_owned(), self.server_tool_names(name)?)))
             .collect();
-        // Teardowns first (the plan lists them first): purge the server's
-        // catalog at once, stop its connection in the background.
-        for (index, action) in plan.actions.into_iter().enumerate() {
+        for (index, action) in decided.plan.actions.iter().cloned().enumerate() {
             if self.left_dormant(&action) {
                 continue;
             }
             let t = Instant::now();
-            let step = super::restart::request(&action, &manual, &sources_changed)
-                .map(|(name, request)| (name, self.restart_step(name, request)));
-            let mut replace = false;
-            match (&action, step) {
-                (Action::Disconnect { name, .. }, _) => self.teardown(name, true),
-                (_, Some((name, step))) => {
-                    if step.forgive {
-                        self.backend.forgive(name);
-                    }
-                    match step.order {
-                        // The running connection serves until the new one is up.
-                        RestartOrder::MakeBeforeBreak => replace = true,
-                        RestartOrder::StopFirst => self.teardown(name, false),
-                    }
-                }
-                _ => {}
-            }
-            match action.name().filter(|_| action.starts()) {
-                Some(name) => {
-                    let name = name.to_owned();
-                    let changes = match (&action, online.get(&name), self.desired.get(&name)) {
-                        (Action::Reconnect { changed, .. }, Some(live), Some(wanted)) => {
-                            field_changes(&live.config, wanted, changed)
-                        }
-                        _ => Vec::new(),
-                    };
-                    let tools_before = tools_before.remove(&name);
-                    let reason = match &action {
-                        Action::Reconnect { changed, .. } if changed.is_empty() => sources_changed
-                            .iter()
-                            .find(|(server, _)| *server == name)
-                            .map(|(_, path)| format!("source changed: {path}")),
-                        _ => None,
-                    };
-                    let to = match &action {
-                        Action::Connect { to, .. } | Action::Reconnect { to, .. } => Some(to),
-                        _ => None,
-                    };
-                    match self.spawn_start(&name, to, replace) {
-                        Some(generation) => {
-                            let starting = Starting {
-                                index,
-                                action,
-                                generation,
-                                changes,
-                                reason,
-                                tools_before,
-                            };
-                            running.starting.insert(name, starting);
-                        }
-                        None => {
-                            let error = format!("server \"{name}\" is not configured");
-                            let step = Step::new(action, t.elapsed(), Some(error));
-                            running.steps.push((index, step));
-                        }
-                    }
-                }
-                None => running
+            let replace = self.stop_for(&action, &decided);
+            let Some(name) = action.name().filter(|_| action.starts()).map(str::to_owned) else {
+                running
                     .steps
-                    .push((index, Step::new(action, t.elapsed(), None))),
+                    .push((index, Step::new(action, t.elapsed(), None)));
+                continue;
+            };
+            let to = match &action {
+                Action::Connect { to, .. } | Action::Reconnect { to, .. } => Some(to.clone()),
+                _ => None,
+            };
+            let Some(generation) = self.spawn_start(&name, to.as_ref(), replace) else {
+                let error = format!("server \"{name}\" is not configured");
+                let step = Step::new(action, t.elapsed(), Some(error));
+                running.steps.push((index, step));
+                continue;
+            };
+            let starting = Starting {
+                index,
+                changes: self.changes_of(&action, &decided.online),
+                reason: restart_reason(&action, &decided.sources_changed),
+                tools_before: tools_before.remove(&name),
+                action,
+                generation,
+            };
+            running.starting.insert(name, starting);
+        }
+        running
+    }
+
+    /// What `action` stops before it starts anything: a disconnect's server (forgotten); a
+    /// restart's as the kernel's step says (forgiven or not). Whether the start replaces a
+    /// connection still serving (make before break).
+    fn stop_for(&mut self, action: &Action, decided: &Decided) -> bool {
+        if let Action::Disconnect { name, .. } = action {
+            self.teardown(name, true);
+            return false;
+        }
+        let Some((name, request)) =
+            super::restart::request(action, &decided.manual, &decided.sources_changed)
+        else {
+            return false;
+        };
+        let step = self.restart_step(name, request);
+        if step.forgive {
+            self.backend.forgive(name);
+        }
+        match step.order {
+            // The running connection serves until the new one is up.
+            RestartOrder::MakeBeforeBreak => true,
+            RestartOrder::StopFirst => {
+                self.teardown(name, false);
+                false
             }
         }
-        self.running = Some(running);
-        let mut approval_needed = if decision.approval_event {
-            approval_needed
-        } else {
-            Vec::new()
+    }
+
+    /// For a reconnect: what changed in the entry, field by field, secrets masked.
+    fn changes_of(&self, action: &Action, online: &Online) -> Vec<FieldChange> {
+        let Action::Reconnect { name, changed, .. } = action else {
+            return Vec::new();
         };
-        approval_needed.extend(lsp_requests);
-        if !approval_needed.is_empty() {
-            self.prompted.extend(
-                approval_needed
-                    .iter()
-                    .map(|r| (r.name.clone(), r.hash.clone())),
-            );
-            self.emit(HostEvent::ApprovalNeeded(approval_needed));
+        match (online.get(name), self.desired.get(name)) {
+            (Some(live), Some(wanted)) => field_changes(&live.config, wanted, changed),
+            _ => Vec::new(),
         }
-        self.finish_if_done();
+    }
+
+    /// A pass ends without a plan: says why, and tells the scheduler when it scheduled it.
+    fn pass_failed(&mut self, message: String, scheduled: bool) {
+        self.announcer.emit(HostEvent::ReloadFailed(message));
+        if scheduled {
+            let now = self.now();
+            self.scheduler.handle_reconcile_done(now, Outcome::Failed);
+        }
     }
 
     /// Removes a server's catalog and stops its connection in the
     /// background. `forget` drops its entry (disconnect) instead of
     /// keeping its failure counters (reconnect, retry).
     pub(super) fn teardown(&mut self, name: &str, forget: bool) {
-        self.catalog_dirty = true;
+        self.announcer.touch();
         self.backend.stop(name, forget);
     }
 
@@ -404,125 +345,19 @@ impl<B: Backend> Host<B> {
         let entry = self.desired.get(name).map(ServerConfig::object);
         decide_restart(request, entry, self.options.full_restart)
     }
+}
 
-    /// A language server failed to start, crashed or otherwise changed outside a pass.
-    pub(super) fn handle_lsp_report(&mut self, report: Report<String>) {
-        let name = match report {
-            Report::Started {
-                key,
-                current: true,
-                error: Some(_),
-                ..
-            }
-            | Report::Updated(key) => key,
-            Report::Started { .. } | Report::Stale => return,
-        };
-        if let Some(status) = self.lsp.status().into_iter().find(|s| s.name == name) {
-            self.emit(HostEvent::LspUpdate(status));
-        }
+/// Why a server whose entry did not change is restarted (dev mode: `source changed: src/x.ts`).
+fn restart_reason(action: &Action, sources_changed: &[(String, String)]) -> Option<String> {
+    let Action::Reconnect { name, changed, .. } = action else {
+        return None;
+    };
+    if !changed.is_empty() {
+        return None;
     }
-
-    /// A connection's start ended or it reported something.
-    pub(super) fn handle_report(&mut self, report: Report<String>) {
-        self.catalog_dirty = true;
-        match report {
-            Report::Started {
-                key,
-                generation,
-                elapsed,
-                current,
-                error,
-            } => {
-                if current {
-                    self.lazy_reported(&key, true);
-                }
-                let of_the_pass = self.running.as_ref().is_some_and(|running| {
-                    running
-                        .starting
-                        .get(&key)
-                        .is_some_and(|s| s.generation == generation)
-                });
-                let status = (current && error.is_some())
-                    .then(|| self.status_of(&key))
-                    .flatten();
-                if !of_the_pass {
-                    if let Some(status) = status {
-                        self.emit(HostEvent::ClientUpdate(status));
-                    }
-                    self.finish_if_done();
-                    return;
-                }
-                let after = if error.is_none() {
-                    self.server_tool_names(&key)
-                } else {
-                    None
-                };
-                if let Some(running) = self.running.as_mut() {
-                    if let Some(starting) = running.starting.remove(&key) {
-                        running.failed |= error.is_some();
-                        let mut step = Step::new(starting.action, elapsed, error);
-                        step.changes = starting.changes;
-                        step.reason = starting.reason;
-                        step.tools = after.map(|after| ToolDelta {
-                            before: starting.tools_before,
-                            after,
-                        });
-                        step.status = status;
-                        running.steps.push((starting.index, step));
-                    }
-                }
-                self.finish_if_done();
-            }
-            Report::Updated(server) => {
-                self.lazy_reported(&server, false);
-                if let Some(status) = self.status_of(&server) {
-                    self.emit(HostEvent::ClientUpdate(status));
-                }
-            }
-            Report::Stale => {}
-        }
-    }
-
-    fn finish_if_done(&mut self) {
-        let done = self.running.as_ref().is_some_and(|r| r.starting.is_empty());
-        if !done {
-            return;
-        }
-        let Some(mut running) = self.running.take() else {
-            return;
-        };
-        running.steps.sort_by_key(|(index, _)| *index);
-        let now = self.now();
-        if running.scheduled {
-            let outcome = if running.failed {
-                Outcome::Failed
-            } else {
-                Outcome::Ok
-            };
-            self.scheduler.handle_reconcile_done(now, outcome);
-        }
-        let mut input_errors: Vec<String> = self
-            .snapshot
-            .as_ref()
-            .map(|s| s.errors.iter().map(InputError::to_string).collect())
-            .unwrap_or_default();
-        input_errors.extend(self.dev_problems());
-        let report = PlanReport {
-            run: running.run,
-            trigger: running.trigger,
-            steps: running.steps.into_iter().map(|(_, step)| step).collect(),
-            input_errors,
-            rejected: running.rejected,
-            file_missing: running.file_missing,
-            elapsed: running.began.elapsed(),
-        };
-        self.emit(HostEvent::PlanApplied(report));
-        self.catalog_dirty = true;
-        if !self.started {
-            self.started = true;
-            self.answer_startup_waiters();
-        }
-    }
+    (sources_changed.iter())
+        .find(|(server, _)| server == name)
+        .map(|(_, path)| format!("source changed: {path}"))
 }
 
 /// The project language servers of `snapshot` waiting for a decision for their current entry

@@ -1,11 +1,44 @@
 //! Which restart an action of the plan is (issue 38): the host names the request, the
 //! kernel's [`decide_restart`](mcp_reconcile_kernel::restart::decide_restart) decides the step
-//! (make before break or stop first, forgiven or not), the pass executes it.
+//! (make before break or stop first, forgiven or not), the pass executes it. [`Restarts`]
+//! holds the requests made between passes (a manual reconnect, a reload's "clear crash
+//! loops") until the next pass takes them.
 
 use std::collections::HashSet;
 
 use mcp_reconcile_kernel::plan::Action;
 use mcp_reconcile_kernel::restart::RestartRequest;
+
+/// The restart requests waiting for the next pass.
+#[derive(Default)]
+pub(super) struct Restarts {
+    /// Servers a manual reconnect asked to restart.
+    manual: Vec<String>,
+    /// A reload asked to clear every crash loop.
+    clear_crash_loops: bool,
+}
+
+impl Restarts {
+    /// A manual reconnect of `names`.
+    pub(super) fn reconnect(&mut self, names: impl IntoIterator<Item = String>) {
+        self.manual.extend(names);
+    }
+
+    /// A reload: the next pass clears every crash loop.
+    pub(super) fn clear_crash_loops(&mut self) {
+        self.clear_crash_loops = true;
+    }
+
+    /// Whether the pass taking the requests clears every crash loop (asked once).
+    pub(super) fn take_clear_crash_loops(&mut self) -> bool {
+        std::mem::take(&mut self.clear_crash_loops)
+    }
+
+    /// The servers a manual reconnect asked to restart, taken by the pass.
+    pub(super) fn take_manual(&mut self) -> HashSet<String> {
+        std::mem::take(&mut self.manual).into_iter().collect()
+    }
+}
 
 /// Why `action` starts its server again, if it does: a manual reconnect (`manual`), a
 /// dev-mode source change (`sources_changed`: a reconnect to the same entry, or a retry), a

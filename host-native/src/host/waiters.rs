@@ -21,32 +21,80 @@ use tokio::sync::oneshot;
 use super::{Backend, Host, MergedCatalog, PrefixOwners, Route, Target, STARTUP_WAIT};
 
 /// A route asked for while the server that would serve it was still starting.
-pub(super) struct RouteWaiter {
+struct RouteWaiter {
     target: Target,
     reply: oneshot::Sender<Result<Route, String>>,
     /// When it is answered anyway.
     until: Millis,
 }
 
-impl<B: Backend> Host<B> {
+/// The start waiters: whether the start pass finished, the start grace, and the requests
+/// waiting for either.
+#[derive(Default)]
+pub(super) struct StartWaiters {
+    /// The start pass has finished.
+    started: bool,
+    /// When the start grace ends; `None` before the session runs and once it ended.
+    grace_until: Option<Millis>,
+    /// Catalog requests waiting for the start pass or the grace.
+    catalogs: Vec<oneshot::Sender<MergedCatalog>>,
+    /// Route requests waiting for a server still starting.
+    routes: Vec<RouteWaiter>,
+}
+
+impl StartWaiters {
+    /// The session starts: the start grace runs until `until`.
+    pub(super) fn begin(&mut self, until: Millis) {
+        self.grace_until = Some(until);
+    }
+
     /// Whether a client's first listing is due: the start pass finished or the start grace
     /// passed.
     fn listing_due(&self) -> bool {
         self.started || self.grace_until.is_none()
     }
 
+    /// When the loop must wake for the requests waiting here: the end of the grace, the
+    /// first route's bound.
+    pub(super) fn wake(&self) -> Option<Millis> {
+        let routes = self.routes.iter().map(|w| w.until).min();
+        [self.grace_until, routes].into_iter().flatten().min()
+    }
+
+    /// Whether the grace ended by `now` (it ends once).
+    fn grace_ends(&mut self, now: Millis) -> bool {
+        let ends = self.grace_until.is_some_and(|until| until <= now);
+        if ends {
+            self.grace_until = None;
+        }
+        ends
+    }
+
+    /// The start pass finished: whether this is the first time (the grace ends with it).
+    fn finish_start(&mut self) -> bool {
+        self.grace_until = None;
+        !std::mem::replace(&mut self.started, true)
+    }
+
+    /// The catalog requests waiting, taken.
+    pub(super) fn take_catalogs(&mut self) -> Vec<oneshot::Sender<MergedCatalog>> {
+        std::mem::take(&mut self.catalogs)
+    }
+}
+
+impl<B: Backend> Host<B> {
     /// The session starts: the start grace runs from now.
     pub(super) fn begin_grace(&mut self) {
         let until = self.now().saturating_add(self.options.start_grace.0);
-        self.grace_until = Some(until);
+        self.waiters.begin(until);
     }
 
     /// A catalog request: answered now when the first listing is due, else when it is.
     pub(super) fn ask_catalog(&mut self, reply: oneshot::Sender<MergedCatalog>) {
-        if self.listing_due() {
+        if self.waiters.listing_due() {
             let _ = reply.send(self.hand_out_catalog());
         } else {
-            self.catalog_waiters.push(reply);
+            self.waiters.catalogs.push(reply);
         }
     }
 
@@ -69,7 +117,7 @@ impl<B: Backend> Host<B> {
             return;
         }
         let until = self.now().saturating_add(STARTUP_WAIT.0);
-        self.route_waiters.push(RouteWaiter {
+        self.waiters.routes.push(RouteWaiter {
             target,
             reply,
             until,
@@ -83,7 +131,7 @@ impl<B: Backend> Host<B> {
         if self.waits_on_a_wake(target) {
             return true;
         }
-        if self.started {
+        if self.waiters.started {
             return false;
         }
         let Some(running) = &self.running else {
@@ -102,42 +150,35 @@ impl<B: Backend> Host<B> {
         }
     }
 
-    /// When the loop must wake for the requests waiting here: the end of the grace, the
-    /// first route's bound.
-    pub(super) fn waiters_wake(&self) -> Option<Millis> {
-        let routes = self.route_waiters.iter().map(|w| w.until).min();
-        [self.grace_until, routes].into_iter().flatten().min()
-    }
-
     /// After anything the loop did: the grace ends at its time (the catalog waiters get the
     /// servers ready now), and each waiting route is answered once its server is up, its
     /// start ended, or its bound passed.
     pub(super) fn settle_waiters(&mut self) {
         let now = self.now();
-        if self.grace_until.is_some_and(|until| until <= now) {
-            self.grace_until = None;
-            if !self.catalog_waiters.is_empty() {
-                self.answer_catalog_waiters();
-            }
+        if self.waiters.grace_ends(now) && !self.waiters.catalogs.is_empty() {
+            self.answer_catalog_waiters();
         }
-        if self.route_waiters.is_empty() {
+        if self.waiters.routes.is_empty() {
             return;
         }
-        for waiter in std::mem::take(&mut self.route_waiters) {
+        for waiter in std::mem::take(&mut self.waiters.routes) {
             let routed = self.route(waiter.target.clone());
             if routed.is_ok() || waiter.until <= now || !self.waits_on_a_start(&waiter.target) {
                 let _ = waiter.reply.send(routed);
             } else {
-                self.route_waiters.push(waiter);
+                self.waiters.routes.push(waiter);
             }
         }
     }
 
-    /// The start pass finished: every request waiting for it is answered as things are now.
-    pub(super) fn answer_startup_waiters(&mut self) {
-        self.grace_until = None;
+    /// A pass finished: the first time, every request waiting for the start pass is answered
+    /// as things are now.
+    pub(super) fn start_pass_finished(&mut self) {
+        if !self.waiters.finish_start() {
+            return;
+        }
         self.answer_catalog_waiters();
-        for waiter in std::mem::take(&mut self.route_waiters) {
+        for waiter in std::mem::take(&mut self.waiters.routes) {
             let _ = waiter.reply.send(self.route(waiter.target));
         }
     }

@@ -18,6 +18,15 @@ use super::checked::{Checked, Stamp, Text};
 use super::files::{held_note, kept_note, read_opened_within, Missing};
 use super::{InputError, LoadCtx};
 
+/// What [`Kind::parse`] reads: the file's path and text (its JSON parsed at most once), the
+/// load's context, and whether the last good content stays in use when this text fails.
+pub(super) struct Reading<'a, 'c> {
+    pub(super) path: &'a Path,
+    pub(super) text: &'a mut Text,
+    pub(super) ctx: &'a LoadCtx<'c>,
+    pub(super) has_last_good: bool,
+}
+
 /// What is particular to one kind of input file: how its text becomes content.
 pub(super) trait Kind {
     /// What the file holds, parsed.
@@ -54,13 +63,7 @@ pub(super) trait Kind {
 
     /// `text`, read from `path`, as content, or the whole message for the user (with what
     /// stays in use, [`kept_note`] of `has_last_good`).
-    fn parse(
-        &self,
-        path: &Path,
-        text: &mut Text,
-        ctx: &LoadCtx<'_>,
-        has_last_good: bool,
-    ) -> Result<Self::Content, String>;
+    fn parse(&self, reading: Reading<'_, '_>) -> Result<Self::Content, String>;
 
     /// Whether `text` parses in this kind's format (settle detection); a JSON parse stays in
     /// `text` for the pass.
@@ -204,10 +207,12 @@ impl<K: Kind> Input for InputFile<K> {
         let Ok(mut text) = self.text(checked) else {
             return;
         };
-        match self
-            .kind
-            .parse(&self.path, &mut text, ctx, self.good.is_some())
-        {
+        match self.kind.parse(Reading {
+            path: &self.path,
+            text: &mut text,
+            ctx,
+            has_last_good: self.good.is_some(),
+        }) {
             Ok(content) => {
                 self.good = Some(content);
                 self.error = None;

@@ -11,12 +11,10 @@ use mcp_reconcile_kernel::lsp::{
 use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::Approvals;
 
-use super::checked::Text;
 use super::files::explain;
 use super::files::kept_note;
-use super::input_file::{InputFile, Kind};
+use super::input_file::{InputFile, Kind, Reading};
 use super::lsp_formats::{self, LspFormat};
-use super::LoadCtx;
 use super::{InputError, Layout};
 
 /// A language-server file of one scope, in one client's format.
@@ -65,13 +63,13 @@ impl Kind for Lsp {
 
     /// A file that is not an object as a whole keeps what ran before (a half-written file
     /// must not stop every language server); entry errors only skip their entry.
-    fn parse(
-        &self,
-        _: &Path,
-        text: &mut Text,
-        ctx: &LoadCtx<'_>,
-        has_last_good: bool,
-    ) -> Result<LspContent, String> {
+    fn parse(&self, reading: Reading<'_, '_>) -> Result<LspContent, String> {
+        let Reading {
+            text,
+            ctx,
+            has_last_good,
+            ..
+        } = reading;
         let mut converted = Vec::new();
         let own = match explain(text.json(), text.as_str(), has_last_good)? {
             Value::Object(top) if self.format != LspFormat::Own => {

@@ -8,10 +8,9 @@ use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::settings::server_command;
 use mcp_reconcile_kernel::{mcp_json_from_value, settings_from_parsed, LayerSource, Servers};
 
-use super::checked::Text;
 use super::files::kept_note;
 use super::files::{explain, object_entries};
-use super::input_file::{InputFile, Kind};
+use super::input_file::{InputFile, Kind, Reading};
 use super::LoadCtx;
 
 /// A settings file of one scope.
@@ -84,13 +83,13 @@ impl Kind for Settings {
         g.servers.keys().cloned().collect()
     }
 
-    fn parse(
-        &self,
-        _: &Path,
-        text: &mut Text,
-        ctx: &LoadCtx<'_>,
-        has_last_good: bool,
-    ) -> Result<SettingsContent, String> {
+    fn parse(&self, reading: Reading<'_, '_>) -> Result<SettingsContent, String> {
+        let Reading {
+            text,
+            ctx,
+            has_last_good,
+            ..
+        } = reading;
         let parsed = text.json();
         // The workspace's servers are kept as written too: one parse serves both readings.
         let raw = (self.0 == LayerSource::Workspace).then(|| parsed.clone());
@@ -188,13 +187,13 @@ impl Kind for ServerJson {
         }
     }
 
-    fn parse(
-        &self,
-        _: &Path,
-        text: &mut Text,
-        ctx: &LoadCtx<'_>,
-        has_last_good: bool,
-    ) -> Result<JsonContent, String> {
+    fn parse(&self, reading: Reading<'_, '_>) -> Result<JsonContent, String> {
+        let Reading {
+            text,
+            ctx,
+            has_last_good,
+            ..
+        } = reading;
         let parsed = explain(text.json(), text.as_str(), has_last_good)?;
         if matches!(self, ServerJson::McpJson) {
             return Ok(mcp_json(&parsed, ctx));

@@ -234,6 +234,16 @@ impl Snapshot {
         })
     }
 
+    /// The names of the servers in the layers of `source`, in layer and file order (what a
+    /// file contributed, before layers are assembled).
+    pub fn names_in(&self, source: LayerSource) -> Vec<String> {
+        self.layers
+            .iter()
+            .filter(|l| l.source == source)
+            .flat_map(|l| l.servers.keys().cloned())
+            .collect()
+    }
+
     /// The desired server map: [`assemble`] over [`Snapshot::layers`].
     pub fn assembled(&self) -> Assembled {
         assemble(&self.layers)

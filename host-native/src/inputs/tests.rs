@@ -8,7 +8,7 @@ use mcp_reconcile_kernel::reload::FileSource;
 use mcp_reconcile_kernel::LayerSource;
 
 use super::checked::counts;
-use super::{HostEnv, Inputs, Options, Snapshot};
+use super::{HostEnv, Inputs, Options};
 
 /// A project, a home and an administrator's directory in a temporary directory.
 struct World {
@@ -68,16 +68,6 @@ fn servers(name: &str) -> String {
     format!(r#"{{"mcpServers": {{"{name}": {{"command": "{name}"}}}}}}"#)
 }
 
-/// The names of the servers in layers of `source`.
-fn names(snapshot: &Snapshot, source: LayerSource) -> Vec<String> {
-    snapshot
-        .layers
-        .iter()
-        .filter(|l| l.source == source)
-        .flat_map(|l| l.servers.keys().cloned())
-        .collect()
-}
-
 fn user() -> FileSource {
     FileSource::Settings("user".into())
 }
@@ -95,7 +85,7 @@ fn one_save_costs_one_read_and_one_parse() {
     write(&w.mcp_json(), &servers("bb"));
     assert!(inputs.complete(&FileSource::McpJson));
     let snapshot = inputs.load(Some(&[FileSource::McpJson]));
-    assert_eq!(names(&snapshot, LayerSource::Project), ["bb"]);
+    assert_eq!(snapshot.names_in(LayerSource::Project), ["bb"]);
     assert_eq!(
         counts::take(),
         (1, 1),
@@ -108,7 +98,7 @@ fn one_save_costs_one_read_and_one_parse() {
     assert!(inputs.complete(&FileSource::McpJson));
     assert!(inputs.complete(&FileSource::McpJson));
     let snapshot = inputs.load(Some(&[FileSource::McpJson]));
-    assert_eq!(names(&snapshot, LayerSource::Project), ["ccc"]);
+    assert_eq!(snapshot.names_in(LayerSource::Project), ["ccc"]);
     assert_eq!(
         counts::take(),
         (2, 1),
@@ -130,8 +120,8 @@ fn two_files_changed_before_one_pass_are_each_read_once() {
     assert!(inputs.complete(&FileSource::McpJson));
     assert!(inputs.complete(&user()));
     let snapshot = inputs.load(Some(&[FileSource::McpJson, user()]));
-    assert_eq!(names(&snapshot, LayerSource::Project), ["p"]);
-    assert_eq!(names(&snapshot, LayerSource::User), ["u"]);
+    assert_eq!(snapshot.names_in(LayerSource::Project), ["p"]);
+    assert_eq!(snapshot.names_in(LayerSource::User), ["u"]);
     assert_eq!(
         counts::take(),
         (2, 2),
@@ -151,7 +141,7 @@ fn a_file_changed_after_its_check_is_read_again() {
     write(&w.mcp_json(), &servers("written-after"));
     counts::take();
     let snapshot = inputs.load(Some(&[FileSource::McpJson]));
-    assert_eq!(names(&snapshot, LayerSource::Project), ["written-after"]);
+    assert_eq!(snapshot.names_in(LayerSource::Project), ["written-after"]);
     assert_eq!(counts::take(), (1, 1), "read and parsed afresh");
 }
 

@@ -19,7 +19,7 @@ pub(super) use self::view::ViewDiff;
 use super::pooled::Pooled;
 use super::{PoolOptions, PooledStatus};
 use crate::launch::Launch;
-use crate::supervisor::{Mcp, Report, Supervisor};
+use crate::supervisor::{Report, Supervisor};
 use crate::transport::{self, Catalog};
 
 pub(super) enum Request {
@@ -142,16 +142,13 @@ pub(super) struct Actor {
 }
 
 impl Actor {
-    pub(super) fn new(options: PoolOptions, changes: watch::Sender<u64>) -> Self {
+    /// The pool's actor on connections of `kind`.
+    pub(super) fn new(options: PoolOptions, kind: Pooled, changes: watch::Sender<u64>) -> Self {
         let mut pool = Pool::new();
         pool.set_drain(Millis(
             u64::try_from(options.drain.as_millis()).unwrap_or(u64::MAX),
         ));
         pool.set_pool_remote(options.pool_remote);
-        let kind = Pooled(Mcp {
-            base_dir: options.base_dir.clone(),
-            tokens: options.tokens.clone(),
-        });
         Actor {
             pool,
             conns: Supervisor::new(kind, options.parallelism, options.clock.clone()),

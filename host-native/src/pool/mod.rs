@@ -38,37 +38,24 @@
 //!   clears it.
 //!
 //! ```no_run
-//! use mcp_reconcile::host::{Host, HostHandle, HostOptions};
+//! use mcp_reconcile::host::{Host, HostOptions, RunningSession};
 //! use mcp_reconcile::inputs::{Inputs, Options};
 //! use mcp_reconcile::pool::{PoolOptions, SharedPool};
 //! use mcp_reconcile::session::Session;
-//! use mcp_reconcile::watcher::{self, Watcher};
-//! use tokio::sync::mpsc;
-//! use tokio::task::JoinHandle;
 //!
 //! /// Session `name` on `pool` over the files `flags` name, reconciled whenever one changes.
-//! fn start(
-//!     pool: &SharedPool,
-//!     flags: &Options,
-//!     name: &str,
-//! ) -> anyhow::Result<(HostHandle, JoinHandle<()>, Watcher)> {
+//! fn start(pool: &SharedPool, flags: &Options, name: &str) -> anyhow::Result<RunningSession> {
 //!     let inputs = Inputs::new(flags)?;
-//!     let (files_tx, files) = mpsc::unbounded_channel();
-//!     let watcher = watcher::watch(inputs.watched(), files_tx)?;
-//!     let (control_tx, control) = mpsc::unbounded_channel();
-//!     let host = Host::in_pool(inputs, HostOptions::default(), pool, name);
-//!     Ok((HostHandle::new(control_tx), tokio::spawn(host.run(files, control)), watcher))
+//!     Host::in_pool(inputs, HostOptions::default(), pool, name).spawn()
 //! }
 //!
 //! # async fn demo(flags_a: Options, flags_b: Options) -> anyhow::Result<()> {
 //! let pool = SharedPool::start(PoolOptions::default());
-//! let (a, a_task, _a_files) = start(&pool, &flags_a, "chat-1")?; // spawns its stdio servers
-//! let (b, b_task, _b_files) = start(&pool, &flags_b, "chat-2")?; // attaches to the same ids
-//! let tools = b.catalog().await?.tools; // chat-2's view: its own includeTools / excludeTools
-//! a.shutdown(); // chat-2 still holds them
-//! a_task.await?;
-//! b.shutdown(); // closed after the drain delay
-//! b_task.await?;
+//! let a = start(&pool, &flags_a, "chat-1")?; // spawns its stdio servers
+//! let b = start(&pool, &flags_b, "chat-2")?; // attaches to the same ids
+//! let tools = b.handle().catalog().await?.tools; // chat-2's view: its own includeTools / excludeTools
+//! a.shutdown().await?; // chat-2 still holds them
+//! b.shutdown().await?; // closed after the drain delay
 //! pool.shutdown().await;
 //! # Ok(()) }
 //! ```
@@ -76,6 +63,8 @@
 mod actor;
 mod lease;
 mod pooled;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -209,7 +198,25 @@ impl SharedPool {
         let (tx, rx) = mpsc::unbounded_channel();
         let (changes_tx, changes) = watch::channel(0);
         let clock = options.clock.clone();
-        tokio::spawn(Actor::new(options, changes_tx).run(rx));
+        let kind = pooled::Pooled::Mcp(crate::supervisor::Mcp {
+            base_dir: options.base_dir.clone(),
+            tokens: options.tokens.clone(),
+        });
+        tokio::spawn(Actor::new(options, kind, changes_tx).run(rx));
+        SharedPool { tx, changes, clock }
+    }
+
+    /// [`SharedPool::start`] on the in-memory servers `servers` (the crate's unit tests).
+    #[cfg(test)]
+    pub(crate) fn start_in_memory(
+        options: PoolOptions,
+        servers: &crate::testkit::Servers,
+    ) -> SharedPool {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (changes_tx, changes) = watch::channel(0);
+        let clock = options.clock.clone();
+        let kind = pooled::Pooled::Memory(servers.kind());
+        tokio::spawn(Actor::new(options, kind, changes_tx).run(rx));
         SharedPool { tx, changes, clock }
     }
 

@@ -13,7 +13,13 @@ use crate::transport::{Catalog, ConnEvent, Connection};
 
 /// The pool's connections: MCP connections, each started in the launch context of the session
 /// that acquired it first.
-pub(super) struct Pooled(pub(super) Mcp);
+pub(super) enum Pooled {
+    /// Servers started as configured ([`Mcp`]).
+    Mcp(Mcp),
+    /// In the crate's unit tests: in-memory servers, by name (the launch context is not used).
+    #[cfg(test)]
+    Memory(crate::testkit::Memory),
+}
 
 impl ConnectionKind for Pooled {
     type Config = (ServerConfig, Option<Arc<Launch>>);
@@ -30,8 +36,11 @@ impl ConnectionKind for Pooled {
         generation: u64,
         events: mpsc::UnboundedSender<ConnEvent>,
     ) -> BoxFuture<'static, Result<Connection, StartError>> {
-        self.0
-            .start_in(name, config, launch.clone(), generation, events)
+        match self {
+            Pooled::Mcp(mcp) => mcp.start_in(name, config, launch.clone(), generation, events),
+            #[cfg(test)]
+            Pooled::Memory(memory) => memory.start(name, config, generation, events),
+        }
     }
 
     fn stop(connection: Connection) -> BoxFuture<'static, ()> {

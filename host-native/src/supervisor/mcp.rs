@@ -14,8 +14,9 @@ use crate::transport::{self, Catalog, ConnEvent, ConnectErrorKind, ConnectOption
 /// How long a replaced connection waits for the calls routed to it before it is stopped.
 pub(crate) const RETIRE_DRAIN: Duration = Duration::from_secs(5);
 
-/// MCP connections ([`transport::connect`]).
-pub(crate) struct Mcp {
+/// MCP connections ([`transport::connect`]). `pub` only as the default kind of the public
+/// `host::Own`; it is not reachable from outside the crate.
+pub struct Mcp {
     /// A relative `cwd` is resolved against this.
     pub(crate) base_dir: Option<PathBuf>,
     /// The OAuth token file (`None`: the default one).
@@ -70,6 +71,24 @@ impl ConnectionKind for Mcp {
             } => (generation, Event::Closed(error)),
         }
     }
+}
+
+/// A kind of connection that yields MCP [`Connection`]s, as [`Mcp`] does: what a session's
+/// own supervisor runs (`host::Own`) — [`Mcp`], or in the crate's unit tests the in-memory
+/// kind (`crate::testkit::Memory`).
+pub(crate) trait McpKind:
+    ConnectionKind<Config = ServerConfig, Connection = Connection, Catalog = Catalog, Event = ConnEvent>
+{
+}
+
+impl<C> McpKind for C where
+    C: ConnectionKind<
+        Config = ServerConfig,
+        Connection = Connection,
+        Catalog = Catalog,
+        Event = ConnEvent,
+    >
+{
 }
 
 impl Mcp {

@@ -71,8 +71,7 @@ pub use table::{layout_help, ClientSpec, Layout, CLIENTS};
 use super::checked::Text;
 use super::files::explain;
 use super::files::kept_note;
-use super::input_file::{InputFile, Kind};
-use super::LoadCtx;
+use super::input_file::{InputFile, Kind, Reading};
 
 /// How a client file is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,13 +317,13 @@ impl Kind for Client {
             .collect()
     }
 
-    fn parse(
-        &self,
-        path: &Path,
-        text: &mut Text,
-        ctx: &LoadCtx<'_>,
-        has_last_good: bool,
-    ) -> Result<ClientContent, String> {
+    fn parse(&self, reading: Reading<'_, '_>) -> Result<ClientContent, String> {
+        let Reading {
+            path,
+            text,
+            ctx,
+            has_last_good,
+        } = reading;
         self.read(path, text, &ctx.client, has_last_good)
             .map_err(|message| format!("{message} — fix the file; {}", kept_note(has_last_good)))
     }
