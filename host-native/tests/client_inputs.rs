@@ -147,7 +147,7 @@ fn a_git_file_pointing_elsewhere_is_not_a_git_root() {
         &format!("gitdir: {main}/.git/worktrees/x\n"),
     );
 
-    let absent = m.snapshot(Layout::Claude, "download");
+    let absent = m.snapshot(Layout::CLAUDE, "download");
     assert!(!all_names(&absent).contains(&"local1".to_owned()));
     let reported = errors_about(&absent, &download.join(".git"));
     assert!(
@@ -164,7 +164,7 @@ fn a_git_file_pointing_elsewhere_is_not_a_git_root() {
     write(&x.join("commondir"), "../..\n");
     write(&x.join("HEAD"), "ref: refs/heads/main\n");
     write(&x.join("gitdir"), &format!("{main}/elsewhere/.git\n"));
-    let unlinked = m.snapshot(Layout::Claude, "download");
+    let unlinked = m.snapshot(Layout::CLAUDE, "download");
     assert!(!all_names(&unlinked).contains(&"local1".to_owned()));
     assert!(!errors_about(&unlinked, &download.join(".git")).is_empty());
 }
@@ -180,7 +180,7 @@ fn a_real_git_worktree_maps_to_its_main_repository() {
     git(&main, &["commit", "-q", "--allow-empty", "-m", "init"]);
     git(&main, &["worktree", "add", "-q", "../wt"]);
     local_scope(&m, &real(&main));
-    let snapshot = m.snapshot(Layout::Claude, "wt");
+    let snapshot = m.snapshot(Layout::CLAUDE, "wt");
     assert_eq!(names(&snapshot, LayerSource::Session), ["local1"]);
     assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
 }
@@ -203,7 +203,7 @@ fn a_repositorys_codex_file_cannot_trust_its_own_folder() {
              [mcp_servers.shared]\ncommand = \"theirs\"\n\n[mcp_servers.repo]\ncommand = \"x\"\n"
         ),
     );
-    let snapshot = m.snapshot(Layout::Codex, "project");
+    let snapshot = m.snapshot(Layout::CODEX, "project");
     assert!(
         names(&snapshot, LayerSource::Project).is_empty(),
         "the project file is not read: {:?}",
@@ -258,7 +258,7 @@ fn a_large_claude_state_file_keeps_the_users_servers() {
     big["mcpServers"] = json!({ "repo": { "command": "r" } });
     write(&mcp_json, &big.to_string());
 
-    let snapshot = m.snapshot(Layout::Claude, "project");
+    let snapshot = m.snapshot(Layout::CLAUDE, "project");
     assert_eq!(names(&snapshot, LayerSource::User), ["u1"]);
     assert_eq!(names(&snapshot, LayerSource::Session), ["local1"]);
     assert!(
@@ -307,7 +307,7 @@ fn a_parent_mcp_json_others_can_write_is_ignored() {
         &shared.join("project/.mcp.json"),
         &json!({ "mcpServers": { "mine": { "command": "y" } } }).to_string(),
     );
-    let snapshot = m.snapshot(Layout::Claude, "shared/project");
+    let snapshot = m.snapshot(Layout::CLAUDE, "shared/project");
     assert_eq!(names(&snapshot, LayerSource::Project), ["mine"]);
     assert!(
         errors_about(&snapshot, &planted)
@@ -345,7 +345,7 @@ fn a_review_says_who_named_a_server() {
         &m.home().join(".claude/settings.json"),
         &json!({ "enabledMcpjsonServers": ["named"] }).to_string(),
     );
-    let snapshot = m.snapshot(Layout::Claude, "project");
+    let snapshot = m.snapshot(Layout::CLAUDE, "project");
     let servers = assemble(&snapshot.layers).servers;
     let review = |name: &str| {
         let config: &ServerConfig = servers.get(name).expect("assembled");
@@ -388,7 +388,7 @@ fn a_codex_review_marks_the_secrets_sent_to_the_url() {
         "[mcp_servers.gh]\nurl = \"https://mcp.example.com/mcp\"\n\
          bearer_token_env_var = \"GH_TOKEN\"\nenv_http_headers = { \"X-Tenant\" = \"TENANT\" }\n",
     );
-    let snapshot = m.snapshot(Layout::Codex, "project");
+    let snapshot = m.snapshot(Layout::CODEX, "project");
     let servers = assemble(&snapshot.layers).servers;
     let config = servers.get("gh").expect("gh");
     let text = ApprovalRequest::new(&snapshot, "gh", config).review();

@@ -497,6 +497,51 @@ fn cursors_files_are_read_live() {
     );
 }
 
+/// Kiro: `~/.kiro/settings/mcp.json` and the workspace's `.kiro/settings/mcp.json` (gated), in
+/// Kiro's format: `disabled: true` keeps a server off until it is switched on, live;
+/// `disabledTools` hides those tools; `autoApprove` changes nothing.
+#[test]
+fn kiros_files_are_read_live_with_its_switches() {
+    let m = Machine::new("kiro");
+    let user_file = m.home().join(".kiro/settings/mcp.json");
+    let mut user = m.server("user1", "echo,add");
+    user["disabledTools"] = json!(["add"]);
+    user["autoApprove"] = json!(["echo"]);
+    let mut off = m.server("off", "echo");
+    off["disabled"] = json!(true);
+    m.write_json(
+        &user_file,
+        &json!({ "mcpServers": { "user1": user, "off": off } }),
+    );
+    m.write_json(
+        &m.project().join(".kiro/settings/mcp.json"),
+        &json!({ "mcpServers": { "proj": m.server("proj", "echo") } }),
+    );
+    let _watch = m.watch();
+    let status = m.wait("user up, project pending", |s| {
+        state_of(s, "user1") == "connected" && reason(s, "proj") == "pending_approval"
+    });
+    let tools = |s: &[Value], name: &str| {
+        s.iter()
+            .find(|x| x["name"] == name)
+            .map(|x| x["tools"].clone())
+    };
+    assert_eq!(tools(&status, "user1"), Some(json!(1)), "{status:#?}");
+    assert_ne!(state_of(&status, "off"), "connected", "{status:#?}");
+    assert!(!m.marker("off").exists(), "a disabled server never starts");
+    let user_pid = pid_of(&status, "user1");
+    // Switching `off` on starts it, and only it.
+    off["disabled"] = json!(false);
+    m.write_json(
+        &user_file,
+        &json!({ "mcpServers": { "user1": user, "off": off } }),
+    );
+    let status = m.wait("off switched on", |s| state_of(s, "off") == "connected");
+    assert_eq!(pid_of(&status, "user1"), user_pid);
+    m.approve("proj");
+    m.wait("proj approved", |s| state_of(s, "proj") == "connected");
+}
+
 /// After `install cursor` the gateway runs the servers install moved to
 /// `~/.cursor/mcp-reconcile.json` and applies edits there live; a server added to Cursor's own
 /// file afterwards, and the project's `.cursor/mcp.json`, are Cursor's to start (it has no

@@ -136,7 +136,7 @@ fn default_layout_paths() {
 fn qwen_layout_paths_are_the_typescript_cli_defaults() {
     let w = World::new();
     let flags = Options {
-        layout: Layout::Qwen,
+        layout: Layout::QWEN,
         ..Options::default()
     };
     let p = LayerPaths::resolve(&flags, &w.project(), &w.env()).expect("paths");
@@ -181,7 +181,7 @@ fn qwen_layout_paths_are_the_typescript_cli_defaults() {
 fn explicit_flags_override_the_layout_and_resolve_against_the_cwd() {
     let w = World::new();
     let flags = Options {
-        layout: Layout::Qwen,
+        layout: Layout::QWEN,
         user_settings: Some("u/../user.json".into()),
         workspace_settings: Some(w.path("ws.json")),
         system_settings: Some(w.path("etc/s.json")),
@@ -486,7 +486,7 @@ fn a_project_in_the_home_directory_does_not_read_user_settings_twice() {
         r#"{"mcpServers": {"mine": {"command": "x"}}}"#,
     );
     let mut inputs = w.inputs(&Options {
-        layout: Layout::Qwen,
+        layout: Layout::QWEN,
         project: Some(w.home()),
         ..w.flags()
     });

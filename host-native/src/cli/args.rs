@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcp_reconcile::http_guard;
-use mcp_reconcile::inputs::{self, Layout, LAYOUT_HELP};
+use mcp_reconcile::inputs::{self, layout_help, Layout};
 
 /// Keep MCP server connections equal to your settings files while a session
 /// runs: only servers that were added, removed or changed are touched; every
@@ -241,8 +242,8 @@ impl ServeArgs {
 #[derive(Args, Debug)]
 pub struct InstallArgs {
     /// The client whose files to change
-    #[arg(value_enum)]
-    pub client: ClientArg,
+    #[arg(value_parser = client_parser(), value_name = "CLIENT")]
+    pub client: Layout,
     /// Show what would change (a diff of each file) and change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -254,39 +255,6 @@ pub struct InstallArgs {
     /// Where install keeps the originals and its record [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-}
-
-/// A client `install` knows.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientArg {
-    /// Claude Code.
-    Claude,
-    /// Gemini CLI.
-    Gemini,
-    /// qwen-code.
-    Qwen,
-    /// Codex.
-    Codex,
-    /// Cursor (its servers move to `~/.cursor/mcp-reconcile.json`).
-    Cursor,
-    /// VS Code (its servers move to `mcp-reconcile.json` beside the user `mcp.json`).
-    Vscode,
-    /// Copilot CLI (its servers move to `~/.copilot/mcp-reconcile.json`).
-    Copilot,
-}
-
-impl From<ClientArg> for mcp_reconcile::install::Client {
-    fn from(arg: ClientArg) -> Self {
-        match arg {
-            ClientArg::Claude => Self::Claude,
-            ClientArg::Gemini => Self::Gemini,
-            ClientArg::Qwen => Self::Qwen,
-            ClientArg::Codex => Self::Codex,
-            ClientArg::Cursor => Self::Cursor,
-            ClientArg::Vscode => Self::Vscode,
-            ClientArg::Copilot => Self::Copilot,
-        }
-    }
 }
 
 #[derive(Args, Debug)]
@@ -427,9 +395,10 @@ pub struct LayerFlags {
     /// at once [default: 25]
     #[arg(long, value_name = "N")]
     pub quiet_ms: Option<u64>,
-    /// Default file set: `default`, or a client's own files: `qwen`, `gemini`, `claude`, `cursor`, `vscode`, `codex`, `copilot`
-    #[arg(long, value_enum, default_value_t = LayoutArg::Default, value_name = "NAME", long_help = LAYOUT_HELP)]
-    pub layout: LayoutArg,
+    /// Default file set: `default` (this host's own), or a client's own files
+    #[arg(long, value_parser = layout_parser(), default_value = "default", value_name = "NAME",
+          long_help = layout_help())]
+    pub layout: Layout,
     /// Where a running session keeps its socket [default: $XDG_STATE_HOME/mcp-reconcile or ~/.local/state/mcp-reconcile]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -453,7 +422,7 @@ impl LayerFlags {
             yolo: self.yolo,
             debounce_ms: self.debounce_ms,
             quiet_ms: self.quiet_ms,
-            layout: self.layout.into(),
+            layout: self.layout,
             state_dir: self.state_dir.clone(),
         }
     }
@@ -478,41 +447,24 @@ impl From<ToolNamesArg> for mcp_reconcile::gateway::ToolNames {
     }
 }
 
-/// `--layout`: which default files to read (see [`LAYOUT_HELP`]).
-#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum LayoutArg {
-    /// mcp-reconcile's own files under XDG directories.
-    #[default]
-    Default,
-    /// The TypeScript (qwen-code) CLI's files, to run beside it.
-    Qwen,
-    /// Gemini CLI's settings files.
-    Gemini,
-    /// Claude Code's files (`~/.claude.json`, `.mcp.json`, its settings and managed files).
-    Claude,
-    /// Cursor's `mcp.json` files.
-    Cursor,
-    /// VS Code's `mcp.json` files.
-    Vscode,
-    /// Codex's `config.toml` files.
-    Codex,
-    /// Copilot CLI's `mcp-config.json`.
-    Copilot,
+/// The parser of `--layout`: the names in the table of clients, each with its one line.
+fn layout_parser() -> impl TypedValueParser<Value = Layout> {
+    names_parser(Layout::all())
 }
 
-impl From<LayoutArg> for Layout {
-    fn from(arg: LayoutArg) -> Layout {
-        match arg {
-            LayoutArg::Default => Layout::Default,
-            LayoutArg::Qwen => Layout::Qwen,
-            LayoutArg::Gemini => Layout::Gemini,
-            LayoutArg::Claude => Layout::Claude,
-            LayoutArg::Cursor => Layout::Cursor,
-            LayoutArg::Vscode => Layout::Vscode,
-            LayoutArg::Codex => Layout::Codex,
-            LayoutArg::Copilot => Layout::Copilot,
-        }
-    }
+/// The parser of `install` / `uninstall`'s client: the table's clients install knows.
+fn client_parser() -> impl TypedValueParser<Value = Layout> {
+    names_parser(mcp_reconcile::install::installable())
+}
+
+/// A parser accepting exactly the names of `layouts` (listed in `--help` with their line).
+fn names_parser(layouts: impl Iterator<Item = Layout>) -> impl TypedValueParser<Value = Layout> {
+    PossibleValuesParser::new(
+        layouts
+            .map(|l| PossibleValue::new(l.as_str()).help(l.spec().about))
+            .collect::<Vec<_>>(),
+    )
+    .try_map(|name| Layout::named(&name).ok_or("not in the table of clients"))
 }
 
 #[cfg(test)]
@@ -554,13 +506,13 @@ mod tests {
         ])
         .expect("parse");
         let options = cli.flags.options();
-        assert_eq!(options.layout, Layout::Qwen);
+        assert_eq!(options.layout, Layout::QWEN);
         assert_eq!(options.mcp_config.len(), 2);
         assert_eq!(options.allowed_mcp_server_names, ["a,b", ""]);
         assert!(options.untrusted && !options.yolo);
         assert_eq!(options.debounce_ms, Some(50));
         let defaults = Cli::try_parse_from(["x"]).expect("parse").flags.options();
-        assert_eq!(defaults.layout, Layout::Default);
+        assert_eq!(defaults.layout, Layout::DEFAULT);
         assert!(defaults.allowed_mcp_server_names.is_empty());
 
         let help = Cli::command().render_long_help().to_string();
@@ -571,5 +523,45 @@ mod tests {
         ] {
             assert!(help.contains(needle), "{needle} missing from:\n{help}");
         }
+    }
+
+    /// `--layout`, `install` and `uninstall` take exactly the table's names (every layout;
+    /// the clients install knows), and their help lists each with its line.
+    #[test]
+    fn the_command_line_takes_and_lists_every_client_of_the_table() {
+        use clap::{CommandFactory, Parser};
+        for layout in Layout::all() {
+            let cli = Cli::try_parse_from(["x", "--layout", layout.as_str()]).expect("parse");
+            assert_eq!(cli.flags.options().layout, layout);
+        }
+        assert!(Cli::try_parse_from(["x", "--layout", "nope"]).is_err());
+        let help = Cli::command().render_long_help().to_string();
+        for layout in Layout::all() {
+            assert!(
+                help.contains(layout.spec().about),
+                "{layout:?} missing:\n{help}"
+            );
+        }
+
+        let installable: Vec<Layout> = mcp_reconcile::install::installable().collect();
+        let mut top = super::Cli::command();
+        let install_help = top
+            .find_subcommand_mut("install")
+            .expect("install")
+            .render_long_help()
+            .to_string();
+        for layout in Layout::all() {
+            let parsed = super::Cli::try_parse_from(["x", "uninstall", layout.as_str()]);
+            match parsed.map(|cli| cli.command) {
+                Ok(Command::Uninstall(args)) => {
+                    assert!(installable.contains(&layout));
+                    assert_eq!(args.client, layout);
+                    assert!(install_help.contains(layout.spec().about), "{install_help}");
+                }
+                Ok(other) => panic!("{other:?}"),
+                Err(_) => assert!(!installable.contains(&layout), "{layout:?} refused"),
+            }
+        }
+        assert!(!installable.is_empty());
     }
 }

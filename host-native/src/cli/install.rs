@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use mcp_reconcile::display;
 use mcp_reconcile::inputs::HostEnv;
-use mcp_reconcile::install::{self, Change, Client, Record};
+use mcp_reconcile::install::{self, Change, Record};
 
 use super::args::InstallArgs;
 
@@ -32,40 +32,6 @@ fn show(changes: &[Change]) {
     }
 }
 
-/// What changes for the client's user, said once after install.
-fn afterwards(client: Client) -> &'static str {
-    match client {
-        Client::Claude => {
-            "Claude Code now starts only `reconcile`; it reaches every server of yours (user, \
-             local and project scope) and applies edits to them live. While it is installed, \
-             Claude Code refuses `claude mcp add` and its `mcp list` / `mcp get` show only \
-             `reconcile`: use `mcp-reconcile mcp add / remove / get / list` (the same \
-             arguments and scopes). Tools appear as mcp__reconcile__SERVER__TOOL: a \
-             permission rule for mcp__github__create_issue is now \
-             mcp__reconcile__github__create_issue. Project servers (.mcp.json) are approved \
-             with `mcp-reconcile approve NAME` once per exact config."
-        }
-        Client::Gemini | Client::Qwen => {
-            "The client now starts only `reconcile` (mcp.allowed), which reaches every server \
-             in your settings files and applies edits to them live. Tools appear as \
-             SERVER__TOOL. Workspace servers are approved with `mcp-reconcile approve NAME`."
-        }
-        Client::Codex => {
-            "Codex now starts only `reconcile`; your other servers carry `enabled = false` \
-             with a comment saying the gateway runs them, and it applies edits to them live. \
-             Tools appear as mcp__reconcile__SERVER__TOOL. A server added later with `codex mcp \
-             add` runs in Codex directly until you run `mcp-reconcile install codex` again."
-        }
-        Client::Cursor | Client::Vscode | Client::Copilot => {
-            "The editor now starts only `reconcile`. Your servers moved, as written, to \
-             mcp-reconcile.json beside its file: edit them there and the gateway applies each \
-             edit live. A server you add in the editor's own file is started by the editor \
-             itself until you run install again, which hands it over. Tools appear as \
-             SERVER__TOOL under the `reconcile` server."
-        }
-    }
-}
-
 /// Says which binary the clients start, when it is not the user's own `mcp-reconcile` command.
 fn say_where(stable: &install::exe::StableExe, placed: bool) {
     if let install::exe::StableExe::Placed(path) = stable {
@@ -88,7 +54,8 @@ fn say_where(stable: &install::exe::StableExe, placed: bool) {
 /// # Errors
 /// A file cannot be read, parsed or written, or install would override a list of the user's.
 pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
-    let client = Client::from(args.client);
+    let client = args.client;
+    let afterwards = install::how(client)?.afterwards;
     let env = HostEnv::from_process()?;
     let running = std::env::current_exe()
         .and_then(std::fs::canonicalize)
@@ -97,7 +64,7 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
     let version = mcp_reconcile::daemon::version::ours();
     let stable = install::exe::stable_exe(&env, &running, &version)?;
     let exe = stable.path().to_path_buf();
-    if args.permissions && client != Client::Claude {
+    if args.permissions && !install::is_claude(client) {
         anyhow::bail!("--permissions is for Claude Code's permission rules (install claude)");
     }
     if args.dry_run {
@@ -145,7 +112,7 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
         display::safe(&record.dir.display().to_string()),
         client.as_str()
     );
-    outln!("{}", afterwards(client));
+    outln!("{afterwards}");
     Ok(())
 }
 
@@ -154,7 +121,7 @@ pub fn install(args: &InstallArgs) -> anyhow::Result<()> {
 /// # Errors
 /// The record or a file cannot be read, or a file cannot be written.
 pub fn uninstall(args: &InstallArgs) -> anyhow::Result<()> {
-    let client = Client::from(args.client);
+    let client = args.client;
     let env = HostEnv::from_process()?;
     let state = state_dir(args, &env)?;
     let Some(record) = Record::load(&state, client)? else {

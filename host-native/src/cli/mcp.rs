@@ -117,7 +117,7 @@ fn add(env: &HostEnv, args: &McpAddArgs) -> anyhow::Result<()> {
 /// The files of Claude Code, as the installed gateway reads them.
 fn claude_options() -> Options {
     Options {
-        layout: Layout::Claude,
+        layout: Layout::CLAUDE,
         ..Options::default()
     }
 }

@@ -44,7 +44,7 @@ impl Inputs {
             });
         }
         let client = clients::Admission::of(&self.files.clients, &mut errors);
-        if self.layout == Layout::Gemini {
+        if self.layout == Layout::GEMINI {
             self.gemini_trust(client.folder_trust, &mut errors);
         }
         for file in &self.files.settings {
@@ -55,7 +55,7 @@ impl Inputs {
             } else {
                 servers.clone()
             };
-            let (servers, written) = if self.layout == Layout::Gemini {
+            let (servers, written) = if self.layout == Layout::GEMINI {
                 (gemini_transports(servers), gemini_transports(written))
             } else {
                 (servers, written)
@@ -110,7 +110,7 @@ impl Inputs {
                 mcp_reconcile_kernel::lazy::lazy_settings(&scopes),
             )
         };
-        let lists = if self.layout == Layout::Gemini {
+        let lists = if self.layout == Layout::GEMINI {
             gemini_mcp_lists(&scopes)
         } else {
             mcp_lists(&scopes)
@@ -195,7 +195,7 @@ impl Inputs {
         // the gateway; it does not narrow what the gateway reaches.
         let mut lists = lists;
         let mut client_policies = client.policies;
-        if !gateways.is_empty() && self.layout == Layout::Gemini {
+        if !gateways.is_empty() && self.layout == Layout::GEMINI {
             // Gemini intersects the scopes' lists: the gateway's name comes out of each list
             // before, so a list that named only the gateway restricts nothing and the
             // administrator's list still narrows.

@@ -120,11 +120,7 @@ pub(super) type LspFile = InputFile<Lsp>;
 
 impl LspFile {
     pub(super) fn new(path: PathBuf, scope: LspScope, layout: Layout) -> Self {
-        let format = match layout {
-            Layout::Claude => LspFormat::ClaudePlugin,
-            Layout::Copilot => LspFormat::Copilot,
-            _ => LspFormat::Own,
-        };
+        let format = layout.spec().lsp;
         let source = FileSource::LspFile(scope.as_str().to_owned());
         InputFile::with(Lsp { scope, format }, path, Some(source))
     }

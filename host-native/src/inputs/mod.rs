@@ -17,8 +17,8 @@
 //!   every gated server is pending);
 //! * an untrusted folder contributes no workspace settings at all.
 //!
-//! Parts: `paths` (layouts, default locations, [`Options`], [`HostEnv`],
-//! [`LayerPaths`]); `input_file` (one input file of any kind: its last good content, missing
+//! Parts: `paths` (the flags over a layout's default locations, [`Options`], [`HostEnv`],
+//! [`LayerPaths`]; the layouts themselves are the table of clients, [`CLIENTS`]); `input_file` (one input file of any kind: its last good content, missing
 //! grace, errors, and the one reload and completeness path), whose kinds are
 //! `server_files` (settings, `.mcp.json`, `--mcp-config`), `clients` (other clients' own
 //! files) and `lsp` (language-server files); `checked` (read once: what the completeness
@@ -57,14 +57,15 @@ use checked::Checked;
 use clients::ClientFile;
 pub use clients::CODEX_MARK;
 pub(crate) use clients::{claude_project_key, editor_user_file, sidecar};
+pub use clients::{layout_help, ClientSpec, CLIENTS};
 use files::Missing;
 pub use files::{read_client_text, MAX_CLIENT_STATE_BYTES};
 pub use files::{read_opened, read_text, MAX_INPUT_BYTES, MISSING_GRACE};
 use input_file::Input;
 use lsp::LspFile;
 pub use own_gateway::INSTALLED_MARK;
-pub(crate) use paths::{claude_home, clean, codex_home, gemini_home, qwen_home};
-pub use paths::{HostEnv, LayerPaths, Layout, Options, LAYOUT_HELP};
+pub(crate) use paths::{claude_home, clean, codex_home};
+pub use paths::{HostEnv, LayerPaths, Layout, Options};
 use server_files::{JsonFile, SettingsFile};
 pub use shell_words::shell_words;
 pub use snapshot::{ApprovalWriter, ClientApproval, Origin, Snapshot};
@@ -242,7 +243,9 @@ impl Inputs {
             settings.clear();
         }
         // Gemini CLI and the client layouts read no `.mcp.json` of this host's format.
-        let mcp_json = matches!(layout, Layout::Default | Layout::Qwen)
+        let mcp_json = layout
+            .spec()
+            .reads_mcp_json
             .then(|| JsonFile::mcp_json(paths.mcp_json.clone()));
         let cli_configs = flags
             .mcp_config

@@ -1,8 +1,8 @@
-//! Which files a session reads: the layouts, the flags that override them,
-//! the XDG and qwen-code default locations, and the environment they are
-//! resolved from.
+//! Which files a session reads: the flags over the layout's defaults (each layout's entry in
+//! the table of clients says where its files are), the home-directory rules they share
+//! (XDG, `$QWEN_HOME`, `$CLAUDE_CONFIG_DIR`, ...), and the environment they are resolved from.
 
-use crate::auth::{TokenFile, TokenFormat};
+use crate::auth::TokenFile;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -10,118 +10,13 @@ use anyhow::{bail, Context};
 use mcp_reconcile_kernel::json::{Object, Value};
 use serde::{Deserialize, Serialize};
 
-/// The default file set of each `--layout`; an explicit flag overrides its
-/// row. Shown by `--help`.
-pub const LAYOUT_HELP: &str = "\
-Which default files to read; an explicit flag overrides its own row.
-
-  file             --layout default                              --layout qwen (the TypeScript CLI's files)
-  user settings    $XDG_CONFIG_HOME/mcp-reconcile/settings.json   $QWEN_HOME/settings.json (~/.qwen/settings.json)
-  workspace        <project>/.mcp-reconcile/settings.json         <project>/.qwen/settings.json
-  system           /etc/mcp-reconcile/settings.json               $QWEN_CODE_SYSTEM_SETTINGS_PATH or /etc/qwen-code/settings.json
-  system defaults  /etc/mcp-reconcile/system-defaults.json        $QWEN_CODE_SYSTEM_DEFAULTS_PATH or /etc/qwen-code/system-defaults.json
-  project servers  <project>/.mcp.json                            <project>/.mcp.json
-  approvals        $XDG_CONFIG_HOME/mcp-reconcile/approvals.json  $QWEN_CODE_MCP_APPROVALS_PATH or $QWEN_HOME/mcpApprovals.json
-  user lsp         $XDG_CONFIG_HOME/mcp-reconcile/lsp.json        (none)
-  project lsp      <project>/.lsp.json                            <project>/.lsp.json
-  lsp approvals    lsp-approvals.json beside the approvals file   $QWEN_HOME/lspApprovals.json
-  OAuth tokens     $XDG_CONFIG_HOME/mcp-reconcile/oauth-tokens.json  $QWEN_HOME/mcp-oauth-tokens.json
-
---layout gemini: Gemini CLI's settings files — ~/.gemini/settings.json (or
-$GEMINI_CLI_HOME/.gemini/), <project>/.gemini/settings.json, /etc/gemini-cli/settings.json
-and system-defaults.json (or $GEMINI_CLI_SYSTEM_SETTINGS_PATH /
-$GEMINI_CLI_SYSTEM_DEFAULTS_PATH); no .mcp.json.
-
-The client layouts read that client's own files live (nothing is copied), with this
-host's approvals, language-server and token files as in --layout default:
-  claude   ~/.claude.json (user scope, and this project's local scope), <project>/.mcp.json,
-           /etc/claude-code/managed-mcp.json (exclusive when present), and for approvals and
-           policy ~/.claude/settings.json, <project>/.claude/settings{,.local}.json,
-           /etc/claude-code/managed-settings.json ($CLAUDE_CONFIG_DIR moves ~/.claude*;
-           --system-settings FILE moves the managed files to FILE and its directory), and
-           the servers of the plugins ~/.claude/plugins/installed_plugins.json lists and a
-           settings file enables (enabledPlugins)
-  cursor   ~/.cursor/mcp.json, <project>/.cursor/mcp.json
-  vscode   $XDG_CONFIG_HOME/Code/User/mcp.json, <project>/.vscode/mcp.json
-  codex    $CODEX_HOME/config.toml (~/.codex/), <project>/.codex/config.toml (only while the
-           user's config trusts the project)
-  copilot  ~/.copilot/mcp-config.json (Copilot CLI; $COPILOT_HOME); language servers in
-           ~/.copilot/lsp-config.json and <project>/.github/lsp.json (lspServers)
-  The language-server files of the claude layout are the project's .lsp.json and the
-  enabled plugins' (.lsp.json, lspServers), read as a Claude Code plugin's
-  (extensionToLanguage required, maxRestarts 3, no unknown fields).
-
-$XDG_CONFIG_HOME defaults to ~/.config. On macOS the qwen system files live in
-/Library/Application Support/QwenCode/, Claude Code's managed files in
-/Library/Application Support/ClaudeCode/, and VS Code's user mcp.json in
-~/Library/Application Support/Code/User/. Settings files are JSON with comments; a
-missing file counts as {}.";
-
-/// Which default files to read (see [`LAYOUT_HELP`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Layout {
-    /// mcp-reconcile's own files under XDG directories.
-    #[default]
-    Default,
-    /// The TypeScript (qwen-code) CLI's files, to run beside it.
-    Qwen,
-    /// Gemini CLI's settings files (the settings schema this host reads natively).
-    Gemini,
-    /// Claude Code's files: `~/.claude.json`, `.mcp.json`, its settings and managed files.
-    Claude,
-    /// Cursor's `mcp.json` files.
-    Cursor,
-    /// VS Code's `mcp.json` files.
-    Vscode,
-    /// Codex's `config.toml` files.
-    Codex,
-    /// Copilot CLI's `mcp-config.json`.
-    Copilot,
-}
-
-impl Layout {
-    /// Every layout, in `--help` order.
-    pub const ALL: [Layout; 8] = [
-        Layout::Default,
-        Layout::Qwen,
-        Layout::Gemini,
-        Layout::Claude,
-        Layout::Cursor,
-        Layout::Vscode,
-        Layout::Codex,
-        Layout::Copilot,
-    ];
-
-    /// The flag spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layout::Default => "default",
-            Layout::Qwen => "qwen",
-            Layout::Gemini => "gemini",
-            Layout::Claude => "claude",
-            Layout::Cursor => "cursor",
-            Layout::Vscode => "vscode",
-            Layout::Codex => "codex",
-            Layout::Copilot => "copilot",
-        }
-    }
-
-    /// Whether the layout reads another client's own file formats (not settings files):
-    /// its files are `inputs::clients`' and no settings file or `.mcp.json` of this host's
-    /// format is read.
-    pub fn reads_client_files(self) -> bool {
-        matches!(
-            self,
-            Layout::Claude | Layout::Cursor | Layout::Vscode | Layout::Codex | Layout::Copilot
-        )
-    }
-}
+pub use super::clients::Layout;
+use super::clients::UserLsp;
 
 /// Where a session's files are and how they are treated: what the command
 /// line's file flags say (the binary turns its flags into this), so every
 /// command given the same flags finds the same files and session. `None` /
-/// empty means "from the layout" (see [`LAYOUT_HELP`]).
+/// empty means "from the layout" (see `clients::layout_help`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Options {
@@ -297,44 +192,30 @@ pub struct LayerPaths {
 
 impl LayerPaths {
     /// Resolves every path from the options `flags` (relative ones against `env.cwd`),
-    /// filling the rest from the layout (see [`LAYOUT_HELP`]).
+    /// filling the rest from the layout (see `clients::layout_help`).
     ///
     /// # Errors
     /// When a default needs the home directory and none is known.
     pub fn resolve(flags: &Options, project_dir: &Path, env: &HostEnv) -> anyhow::Result<Self> {
         let explicit = |flag: &Option<PathBuf>| flag.as_deref().map(|p| env.absolute(p));
-        let xdg = |var: &str, fallback: &[&str], what: &str| -> anyhow::Result<PathBuf> {
-            match env.var(var).map(PathBuf::from) {
-                Some(dir) if dir.is_absolute() => Ok(dir),
-                _ => Ok(fallback
-                    .iter()
-                    .fold(env.home(what)?.to_path_buf(), |p, part| p.join(part))),
-            }
-        };
+        let xdg = |var: &str, fallback: &[&str], what: &str| xdg(env, var, fallback, what);
         let layout = flags.layout;
-        let (system_dir, workspace_dir) = match layout {
-            Layout::Qwen => (qwen_system_dir(), ".qwen"),
-            Layout::Gemini => (gemini_system_dir(), ".gemini"),
-            _ => (PathBuf::from("/etc/mcp-reconcile"), ".mcp-reconcile"),
-        };
+        let spec = layout.spec();
+        let settings = &spec.settings;
+        let system_dir = (settings.system_dir)();
 
         let user = match explicit(&flags.user_settings) {
             Some(p) => p,
-            None => match layout {
-                Layout::Qwen => qwen_home(env, "user settings")?.join("settings.json"),
-                Layout::Gemini => gemini_home(env, "user settings")?.join("settings.json"),
-                _ => xdg("XDG_CONFIG_HOME", &[".config"], "user settings")?
-                    .join("mcp-reconcile/settings.json"),
-            },
+            None => (settings.user)(env)?,
         };
-        let workspace = explicit(&flags.workspace_settings)
-            .unwrap_or_else(|| project_dir.join(workspace_dir).join("settings.json"));
-        let system_override = match layout {
-            Layout::Qwen => env.var("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
-            Layout::Gemini => env.var("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
-            _ => None,
-        };
-        let layout_system = system_override
+        let workspace = explicit(&flags.workspace_settings).unwrap_or_else(|| {
+            project_dir
+                .join(settings.workspace_dir)
+                .join("settings.json")
+        });
+        let layout_system = settings
+            .system_var
+            .and_then(|var| env.var(var))
             .map(|p| env.absolute(Path::new(p)))
             .unwrap_or_else(|| system_dir.join("settings.json"));
         let system = explicit(&flags.system_settings).unwrap_or_else(|| layout_system.clone());
@@ -345,27 +226,19 @@ impl LayerPaths {
                     .parent()
                     .unwrap_or(&system_dir)
                     .join("system-defaults.json");
-                let defaults_override = match layout {
-                    Layout::Qwen => env.var("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
-                    Layout::Gemini => env.var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
-                    _ => None,
-                };
-                defaults_override
+                settings
+                    .defaults_var
+                    .and_then(|var| env.var(var))
                     .map(|p| env.absolute(Path::new(p)))
                     .unwrap_or(beside_system)
             }
         };
-        let approvals = match explicit(&flags.approvals) {
-            Some(p) => p,
-            None => match layout {
-                Layout::Qwen => match env.var("QWEN_CODE_MCP_APPROVALS_PATH") {
-                    Some(p) => env.absolute(Path::new(p)),
-                    None => qwen_home(env, "approvals file")?.join("mcpApprovals.json"),
-                },
-                // Other clients keep no content-bound approvals: this host's own file.
-                _ => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
-                    .join("mcp-reconcile/approvals.json"),
-            },
+        let approvals = match (explicit(&flags.approvals), &spec.keeps) {
+            (Some(p), _) => p,
+            (None, Some(keeps)) => (keeps.approvals)(env)?,
+            // Other clients keep no content-bound approvals: this host's own file.
+            (None, None) => xdg("XDG_CONFIG_HOME", &[".config"], "approvals file")?
+                .join("mcp-reconcile/approvals.json"),
         };
         let state_dir = match explicit(&flags.state_dir) {
             Some(p) => p,
@@ -374,51 +247,38 @@ impl LayerPaths {
         };
         let user_lsp = match explicit(&flags.user_lsp) {
             Some(p) => Some(p),
-            None => match layout {
-                // The TypeScript CLI has no user-level language-server file.
-                Layout::Qwen => None,
-                Layout::Copilot => Some(copilot_home(env)?.join("lsp-config.json")),
-                _ => Some(
+            None => match layout.spec().user_lsp {
+                UserLsp::None => None,
+                UserLsp::At(file) => Some(file(env)?),
+                UserLsp::Own => Some(
                     xdg("XDG_CONFIG_HOME", &[".config"], "user language-server file")?
                         .join("mcp-reconcile/lsp.json"),
                 ),
             },
         };
-        let lsp_approvals = match explicit(&flags.lsp_approvals) {
-            Some(p) => p,
-            None => match layout {
-                Layout::Qwen => {
-                    qwen_home(env, "language-server approvals file")?.join("lspApprovals.json")
-                }
-                _ => approvals
-                    .parent()
-                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-                    .join("lsp-approvals.json"),
-            },
+        let lsp_approvals = match (explicit(&flags.lsp_approvals), &spec.keeps) {
+            (Some(p), _) => p,
+            (None, Some(keeps)) => (keeps.lsp_approvals)(env)?,
+            (None, None) => approvals
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+                .join("lsp-approvals.json"),
         };
         let own_tokens = xdg("XDG_CONFIG_HOME", &[".config"], "OAuth token file")?
             .join("mcp-reconcile/oauth-tokens.json");
-        let oauth_tokens = match layout {
-            Layout::Qwen => TokenFile {
-                path: qwen_home(env, "OAuth token file")?.join("mcp-oauth-tokens.json"),
-                format: TokenFormat::Qwen,
+        let oauth_tokens = match &spec.keeps {
+            Some(keeps) => TokenFile {
+                path: (keeps.tokens)(env)?,
+                format: keeps.token_format,
                 challenges: own_tokens,
             },
-            _ => TokenFile::native(own_tokens),
+            None => TokenFile::native(own_tokens),
         };
-        let mcp_json = match layout {
-            Layout::Cursor => project_dir.join(".cursor/mcp.json"),
-            Layout::Vscode => project_dir.join(".vscode/mcp.json"),
-            Layout::Codex => project_dir.join(".codex/config.toml"),
-            _ => project_dir.join(".mcp.json"),
-        };
+        let mcp_json = project_dir.join(layout.spec().project_servers);
         Ok(LayerPaths {
             oauth_tokens,
             user_lsp,
-            lsp_json: match layout {
-                Layout::Copilot => project_dir.join(".github/lsp.json"),
-                _ => project_dir.join(".lsp.json"),
-            },
+            lsp_json: project_dir.join(layout.spec().project_lsp),
             lsp_approvals,
             user,
             workspace,
@@ -428,6 +288,25 @@ impl LayerPaths {
             approvals,
             state_dir,
         })
+    }
+}
+
+/// `$VAR` when it is an absolute directory, else `fallback` under the home directory (the XDG
+/// rule).
+///
+/// # Errors
+/// The home directory is needed and unknown.
+pub(crate) fn xdg(
+    env: &HostEnv,
+    var: &str,
+    fallback: &[&str],
+    what: &str,
+) -> anyhow::Result<PathBuf> {
+    match env.var(var).map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => Ok(dir),
+        _ => Ok(fallback
+            .iter()
+            .fold(env.home(what)?.to_path_buf(), |p, part| p.join(part))),
     }
 }
 
@@ -448,7 +327,7 @@ pub(crate) fn qwen_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// `$COPILOT_HOME` or `~/.copilot` (Copilot CLI's own directory).
-pub(super) fn copilot_home(env: &HostEnv) -> anyhow::Result<PathBuf> {
+pub(crate) fn copilot_home(env: &HostEnv) -> anyhow::Result<PathBuf> {
     match env.var("COPILOT_HOME") {
         Some(dir) => Ok(env.absolute(Path::new(dir))),
         None => Ok(env.home("Copilot CLI's directory")?.join(".copilot")),
@@ -483,22 +362,6 @@ pub(crate) fn gemini_home(env: &HostEnv, what: &str) -> anyhow::Result<PathBuf> 
     match env.var("GEMINI_CLI_HOME") {
         Some(dir) => Ok(env.absolute(Path::new(dir)).join(".gemini")),
         None => Ok(env.home(what)?.join(".gemini")),
-    }
-}
-
-fn gemini_system_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/Library/Application Support/GeminiCli")
-    } else {
-        PathBuf::from("/etc/gemini-cli")
-    }
-}
-
-fn qwen_system_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/Library/Application Support/QwenCode")
-    } else {
-        PathBuf::from("/etc/qwen-code")
     }
 }
 

@@ -172,7 +172,7 @@ fn a_client_layouts_server_comes_from_the_clients_own_file() {
     write(&state, &servers("c"));
     let flags = Options {
         project: Some(w.path("project")),
-        layout: super::Layout::Claude,
+        layout: super::Layout::CLAUDE,
         ..Options::default()
     };
     let env = HostEnv {

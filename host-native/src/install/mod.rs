@@ -42,63 +42,83 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use crate::inputs::{self, read_client_text, HostEnv, INSTALLED_MARK};
+use crate::inputs::{self, read_client_text, HostEnv, Layout, INSTALLED_MARK};
 pub use diff::diff;
 pub use record::Record;
 
 /// The name of the gateway's entry in the client's files.
 pub const GATEWAY: &str = "reconcile";
 
-/// A client install knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Client {
-    /// Claude Code.
-    Claude,
-    /// Gemini CLI.
-    Gemini,
-    /// qwen-code.
-    Qwen,
-    /// Codex.
-    Codex,
-    /// Cursor.
-    Cursor,
-    /// VS Code.
-    Vscode,
-    /// Copilot CLI.
-    Copilot,
+/// How `install` puts the gateway in front of a client: part of the client's entry in the
+/// table of clients (`inputs::CLIENTS`).
+pub struct Install {
+    /// Which files it edits, and how.
+    pub(crate) how: How,
+    /// The gateway's entry says `"type": "stdio"`, as the client's own `add` writes it.
+    pub(crate) stdio_type: bool,
+    /// The client lists the gateway's tools once per session and never again on
+    /// `list_changed`: its first listing waits longer for slow servers
+    /// ([`LISTS_ONCE_GRACE_MS`]).
+    pub(crate) lists_tools_once: bool,
+    /// Variables of the installing process that go into the gateway's entry (a client that
+    /// passes its servers only a short list of variables needs them there).
+    pub(crate) pass_env: &'static [&'static str],
+    /// What changes for the client's user, said once after install.
+    pub afterwards: &'static str,
 }
 
-impl Client {
-    /// Its name on the command line (and its layout's).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Client::Claude => "claude",
-            Client::Gemini => "gemini",
-            Client::Qwen => "qwen",
-            Client::Codex => "codex",
-            Client::Cursor => "cursor",
-            Client::Vscode => "vscode",
-            Client::Copilot => "copilot",
-        }
-    }
+/// Which files install edits, and how.
+pub(crate) enum How {
+    /// Claude Code: the gateway in `~/.claude.json`, `allowedMcpServers` in its settings.
+    Claude,
+    /// A settings file of this host's schema (Gemini CLI, qwen-code): the gateway and
+    /// `mcp.allowed`; the file is where the function says.
+    Settings(fn(&HostEnv) -> anyhow::Result<PathBuf>),
+    /// Codex's `config.toml`: the gateway, and every other server `enabled = false` (marked).
+    Codex,
+    /// An editor (the table entry's `editor` file): its servers move to the sidecar.
+    Editor,
+}
 
-    /// The layout of the same name.
-    fn layout(self) -> inputs::Layout {
-        match self {
-            Client::Claude => inputs::Layout::Claude,
-            Client::Gemini => inputs::Layout::Gemini,
-            Client::Qwen => inputs::Layout::Qwen,
-            Client::Codex => inputs::Layout::Codex,
-            Client::Cursor => inputs::Layout::Cursor,
-            Client::Vscode => inputs::Layout::Vscode,
-            Client::Copilot => inputs::Layout::Copilot,
-        }
-    }
+/// What changes for a user of a client with this host's settings schema, after install.
+pub(crate) const SETTINGS_AFTERWARDS: &str =
+    "The client now starts only `reconcile` (mcp.allowed), which reaches every server in your \
+     settings files and applies edits to them live. Tools appear as SERVER__TOOL. Workspace \
+     servers are approved with `mcp-reconcile approve NAME`.";
 
-    /// An editor: its servers move to the sidecar file (see `editors`).
-    fn is_editor(self) -> bool {
-        matches!(self, Client::Cursor | Client::Vscode | Client::Copilot)
-    }
+/// What changes for an editor's user, after install.
+pub(crate) const EDITOR_AFTERWARDS: &str =
+    "The editor now starts only `reconcile`. Your servers moved, as written, to \
+     mcp-reconcile.json beside its file: edit them there and the gateway applies each edit \
+     live. A server you add in the editor's own file is started by the editor itself until you \
+     run install again, which hands it over. Tools appear as SERVER__TOOL under the \
+     `reconcile` server.";
+
+/// The layouts `install` knows, in `--help` order.
+pub fn installable() -> impl Iterator<Item = Layout> {
+    Layout::all().filter(|l| l.spec().install.is_some())
+}
+
+/// How install treats `client`.
+///
+/// # Errors
+/// The layout is not a client install knows.
+pub fn how(client: Layout) -> anyhow::Result<&'static Install> {
+    client
+        .spec()
+        .install
+        .as_ref()
+        .with_context(|| format!("install does not know the layout {}", client.as_str()))
+}
+
+/// Whether `client` is an editor: its servers move to the sidecar (see `editors`).
+fn is_editor(client: Layout) -> bool {
+    matches!(how(client).map(|i| &i.how), Ok(How::Editor))
+}
+
+/// Whether `client` is Claude Code (its lock, its permission rules).
+pub fn is_claude(client: Layout) -> bool {
+    matches!(how(client).map(|i| &i.how), Ok(How::Claude))
 }
 
 /// One file install or uninstall changes.
@@ -122,28 +142,29 @@ impl Change {
 /// The gateway's entry for `client`, running `exe`.
 /// `env` is the installing process's: a `CODEX_HOME` there goes into Codex's entry, since Codex
 /// passes its servers only a short list of variables.
-pub fn gateway_entry(client: Client, exe: &Path, env: &HostEnv) -> Value {
+pub fn gateway_entry(client: Layout, exe: &Path, env: &HostEnv) -> anyhow::Result<Value> {
+    let install = how(client)?;
     let mut entry = json!({
         "command": exe.to_string_lossy(),
         "args": ["serve", "--layout", client.as_str(), "--tool-names", "short"],
         "env": { INSTALLED_MARK: client.as_str() },
     });
-    if client == Client::Codex {
-        if let Some(home) = env.vars.get("CODEX_HOME").filter(|h| !h.is_empty()) {
-            entry["env"]["CODEX_HOME"] = json!(home);
+    for var in install.pass_env {
+        if let Some(value) = env.vars.get(*var).filter(|h| !h.is_empty()) {
+            entry["env"][*var] = json!(value);
         }
     }
-    if matches!(client, Client::Claude | Client::Vscode | Client::Copilot) {
+    if install.stdio_type {
         // What these clients' own `add` writes for a stdio server.
         entry["type"] = json!("stdio");
     }
-    if matches!(client, Client::Codex | Client::Qwen) {
+    if install.lists_tools_once {
         // These list the gateway's tools once per session and never again on `list_changed`:
         // a server slower than the default start grace (a cold `npx` server) would be missing
         // for the whole session, so their first listing waits longer for slow servers.
         entry["env"][crate::host::START_GRACE_VAR] = json!(LISTS_ONCE_GRACE_MS.to_string());
     }
-    entry
+    Ok(entry)
 }
 
 /// The start grace of the gateway entry of a client that lists tools once per session (ms):
@@ -151,19 +172,16 @@ pub fn gateway_entry(client: Client, exe: &Path, env: &HostEnv) -> Value {
 pub const LISTS_ONCE_GRACE_MS: u64 = 5_000;
 
 /// The client's files install edits.
-fn files(client: Client, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
+fn files(client: Layout, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
     // The layout's own path rules, so install writes exactly the files `serve --layout` reads.
-    Ok(match client {
-        Client::Claude => {
+    Ok(match how(client)?.how {
+        How::Claude => {
             let (config_dir, state) = inputs::claude_home(env, "Claude Code's files")?;
             vec![state, config_dir.join("settings.json")]
         }
-        Client::Gemini => {
-            vec![inputs::gemini_home(env, "Gemini CLI's settings")?.join("settings.json")]
-        }
-        Client::Qwen => vec![inputs::qwen_home(env, "qwen-code's settings")?.join("settings.json")],
-        Client::Codex => vec![inputs::codex_home(env, "Codex's config.toml")?.join("config.toml")],
-        Client::Cursor | Client::Vscode | Client::Copilot => {
+        How::Settings(file) => vec![file(env)?],
+        How::Codex => vec![inputs::codex_home(env, "Codex's config.toml")?.join("config.toml")],
+        How::Editor => {
             let (user, _) = editor_file(client, env)?;
             vec![user.clone(), inputs::sidecar(&user)]
         }
@@ -171,8 +189,8 @@ fn files(client: Client, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// An editor's user file and the key its servers are under.
-fn editor_file(client: Client, env: &HostEnv) -> anyhow::Result<(PathBuf, &'static str)> {
-    inputs::editor_user_file(client.layout(), env)?
+fn editor_file(client: Layout, env: &HostEnv) -> anyhow::Result<(PathBuf, &'static str)> {
+    inputs::editor_user_file(client, env)?
         .with_context(|| format!("{} keeps no servers file", client.as_str()))
 }
 
@@ -187,9 +205,10 @@ fn read(path: &Path) -> anyhow::Result<Option<String>> {
 /// # Errors
 /// A file cannot be read or is not valid in its format, or the client already limits its
 /// servers in a way install would have to override (the message says what to do).
-pub fn install(client: Client, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<Change>> {
-    let entry = gateway_entry(client, exe, env);
-    if client.is_editor() {
+pub fn install(client: Layout, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<Change>> {
+    let entry = gateway_entry(client, exe, env)?;
+    let install = how(client)?;
+    if is_editor(client) {
         let (user, key) = editor_file(client, env)?;
         let side = inputs::sidecar(&user);
         let (editor_before, sidecar_before) = (read(&user)?, read(&side)?);
@@ -219,16 +238,16 @@ pub fn install(client: Client, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<
     for (i, path) in files(client, env)?.into_iter().enumerate() {
         let before = read(&path)?;
         let text = before.clone().unwrap_or_default();
-        let after = match (client, i) {
-            (Client::Codex, _) => codex::install(&text, &entry)?,
-            (Client::Claude, 1) => {
+        let after = match (&install.how, i) {
+            (How::Codex, _) => codex::install(&text, &entry)?,
+            (How::Claude, 1) => {
                 let only = json!([{ "serverName": GATEWAY }]);
                 refuse_other_list(&text, &path, &[], "allowedMcpServers", &only)?;
                 jsonc::set(&text, &[], "allowedMcpServers", &only)?
             }
             (_, _) => {
                 let with_entry = jsonc::set(&text, &["mcpServers"], GATEWAY, &entry)?;
-                if client == Client::Claude {
+                if matches!(install.how, How::Claude) {
                     with_entry
                 } else {
                     let only = json!([GATEWAY]);
@@ -275,7 +294,7 @@ fn refuse_other_list(
 /// # Errors
 /// As [`install`], or a file or the record cannot be written.
 pub fn install_and_record(
-    client: Client,
+    client: Layout,
     env: &HostEnv,
     exe: &Path,
     state_dir: &Path,
@@ -297,7 +316,7 @@ pub fn install_and_record(
 ///
 /// # Errors
 /// As [`uninstall`], or a file cannot be written.
-pub fn uninstall_and_restore(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
+pub fn uninstall_and_restore(client: Layout, record: &Record) -> anyhow::Result<Vec<Change>> {
     let files: Vec<PathBuf> = record.files.iter().map(|f| f.path.clone()).collect();
     settle::settle(
         lock_of(client, &files),
@@ -307,8 +326,8 @@ pub fn uninstall_and_restore(client: Client, record: &Record) -> anyhow::Result<
 }
 
 /// The file among `files` whose client locks it while saving: Claude Code's `.claude.json`.
-fn lock_of(client: Client, files: &[PathBuf]) -> Option<&Path> {
-    (client == Client::Claude)
+fn lock_of(client: Layout, files: &[PathBuf]) -> Option<&Path> {
+    is_claude(client)
         .then(|| {
             files
                 .iter()
@@ -325,8 +344,8 @@ fn lock_of(client: Client, files: &[PathBuf]) -> Option<&Path> {
 ///
 /// # Errors
 /// A file cannot be read or is no longer valid in its format.
-pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
-    if client.is_editor() {
+pub fn uninstall(client: Layout, record: &Record) -> anyhow::Result<Vec<Change>> {
+    if is_editor(client) {
         return uninstall_editor(client, record);
     }
     let mut changes = Vec::new();
@@ -347,8 +366,8 @@ pub fn uninstall(client: Client, record: &Record) -> anyhow::Result<Vec<Change>>
 }
 
 /// `text` without what install adds to a file of `client`'s.
-fn take_out(client: Client, text: &str) -> anyhow::Result<String> {
-    if client == Client::Codex {
+fn take_out(client: Layout, text: &str) -> anyhow::Result<String> {
+    if matches!(how(client)?.how, How::Codex) {
         return codex::uninstall(text);
     }
     let mut text = jsonc::remove(text, &["mcpServers"], GATEWAY)?;
@@ -367,7 +386,7 @@ fn take_out(client: Client, text: &str) -> anyhow::Result<String> {
 /// taken, each gets its original bytes back; otherwise the sidecar's servers (edited there
 /// since, or handed over by a later install) go back into the editor's file, and the sidecar
 /// is put back as it was before install (removed, as a rule).
-fn uninstall_editor(client: Client, record: &Record) -> anyhow::Result<Vec<Change>> {
+fn uninstall_editor(client: Layout, record: &Record) -> anyhow::Result<Vec<Change>> {
     let is_sidecar = |f: &&record::FileRecord| inputs::sidecar(&f.path) == f.path;
     let Some(editor) = record.files.iter().find(|f| !is_sidecar(f)) else {
         bail!(
@@ -383,12 +402,11 @@ fn uninstall_editor(client: Client, record: &Record) -> anyhow::Result<Vec<Chang
     let editor_after = if untouched {
         record.original(editor)?
     } else {
-        // As `inputs::editor_user_file` names it.
-        let key = if client == Client::Vscode {
-            "servers"
-        } else {
-            "mcpServers"
-        };
+        let key = client
+            .spec()
+            .editor
+            .as_ref()
+            .map_or("mcpServers", |editor| editor.key);
         Some(editors::uninstall(
             editor_now.as_deref().unwrap_or_default(),
             side_now.as_deref().unwrap_or_default(),
@@ -442,26 +460,26 @@ mod tests {
             ("GEMINI_CLI_HOME", "g"),
         ]);
         assert_eq!(
-            files(Client::Qwen, &e)?,
+            files(Layout::QWEN, &e)?,
             [PathBuf::from("/home/u/q/settings.json")]
         );
         assert_eq!(
-            files(Client::Claude, &e)?,
+            files(Layout::CLAUDE, &e)?,
             [
                 PathBuf::from("/work/project/conf/claude/.claude.json"),
                 PathBuf::from("/work/project/conf/claude/settings.json")
             ]
         );
         assert_eq!(
-            files(Client::Codex, &e)?,
+            files(Layout::CODEX, &e)?,
             [PathBuf::from("/work/project/codex/config.toml")]
         );
         assert_eq!(
-            files(Client::Gemini, &e)?,
+            files(Layout::GEMINI, &e)?,
             [PathBuf::from("/work/project/g/.gemini/settings.json")]
         );
         assert_eq!(
-            files(Client::Cursor, &e)?,
+            files(Layout::named("cursor").expect("cursor"), &e)?,
             [
                 PathBuf::from("/home/u/.cursor/mcp.json"),
                 PathBuf::from("/home/u/.cursor/mcp-reconcile.json")
@@ -469,7 +487,7 @@ mod tests {
         );
         let plain = env(&[]);
         assert_eq!(
-            files(Client::Claude, &plain)?,
+            files(Layout::CLAUDE, &plain)?,
             [
                 PathBuf::from("/home/u/.claude.json"),
                 PathBuf::from("/home/u/.claude/settings.json")

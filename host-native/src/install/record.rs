@@ -16,7 +16,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Change, Client};
+use super::Change;
+use crate::inputs::Layout;
 
 /// One file install changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,7 +69,7 @@ pub fn digest(text: &str) -> String {
 
 impl Record {
     /// The record's directory for `client` under `state_dir`.
-    pub fn dir_of(state_dir: &Path, client: Client) -> PathBuf {
+    pub fn dir_of(state_dir: &Path, client: Layout) -> PathBuf {
         state_dir.join("install").join(client.as_str())
     }
 
@@ -76,7 +77,7 @@ impl Record {
     ///
     /// # Errors
     /// The record exists but cannot be read or parsed (it is never overwritten then).
-    pub fn load(state_dir: &Path, client: Client) -> anyhow::Result<Option<Record>> {
+    pub fn load(state_dir: &Path, client: Layout) -> anyhow::Result<Option<Record>> {
         let dir = Record::dir_of(state_dir, client);
         let path = dir.join("record.json");
         let Some(text) = crate::inputs::read_text(&path)
@@ -97,7 +98,7 @@ impl Record {
 
     /// The record an install run adds to: the earlier install's, else an empty one (nothing
     /// is written until [`Record::note`]).
-    pub fn continue_or_start(state_dir: &Path, client: Client, previous: Option<Record>) -> Record {
+    pub fn continue_or_start(state_dir: &Path, client: Layout, previous: Option<Record>) -> Record {
         previous.unwrap_or_else(|| Record {
             client: client.as_str().to_owned(),
             files: Vec::new(),

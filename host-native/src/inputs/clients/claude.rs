@@ -3,9 +3,143 @@
 
 use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
+use std::path::{Path, PathBuf};
+
 use super::expand::{Context, Syntax};
 use super::normalize::{entries, transport, BareUrl};
-use super::{names, policy_of, ClientContent};
+use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::{names, policy_of, ClientContent, ClientFile, Format};
+use crate::inputs::lsp_formats::LspFormat;
+use crate::inputs::paths::{claude_home, HostEnv};
+use crate::install::{How, Install};
+
+/// Claude Code's entry in the table of clients.
+pub(super) static SPEC: ClientSpec = ClientSpec {
+    name: "claude",
+    title: "Claude Code",
+    about: "Claude Code's files (~/.claude.json, .mcp.json, its settings and managed files)",
+    help: "\
+~/.claude.json (user scope, and this project's local scope), <project>/.mcp.json and every
+parent's, /etc/claude-code/managed-mcp.json (exclusive when present; macOS: /Library/Application
+Support/ClaudeCode/), and for approvals and policy ~/.claude/settings.json,
+<project>/.claude/settings{,.local}.json, /etc/claude-code/managed-settings.json
+($CLAUDE_CONFIG_DIR moves ~/.claude*; --system-settings FILE moves the managed files to FILE and
+its directory), and the servers of the plugins ~/.claude/plugins/installed_plugins.json lists
+and a settings file enables (enabledPlugins). Language servers: the project's .lsp.json and the
+enabled plugins' (.lsp.json, lspServers), read as a Claude Code plugin's (extensionToLanguage
+required, maxRestarts 3, no unknown fields)",
+    reads_client_files: true,
+    reads_mcp_json: false,
+    lsp: LspFormat::ClaudePlugin,
+    project_servers: ".mcp.json",
+    project_lsp: ".lsp.json",
+    user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
+    files,
+    editor: None,
+    install: Some(Install {
+        how: How::Claude,
+        stdio_type: true,
+        lists_tools_once: false,
+        pass_env: &[],
+        afterwards: "Claude Code now starts only `reconcile`; it reaches every server of yours \
+                     (user, local and project scope) and applies edits to them live. While it \
+                     is installed, Claude Code refuses `claude mcp add` and its `mcp list` / \
+                     `mcp get` show only `reconcile`: use `mcp-reconcile mcp add / remove / get \
+                     / list` (the same arguments and scopes). Tools appear as \
+                     mcp__reconcile__SERVER__TOOL: a permission rule for \
+                     mcp__github__create_issue is now mcp__reconcile__github__create_issue. \
+                     Project servers (.mcp.json) are approved with `mcp-reconcile approve NAME` \
+                     once per exact config.",
+    }),
+};
+
+/// Claude Code's files. `managed_settings` (`--system-settings`) moves its administrator
+/// files: `managed-settings.json` is that file and `managed-mcp.json` lies beside it.
+fn files(
+    project: &Path,
+    env: &HostEnv,
+    managed_settings: Option<PathBuf>,
+) -> anyhow::Result<Vec<ClientFile>> {
+    let file = ClientFile::new;
+    // `CLAUDE_CONFIG_DIR` moves both the settings and the state file.
+    let (config_dir, state) = claude_home(env, "Claude Code's files")?;
+    let managed_settings =
+        managed_settings.unwrap_or_else(|| claude_managed_dir().join("managed-settings.json"));
+    let managed = managed_settings
+        .parent()
+        .map_or_else(claude_managed_dir, Path::to_path_buf);
+    let plugins = env.var("CLAUDE_CODE_PLUGIN_CACHE_DIR").map_or_else(
+        || config_dir.join("plugins"),
+        |dir| env.absolute(Path::new(dir)),
+    );
+    let settings = Format::ClaudeSettings { managed: false };
+    Ok(vec![
+        file(
+            settings,
+            LayerSource::User,
+            config_dir.join("settings.json"),
+        ),
+        file(
+            settings,
+            LayerSource::Project,
+            project.join(".claude/settings.json"),
+        ),
+        file(
+            settings,
+            LayerSource::Project,
+            project.join(".claude/settings.local.json"),
+        ),
+        file(
+            Format::ClaudeSettings { managed: true },
+            LayerSource::System,
+            managed_settings,
+        ),
+        file(Format::ClaudeState, LayerSource::User, state),
+        file(
+            Format::ClaudePlugins,
+            LayerSource::User,
+            plugins.join("installed_plugins.json"),
+        ),
+        file(
+            Format::ClaudeManaged,
+            LayerSource::System,
+            managed.join("managed-mcp.json"),
+        ),
+    ]
+    .into_iter()
+    // Every `.mcp.json` from the project up to (not including) `/`; the nearest wins.
+    .chain(
+        project
+            .ancestors()
+            .filter(|dir| dir.parent().is_some())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .map(|dir| {
+                let mut f = file(
+                    Format::ClaudeMcpJson,
+                    LayerSource::Project,
+                    dir.join(".mcp.json"),
+                );
+                // One above the project may be another user's (`/tmp/.mcp.json`).
+                f.kind.shared_parent = dir != project;
+                f
+            }),
+    )
+    .collect())
+}
+
+/// Where Claude Code's administrator files live: `/Library/Application Support/ClaudeCode` on
+/// macOS, `/etc/claude-code` elsewhere.
+fn claude_managed_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/ClaudeCode")
+    } else {
+        PathBuf::from("/etc/claude-code")
+    }
+}
 
 /// The fields Claude Code expands `${VAR}` in.
 const EXPANDED: [&str; 5] = ["command", "args", "env", "url", "headers"];

@@ -1,12 +1,94 @@
 //! Codex's `config.toml`: `[mcp_servers.NAME]` tables, and which projects the user trusts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::{LayerSource, Object, ServerConfig, Servers, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
-use super::ClientContent;
+use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::{ClientContent, ClientFile, Format};
+use crate::inputs::lsp_formats::LspFormat;
+use crate::inputs::paths::{codex_home, HostEnv};
+use crate::install::{How, Install};
+
+/// Codex's entry in the table of clients.
+pub(super) static SPEC: ClientSpec = ClientSpec {
+    name: "codex",
+    title: "Codex",
+    about: "Codex's config.toml files",
+    help: "\
+$CODEX_HOME/config.toml (~/.codex/), <project>/.codex/config.toml (only while the user's
+config trusts the project), /etc/codex/config.toml, managed_config.toml and requirements.toml
+(--system-settings FILE moves them beside FILE)",
+    reads_client_files: true,
+    reads_mcp_json: false,
+    lsp: LspFormat::Own,
+    project_servers: ".codex/config.toml",
+    project_lsp: ".lsp.json",
+    user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
+    files,
+    editor: None,
+    install: Some(Install {
+        how: How::Codex,
+        stdio_type: false,
+        lists_tools_once: true,
+        // Codex passes its servers only a short list of variables.
+        pass_env: &["CODEX_HOME"],
+        afterwards: "Codex now starts only `reconcile`; your other servers carry `enabled = \
+                     false` with a comment saying the gateway runs them, and it applies edits \
+                     to them live. Tools appear as mcp__reconcile__SERVER__TOOL. A server added \
+                     later with `codex mcp add` runs in Codex directly until you run \
+                     `mcp-reconcile install codex` again.",
+    }),
+};
+
+/// Codex's files, in merge order: each file's entries merge over the earlier ones'.
+fn files(
+    project: &Path,
+    env: &HostEnv,
+    managed_settings: Option<PathBuf>,
+) -> anyhow::Result<Vec<ClientFile>> {
+    let file = ClientFile::new;
+    let codex_home = codex_home(env, "Codex's config.toml")?;
+    let mut project_file = file(
+        Format::Codex,
+        LayerSource::Project,
+        project.join(".codex/config.toml"),
+    );
+    project_file.kind.needs_trust = true;
+    // The administrator's files: `/etc/codex` (`--system-settings FILE` moves them beside
+    // FILE).
+    let etc = managed_settings
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or_else(|| PathBuf::from("/etc/codex"), Path::to_path_buf);
+    Ok(vec![
+        file(
+            Format::Codex,
+            LayerSource::SystemDefaults,
+            etc.join("config.toml"),
+        ),
+        file(
+            Format::Codex,
+            LayerSource::User,
+            codex_home.join("config.toml"),
+        ),
+        project_file,
+        file(
+            Format::Codex,
+            LayerSource::System,
+            etc.join("managed_config.toml"),
+        ),
+        file(
+            Format::CodexRequirements,
+            LayerSource::System,
+            etc.join("requirements.toml"),
+        ),
+    ])
+}
 
 /// The comment `install codex` puts after the `enabled = false` it writes on every server the
 /// gateway reaches: Codex leaves the server to the gateway, and this layout still runs it.

@@ -11,8 +11,81 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::{Object, Value};
 
+use mcp_reconcile_kernel::LayerSource;
+
 use super::expand::Context;
-use super::ClientContent;
+use super::table::{ClientSpec, SettingsFiles, UserLsp};
+use super::{ClientContent, ClientFile, Format};
+use crate::inputs::lsp_formats::LspFormat;
+use crate::inputs::paths::{gemini_home, HostEnv};
+use crate::install::{How, Install};
+
+/// Gemini CLI's entry in the table of clients: its settings files are this host's schema (read
+/// with Gemini CLI's differences: `inputs::build`), with its folder trust and switches beside.
+pub(super) static SPEC: ClientSpec = ClientSpec {
+    name: "gemini",
+    title: "Gemini CLI",
+    about: "Gemini CLI's settings files",
+    help: "\
+~/.gemini/settings.json (or $GEMINI_CLI_HOME/.gemini/), <project>/.gemini/settings.json,
+/etc/gemini-cli/settings.json and system-defaults.json (macOS: /Library/Application
+Support/GeminiCli/; or $GEMINI_CLI_SYSTEM_SETTINGS_PATH / $GEMINI_CLI_SYSTEM_DEFAULTS_PATH),
+trustedFolders.json ($GEMINI_CLI_TRUSTED_FOLDERS_PATH) and mcp-server-enablement.json beside
+the user settings; no .mcp.json",
+    reads_client_files: false,
+    reads_mcp_json: false,
+    lsp: LspFormat::Own,
+    project_servers: ".mcp.json",
+    project_lsp: ".lsp.json",
+    user_lsp: UserLsp::Own,
+    settings: SettingsFiles {
+        user: |env| Ok(gemini_home(env, "user settings")?.join("settings.json")),
+        workspace_dir: ".gemini",
+        system_dir,
+        system_var: Some("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
+        defaults_var: Some("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+    },
+    keeps: None,
+    files,
+    editor: None,
+    install: Some(Install {
+        how: How::Settings(|env| {
+            Ok(gemini_home(env, "Gemini CLI's settings")?.join("settings.json"))
+        }),
+        stdio_type: false,
+        lists_tools_once: false,
+        pass_env: &[],
+        afterwards: crate::install::SETTINGS_AFTERWARDS,
+    }),
+};
+
+/// Gemini CLI's administrator directory: `/Library/Application Support/GeminiCli` on macOS,
+/// `/etc/gemini-cli` elsewhere.
+fn system_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/GeminiCli")
+    } else {
+        PathBuf::from("/etc/gemini-cli")
+    }
+}
+
+/// Beside the settings files (read as this host's own): the folder trust and the per-server
+/// switches.
+fn files(_: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
+    let dir = gemini_home(env, "Gemini CLI's files")?;
+    let trust = env.var("GEMINI_CLI_TRUSTED_FOLDERS_PATH").map_or_else(
+        || dir.join("trustedFolders.json"),
+        |path| env.absolute(Path::new(path)),
+    );
+    Ok(vec![
+        ClientFile::new(Format::GeminiTrust, LayerSource::User, trust),
+        ClientFile::new(
+            Format::GeminiEnablement,
+            LayerSource::User,
+            dir.join("mcp-server-enablement.json"),
+        ),
+    ])
+}
 
 /// A rule's level in `trustedFolders.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

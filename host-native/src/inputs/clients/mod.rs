@@ -1,6 +1,11 @@
-//! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code / Copilot and
-//! Codex. (Gemini CLI and qwen-code use the settings-file schema this host reads natively, so
-//! their layouts only change paths: see `paths`.)
+//! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code, Copilot CLI,
+//! Codex and Kiro. (Gemini CLI and qwen-code use the settings-file schema this host reads
+//! natively, so their layouts only change paths, which their table entries give.)
+//!
+//! Every client is one entry of the table of clients ([`CLIENTS`], `table`): its names, help,
+//! files, formats, paths and install strategy, held in the client's own file. A new client is
+//! that file and one line in [`CLIENTS`] (a JSON file of its own is a [`Format::Json`] with the
+//! parser in that file; only a new kind of file, such as TOML, needs a variant here).
 //!
 //! Each file is a [`ClientFile`]: read like every input (bounded, never blocking, regular
 //! files only, last good content kept, a vanished file held for the grace period) and parsed
@@ -14,8 +19,10 @@
 //! Parts: `expand` (each client's variable syntax, and the git root as git resolves it),
 //! `normalize` (transport spellings), `claude`, `claude_state` (`~/.claude.json`, large by
 //! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
-//! `codex` (TOML), `admission` (what the files say together), `layouts` (which files each
-//! `--layout` reads and in which layer), `gemini` (Gemini CLI's folder trust and `mcp disable`
+//! `codex` (TOML), `admission` (what the files say together), `table` (the table of clients:
+//! one `ClientSpec` per `--layout`, each in its client's file: `claude`, `codex`, `gemini`,
+//! `qwen`, `cursor`, `vscode`, `copilot`, `kiro` (also Kiro's parser)), `layouts` (the files a layout reads, the editors'
+//! sidecar), `gemini` (Gemini CLI's folder trust and `mcp disable`
 //! switches), `claude_plugins` / `claude_plugin_enable` / `claude_plugin_entries` (the plugins
 //! Claude Code installed for this project, which settings file enables each, and their
 //! entries), `fuzz` (hidden: the fuzz targets' entry into every parser here).
@@ -30,19 +37,25 @@ mod claude_plugin_entries;
 mod claude_plugins;
 mod claude_state;
 mod codex;
+mod copilot;
+mod cursor;
 mod editors;
 mod expand;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
+mod kiro;
 mod layouts;
 mod normalize;
+mod qwen;
+mod table;
+mod vscode;
 
 use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::policy::{parse_rules, Policy, PolicyRule};
 use mcp_reconcile_kernel::reload::FileSource;
-use mcp_reconcile_kernel::{LayerSource, Servers, Value};
+use mcp_reconcile_kernel::{LayerSource, Object, Servers, Value};
 
 pub(super) use admission::Admission;
 pub use codex::CODEX_MARK;
@@ -52,6 +65,8 @@ pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
+pub(crate) use table::UserLsp;
+pub use table::{layout_help, ClientSpec, Layout, CLIENTS};
 
 use super::checked::Text;
 use super::files::explain;
@@ -98,6 +113,33 @@ pub(super) enum Format {
     CopilotConfig,
     /// Gemini CLI's `mcp-server-enablement.json`: the servers `gemini mcp disable` turned off.
     GeminiEnablement,
+    /// A JSON file read by the parser its client's own file holds (a client with a JSON file
+    /// of its own needs no variant here).
+    Json(JsonFormat),
+}
+
+/// A client's own JSON format: its parser, from the object, the layer kind and the context
+/// its variables are expanded in. Compared by `name`.
+#[derive(Clone, Copy)]
+pub(super) struct JsonFormat {
+    /// The format's name (for `Debug` and comparison).
+    pub(super) name: &'static str,
+    /// What a file in it says.
+    pub(super) parse: fn(&Object, LayerSource, &Context<'_>) -> ClientContent,
+}
+
+impl PartialEq for JsonFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for JsonFormat {}
+
+impl std::fmt::Debug for JsonFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// Language servers in this host's format from a client file: their scope, as used and as
@@ -221,6 +263,7 @@ impl Client {
                     Format::GeminiTrust => gemini::trust(&top, ctx)?,
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
+                    Format::Json(format) => (format.parse)(&top, self.scope, ctx),
                     Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
                 })
             }

@@ -1,0 +1,86 @@
+//! Copilot CLI: its `mcp-config.json` and project files (parsed in `editors`), its folder
+//! trust, its language-server files, and `install copilot` moving its servers to the sidecar.
+
+use std::path::{Path, PathBuf};
+
+use mcp_reconcile_kernel::LayerSource;
+
+use super::table::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
+use super::{sidecar, ClientFile, Format};
+use crate::inputs::lsp_formats::LspFormat;
+use crate::inputs::paths::{copilot_home, HostEnv};
+use crate::install::{How, Install};
+
+/// Copilot CLI's entry in the table of clients.
+pub(super) static SPEC: ClientSpec = ClientSpec {
+    name: "copilot",
+    title: "Copilot CLI",
+    about: "Copilot CLI's mcp-config.json",
+    help: "\
+~/.copilot/mcp-config.json ($COPILOT_HOME; and mcp-reconcile.json beside it); in a folder its
+config.json trusts: <repository root>/.github/mcp.json and every .mcp.json from the root down;
+language servers in ~/.copilot/lsp-config.json and <project>/.github/lsp.json (lspServers)",
+    reads_client_files: true,
+    reads_mcp_json: false,
+    lsp: LspFormat::Copilot,
+    project_servers: ".mcp.json",
+    project_lsp: ".github/lsp.json",
+    user_lsp: UserLsp::At(|env| Ok(copilot_home(env)?.join("lsp-config.json"))),
+    settings: OWN_SETTINGS,
+    keeps: None,
+    files,
+    editor: Some(Editor {
+        file: user_file,
+        key: "mcpServers",
+    }),
+    install: Some(Install {
+        how: How::Editor,
+        stdio_type: true,
+        lists_tools_once: false,
+        pass_env: &[],
+        afterwards: crate::install::EDITOR_AFTERWARDS,
+    }),
+};
+
+/// `$COPILOT_HOME/mcp-config.json` (servers under `mcpServers`).
+fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
+    Ok(copilot_home(env)?.join("mcp-config.json"))
+}
+
+/// The sidecar, the user's file and `config.json`; then the project's files, read only while
+/// Copilot CLI trusts the folder: `.github/mcp.json` at the repository's root, then every
+/// `.mcp.json` from the root down to the project (the nearest wins).
+fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
+    let file = ClientFile::new;
+    let user = user_file(env)?;
+    let mut files = vec![
+        file(Format::Copilot, LayerSource::User, sidecar(&user)),
+        file(Format::Copilot, LayerSource::User, user),
+        file(
+            Format::CopilotConfig,
+            LayerSource::User,
+            copilot_home(env)?.join("config.json"),
+        ),
+    ];
+    let root = super::git_root(project)
+        .map(|(root, _)| root)
+        .filter(|root| project.starts_with(root))
+        .unwrap_or_else(|| project.to_path_buf());
+    let mut dirs: Vec<&Path> = project
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .collect();
+    dirs.reverse();
+    let project_file = |path: PathBuf| {
+        let mut f = file(Format::Copilot, LayerSource::Project, path);
+        f.kind.needs_trust = true;
+        f
+    };
+    files.push(project_file(root.join(".github/mcp.json")));
+    files.extend(dirs.into_iter().map(|dir| {
+        let mut f = project_file(dir.join(".mcp.json"));
+        f.kind.shared_parent = dir != project;
+        f
+    }));
+    Ok(files)
+}

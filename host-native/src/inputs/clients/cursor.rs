@@ -1,0 +1,59 @@
+//! Cursor: its `mcp.json` files (parsed in `editors`), and `install cursor` moving its servers
+//! to the sidecar beside `~/.cursor/mcp.json`.
+
+use std::path::{Path, PathBuf};
+
+use mcp_reconcile_kernel::LayerSource;
+
+use super::table::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
+use super::{sidecar, ClientFile, Format};
+use crate::inputs::lsp_formats::LspFormat;
+use crate::inputs::paths::HostEnv;
+use crate::install::{How, Install};
+
+/// Cursor's entry in the table of clients.
+pub(super) static SPEC: ClientSpec = ClientSpec {
+    name: "cursor",
+    title: "Cursor",
+    about: "Cursor's mcp.json files",
+    help: "~/.cursor/mcp.json (and mcp-reconcile.json beside it), <project>/.cursor/mcp.json",
+    reads_client_files: true,
+    reads_mcp_json: false,
+    lsp: LspFormat::Own,
+    project_servers: ".cursor/mcp.json",
+    project_lsp: ".lsp.json",
+    user_lsp: UserLsp::Own,
+    settings: OWN_SETTINGS,
+    keeps: None,
+    files,
+    editor: Some(Editor {
+        file: user_file,
+        key: "mcpServers",
+    }),
+    install: Some(Install {
+        how: How::Editor,
+        stdio_type: false,
+        lists_tools_once: false,
+        pass_env: &[],
+        afterwards: crate::install::EDITOR_AFTERWARDS,
+    }),
+};
+
+/// `~/.cursor/mcp.json` (servers under `mcpServers`).
+fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
+    Ok(env.home("Cursor's mcp.json")?.join(".cursor/mcp.json"))
+}
+
+/// The sidecar, the user's file, the project's.
+fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
+    let user = user_file(env)?;
+    Ok(vec![
+        ClientFile::new(Format::Cursor, LayerSource::User, sidecar(&user)),
+        ClientFile::new(Format::Cursor, LayerSource::User, user),
+        ClientFile::new(
+            Format::Cursor,
+            LayerSource::Project,
+            project.join(".cursor/mcp.json"),
+        ),
+    ])
+}
