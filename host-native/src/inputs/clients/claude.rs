@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use super::expand::{Context, Syntax};
 use super::normalize::{entries, transport, BareUrl};
-use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::spec::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::strategy::{How, Install};
 use super::{names, policy_of, ClientContent, ClientFile, Format};
+use crate::inputs::host_env::{claude_home, HostEnv};
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::{claude_home, HostEnv};
-use crate::install::{How, Install};
 
 /// Claude Code's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {

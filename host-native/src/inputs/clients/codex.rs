@@ -6,11 +6,11 @@ use mcp_reconcile_kernel::{LayerSource, Object, ServerConfig, Servers, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
-use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::spec::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::strategy::{How, Install};
 use super::{ClientContent, ClientFile, Format};
+use crate::inputs::host_env::{codex_home, HostEnv};
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::{codex_home, HostEnv};
-use crate::install::{How, Install};
 
 /// Codex's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::table::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
+use super::spec::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
+use super::strategy::{How, Install};
 use super::{sidecar, ClientFile, Format};
+use crate::inputs::host_env::HostEnv;
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::HostEnv;
-use crate::install::{How, Install};
 
 /// Cursor's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -35,7 +35,7 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
         stdio_type: false,
         lists_tools_once: false,
         pass_env: &[],
-        afterwards: crate::install::EDITOR_AFTERWARDS,
+        afterwards: super::strategy::EDITOR_AFTERWARDS,
     }),
 };
 

@@ -14,11 +14,11 @@ use mcp_reconcile_kernel::{Object, Value};
 use mcp_reconcile_kernel::LayerSource;
 
 use super::expand::Context;
-use super::table::{ClientSpec, SettingsFiles, UserLsp};
+use super::spec::{ClientSpec, SettingsFiles, UserLsp};
+use super::strategy::{How, Install};
 use super::{ClientContent, ClientFile, Format};
+use crate::inputs::host_env::{gemini_home, HostEnv};
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::{gemini_home, HostEnv};
-use crate::install::{How, Install};
 
 /// Gemini CLI's entry in the table of clients: its settings files are this host's schema (read
 /// with Gemini CLI's differences: `inputs::build`), with its folder trust and switches beside.
@@ -55,7 +55,7 @@ the user settings; no .mcp.json",
         stdio_type: false,
         lists_tools_once: false,
         pass_env: &[],
-        afterwards: crate::install::SETTINGS_AFTERWARDS,
+        afterwards: super::strategy::SETTINGS_AFTERWARDS,
     }),
 };
 

@@ -11,10 +11,10 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::expand::Context;
 use super::normalize::{entries, transport, BareUrl};
-use super::table::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::spec::{ClientSpec, UserLsp, OWN_SETTINGS};
 use super::{ClientContent, ClientFile, Format, JsonFormat};
+use crate::inputs::host_env::HostEnv;
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::HostEnv;
 
 /// Kiro's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {

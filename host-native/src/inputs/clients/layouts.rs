@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::ClientFile;
-use crate::inputs::paths::{HostEnv, Layout};
+use crate::inputs::host_env::HostEnv;
+use crate::inputs::paths::Layout;
 
 /// The client files of `layout` (none for the layouts that read settings files).
 /// `managed_settings` (`--system-settings`) moves an administrator's files (Claude Code's,

@@ -48,6 +48,8 @@ mod kiro;
 mod layouts;
 mod normalize;
 mod qwen;
+mod spec;
+pub(crate) mod strategy;
 mod table;
 mod vscode;
 
@@ -65,8 +67,9 @@ pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
-pub(crate) use table::UserLsp;
-pub use table::{layout_help, ClientSpec, Layout, CLIENTS};
+pub(crate) use spec::UserLsp;
+pub use spec::{ClientSpec, Layout};
+pub use table::{layout_help, CLIENTS};
 
 use super::checked::Text;
 use super::files::explain;

@@ -1,14 +1,14 @@
 //! qwen-code (the TypeScript CLI): its settings files are this host's schema, so its layout
 //! only moves paths (`paths`), and `install qwen` edits `mcp.allowed` in its user settings.
 
+use super::strategy::{How, Install};
 use crate::inputs::lsp_formats::LspFormat;
-use crate::install::{How, Install};
 
 use std::path::{Path, PathBuf};
 
-use super::table::{no_files, ClientSpec, Keeps, SettingsFiles, UserLsp};
+use super::spec::{no_files, ClientSpec, Keeps, SettingsFiles, UserLsp};
 use crate::auth::TokenFormat;
-use crate::inputs::paths::qwen_home;
+use crate::inputs::host_env::qwen_home;
 
 /// qwen-code's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -54,7 +54,7 @@ tokens in $QWEN_HOME/mcp-oauth-tokens.json; no user language-server file; <proje
         stdio_type: false,
         lists_tools_once: true,
         pass_env: &[],
-        afterwards: crate::install::SETTINGS_AFTERWARDS,
+        afterwards: super::strategy::SETTINGS_AFTERWARDS,
     }),
 };
 

@@ -5,15 +5,10 @@
 //! `uninstall`), their `--help` and the install code all read this list, so a new client is its
 //! file and one line here.
 
-use std::path::{Path, PathBuf};
+use serde::{Deserialize, Deserializer};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use super::ClientFile;
-use crate::auth::TokenFormat;
+use super::spec::{no_files, ClientSpec, Layout, UserLsp, OWN_SETTINGS};
 use crate::inputs::lsp_formats::LspFormat;
-use crate::inputs::paths::{xdg, HostEnv};
-use crate::install::Install;
 
 /// Every layout, in `--help` order: this host's own files first, then each client's.
 pub static CLIENTS: &[&ClientSpec] = &[
@@ -27,109 +22,6 @@ pub static CLIENTS: &[&ClientSpec] = &[
     &super::copilot::SPEC,
     &super::kiro::SPEC,
 ];
-
-/// The client files a layout reads: from the project directory, the environment and
-/// `--system-settings` (which moves an administrator's files).
-pub(in crate::inputs) type FilesFn =
-    fn(&Path, &HostEnv, Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>>;
-
-/// An editor's user file (see `editor_user_file`), whose servers `install` moves to the
-/// sidecar.
-pub(crate) struct Editor {
-    /// The file.
-    pub(crate) file: fn(&HostEnv) -> anyhow::Result<PathBuf>,
-    /// The key its servers are under.
-    pub(crate) key: &'static str,
-}
-
-/// One client: its names, help, files and formats, and how `install` puts the gateway in
-/// front of it.
-pub struct ClientSpec {
-    /// Its name on the command line: `--layout NAME`, `install NAME`.
-    pub name: &'static str,
-    /// The client's own name, as `docs/CLIENTS.md`'s table names it.
-    pub title: &'static str,
-    /// One line for the list of values in `--help`.
-    pub about: &'static str,
-    /// Its paragraph in `--layout`'s long help: the files it reads, where.
-    pub help: &'static str,
-    /// The layout reads the client's own file formats (`inputs::clients`): no settings file
-    /// or `.mcp.json` of this host's format is read.
-    pub(crate) reads_client_files: bool,
-    /// The layout reads the project's `.mcp.json` in this host's format.
-    pub(crate) reads_mcp_json: bool,
-    /// The format of its language-server files.
-    pub(in crate::inputs) lsp: LspFormat,
-    /// The project's server file, relative to the project: `.mcp.json`, or the client's own
-    /// (what `LayerPaths::mcp_json` names).
-    pub(crate) project_servers: &'static str,
-    /// The project's language-server file, relative to the project.
-    pub(crate) project_lsp: &'static str,
-    /// The user's language-server file.
-    pub(crate) user_lsp: UserLsp,
-    /// Where its settings files are (this host's own for the client layouts, which read
-    /// ours only for `mcp.share` and `mcp.lazy`).
-    pub(crate) settings: SettingsFiles,
-    /// The approvals, language-server approvals and token files the client keeps itself
-    /// (`None`: this host's own).
-    pub(crate) keeps: Option<Keeps>,
-    /// Its client files (none for the layouts that only read settings files).
-    pub(in crate::inputs) files: FilesFn,
-    /// An editor's user file, whose servers `install` moves to the sidecar.
-    pub(crate) editor: Option<Editor>,
-    /// How `install NAME` puts the gateway in front of the client (`None`: not installable).
-    pub install: Option<Install>,
-}
-
-/// Where a layout's user language-server file is.
-pub(crate) enum UserLsp {
-    /// This host's: `$XDG_CONFIG_HOME/mcp-reconcile/lsp.json`.
-    Own,
-    /// None (the client has no user-level file).
-    None,
-    /// The client's own file.
-    At(fn(&HostEnv) -> anyhow::Result<PathBuf>),
-}
-
-/// Where a layout's settings files are.
-pub(crate) struct SettingsFiles {
-    /// The user settings file.
-    pub(crate) user: fn(&HostEnv) -> anyhow::Result<PathBuf>,
-    /// The workspace settings file's directory, relative to the project.
-    pub(crate) workspace_dir: &'static str,
-    /// The administrator's directory (`settings.json`, `system-defaults.json`).
-    pub(crate) system_dir: fn() -> PathBuf,
-    /// The variable that moves the system settings file, if any.
-    pub(crate) system_var: Option<&'static str>,
-    /// The variable that moves the system defaults file, if any.
-    pub(crate) defaults_var: Option<&'static str>,
-}
-
-/// This host's own settings files: under `$XDG_CONFIG_HOME/mcp-reconcile`,
-/// `<project>/.mcp-reconcile`, `/etc/mcp-reconcile`.
-pub(crate) const OWN_SETTINGS: SettingsFiles = SettingsFiles {
-    user: |env| {
-        Ok(xdg(env, "XDG_CONFIG_HOME", &[".config"], "user settings")?
-            .join("mcp-reconcile/settings.json"))
-    },
-    workspace_dir: ".mcp-reconcile",
-    system_dir: || PathBuf::from("/etc/mcp-reconcile"),
-    system_var: None,
-    defaults_var: None,
-};
-
-/// The files a client keeps itself that this host otherwise keeps (qwen-code's: both then
-/// share one approval and one login).
-pub(crate) struct Keeps {
-    /// Its approvals file.
-    pub(crate) approvals: fn(&HostEnv) -> anyhow::Result<PathBuf>,
-    /// Its language-server approvals file.
-    pub(crate) lsp_approvals: fn(&HostEnv) -> anyhow::Result<PathBuf>,
-    /// Its OAuth token file, and that file's format.
-    pub(crate) tokens: fn(&HostEnv) -> anyhow::Result<PathBuf>,
-    /// The token file's format.
-    pub(crate) token_format: TokenFormat,
-}
 
 /// This host's own files under XDG directories.
 static DEFAULT: ClientSpec = ClientSpec {
@@ -154,19 +46,6 @@ $XDG_CONFIG_HOME/mcp-reconcile/; <project>/.lsp.json",
     install: None,
 };
 
-/// The client files of a layout that reads only settings files: none.
-pub(in crate::inputs) fn no_files(
-    _: &Path,
-    _: &HostEnv,
-    _: Option<PathBuf>,
-) -> anyhow::Result<Vec<ClientFile>> {
-    Ok(Vec::new())
-}
-
-/// A layout: one entry of [`CLIENTS`], small and `Copy`, compared and serialized by its name.
-#[derive(Clone, Copy)]
-pub struct Layout(&'static ClientSpec);
-
 impl Layout {
     /// mcp-reconcile's own files (the default).
     pub const DEFAULT: Layout = Layout(&DEFAULT);
@@ -188,52 +67,11 @@ impl Layout {
     pub fn all() -> impl Iterator<Item = Layout> {
         CLIENTS.iter().map(|c| Layout(c))
     }
-
-    /// Its table entry.
-    pub fn spec(self) -> &'static ClientSpec {
-        self.0
-    }
-
-    /// The flag spelling.
-    pub fn as_str(self) -> &'static str {
-        self.0.name
-    }
-
-    /// Whether the layout reads another client's own file formats (not settings files).
-    pub fn reads_client_files(self) -> bool {
-        self.0.reads_client_files
-    }
 }
 
 impl Default for Layout {
     fn default() -> Self {
         Layout::DEFAULT
-    }
-}
-
-impl PartialEq for Layout {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.name == other.0.name
-    }
-}
-
-impl Eq for Layout {}
-
-impl std::hash::Hash for Layout {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.name.hash(state);
-    }
-}
-
-impl std::fmt::Debug for Layout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0.name)
-    }
-}
-
-impl Serialize for Layout {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.0.name)
     }
 }
 
@@ -306,7 +144,7 @@ mod tests {
     #[test]
     fn the_clients_doc_table_lists_exactly_the_tables_clients() {
         let doc = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLIENTS.md"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLIENTS.md"),
         )
         .expect("docs/CLIENTS.md");
         let rows: Vec<Vec<&str>> = doc
