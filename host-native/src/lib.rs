@@ -53,6 +53,7 @@ pub mod listing_cache;
 pub mod lsp;
 pub mod pool;
 pub mod private;
+pub mod pins;
 pub mod reaper;
 pub mod redact;
 pub mod review;

@@ -263,6 +263,7 @@ mod tests {
             attempts: u32::from(state == State::Failed),
             last_error: (state == State::Failed).then(|| "exited\u{1b}[2J".into()),
             retry_in_ms: None,
+            withheld: Vec::new(),
         }
     }
 
