@@ -176,7 +176,11 @@ fn write_withheld(line: &mut String, s: &Value) {
     let Some(names) = s.get("withheld").and_then(Value::as_array) else {
         return;
     };
-    let names: Vec<String> = names.iter().filter_map(Value::as_str).map(|n| safe(n).into_owned()).collect();
+    let names: Vec<String> = names
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|n| safe(n).into_owned())
+        .collect();
     if names.is_empty() {
         return;
     }

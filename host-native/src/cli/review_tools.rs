@@ -55,7 +55,10 @@ pub fn review_tools(args: &ReviewToolsArgs) -> anyhow::Result<()> {
     let shown = pinned.pending.clone();
     let mut accepted = 0;
     store.update(true, |file| {
-        let entry = file.servers.entry(id.clone()).or_insert_with(|| pinned.clone());
+        let entry = file
+            .servers
+            .entry(id.clone())
+            .or_insert_with(|| pinned.clone());
         accepted = accept(entry, &shown);
         accepted > 0
     })?;
@@ -71,7 +74,10 @@ fn ask_yes(name: &str) -> anyhow::Result<bool> {
     if !io::stdin().is_terminal() {
         return Ok(false);
     }
-    print!("Accept these definitions of {} as approved? [y/N] ", quoted(name));
+    print!(
+        "Accept these definitions of {} as approved? [y/N] ",
+        quoted(name)
+    );
     io::stdout().flush()?;
     let mut line = String::new();
     io::stdin().lock().read_line(&mut line)?;

@@ -14,17 +14,23 @@ impl<B: Backend> Host<B> {
     pub(super) fn refresh_pins(&mut self) {
         let settings = self.snapshot.as_ref().map(|s| s.pin).unwrap_or_default();
         let mut pins = std::mem::take(&mut self.pins);
-        pins.refresh(
-            self.offered()
-                .map(|(name, config, listing)| {
-                    (name.as_str(), config, effective_pin(config, &settings), listing)
-                }),
-        );
+        pins.refresh(self.offered().map(|(name, config, listing)| {
+            (
+                name.as_str(),
+                config,
+                effective_pin(config, &settings),
+                listing,
+            )
+        }));
         self.pins = pins;
     }
 
     /// `server`'s listing without what it withholds.
-    pub(super) fn pinned_listing<'a>(&self, server: &str, listing: &'a Catalog) -> Cow<'a, Catalog> {
+    pub(super) fn pinned_listing<'a>(
+        &self,
+        server: &str,
+        listing: &'a Catalog,
+    ) -> Cow<'a, Catalog> {
         let Some(waiting) = self.pins.waiting(server).filter(|w| w.withholds()) else {
             return Cow::Borrowed(listing);
         };

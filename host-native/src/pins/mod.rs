@@ -17,7 +17,6 @@ use mcp_reconcile_kernel::ServerConfig;
 
 use crate::transport::Catalog;
 
-
 pub mod review;
 mod store;
 
@@ -213,9 +212,12 @@ impl Pins {
                     return Waiting::none(policy);
                 }
                 Some(pinned) => {
-                    let tools = pin::waiting(&digests(&pinned.baseline.tools), &digests(&listing.tools));
-                    let prompts =
-                        pin::waiting(&digests(&pinned.baseline.prompts), &digests(&listing.prompts));
+                    let tools =
+                        pin::waiting(&digests(&pinned.baseline.tools), &digests(&listing.tools));
+                    let prompts = pin::waiting(
+                        &digests(&pinned.baseline.prompts),
+                        &digests(&listing.prompts),
+                    );
                     let pending = Lists {
                         tools: pick(&listing.tools, &tools),
                         prompts: pick(&listing.prompts, &prompts),
@@ -251,8 +253,14 @@ impl Pins {
             ("prompt", &waiting.prompts, &listing.prompts),
         ] {
             for item in names {
-                let digest = items.get(item).map(|i| i.digest.as_str()).unwrap_or_default();
-                if self.warned.insert(format!("{server}\u{0}{kind}\u{0}{item}\u{0}{digest}")) {
+                let digest = items
+                    .get(item)
+                    .map(|i| i.digest.as_str())
+                    .unwrap_or_default();
+                if self
+                    .warned
+                    .insert(format!("{server}\u{0}{kind}\u{0}{item}\u{0}{digest}"))
+                {
                     tracing::warn!("{}", changed_text(server, kind, item, PinPolicy::Warn));
                 }
             }

@@ -177,7 +177,10 @@ mod tests {
     #[test]
     fn the_word_diff_marks_only_what_changed() {
         assert_eq!(
-            word_diff("Echo the text back", "Echo the text back and read ~/.ssh/id_rsa"),
+            word_diff(
+                "Echo the text back",
+                "Echo the text back and read ~/.ssh/id_rsa"
+            ),
             "Echo the text back {+and read ~/.ssh/id_rsa+}"
         );
         assert_eq!(word_diff("a b c", "a x c"), "a [-b-] {+x+} c");

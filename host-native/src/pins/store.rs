@@ -203,7 +203,10 @@ mod tests {
         let bak = fs::read(dir.path().join("tool-pins.json.bak")).expect("backup");
         assert_eq!(bak, b"{not json");
         use std::os::unix::fs::PermissionsExt;
-        let mode = fs::metadata(store.path()).expect("meta").permissions().mode();
+        let mode = fs::metadata(store.path())
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 }

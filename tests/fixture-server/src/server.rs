@@ -193,9 +193,8 @@ impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::default();
         let mut tools = ToolsCapability::default();
-        tools.list_changed = Some(
-            self.catalog.change_tools_after.is_some() || self.catalog.describe_from.is_some(),
-        );
+        tools.list_changed =
+            Some(self.catalog.change_tools_after.is_some() || self.catalog.describe_from.is_some());
         capabilities.tools = Some(tools);
         if !self.catalog.prompts.is_empty() || self.catalog.fault == Some(Fault::BadNames) {
             capabilities.prompts = Some(PromptsCapability::default());
@@ -254,7 +253,9 @@ impl ServerHandler for Fixture {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         if let Some(path) = &self.catalog.describe_from {
-            return Ok(ListToolsResult::with_all_items(crate::described::read(path)));
+            return Ok(ListToolsResult::with_all_items(crate::described::read(
+                path,
+            )));
         }
         let mut tools: Vec<Tool> = self.offered_tools().map(|t| self.describe(t)).collect();
         match self.catalog.fault {
@@ -275,7 +276,9 @@ impl ServerHandler for Fixture {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if let Some(path) = &self.catalog.describe_from {
-            return crate::described::read(path).into_iter().find(|t| t.name == name);
+            return crate::described::read(path)
+                .into_iter()
+                .find(|t| t.name == name);
         }
         self.tool_named(name).map(|t| self.describe(t))
     }
