@@ -105,6 +105,13 @@ async fn a_changed_description_is_withheld_until_reviewed(daemon: bool) {
             && told.contains("mcp-reconcile review-tools s"),
         "{told}"
     );
+    served.wait_tool("mcp_reconcile_status").await;
+    let attention = served.call_text("mcp_reconcile_status", json!({})).await;
+    assert!(
+        attention.contains("withheld: \"echo\" of \"s\"")
+            && attention.contains("`mcp-reconcile review-tools s`"),
+        "{attention}"
+    );
 
     let shown = p.run(&["review-tools", "s"]);
     let shown = common::output_text(&shown);
