@@ -342,14 +342,15 @@ impl<B: Backend> Host<B> {
         status.retry_in_ms = view.retry_in_ms;
         // Connected, or replaced while the old connection still serves (make before break).
         if live.caller.is_some() {
-            // What a client of this session is offered: after `includeTools` / `excludeTools`.
-            status.tools = live
-                .catalog
+            // What a client of this session is offered: after `includeTools` / `excludeTools`,
+            // without what pinning withholds.
+            let offered = self.pinned_listing(name, live.catalog);
+            status.tools = offered
                 .tools
                 .iter()
                 .filter(|t| tool_enabled(live.config, &t.name))
                 .count();
-            status.prompts = live.catalog.prompts.len();
+            status.prompts = offered.prompts.len();
             status.resources = live.catalog.resources.len();
             status.pid = live.pid;
             status.protocol = live.caller.as_ref().and_then(Caller::protocol_version);

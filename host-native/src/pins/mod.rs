@@ -103,9 +103,10 @@ impl Waiting {
 }
 
 /// What a server's [`Waiting`] was computed from: it is computed again only when one changed.
-#[derive(PartialEq)]
 struct Seen {
     id: String,
+    /// The entry `id` is of: the same entry (shared) has the same id, without hashing it again.
+    config: ServerConfig,
     tools: Vec<u64>,
     prompts: u64,
     policy: PinPolicy,
@@ -162,18 +163,25 @@ impl Pins {
         let mut kept = HashSet::new();
         for (name, config, policy, catalog) in offered {
             kept.insert(name.to_owned());
-            let id = connection_key(name, config);
             let listing = catalog.digests();
+            let unchanged = self.seen.get(name).is_some_and(|(old, _)| {
+                old.config.same(config)
+                    && old.tools == listing.tools
+                    && old.prompts == listing.prompts
+                    && old.policy == policy
+                    && old.generation == self.generation
+            });
+            if unchanged {
+                continue;
+            }
             let seen = Seen {
-                id,
+                id: connection_key(name, config),
+                config: config.clone(),
                 tools: listing.tools.clone(),
                 prompts: listing.prompts,
                 policy,
                 generation: self.generation,
             };
-            if self.seen.get(name).is_some_and(|(old, _)| *old == seen) {
-                continue;
-            }
             let waiting = self.compare(name, &seen.id, policy, catalog);
             self.seen.insert(name.to_owned(), (seen, waiting));
         }
