@@ -51,6 +51,7 @@ pub mod ipc;
 pub mod launch;
 pub mod listing_cache;
 pub mod lsp;
+pub mod pins;
 pub mod pool;
 pub mod private;
 pub mod reaper;

@@ -84,6 +84,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Status(args) => commands::status(args).await,
         Command::Approve(args) => commands::decide(args, Decision::Approved),
         Command::Reject(args) => commands::decide(args, Decision::Rejected),
+        Command::ReviewTools(args) => cli::review_tools::review_tools(&args),
         Command::Plan(args) => commands::plan(args).await,
         Command::Reconnect(args) => commands::reconnect(args).await,
         Command::Auth(args) => {

@@ -13,7 +13,8 @@ use crate::host::{LspServerStatus, ServerStatus, StatusReport};
 /// process; `null` outside the daemon), `lazy` (started only when a request needs it; its
 /// `state` is `dormant` while it does not run);
 /// also `transport`, `resources`, `attempts`, `retryInMs`, `protocol` (the MCP revision a live
-/// connection speaks) (and `authorizedUntil`, which the `status` command adds from the token
+/// connection speaks), `withheld` (its tools and prompts, by its own names, that changed since
+/// they were approved and wait for `review-tools`) (and `authorizedUntil`, which the `status` command adds from the token
 /// file).
 pub fn status_json(s: &ServerStatus) -> Value {
     json!({
@@ -35,6 +36,7 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "attempts": s.attempts,
         "lastError": s.last_error,
         "retryInMs": s.retry_in_ms,
+        "withheld": s.withheld,
     })
 }
 

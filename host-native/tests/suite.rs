@@ -39,6 +39,7 @@ mod lsp_security;
 mod lsp_watch;
 mod own_gateway;
 mod parity;
+mod pinning;
 mod pool;
 mod private_files;
 mod python_clients;

@@ -26,6 +26,7 @@ pub mod identity;
 pub mod json;
 pub mod lazy;
 pub mod lsp;
+pub mod pin;
 pub mod plan;
 pub mod policy;
 pub mod pool;

@@ -34,6 +34,9 @@ pub enum FileSource {
     LspFile(String),
     /// The language-server approvals file (SPEC §14.3).
     LspApprovals,
+    /// The pinned tool definitions file (issue 40, [`crate::pin`]): no pass; the session
+    /// re-reads the baselines and re-decides what it withholds.
+    Pins,
     /// A source file of the server named, matched by its `dev.watch` globs (dev mode,
     /// [`crate::dev`]): no input to reload; the run restarts that server.
     DevWatch(String),

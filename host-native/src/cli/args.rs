@@ -39,6 +39,10 @@ pub enum Command {
     Approve(DecideArgs),
     /// Reject a project-controlled server (until its config changes).
     Reject(DecideArgs),
+    /// Show, as a word diff, the tools and prompts of a server that changed since you
+    /// approved them (or are new) and that pinning withholds or warns of; `--yes` (or `y` at
+    /// the question) makes exactly what was shown the new baseline.
+    ReviewTools(ReviewToolsArgs),
     /// Dry run: what a reconcile would do now (from the running session's
     /// state, or from nothing when none runs).
     Plan(PlanArgs),
@@ -325,6 +329,17 @@ pub struct ReconnectArgs {
     /// Every configured server.
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReviewToolsArgs {
+    #[command(flatten)]
+    pub layers: LayerFlags,
+    /// The server name.
+    pub name: String,
+    /// Accept what is shown without asking.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Args, Debug)]

@@ -32,4 +32,5 @@ pub mod mcp_args;
 pub mod print;
 pub mod prompt;
 pub mod report;
+pub mod review_tools;
 pub mod watch;

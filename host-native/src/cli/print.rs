@@ -158,6 +158,7 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         if let Some(until) = s.get("authorizedUntil").and_then(Value::as_str) {
             let _ = write!(line, " authorized until {}", safe(until));
         }
+        write_withheld(&mut line, s);
         if let Some(error) = s.get("lastError").and_then(Value::as_str) {
             let _ = write!(line, " — {}", safe_multiline(error));
         }
@@ -167,6 +168,28 @@ pub fn status_text(servers: &[Value], errors: &[String]) -> String {
         let _ = writeln!(out, "! {}", safe_multiline(error));
     }
     out
+}
+
+/// What pinning withholds of the server (issue 40), and the command that reviews it:
+/// `withheld (changed since you approved them): a, b — review with: mcp-reconcile review-tools NAME`.
+fn write_withheld(line: &mut String, s: &Value) {
+    let Some(names) = s.get("withheld").and_then(Value::as_array) else {
+        return;
+    };
+    let names: Vec<String> = names
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|n| safe(n).into_owned())
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let server = safe(s.get("name").and_then(Value::as_str).unwrap_or(""));
+    let _ = write!(
+        line,
+        " withheld (changed since you approved them): {} — review with: mcp-reconcile review-tools {server}",
+        names.join(", ")
+    );
 }
 
 /// A daemon session's pooled server: the scope its process is shared in and how many sessions

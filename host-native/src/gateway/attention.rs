@@ -17,7 +17,8 @@
 //!   `logging/setLevel` asked for `error` or above. A 2026-07-28 client has no log channel
 //!   outside a call (SEP-2577): it has the instructions and the tool.
 //!
-//! What needs attention: a gated server or language server waiting for approval; one that is
+//! What needs attention: a gated server or language server waiting for approval; a server
+//! whose tools or prompts pinning withholds (changed since approved, issue 40); one that is
 //! failing (backing off, retrying after a failure, in a crash loop, or wanting authorization);
 //! every input problem `status` lists (a broken settings file, a damaged approvals file, …).
 //! Not a rejected server (a person decided), not one off by policy, not one still connecting
@@ -58,6 +59,9 @@ pub(super) enum Problem {
         lsp: bool,
         reason: Option<Reason>,
     },
+    /// A server's tools or prompts withheld because they changed since they were approved
+    /// (issue 40), by the server's own names.
+    Withheld { name: String, items: Vec<String> },
     /// An input problem as `status` shows it (`file: message`).
     Input(String),
 }
@@ -78,6 +82,12 @@ impl Attention {
         let mut problems = Vec::new();
         for s in report.servers.iter().filter(|s| offered(&s.name)) {
             problems.extend(problem(&s.name, false, s.state, s.reason, s.attempts));
+            if !s.withheld.is_empty() {
+                problems.push(Problem::Withheld {
+                    name: s.name.clone(),
+                    items: s.withheld.clone(),
+                });
+            }
         }
         if only.is_none() {
             for s in &report.language_servers {
@@ -263,6 +273,7 @@ mod tests {
             attempts: u32::from(state == State::Failed),
             last_error: (state == State::Failed).then(|| "exited\u{1b}[2J".into()),
             retry_in_ms: None,
+            withheld: Vec::new(),
         }
     }
 

@@ -263,7 +263,7 @@ impl<B: Backend> Host<B> {
     /// The servers whose listing the session offers, in settings order, with the config its
     /// filters come from: each connected server's live listing, and a lazy server's kept
     /// listing while it is dormant or starting (issue 41).
-    fn offered(&self) -> impl Iterator<Item = (&String, &ServerConfig, &Catalog)> + '_ {
+    pub(super) fn offered(&self) -> impl Iterator<Item = (&String, &ServerConfig, &Catalog)> + '_ {
         self.desired.iter().filter_map(|(name, config)| {
             let live = self.backend.held(name);
             if let Some(live) = live.as_ref().filter(|live| live.caller.is_some()) {
@@ -281,7 +281,10 @@ impl<B: Backend> Host<B> {
     pub fn merged_catalog(&self) -> MergedCatalog {
         let mut merger = CatalogMerger::new(PrefixOwners::admitted(&self.desired, &self.gating));
         for (name, config, listing) in self.offered() {
-            merger.add(name, session_view(name, config, listing));
+            merger.add(
+                name,
+                session_view(name, config, &self.pinned_listing(name, listing)),
+            );
         }
         let mut catalog = merger.finish();
         if self.lsp.any_configured() {
@@ -318,6 +321,11 @@ impl<B: Backend> Host<B> {
             u64::MAX.hash(tools);
             listing.prompts.hash(prompts);
             listing.resources.hash(resources);
+            // What pinning withholds changes the lists without a new listing (a review).
+            if let Some(waiting) = self.pins.waiting(name).filter(|w| w.withholds()) {
+                waiting.hash(tools);
+                waiting.hash(prompts);
+            }
         }
         self.lsp.any_configured().hash(&mut hashers[0]);
         let [tools, prompts, resources] = hashers;
@@ -327,6 +335,7 @@ impl<B: Backend> Host<B> {
     /// The merged catalog for a client; from the first one on, changes are
     /// announced relative to it.
     pub(super) fn hand_out_catalog(&mut self) -> MergedCatalog {
+        self.refresh_pins();
         let catalog = self.merged_catalog();
         if !self.announcer.is_announcing() {
             let digest = self.catalog_digests();
@@ -351,6 +360,7 @@ impl<B: Backend> Host<B> {
     /// Emits [`HostEvent::CatalogChanged`](super::HostEvent::CatalogChanged) when the merged catalog changed
     /// since it was last announced (or handed out).
     pub(super) fn announce_catalog(&mut self) {
+        self.refresh_pins();
         if self.announcer.wants_a_look() {
             let now = self.catalog_digests();
             self.announcer.look(now);
@@ -389,6 +399,12 @@ impl<B: Backend> Host<B> {
             }),
         };
         if let Some((server, name, conn)) = found {
+            let tool = matches!(target, Target::Tool(_));
+            if matches!(target, Target::Tool(_) | Target::Prompt(_)) {
+                if let Some(message) = self.withheld(server, &name, tool) {
+                    return Err(message);
+                }
+            }
             return Ok(Route {
                 server: server.clone(),
                 name,

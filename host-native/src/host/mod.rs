@@ -61,6 +61,7 @@ mod lazy;
 mod lsp;
 mod missing;
 mod pass;
+mod pinned;
 mod reports;
 mod restart;
 mod running;
@@ -72,7 +73,7 @@ mod waiters;
 use mcp_reconcile_kernel::hot_reload::Previous;
 use mcp_reconcile_kernel::lsp::LspAction;
 use mcp_reconcile_kernel::plan::{plan, Mode, Online, Plan};
-use mcp_reconcile_kernel::reload::{Arrival, ReloadScheduler};
+use mcp_reconcile_kernel::reload::{Arrival, FileSource, ReloadScheduler};
 use mcp_reconcile_kernel::{assemble, Gating, Millis, Servers};
 use tokio::sync::{mpsc, oneshot};
 
@@ -264,6 +265,8 @@ pub struct Host<B = Own> {
     routes: catalog::RouteEpoch,
     /// Lazy servers: their kept listings, the ones a request woke, their idle times (`lazy`).
     lazy: lazy::Lazy,
+    /// Pinned definitions: each offered listing against its baseline (issue 40).
+    pins: crate::pins::Pins,
 }
 
 impl Host<Own> {
@@ -291,6 +294,9 @@ impl<B: Backend> Host<B> {
         let scheduler = ReloadScheduler::starting(inputs.debounce()).with_quiet(inputs.quiet());
         let dev = dev::Dev::new(inputs.project_dir().to_path_buf(), launch.clone());
         let lazy = lazy::Lazy::new(inputs.state_dir());
+        let pins = crate::pins::Pins::new(crate::pins::PinsStore::new(crate::pins::pins_path(
+            inputs.approvals_store().path(),
+        )));
         let lsp = LanguageServers::new(
             inputs.project_dir().to_path_buf(),
             launch,
@@ -320,6 +326,7 @@ impl<B: Backend> Host<B> {
             dev,
             routes: catalog::RouteEpoch::default(),
             lazy,
+            pins,
         }
     }
 }
@@ -443,6 +450,11 @@ impl<B: Backend> Host<B> {
     /// A watched file changed: whether it parses now, and how it landed (renamed into place,
     /// closed by its writer, written in place) tell the scheduler when to reload it.
     fn handle_file_change(&mut self, Change { source, landing }: Change) {
+        if source == FileSource::Pins {
+            // Not an input of the plan: a review moved what waited into the baseline.
+            self.pins.reload();
+            return;
+        }
         let now = self.now();
         let complete = blocking::off_the_loop(|| self.inputs.complete(&source));
         let arrival = match (complete, landing) {

@@ -406,6 +406,7 @@ fn describe_sources<'a>(
             FileSource::LspFile(scope) if scope == "project" => ".lsp.json".to_owned(),
             FileSource::LspFile(scope) => format!("{scope} language servers"),
             FileSource::LspApprovals => "language-server approvals".to_owned(),
+            FileSource::Pins => "pinned tools".to_owned(),
             FileSource::DevWatch(server) => {
                 paths.push(shown(server).unwrap_or(server));
                 continue;

@@ -112,6 +112,10 @@ pub struct ServerStatus {
     /// For a failed server that will be retried: milliseconds until the
     /// retry (0 = due now).
     pub retry_in_ms: Option<u64>,
+    /// Its tools and prompts (its own names) withheld because they changed since they were
+    /// approved, or are new since (issue 40): they wait for `mcp-reconcile review-tools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<String>,
 }
 
 /// One language server as `status` shows it (SPEC §14.4).
@@ -185,6 +189,7 @@ impl ServerStatus {
             attempts: 0,
             last_error: None,
             retry_in_ms: None,
+            withheld: Vec::new(),
         };
         if !trusted {
             status.state = State::Skipped;
@@ -303,6 +308,7 @@ impl<B: Backend> Host<B> {
         let trusted = snapshot.is_none_or(|s| s.trusted);
         let mut status = ServerStatus::by_policy(name, config, trusted, &self.gating, approval);
         status.lazy = self.lazy.is_lazy(name);
+        status.withheld = self.withheld_names(name);
         let Some(live) = self.backend.held(name) else {
             if let Some(listing) = self.lazy.listing(name) {
                 if status.state == State::Disconnected {
@@ -336,14 +342,15 @@ impl<B: Backend> Host<B> {
         status.retry_in_ms = view.retry_in_ms;
         // Connected, or replaced while the old connection still serves (make before break).
         if live.caller.is_some() {
-            // What a client of this session is offered: after `includeTools` / `excludeTools`.
-            status.tools = live
-                .catalog
+            // What a client of this session is offered: after `includeTools` / `excludeTools`,
+            // without what pinning withholds.
+            let offered = self.pinned_listing(name, live.catalog);
+            status.tools = offered
                 .tools
                 .iter()
                 .filter(|t| tool_enabled(live.config, &t.name))
                 .count();
-            status.prompts = live.catalog.prompts.len();
+            status.prompts = offered.prompts.len();
             status.resources = live.catalog.resources.len();
             status.pid = live.pid;
             status.protocol = live.caller.as_ref().and_then(Caller::protocol_version);

@@ -93,7 +93,7 @@ impl Inputs {
             .map(|f| (f.scope(), f.content().value))
             .collect();
         let scopes: Vec<(LayerSource, &Value)> = contents.iter().map(|(k, v)| (*k, v)).collect();
-        let (share, lazy) = if self.layout.reads_client_files() {
+        let (share, lazy, pin) = if self.layout.reads_client_files() {
             // A client layout reads no settings file of ours for servers, but the sharing and
             // lazy defaults are this host's alone: `mcp.share`, `mcp.lazy` and
             // `mcp.lazyIdleMs` of our own user settings file.
@@ -103,11 +103,13 @@ impl Inputs {
             (
                 mcp_reconcile_kernel::share::share_settings(&own),
                 mcp_reconcile_kernel::lazy::lazy_settings(&own),
+                mcp_reconcile_kernel::pin::pin_settings(&own),
             )
         } else {
             (
                 mcp_reconcile_kernel::share::share_settings(&scopes),
                 mcp_reconcile_kernel::lazy::lazy_settings(&scopes),
+                mcp_reconcile_kernel::pin::pin_settings(&scopes),
             )
         };
         let lists = if self.layout == Layout::GEMINI {
@@ -270,6 +272,7 @@ impl Inputs {
             client_approved: client.approved_by_name,
             lists,
             share,
+            pin,
             lazy,
             cli_allowed: self.cli_allowed.clone(),
             approvals,

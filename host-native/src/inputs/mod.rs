@@ -314,6 +314,10 @@ impl Inputs {
             .collect();
         out.push((self.paths.approvals.clone(), FileSource::Approvals));
         out.push((self.paths.lsp_approvals.clone(), FileSource::LspApprovals));
+        out.push((
+            crate::pins::pins_path(&self.paths.approvals),
+            FileSource::Pins,
+        ));
         out
     }
 

@@ -89,6 +89,9 @@ pub struct Snapshot {
     /// `mcp.share` over the settings scopes: the sharing scope of servers without their own
     /// `share`, and the workspace's cap (issue 41).
     pub share: mcp_reconcile_kernel::share::ShareSettings,
+    /// `mcp.pinTools` over the settings scopes: the default pinning policy and the workspace's
+    /// floor (issue 40).
+    pub pin: mcp_reconcile_kernel::pin::PinSettings,
     /// `mcp.lazy` and `mcp.lazyIdleMs` over the settings scopes: whether servers without their
     /// own `lazy` start only when a call needs them, and how long one may idle (issue 41).
     pub lazy: mcp_reconcile_kernel::lazy::LazySettings,

@@ -59,6 +59,12 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_CHANGE_TOOLS_AFTER", value_name = "MS")]
     pub change_tools_after: Option<u64>,
 
+    /// List the tools of FILE (a JSON array of tool definitions) instead of `--tools`,
+    /// re-read at every listing; a change of FILE sends `notifications/tools/list_changed`.
+    /// A listed name that is a fixture tool's (after the prefix) runs it.
+    #[arg(long, env = "FIXTURE_DESCRIBE_FROM", value_name = "FILE")]
+    pub describe_from: Option<std::path::PathBuf>,
+
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. ADDR must be loopback
     /// (127.0.0.0/8, [::1] or localhost); port 0 picks a free port. The bound URL is printed
     /// alone on one stdout line, and as "fixture: listening on URL" on stderr.

@@ -13,6 +13,7 @@
 
 mod asks;
 mod cli;
+mod described;
 mod faults;
 mod http;
 mod modern;

@@ -29,6 +29,8 @@ pub struct Catalog {
     pub resources: u32,
     pub tool_prefix: String,
     pub change_tools_after: Option<Duration>,
+    /// `--describe-from`.
+    pub describe_from: Option<std::path::PathBuf>,
     pub fault: Option<Fault>,
     /// `--resource-template`.
     pub resource_template: Option<String>,
@@ -45,6 +47,7 @@ impl Catalog {
             resources: args.resources,
             tool_prefix: args.tool_prefix.clone(),
             change_tools_after: args.change_tools_after.map(Duration::from_millis),
+            describe_from: args.describe_from.clone(),
             fault: args.fault,
             marker: args.marker.clone(),
             resource_template: args.resource_template.clone(),
@@ -85,6 +88,9 @@ impl Fixture {
     }
 
     fn tool_named(&self, name: &str) -> Option<ToolKind> {
+        if let Some(path) = &self.catalog.describe_from {
+            return crate::described::kind_of(path, &self.catalog.tool_prefix, name);
+        }
         let base = name.strip_prefix(self.catalog.tool_prefix.as_str())?;
         self.offered_tools().find(|t| t.base_name() == base)
     }
@@ -187,7 +193,8 @@ impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::default();
         let mut tools = ToolsCapability::default();
-        tools.list_changed = Some(self.catalog.change_tools_after.is_some());
+        tools.list_changed =
+            Some(self.catalog.change_tools_after.is_some() || self.catalog.describe_from.is_some());
         capabilities.tools = Some(tools);
         if !self.catalog.prompts.is_empty() || self.catalog.fault == Some(Fault::BadNames) {
             capabilities.prompts = Some(PromptsCapability::default());
@@ -224,6 +231,9 @@ impl ServerHandler for Fixture {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if let Some(path) = &self.catalog.describe_from {
+            crate::described::watch(path.clone(), context.peer.clone());
+        }
         let Some(delay) = self.catalog.change_tools_after else {
             return;
         };
@@ -242,6 +252,11 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(path) = &self.catalog.describe_from {
+            return Ok(ListToolsResult::with_all_items(crate::described::read(
+                path,
+            )));
+        }
         let mut tools: Vec<Tool> = self.offered_tools().map(|t| self.describe(t)).collect();
         match self.catalog.fault {
             Some(Fault::EndlessPages) => {
@@ -260,6 +275,11 @@ impl ServerHandler for Fixture {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(path) = &self.catalog.describe_from {
+            return crate::described::read(path)
+                .into_iter()
+                .find(|t| t.name == name);
+        }
         self.tool_named(name).map(|t| self.describe(t))
     }
 

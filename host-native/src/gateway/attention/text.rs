@@ -56,6 +56,25 @@ impl Attention {
                 names(pending.iter().map(|(name, _)| *name)),
             ));
         }
+        let withheld: Vec<String> = problems
+            .iter()
+            .filter_map(|p| match p {
+                Problem::Withheld { name, items } => Some(format!(
+                    "{} of {} (review: {})",
+                    names(items.iter().map(String::as_str)),
+                    quoted(name),
+                    command("review-tools", name)
+                )),
+                _ => None,
+            })
+            .collect();
+        if !withheld.is_empty() {
+            parts.push(format!(
+                "tools changed since the user approved them are withheld: {} — ask them to \
+                 review; no tool can accept them",
+                listed(withheld)
+            ));
+        }
         let failing: Vec<String> = problems
             .iter()
             .filter_map(|p| match p {

@@ -1,0 +1,53 @@
+//! `--describe-from FILE`: the tools the server lists are the file's JSON array of tool
+//! definitions, as `tools/list` carries them (`name`, `description`, `inputSchema`, ...),
+//! re-read at every listing. The file is polled, and when its content changes the server sends
+//! `notifications/tools/list_changed` — a server that changes its tool descriptions at runtime
+//! (the description swap that pinning guards against). A listed name that is one of the
+//! fixture's own tools (after the prefix) runs that tool; other names are listed only.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp::model::Tool;
+use rmcp::service::{Peer, RoleServer};
+
+use crate::cli::ToolKind;
+
+/// How often the file is looked at.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The file's tools; none when it is missing or not a JSON array of tools.
+pub fn read(path: &Path) -> Vec<Tool> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// The fixture tool that `name` (listed in the file) runs.
+pub fn kind_of(path: &Path, prefix: &str, name: &str) -> Option<ToolKind> {
+    read(path).iter().find(|t| t.name == name)?;
+    let base = name.strip_prefix(prefix)?;
+    ToolKind::SELECTABLE
+        .into_iter()
+        .find(|k| k.base_name() == base)
+}
+
+/// Sends `tools/list_changed` to `peer` whenever the file's content changes, until the
+/// connection ends.
+pub fn watch(path: PathBuf, peer: Peer<RoleServer>) {
+    tokio::spawn(async move {
+        let mut last = std::fs::read(&path).ok();
+        loop {
+            tokio::time::sleep(POLL).await;
+            let now = std::fs::read(&path).ok();
+            if now == last {
+                continue;
+            }
+            last = now;
+            if peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    });
+}
