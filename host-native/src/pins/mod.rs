@@ -1,5 +1,5 @@
 //! Pinned tool and prompt definitions (issue 40): a session's part that compares every offered
-//! server's listing with the baseline kept in the pins file ([`store`]) and says what waits for
+//! server's listing with the baseline kept in the pins file (`store`) and says what waits for
 //! review ([`Waiting`]).
 //!
 //! The baseline is keyed by the server's connection id, so it is the first listing of that
