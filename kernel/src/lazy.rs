@@ -19,6 +19,7 @@
 
 use crate::config::ServerConfig;
 use crate::json::Value;
+use crate::scopes::mcp_member;
 use crate::sources::LayerSource;
 use crate::time::Millis;
 
@@ -69,11 +70,6 @@ pub fn lazy_settings(scopes: &[(LayerSource, &Value)]) -> LazySettings {
         .find_map(|v| v.as_f64().and_then(idle_of))
         .unwrap_or(DEFAULT_IDLE);
     LazySettings { default, idle }
-}
-
-/// `settings.mcp[key]`, when there is one.
-fn mcp_member<'a>(settings: &'a Value, key: &str) -> Option<&'a Value> {
-    settings.as_object()?.get("mcp")?.as_object()?.get(key)
 }
 
 /// A setting's idle time: a finite number of milliseconds, clamped; `None` for NaN or infinity.

@@ -33,6 +33,7 @@ pub mod pool;
 pub mod reconnects;
 pub mod reload;
 pub mod restart;
+pub mod scopes;
 pub mod settings;
 pub mod share;
 pub mod sources;

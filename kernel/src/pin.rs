@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use crate::config::{ServerConfig, Transport};
 use crate::identity::{sha256_hex, sorted_json};
 use crate::json::{Object, Value};
+use crate::scopes::scoped;
 use crate::sources::LayerSource;
 
 /// The version of what a digest covers, the prefix of every digest.
@@ -86,29 +87,10 @@ pub struct PinSettings {
 /// Reads `mcp.pinTools` from the settings scopes (parsed settings objects tagged with their
 /// layer kind, in any order). A value that is not a policy is ignored.
 pub fn pin_settings(scopes: &[(LayerSource, &Value)]) -> PinSettings {
-    let read = |settings: &Value| {
-        let text = settings
-            .as_object()?
-            .get("mcp")?
-            .as_object()?
-            .get("pinTools")?;
-        PinPolicy::parse(text.as_str()?)
-    };
-    let mut ordered: Vec<&(LayerSource, &Value)> = scopes.iter().collect();
-    ordered.sort_by_key(|(source, _)| *source);
-    let default = ordered
-        .iter()
-        .rev()
-        .filter(|(source, _)| *source != LayerSource::Workspace)
-        .find_map(|(_, settings)| read(settings));
-    let workspace_floor = ordered
-        .iter()
-        .filter(|(source, _)| *source == LayerSource::Workspace)
-        .filter_map(|(_, settings)| read(settings))
-        .max();
+    let written = scoped(scopes, "pinTools", |v| PinPolicy::parse(v.as_str()?));
     PinSettings {
-        default,
-        workspace_floor,
+        default: written.default,
+        workspace_floor: written.workspace.into_iter().max(),
     }
 }
 

@@ -21,6 +21,7 @@
 
 use crate::config::{ServerConfig, Transport};
 use crate::json::Value;
+use crate::scopes::scoped;
 use crate::sources::LayerSource;
 
 /// How widely a server process is shared. Ordered from narrowest to widest.
@@ -69,30 +70,10 @@ pub struct ShareSettings {
 /// Reads `mcp.share` from the settings scopes (parsed settings objects tagged with their layer
 /// kind, in any order). A value that is not one of the three scopes is ignored.
 pub fn share_settings(scopes: &[(LayerSource, &Value)]) -> ShareSettings {
-    let read = |settings: &Value| {
-        let text = settings
-            .as_object()?
-            .get("mcp")?
-            .as_object()?
-            .get("share")?;
-        Share::parse(text.as_str()?)
-    };
-    let mut ordered: Vec<&(LayerSource, &Value)> = scopes.iter().collect();
-    ordered.sort_by_key(|(source, _)| *source);
-    let default = ordered
-        .iter()
-        .rev()
-        .filter(|(source, _)| *source != LayerSource::Workspace)
-        .find_map(|(_, settings)| read(settings))
-        .unwrap_or_default();
-    let workspace_cap = ordered
-        .iter()
-        .filter(|(source, _)| *source == LayerSource::Workspace)
-        .filter_map(|(_, settings)| read(settings))
-        .min();
+    let written = scoped(scopes, "share", |v| Share::parse(v.as_str()?));
     ShareSettings {
-        default,
-        workspace_cap,
+        default: written.default.unwrap_or_default(),
+        workspace_cap: written.workspace.into_iter().min(),
     }
 }
 
