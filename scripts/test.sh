@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # Each step's wall time and CPU time (user + system of the processes it ran), printed as it
 # ends and as a table at the end (issue 38: where the suite's time goes, step by step).
-step_names=() step_secs=() step_cpus=() step_name="" step_start=$SECONDS step_cpu=0
+step_names=() step_secs=() step_cpus=() step_name="" step_start=$SECONDS step_cpu=0 cpu_now=0
 times_file=$(mktemp)
 # CPU seconds (user + system) of the children line of a `times` output.
 times_cpu() {
@@ -19,22 +19,24 @@ times_cpu() {
         printf "%d", total
     }' "$1"
 }
-# CPU seconds of this shell's finished children so far (`times` runs in this shell: a
-# subshell would count its own children only).
+# CPU seconds of this shell's finished children so far, in $cpu_now. `times` must run in this
+# shell: in a command substitution it would count the subshell's own children only.
 children_cpu() {
     times >"$times_file"
-    times_cpu "$times_file"
+    cpu_now=$(times_cpu "$times_file")
 }
 end_step() {
     if [ -n "$step_name" ]; then
-        local wall=$((SECONDS - step_start)) cpu=$(($(children_cpu) - step_cpu))
+        children_cpu
+        local wall=$((SECONDS - step_start)) cpu=$((cpu_now - step_cpu))
         step_names+=("$step_name") step_secs+=("$wall") step_cpus+=("$cpu")
         printf '<== %s: %ss (CPU %ss)\n' "$step_name" "$wall" "$cpu"
     fi
 }
 step() {
     end_step
-    step_name=$1 step_start=$SECONDS step_cpu=$(children_cpu)
+    children_cpu
+    step_name=$1 step_start=$SECONDS step_cpu=$cpu_now
     printf '\n==> %s\n' "$*"
 }
 step_table() {
@@ -46,7 +48,8 @@ step_table() {
     for i in "${!step_names[@]}"; do
         printf '  %5ss  %5ss  %s\n' "${step_secs[$i]}" "${step_cpus[$i]}" "${step_names[$i]}"
     done
-    printf '  %5ss  %5ss  total\n' "$SECONDS" "$(children_cpu)"
+    children_cpu
+    printf '  %5ss  %5ss  total\n' "$SECONDS" "$cpu_now"
     rm -f "$times_file"
 }
 # One CPU-bound step that needs nothing from the tests runs beside them, in its own process group:
@@ -66,6 +69,10 @@ background() {
 }
 await_background() {
     local status=0 end cpu
+    # The step before ends here: the wait (and the background's CPU, counted once reaped) is
+    # the background's row.
+    end_step
+    step_name=""
     wait "$bg_pid" || status=$?
     bg_pid=""
     end=$(cat "$bg_log.end" 2>/dev/null || echo "$EPOCHSECONDS")

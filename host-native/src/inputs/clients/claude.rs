@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::expand::{Context, Syntax};
 use super::normalize::{entries, transport, BareUrl};
-use super::spec::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::spec::ClientSpec;
 use super::strategy::{How, Install};
 use super::{names, policy_of, ClientContent, ClientFile, Format};
 use crate::inputs::host_env::{claude_home, HostEnv};
@@ -28,16 +28,9 @@ its directory), and the servers of the plugins ~/.claude/plugins/installed_plugi
 and a settings file enables (enabledPlugins). Language servers: the project's .lsp.json and the
 enabled plugins' (.lsp.json, lspServers), read as a Claude Code plugin's (extensionToLanguage
 required, maxRestarts 3, no unknown fields)",
-    reads_client_files: true,
-    reads_mcp_json: false,
     lsp: LspFormat::ClaudePlugin,
     project_servers: ".mcp.json",
-    project_lsp: ".lsp.json",
-    user_lsp: UserLsp::Own,
-    settings: OWN_SETTINGS,
-    keeps: None,
     files,
-    editor: None,
     install: Some(Install {
         how: How::Claude,
         stdio_type: true,
@@ -53,6 +46,7 @@ required, maxRestarts 3, no unknown fields)",
                      Project servers (.mcp.json) are approved with `mcp-reconcile approve NAME` \
                      once per exact config.",
     }),
+    ..ClientSpec::CLIENT
 };
 
 /// Claude Code's files. `managed_settings` (`--system-settings`) moves its administrator

@@ -6,11 +6,10 @@ use mcp_reconcile_kernel::{LayerSource, Object, ServerConfig, Servers, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
-use super::spec::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::spec::ClientSpec;
 use super::strategy::{How, Install};
 use super::{ClientContent, ClientFile, Format};
 use crate::inputs::host_env::{codex_home, HostEnv};
-use crate::inputs::lsp_formats::LspFormat;
 
 /// Codex's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -21,16 +20,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
 $CODEX_HOME/config.toml (~/.codex/), <project>/.codex/config.toml (only while the user's
 config trusts the project), /etc/codex/config.toml, managed_config.toml and requirements.toml
 (--system-settings FILE moves them beside FILE)",
-    reads_client_files: true,
-    reads_mcp_json: false,
-    lsp: LspFormat::Own,
     project_servers: ".codex/config.toml",
-    project_lsp: ".lsp.json",
-    user_lsp: UserLsp::Own,
-    settings: OWN_SETTINGS,
-    keeps: None,
     files,
-    editor: None,
     install: Some(Install {
         how: How::Codex,
         stdio_type: false,
@@ -43,6 +34,7 @@ config trusts the project), /etc/codex/config.toml, managed_config.toml and requ
                      later with `codex mcp add` runs in Codex directly until you run \
                      `mcp-reconcile install codex` again.",
     }),
+    ..ClientSpec::CLIENT
 };
 
 /// Codex's files, in merge order: each file's entries merge over the earlier ones'.

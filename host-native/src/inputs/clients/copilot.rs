@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::spec::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
-use super::strategy::{How, Install};
+use super::spec::{ClientSpec, Editor, UserLsp};
+use super::strategy::Install;
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::host_env::{copilot_home, HostEnv};
 use crate::inputs::lsp_formats::LspFormat;
@@ -20,26 +20,20 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
 ~/.copilot/mcp-config.json ($COPILOT_HOME; and mcp-reconcile.json beside it); in a folder its
 config.json trusts: <repository root>/.github/mcp.json and every .mcp.json from the root down;
 language servers in ~/.copilot/lsp-config.json and <project>/.github/lsp.json (lspServers)",
-    reads_client_files: true,
-    reads_mcp_json: false,
     lsp: LspFormat::Copilot,
     project_servers: ".mcp.json",
     project_lsp: ".github/lsp.json",
     user_lsp: UserLsp::At(|env| Ok(copilot_home(env)?.join("lsp-config.json"))),
-    settings: OWN_SETTINGS,
-    keeps: None,
     files,
     editor: Some(Editor {
         file: user_file,
         key: "mcpServers",
     }),
     install: Some(Install {
-        how: How::Editor,
         stdio_type: true,
-        lists_tools_once: false,
-        pass_env: &[],
-        afterwards: super::strategy::EDITOR_AFTERWARDS,
+        ..Install::EDITOR
     }),
+    ..ClientSpec::CLIENT
 };
 
 /// `$COPILOT_HOME/mcp-config.json` (servers under `mcpServers`).

@@ -5,11 +5,10 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::spec::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
-use super::strategy::{How, Install};
+use super::spec::{ClientSpec, Editor};
+use super::strategy::Install;
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::host_env::HostEnv;
-use crate::inputs::lsp_formats::LspFormat;
 
 /// Cursor's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -17,26 +16,14 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     title: "Cursor",
     about: "Cursor's mcp.json files",
     help: "~/.cursor/mcp.json (and mcp-reconcile.json beside it), <project>/.cursor/mcp.json",
-    reads_client_files: true,
-    reads_mcp_json: false,
-    lsp: LspFormat::Own,
     project_servers: ".cursor/mcp.json",
-    project_lsp: ".lsp.json",
-    user_lsp: UserLsp::Own,
-    settings: OWN_SETTINGS,
-    keeps: None,
     files,
     editor: Some(Editor {
         file: user_file,
         key: "mcpServers",
     }),
-    install: Some(Install {
-        how: How::Editor,
-        stdio_type: false,
-        lists_tools_once: false,
-        pass_env: &[],
-        afterwards: super::strategy::EDITOR_AFTERWARDS,
-    }),
+    install: Some(Install::EDITOR),
+    ..ClientSpec::CLIENT
 };
 
 /// `~/.cursor/mcp.json` (servers under `mcpServers`).

@@ -11,10 +11,9 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::expand::Context;
 use super::normalize::{entries, transport, BareUrl};
-use super::spec::{ClientSpec, UserLsp, OWN_SETTINGS};
+use super::spec::ClientSpec;
 use super::{ClientContent, ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
-use crate::inputs::lsp_formats::LspFormat;
 
 /// Kiro's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -22,17 +21,9 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     title: "Kiro",
     about: "Kiro's mcp.json files",
     help: "~/.kiro/settings/mcp.json, <project>/.kiro/settings/mcp.json",
-    reads_client_files: true,
-    reads_mcp_json: false,
-    lsp: LspFormat::Own,
     project_servers: ".kiro/settings/mcp.json",
-    project_lsp: ".lsp.json",
-    user_lsp: UserLsp::Own,
-    settings: OWN_SETTINGS,
-    keeps: None,
     files,
-    editor: None,
-    install: None,
+    ..ClientSpec::CLIENT
 };
 
 /// Kiro's `mcp.json`.

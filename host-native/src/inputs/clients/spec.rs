@@ -65,6 +65,30 @@ pub struct ClientSpec {
     pub install: Option<Install>,
 }
 
+impl ClientSpec {
+    /// What a client that reads its own files starts from (`..ClientSpec::CLIENT`), so its
+    /// entry names only what differs: this host's settings files and language-server format,
+    /// no files it keeps for this host, not an editor, no install. The names, help and files
+    /// are its own to fill in.
+    pub(crate) const CLIENT: ClientSpec = ClientSpec {
+        name: "",
+        title: "",
+        about: "",
+        help: "",
+        reads_client_files: true,
+        reads_mcp_json: false,
+        lsp: LspFormat::Own,
+        project_servers: "",
+        project_lsp: ".lsp.json",
+        user_lsp: UserLsp::Own,
+        settings: OWN_SETTINGS,
+        keeps: None,
+        files: no_files,
+        editor: None,
+        install: None,
+    };
+}
+
 /// Where a layout's user language-server file is.
 pub(crate) enum UserLsp {
     /// This host's: `$XDG_CONFIG_HOME/mcp-reconcile/lsp.json`.

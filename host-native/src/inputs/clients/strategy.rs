@@ -24,6 +24,17 @@ pub struct Install {
     pub afterwards: &'static str,
 }
 
+impl Install {
+    /// An editor's: its servers move to the sidecar and it starts only the gateway.
+    pub(crate) const EDITOR: Install = Install {
+        how: How::Editor,
+        stdio_type: false,
+        lists_tools_once: false,
+        pass_env: &[],
+        afterwards: EDITOR_AFTERWARDS,
+    };
+}
+
 /// Which files install edits, and how.
 pub(crate) enum How {
     /// Claude Code: the gateway in `~/.claude.json`, `allowedMcpServers` in its settings.

@@ -7,8 +7,7 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::spec::{no_files, ClientSpec, Layout, UserLsp, OWN_SETTINGS};
-use crate::inputs::lsp_formats::LspFormat;
+use super::spec::{ClientSpec, Layout};
 
 /// Every layout, in `--help` order: this host's own files first, then each client's.
 pub static CLIENTS: &[&ClientSpec] = &[
@@ -35,15 +34,8 @@ approvals.json, lsp.json (user language servers), lsp-approvals.json and oauth-t
 $XDG_CONFIG_HOME/mcp-reconcile/; <project>/.lsp.json",
     reads_client_files: false,
     reads_mcp_json: true,
-    lsp: LspFormat::Own,
     project_servers: ".mcp.json",
-    project_lsp: ".lsp.json",
-    user_lsp: UserLsp::Own,
-    settings: OWN_SETTINGS,
-    keeps: None,
-    files: no_files,
-    editor: None,
-    install: None,
+    ..ClientSpec::CLIENT
 };
 
 impl Layout {

@@ -5,11 +5,10 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::LayerSource;
 
-use super::spec::{ClientSpec, Editor, UserLsp, OWN_SETTINGS};
-use super::strategy::{How, Install};
+use super::spec::{ClientSpec, Editor};
+use super::strategy::Install;
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::host_env::HostEnv;
-use crate::inputs::lsp_formats::LspFormat;
 
 /// VS Code's entry in the table of clients.
 pub(super) static SPEC: ClientSpec = ClientSpec {
@@ -19,26 +18,17 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     help: "\
 $XDG_CONFIG_HOME/Code/User/mcp.json (macOS: ~/Library/Application Support/Code/User/; and
 mcp-reconcile.json beside it), <project>/.vscode/mcp.json",
-    reads_client_files: true,
-    reads_mcp_json: false,
-    lsp: LspFormat::Own,
     project_servers: ".vscode/mcp.json",
-    project_lsp: ".lsp.json",
-    user_lsp: UserLsp::Own,
-    settings: OWN_SETTINGS,
-    keeps: None,
     files,
     editor: Some(Editor {
         file: user_file,
         key: "servers",
     }),
     install: Some(Install {
-        how: How::Editor,
         stdio_type: true,
-        lists_tools_once: false,
-        pass_env: &[],
-        afterwards: super::strategy::EDITOR_AFTERWARDS,
+        ..Install::EDITOR
     }),
+    ..ClientSpec::CLIENT
 };
 
 /// The user `mcp.json` (servers under `servers`).
