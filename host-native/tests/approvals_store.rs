@@ -3,13 +3,13 @@
 //! survive the rewrite, and temporary files of crashed writes are swept.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use mcp_reconcile::approvals_store::{backup_path, backup_paths, ApprovalsStore, BACKUPS};
 use mcp_reconcile_kernel::json::{self, Value};
-use mcp_reconcile_kernel::{ApprovalState, Decision, ServerConfig};
+use mcp_reconcile_kernel::{ApprovalState, Approvals, Decision, ServerConfig};
 
 const ROOT: &str = "/home/dev/repo";
 
@@ -173,4 +173,48 @@ fn temporary_files_of_crashed_writes_are_swept() {
     assert!(fresh_live.exists(), "a live writer's fresh tmp is kept");
     assert!(unrelated.exists(), "another file's tmp is not ours");
     assert!(not_ours.exists(), "only the store's own tmp naming matches");
+}
+
+/// A FIFO or an oversized file in the approvals file's place is unreadable at once — the load
+/// never waits for a writer or reads it into memory — and fails closed: nothing is approved,
+/// and a decision is refused rather than written over it.
+#[test]
+fn a_fifo_or_an_oversized_approvals_file_fails_closed_without_blocking() {
+    let (_dir, path, store) = setup();
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let loading = ApprovalsStore::new(path.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(loading.load());
+    });
+    let (approvals, problems) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("loading a FIFO blocked");
+    assert_eq!(approvals, Approvals::empty(), "nothing approved");
+    assert!(
+        problems.iter().any(|p| p.contains("not a regular file")),
+        "{problems:?}"
+    );
+    assert!(store
+        .decide(ROOT, "a", &cfg(r#"{"command":"a"}"#), Decision::Approved)
+        .is_err());
+    assert!(fs::symlink_metadata(&path)
+        .expect("still there")
+        .file_type()
+        .is_fifo());
+
+    fs::remove_file(&path).expect("remove");
+    let file = fs::File::create(&path).expect("create");
+    file.set_len(65 * 1024 * 1024)
+        .expect("a sparse 65 MiB file");
+    let (approvals, problems) = store.load();
+    assert_eq!(approvals, Approvals::empty(), "nothing approved");
+    assert!(
+        problems.iter().any(|p| p.contains("larger than 64 MiB")),
+        "{problems:?}"
+    );
+    assert!(store
+        .decide(ROOT, "a", &cfg(r#"{"command":"a"}"#), Decision::Approved)
+        .is_err());
+    assert_eq!(fs::metadata(&path).expect("kept").len(), 65 * 1024 * 1024);
 }

@@ -83,6 +83,37 @@ fn pid_runs(pid: i32) -> bool {
     )
 }
 
+/// The most an approvals or pins file is read: far above any real one (a record is about a
+/// hundred bytes). A larger file is unreadable, which fails closed like any unreadable file.
+pub(crate) const MAX_STORE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// [`fs::read`] for the stores' own files, bounded and never blocking: opened without
+/// waiting (a FIFO put in a file's place would block a plain read forever), and only a
+/// regular file of at most [`MAX_STORE_BYTES`] is read; anything else is an `InvalidData`
+/// error. A missing file is `NotFound`, as with [`fs::read`].
+pub(crate) fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let refused = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refused(format!("{} is not a regular file", path.display())));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_STORE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_STORE_BYTES {
+        return Err(refused(format!(
+            "{} is larger than {} MiB",
+            path.display(),
+            MAX_STORE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(bytes)
+}
+
 pub(super) fn read_contents(path: &Path) -> io::Result<Contents> {
     // A file (or directory) another user can write may hold their approvals, not ours: it is
     // unreadable, so everything it would approve stays pending and nothing is written over it.
@@ -96,7 +127,7 @@ pub(super) fn read_contents(path: &Path) -> io::Result<Contents> {
     if let Some(why) = foreign {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
     }
-    let bytes = match fs::read(path) {
+    let bytes = match read_bounded(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Contents::Missing),
         Err(e) => return Err(e),
@@ -167,7 +198,7 @@ pub(crate) fn lock_dir(dir: &Path) -> anyhow::Result<Flock<fs::File>> {
 pub(super) fn backup(target: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let slots = backup_paths(target);
     let bak = slots[0].clone();
-    if fs::read(&bak).is_ok_and(|kept| kept == bytes) {
+    if read_bounded(&bak).is_ok_and(|kept| kept == bytes) {
         return Ok(());
     }
     for i in (1..slots.len()).rev() {

@@ -49,8 +49,8 @@ use mcp_reconcile_kernel::{Approvals, Decision, ServerConfig};
 mod disk;
 mod salvage;
 
-pub(crate) use self::disk::lock_dir;
 use self::disk::{backup, parent_dir, read_contents, write_target};
+pub(crate) use self::disk::{lock_dir, read_bounded};
 pub use self::disk::{sweep_stale_tmp, to_pretty_json, write_atomic, write_temporary};
 pub use self::salvage::salvage;
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::approvals_store::{lock_dir, write_atomic};
+use crate::approvals_store::{lock_dir, read_bounded, write_atomic};
 
 /// The file's name, in the approvals file's directory.
 pub const FILE_NAME: &str = "tool-pins.json";
@@ -105,7 +105,7 @@ impl PinsStore {
     /// # Errors
     /// An unreadable or malformed file (fail closed: see the module docs).
     pub fn load(&self) -> Result<PinsFile, String> {
-        match fs::read(&self.path) {
+        match read_bounded(&self.path) {
             Ok(bytes) => parse(&bytes).map_err(|e| {
                 format!(
                     "the pinned tools file {} is damaged ({e}); every pinned server's tools wait \
@@ -143,7 +143,7 @@ impl PinsStore {
             .create(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let _lock = lock_dir(&dir)?;
-        let mut file = match fs::read(&self.path) {
+        let mut file = match read_bounded(&self.path) {
             Ok(bytes) => match parse(&bytes) {
                 Ok(file) => file,
                 Err(_) if replace_damaged => {
