@@ -203,6 +203,24 @@ pub fn set(
     key: &str,
     value: &serde_json::Value,
 ) -> anyhow::Result<String> {
+    let edited = set_in_place(text, path, key, value)?;
+    // Text that is not valid JSON with comments around the member can mislead the member
+    // scan: an edit is kept only when the member reads back as what was set.
+    if get(&edited, path, key).as_ref() != Some(value) {
+        anyhow::bail!(
+            "cannot set {key:?}: the text around it is not valid JSON with comments; fix the file"
+        );
+    }
+    Ok(edited)
+}
+
+/// [`set`]'s edit, before it is read back.
+fn set_in_place(
+    text: &str,
+    path: &[&str],
+    key: &str,
+    value: &serde_json::Value,
+) -> anyhow::Result<String> {
     let base = if text.trim().is_empty() { "{}\n" } else { text };
     // Make the missing objects on the path, outermost first.
     for depth in 0..path.len() {
@@ -306,6 +324,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Fuzz finding (`jsonc_edit`, crash-e9b28a8b): in text that is not JSON around a member,
+    /// `set` reported success for an edit that did not read back; it refuses it now.
+    #[test]
+    fn an_edit_that_does_not_read_back_is_refused() {
+        let bytes: &[u8] = &[
+            123, 34, 97, 34, 58, 91, 49, 44, 32, 50, 101, 32, 44, 123, 109, 99, 34, 58, 34, 32, 34,
+            47, 42, 32, 110, 111, 0, 82, 0, 0, 32, 99, 34, 58, 34, 32, 34, 47, 42, 32, 34, 98, 34,
+            58, 32, 42, 47, 34, 125, 32, 91, 49, 44, 32, 50, 44, 93, 34, 97, 34, 58, 32, 49, 44,
+            32, 34, 91, 34, 58, 32, 91, 49, 44, 32, 50, 93, 125, 44, 93, 34, 97, 34, 58, 32, 245,
+            34, 99, 125, 99, 100, 43, 32, 34, 0, 36, 89, 125,
+        ];
+        let text = String::from_utf8_lossy(bytes);
+        if let Ok(edited) = set(&text, &[], "a", &json!(null)) {
+            assert_eq!(get(&edited, &[], "a"), Some(json!(null)), "{edited}");
+        }
+    }
 
     const CLAUDE: &str = "{\n  \"numStartups\": 4,\n  // a comment\n  \"mcpServers\": {\n    \"github\": {\n      \"command\": \"npx\"\n    }\n  },\n  \"tipsHistory\": {}\n}\n";
 
