@@ -39,10 +39,44 @@ fn planted_approvals(path: &Path, project: &str) {
     );
 }
 
+/// Set in the process [`what_auth_and_approve_create_is_private_even_under_umask_000`] starts.
+const UMASK_CHILD: &str = "MCP_RECONCILE_TEST_UMASK_CHILD";
+
+/// The umask is the whole process's and the suite's other tests run beside this one (a temp dir
+/// made under `umask 000` is 0777, which other tests refuse): the check runs in a process of its
+/// own, started under `umask 000`.
+#[test]
+fn what_auth_and_approve_create_is_private_even_under_umask_000() {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "umask 000 && exec \"$0\" \"$@\""])
+        .arg(std::env::current_exe().expect("the test binary"))
+        .args([
+            "private_files::auth_and_approve_create_private_files_in_this_process",
+            "--exact",
+            "--include-ignored",
+        ])
+        .env(UMASK_CHILD, "1")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[tokio::test]
-async fn what_auth_and_approve_create_is_private_even_under_umask_000() {
-    // This binary's only test that changes the umask; it is put back before the end.
-    let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+#[ignore = "run in a process of its own by what_auth_and_approve_create_is_private_even_under_umask_000"]
+async fn auth_and_approve_create_private_files_in_this_process() {
+    if std::env::var_os(UMASK_CHILD).is_none() {
+        return;
+    }
+    assert_eq!(
+        nix::sys::stat::umask(nix::sys::stat::Mode::empty()),
+        nix::sys::stat::Mode::empty(),
+        "started under umask 000"
+    );
     let home = tempfile::tempdir().expect("home");
 
     let token_dir = home.path().join("config/mcp-reconcile");
@@ -58,7 +92,6 @@ async fn what_auth_and_approve_create_is_private_even_under_umask_000() {
     let approvals_dir = home.path().join("other-config/mcp-reconcile");
     let approvals = ApprovalsStore::new(approvals_dir.join("approvals.json"));
     let decided = approvals.decide("/project", "a", &entry(), Decision::Rejected);
-    nix::sys::stat::umask(old);
 
     recorded.expect("the token file is written");
     decided.expect("the decision is stored");
