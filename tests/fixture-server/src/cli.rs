@@ -59,9 +59,11 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_CHANGE_TOOLS_AFTER", value_name = "MS")]
     pub change_tools_after: Option<u64>,
 
-    /// List the tools of FILE (a JSON array of tool definitions) instead of `--tools`,
-    /// re-read at every listing; a change of FILE sends `notifications/tools/list_changed`.
-    /// A listed name that is a fixture tool's (after the prefix) runs it.
+    /// List the tools of FILE (a JSON array of tool definitions, or an object with `tools`
+    /// and `prompts` arrays, whose prompts replace `--prompts`) instead of `--tools`, re-read
+    /// at every listing; a change of FILE sends `notifications/tools/list_changed` and
+    /// `notifications/prompts/list_changed`. A listed name that is a fixture tool's (after the
+    /// prefix) runs it.
     #[arg(long, env = "FIXTURE_DESCRIBE_FROM", value_name = "FILE")]
     pub describe_from: Option<std::path::PathBuf>,
 

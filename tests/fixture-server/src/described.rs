@@ -1,27 +1,60 @@
 //! `--describe-from FILE`: the tools the server lists are the file's JSON array of tool
 //! definitions, as `tools/list` carries them (`name`, `description`, `inputSchema`, ...),
-//! re-read at every listing. The file is polled, and when its content changes the server sends
-//! `notifications/tools/list_changed` — a server that changes its tool descriptions at runtime
-//! (the description swap that pinning guards against). A listed name that is one of the
-//! fixture's own tools (after the prefix) runs that tool; other names are listed only.
+//! re-read at every listing; or the file is an object `{"tools": [...], "prompts": [...]}`
+//! and the prompts it lists replace `--prompts` too. The file is polled, and when its content
+//! changes the server sends `notifications/tools/list_changed` and
+//! `notifications/prompts/list_changed` — a server that changes its tool and prompt
+//! descriptions at runtime (the description swap that pinning guards against). A listed name
+//! that is one of the fixture's own tools (after the prefix) runs that tool; other names are
+//! listed only. A listed prompt's `prompts/get` answers with its description.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rmcp::model::Tool;
+use rmcp::model::{Prompt, Tool};
 use rmcp::service::{Peer, RoleServer};
+use serde::Deserialize;
 
 use crate::cli::ToolKind;
 
 /// How often the file is looked at.
 const POLL: Duration = Duration::from_millis(50);
 
-/// The file's tools; none when it is missing or not a JSON array of tools.
-pub fn read(path: &Path) -> Vec<Tool> {
+/// What the file describes: its tools, and its prompts when it is the object form.
+#[derive(Default, Deserialize)]
+#[serde(untagged)]
+enum Described {
+    #[default]
+    Nothing,
+    Tools(Vec<Tool>),
+    Both {
+        #[serde(default)]
+        tools: Vec<Tool>,
+        prompts: Vec<Prompt>,
+    },
+}
+
+fn described(path: &Path) -> Described {
     std::fs::read(path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
+}
+
+/// The file's tools; none when it is missing or describes none.
+pub fn read(path: &Path) -> Vec<Tool> {
+    match described(path) {
+        Described::Nothing => Vec::new(),
+        Described::Tools(tools) | Described::Both { tools, .. } => tools,
+    }
+}
+
+/// The file's prompts, when it is the object form (`None`: `--prompts` stands).
+pub fn prompts(path: &Path) -> Option<Vec<Prompt>> {
+    match described(path) {
+        Described::Both { prompts, .. } => Some(prompts),
+        _ => None,
+    }
 }
 
 /// The fixture tool that `name` (listed in the file) runs.
@@ -33,8 +66,8 @@ pub fn kind_of(path: &Path, prefix: &str, name: &str) -> Option<ToolKind> {
         .find(|k| k.base_name() == base)
 }
 
-/// Sends `tools/list_changed` to `peer` whenever the file's content changes, until the
-/// connection ends.
+/// Sends `tools/list_changed` and `prompts/list_changed` to `peer` whenever the file's content
+/// changes, until the connection ends.
 pub fn watch(path: PathBuf, peer: Peer<RoleServer>) {
     tokio::spawn(async move {
         let mut last = std::fs::read(&path).ok();
@@ -45,7 +78,9 @@ pub fn watch(path: PathBuf, peer: Peer<RoleServer>) {
                 continue;
             }
             last = now;
-            if peer.notify_tool_list_changed().await.is_err() {
+            if peer.notify_tool_list_changed().await.is_err()
+                || peer.notify_prompt_list_changed().await.is_err()
+            {
                 return;
             }
         }

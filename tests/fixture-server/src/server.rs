@@ -71,6 +71,11 @@ impl Fixture {
         }
     }
 
+    /// The prompts `--describe-from`'s file lists, when it lists prompts.
+    fn described_prompts(&self) -> Option<Vec<Prompt>> {
+        crate::described::prompts(self.catalog.describe_from.as_deref()?)
+    }
+
     fn offered_tools(&self) -> impl Iterator<Item = ToolKind> + '_ {
         let late = self
             .late_added
@@ -199,6 +204,11 @@ impl ServerHandler for Fixture {
         if !self.catalog.prompts.is_empty() || self.catalog.fault == Some(Fault::BadNames) {
             capabilities.prompts = Some(PromptsCapability::default());
         }
+        if self.catalog.describe_from.is_some() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+        }
         if self.catalog.resources > 0 || self.catalog.resource_template.is_some() {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
@@ -300,6 +310,9 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        if let Some(described) = self.described_prompts() {
+            return Ok(ListPromptsResult::with_all_items(described));
+        }
         let mut prompts: Vec<Prompt> = self
             .catalog
             .prompts
@@ -321,6 +334,18 @@ impl ServerHandler for Fixture {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if let Some(described) = self.described_prompts() {
+            let prompt = described
+                .into_iter()
+                .find(|p| p.name == request.name)
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("unknown prompt `{}`", request.name), None)
+                })?;
+            let text = prompt.description.unwrap_or_default();
+            return Ok(
+                GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).into(),
+            );
+        }
         let kind = self
             .catalog
             .prompts
