@@ -11,8 +11,9 @@ use mcp_reconcile_kernel::policy::PolicyRule;
 use mcp_reconcile_kernel::settings::{gemini_mcp_lists, mcp_lists, merged_server_command};
 use mcp_reconcile_kernel::{Approvals, Decision, Layer, LayerSource, ServerConfig, Servers};
 
+use super::clients::Dialect;
 use super::shell_words::server_command_config;
-use super::{clients, lsp, own_gateway, InputError, Inputs, Layout, Snapshot};
+use super::{clients, lsp, own_gateway, InputError, Inputs, Snapshot};
 
 impl Inputs {
     pub(super) fn snapshot(&mut self) -> Snapshot {
@@ -44,7 +45,8 @@ impl Inputs {
             });
         }
         let client = clients::Admission::of(&self.files.clients, &mut errors);
-        if self.layout == Layout::GEMINI {
+        let dialect = self.layout.spec().settings.dialect;
+        if dialect == Dialect::Gemini {
             self.gemini_trust(client.folder_trust, &mut errors);
         }
         for file in &self.files.settings {
@@ -55,10 +57,9 @@ impl Inputs {
             } else {
                 servers.clone()
             };
-            let (servers, written) = if self.layout == Layout::GEMINI {
-                (gemini_transports(servers), gemini_transports(written))
-            } else {
-                (servers, written)
+            let (servers, written) = match dialect {
+                Dialect::Gemini => (gemini_transports(servers), gemini_transports(written)),
+                Dialect::Own => (servers, written),
             };
             push(file.scope(), servers, written, file.path.clone());
         }
@@ -112,10 +113,9 @@ impl Inputs {
                 mcp_reconcile_kernel::pin::pin_settings(&scopes),
             )
         };
-        let lists = if self.layout == Layout::GEMINI {
-            gemini_mcp_lists(&scopes)
-        } else {
-            mcp_lists(&scopes)
+        let lists = match dialect {
+            Dialect::Gemini => gemini_mcp_lists(&scopes),
+            Dialect::Own => mcp_lists(&scopes),
         };
 
         let current = self.current_server_command(&scopes);
@@ -197,7 +197,7 @@ impl Inputs {
         // the gateway; it does not narrow what the gateway reaches.
         let mut lists = lists;
         let mut client_policies = client.policies;
-        if !gateways.is_empty() && self.layout == Layout::GEMINI {
+        if !gateways.is_empty() && dialect == Dialect::Gemini {
             // Gemini intersects the scopes' lists: the gateway's name comes out of each list
             // before, so a list that named only the gateway restricts nothing and the
             // administrator's list still narrows.

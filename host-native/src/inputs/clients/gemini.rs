@@ -14,7 +14,7 @@ use mcp_reconcile_kernel::{Object, Value};
 use mcp_reconcile_kernel::LayerSource;
 
 use super::expand::Context;
-use super::spec::{ClientSpec, SettingsFiles, UserLsp};
+use super::spec::{ClientSpec, Dialect, SettingsFiles, UserLsp};
 use super::strategy::{How, Install};
 use super::{ClientContent, ClientFile, Format};
 use crate::inputs::host_env::{gemini_home, HostEnv};
@@ -44,6 +44,7 @@ the user settings; no .mcp.json",
         system_dir,
         system_var: Some("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
         defaults_var: Some("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+        dialect: Dialect::Gemini,
     },
     keeps: None,
     files,

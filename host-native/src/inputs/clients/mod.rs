@@ -67,8 +67,8 @@ pub(super) use gemini::{folded, folder_trust_on, verdict};
 pub(super) use layouts::client_files;
 pub(crate) use layouts::{editor_user_file, sidecar};
 pub(super) use normalize::gemini_transport;
-pub(crate) use spec::UserLsp;
 pub use spec::{ClientSpec, Layout};
+pub(crate) use spec::{Dialect, UserLsp};
 pub use table::{layout_help, CLIENTS};
 
 use super::checked::Text;

@@ -6,7 +6,7 @@ use crate::inputs::lsp_formats::LspFormat;
 
 use std::path::{Path, PathBuf};
 
-use super::spec::{no_files, ClientSpec, Keeps, SettingsFiles, UserLsp};
+use super::spec::{no_files, ClientSpec, Dialect, Keeps, SettingsFiles, UserLsp};
 use crate::auth::TokenFormat;
 use crate::inputs::host_env::qwen_home;
 
@@ -34,6 +34,7 @@ tokens in $QWEN_HOME/mcp-oauth-tokens.json; no user language-server file; <proje
         system_dir,
         system_var: Some("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
         defaults_var: Some("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
+        dialect: Dialect::Own,
     },
     // The TypeScript CLI's own files, so both share approvals and logins.
     keeps: Some(Keeps {

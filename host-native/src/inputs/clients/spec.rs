@@ -111,6 +111,20 @@ pub(crate) struct SettingsFiles {
     pub(crate) system_var: Option<&'static str>,
     /// The variable that moves the system defaults file, if any.
     pub(crate) defaults_var: Option<&'static str>,
+    /// Whose reading of them: this host's own, or Gemini CLI's.
+    pub(crate) dialect: Dialect,
+}
+
+/// Whose reading of a settings file of this host's schema a layout follows. Gemini CLI's
+/// differs in three places: its transport spellings (`"type": "http"`, a bare `url`), its
+/// `mcp.allowed` / `mcp.excluded` lists (intersected across scopes, not overridden) and its
+/// folder trust (an untrusted project starts no server at all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// This host's (and qwen-code's).
+    Own,
+    /// Gemini CLI's.
+    Gemini,
 }
 
 /// This host's own settings files: under `$XDG_CONFIG_HOME/mcp-reconcile`,
@@ -124,6 +138,7 @@ pub(crate) const OWN_SETTINGS: SettingsFiles = SettingsFiles {
     system_dir: || PathBuf::from("/etc/mcp-reconcile"),
     system_var: None,
     defaults_var: None,
+    dialect: Dialect::Own,
 };
 
 /// The files a client keeps itself that this host otherwise keeps (qwen-code's: both then
