@@ -71,7 +71,7 @@ impl Admission {
         let handed_over = contents
             .iter()
             .find(|(f, c)| {
-                f.kind.format.is_editor() && f.kind.scope == LayerSource::User && installs(c)
+                f.kind.is_editor() && f.kind.scope == LayerSource::User && installs(c)
             })
             .map(|(f, _)| f.path.clone());
         let mut out = Admission::default();
@@ -108,7 +108,7 @@ impl Admission {
             out.lsp.extend(content.lsp.iter().cloned());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
             if handed_over.is_some()
-                && file.kind.format.is_editor()
+                && file.kind.is_editor()
                 && file.kind.project_controlled()
             {
                 continue;

@@ -41,6 +41,7 @@ mod copilot;
 mod cursor;
 mod editors;
 mod expand;
+mod family;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
@@ -211,6 +212,9 @@ pub(super) struct Client {
     /// A `.mcp.json` in a directory above the project (`/tmp`, a shared checkout): not read
     /// when another user could have written it.
     pub(super) shared_parent: bool,
+    /// An editor's file in a format of its client's own ([`ClientFile::editor`]): once its
+    /// user file holds the installed gateway, the client starts the rest itself.
+    pub(super) editor: bool,
 }
 
 /// One client file and what was last loaded from it.
@@ -224,6 +228,12 @@ impl Format {
 }
 
 impl Client {
+    /// Whether the file is an editor's: `install` moves its user file's servers to the
+    /// sidecar, and the client starts the servers left in its files itself.
+    pub(super) fn is_editor(&self) -> bool {
+        self.editor || self.format.is_editor()
+    }
+
     /// Whether the file is project-controlled (its entries and lists come from the repository).
     pub(super) fn project_controlled(&self) -> bool {
         matches!(self.scope, LayerSource::Project | LayerSource::Workspace)
@@ -358,8 +368,17 @@ impl ClientFile {
             scope,
             needs_trust: false,
             shared_parent: false,
+            editor: false,
         };
         InputFile::with(kind, path, Some(source))
+    }
+
+    /// An editor's file in a format of its client's own (a [`Format::Json`] whose client
+    /// `install` hands over with the sidecar).
+    pub(super) fn editor(format: Format, scope: LayerSource, path: PathBuf) -> Self {
+        let mut file = ClientFile::new(format, scope, path);
+        file.kind.editor = true;
+        file
     }
 }
 
