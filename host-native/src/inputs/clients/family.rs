@@ -144,7 +144,8 @@ fn spelling(family: &Family, mut object: Object) -> Result<Object, String> {
     }
     take_alias(&mut object, "url", family.url_aliases);
     take_alias(&mut object, "type", family.type_aliases);
-    let bare_url = !object.contains_key("type") && matches!(object.get("url"), Some(Value::String(_)));
+    let bare_url =
+        !object.contains_key("type") && matches!(object.get("url"), Some(Value::String(_)));
     if bare_url && family.bare_url == Url::Sse {
         object.insert("type".into(), Value::from("sse"));
     }
@@ -220,8 +221,7 @@ mod tests {
             r#"{"command":"y","excludeTools":["a"]}"#
         );
         assert!(
-            content.entry_errors[0].contains("\"ws\"")
-                && content.entry_errors[0].contains("Test"),
+            content.entry_errors[0].contains("\"ws\"") && content.entry_errors[0].contains("Test"),
             "{:?}",
             content.entry_errors
         );

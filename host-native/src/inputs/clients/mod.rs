@@ -36,6 +36,7 @@ mod claude_plugin_enable;
 mod claude_plugin_entries;
 mod claude_plugins;
 mod claude_state;
+mod cline;
 mod codex;
 mod copilot;
 mod cursor;
@@ -45,6 +46,7 @@ mod family;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
+mod junie;
 mod kiro;
 mod layouts;
 mod normalize;
@@ -53,6 +55,7 @@ mod spec;
 pub(crate) mod strategy;
 mod table;
 mod vscode;
+mod windsurf;
 
 use std::path::{Path, PathBuf};
 
