@@ -15,6 +15,7 @@ mod catalog_security;
 mod claude_code;
 mod client_inputs;
 mod client_layouts;
+mod cline;
 mod codex;
 mod conformance;
 mod conformance_2026;
