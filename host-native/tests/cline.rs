@@ -4,7 +4,9 @@
 //! model (as `reconcile__SERVER__TOOL`), calls one, and a call after the user edited that
 //! server's entry (in `mcp-reconcile.json` beside `cline_mcp_settings.json`, where install
 //! moved it) reaches the edited server in the same session; two Cline sessions at once share
-//! one process per server in the daemon's pool.
+//! one process per server in the daemon's pool. (Cline lists a server's tools once per session
+//! and handles no `list_changed`: a server added mid-session is offered from the next one, so
+//! `install cline` gives the gateway's first listing the longer start grace.)
 //!
 //! No account and no network: the model is a fake OpenAI Chat Completions API on 127.0.0.1,
 //! set up as Cline's `openai-compatible` provider in its `providers.json` (what `cline auth -p

@@ -41,6 +41,13 @@ fn each_family_client_installs_and_uninstalls_losslessly() {
         );
         let args = &installed["mcpServers"]["reconcile"]["args"];
         assert_eq!(args[2], json!(client), "{client}: {installed}");
+        // Cline lists the gateway's tools once per session: its first listing waits longer
+        // for a slow server.
+        let grace = &installed["mcpServers"]["reconcile"]["env"]["MCP_RECONCILE_START_GRACE_MS"];
+        match *client {
+            "cline" => assert_eq!(grace, &json!("5000"), "{installed}"),
+            _ => assert!(grace.is_null(), "{client}: {installed}"),
+        }
         let sidecar = file.with_file_name("mcp-reconcile.json");
         let moved = jsonc(&read(&sidecar));
         assert_eq!(

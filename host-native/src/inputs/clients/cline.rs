@@ -37,6 +37,9 @@ $CLINE_DIR; and mcp-reconcile.json beside it); Cline has no project file",
     }),
     install: Some(Install {
         stdio_type: true,
+        // Cline CLI 3.0 lists a server's tools once per session and handles no
+        // `list_changed` (measured: a server added mid-session is not offered).
+        lists_tools_once: true,
         // Where the installing shell moved Cline's files, so the gateway reads the same one
         // whatever environment Cline gives its servers.
         pass_env: &["CLINE_MCP_SETTINGS_PATH", "CLINE_DATA_DIR", "CLINE_DIR"],
