@@ -100,7 +100,7 @@ fn entry(family: &Family, ctx: &Context<'_>, object: &Object) -> Result<(Object,
     };
     let mut used = transport(expanded, BareUrl::Http)?;
     for key in family.own_keys.iter().chain(&family.off) {
-        used.remove(*key);
+        used.remove(key);
     }
     if let Some(tools) = family.disabled_tools.and_then(|key| used.remove(key)) {
         used.insert("excludeTools".into(), tools);
@@ -158,7 +158,7 @@ fn take_alias(object: &mut Object, key: &str, aliases: &[&str]) {
     if object.contains_key(key) {
         return;
     }
-    if let Some(value) = aliases.iter().find_map(|alias| object.remove(*alias)) {
+    if let Some(value) = aliases.iter().find_map(|alias| object.remove(alias)) {
         object.insert(key.into(), value);
     }
 }
