@@ -1,6 +1,7 @@
 //! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code, Copilot CLI,
-//! Codex and Kiro. (Gemini CLI and qwen-code use the settings-file schema this host reads
-//! natively, so their layouts only change paths, which their table entries give.)
+//! Codex, Kiro, Cline, Windsurf and Junie. (Gemini CLI and qwen-code use the settings-file
+//! schema this host reads natively, so their layouts only change paths, which their table
+//! entries give.)
 //!
 //! Every client is one entry of the table of clients ([`CLIENTS`], `table`): its names, help,
 //! files, formats, paths and install strategy, held in the client's own file. A new client is
@@ -21,7 +22,9 @@
 //! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
 //! `codex` (TOML), `admission` (what the files say together), `table` (the table of clients:
 //! one `ClientSpec` per `--layout`, each in its client's file: `claude`, `codex`, `gemini`,
-//! `qwen`, `cursor`, `vscode`, `copilot`, `kiro` (also Kiro's parser)), `layouts` (the files a layout reads, the editors'
+//! `qwen`, `cursor`, `vscode`, `copilot`, and the `mcpServers` family's `kiro`, `cline`,
+//! `windsurf`, `junie`), `family` (the one parser of the `mcpServers` family, from a small
+//! description per client), `layouts` (the files a layout reads, the editors'
 //! sidecar), `gemini` (Gemini CLI's folder trust and `mcp disable`
 //! switches), `claude_plugins` / `claude_plugin_enable` / `claude_plugin_entries` (the plugins
 //! Claude Code installed for this project, which settings file enables each, and their
