@@ -46,9 +46,12 @@ use sha2::{Digest, Sha256};
 pub mod share;
 
 /// Variables that do not decide whether two sessions may share a server process: the shell's
-/// and the terminal's bookkeeping, which differs between two windows of the same user.
+/// and the terminal's bookkeeping, which differs between two windows of the same user; and
+/// Cline CLI 3.0's `CLINE_CONNECTOR_CLI_LAUNCH` (how its chat connectors relaunch it: its own
+/// path and the session's directory, measured in the environment it gives every server).
 pub const NOT_COUNTED: &[&str] = &[
     "_",
+    "CLINE_CONNECTOR_CLI_LAUNCH",
     "COLORTERM",
     "COLUMNS",
     "LINES",

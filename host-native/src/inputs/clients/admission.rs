@@ -70,9 +70,7 @@ impl Admission {
         // keep them off; install moved the user's servers to the sidecar).
         let handed_over = contents
             .iter()
-            .find(|(f, c)| {
-                f.kind.format.is_editor() && f.kind.scope == LayerSource::User && installs(c)
-            })
+            .find(|(f, c)| f.kind.is_editor() && f.kind.scope == LayerSource::User && installs(c))
             .map(|(f, _)| f.path.clone());
         let mut out = Admission::default();
         let managed_only = contents
@@ -107,10 +105,7 @@ impl Admission {
             errors.extend(file.errors());
             out.lsp.extend(content.lsp.iter().cloned());
             let has_servers = content.layers.iter().any(|(_, s, _)| !s.is_empty());
-            if handed_over.is_some()
-                && file.kind.format.is_editor()
-                && file.kind.project_controlled()
-            {
+            if handed_over.is_some() && file.kind.is_editor() && file.kind.project_controlled() {
                 continue;
             }
             if handed_over.as_ref() == Some(&file.path) {

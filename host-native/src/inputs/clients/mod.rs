@@ -1,6 +1,7 @@
 //! Other clients' own files, read live (SPEC §15): Claude Code, Cursor, VS Code, Copilot CLI,
-//! Codex and Kiro. (Gemini CLI and qwen-code use the settings-file schema this host reads
-//! natively, so their layouts only change paths, which their table entries give.)
+//! Codex, Kiro, Cline, Windsurf and Junie. (Gemini CLI and qwen-code use the settings-file
+//! schema this host reads natively, so their layouts only change paths, which their table
+//! entries give.)
 //!
 //! Every client is one entry of the table of clients ([`CLIENTS`], `table`): its names, help,
 //! files, formats, paths and install strategy, held in the client's own file. A new client is
@@ -21,7 +22,9 @@
 //! nature, read for the parts a session needs), `editors` (Cursor, VS Code, Copilot CLI),
 //! `codex` (TOML), `admission` (what the files say together), `table` (the table of clients:
 //! one `ClientSpec` per `--layout`, each in its client's file: `claude`, `codex`, `gemini`,
-//! `qwen`, `cursor`, `vscode`, `copilot`, `kiro` (also Kiro's parser)), `layouts` (the files a layout reads, the editors'
+//! `qwen`, `cursor`, `vscode`, `copilot`, and the `mcpServers` family's `kiro`, `cline`,
+//! `windsurf`, `junie`), `family` (the one parser of the `mcpServers` family, from a small
+//! description per client), `layouts` (the files a layout reads, the editors'
 //! sidecar), `gemini` (Gemini CLI's folder trust and `mcp disable`
 //! switches), `claude_plugins` / `claude_plugin_enable` / `claude_plugin_entries` (the plugins
 //! Claude Code installed for this project, which settings file enables each, and their
@@ -36,14 +39,17 @@ mod claude_plugin_enable;
 mod claude_plugin_entries;
 mod claude_plugins;
 mod claude_state;
+mod cline;
 mod codex;
 mod copilot;
 mod cursor;
 mod editors;
 mod expand;
+mod family;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
+mod junie;
 mod kiro;
 mod layouts;
 mod normalize;
@@ -52,6 +58,7 @@ mod spec;
 pub(crate) mod strategy;
 mod table;
 mod vscode;
+mod windsurf;
 
 use std::path::{Path, PathBuf};
 
@@ -211,6 +218,9 @@ pub(super) struct Client {
     /// A `.mcp.json` in a directory above the project (`/tmp`, a shared checkout): not read
     /// when another user could have written it.
     pub(super) shared_parent: bool,
+    /// An editor's file in a format of its client's own ([`ClientFile::editor`]): once its
+    /// user file holds the installed gateway, the client starts the rest itself.
+    pub(super) editor: bool,
 }
 
 /// One client file and what was last loaded from it.
@@ -224,6 +234,12 @@ impl Format {
 }
 
 impl Client {
+    /// Whether the file is an editor's: `install` moves its user file's servers to the
+    /// sidecar, and the client starts the servers left in its files itself.
+    pub(super) fn is_editor(&self) -> bool {
+        self.editor || self.format.is_editor()
+    }
+
     /// Whether the file is project-controlled (its entries and lists come from the repository).
     pub(super) fn project_controlled(&self) -> bool {
         matches!(self.scope, LayerSource::Project | LayerSource::Workspace)
@@ -358,8 +374,17 @@ impl ClientFile {
             scope,
             needs_trust: false,
             shared_parent: false,
+            editor: false,
         };
         InputFile::with(kind, path, Some(source))
+    }
+
+    /// An editor's file in a format of its client's own (a [`Format::Json`] whose client
+    /// `install` hands over with the sidecar).
+    pub(super) fn editor(format: Format, scope: LayerSource, path: PathBuf) -> Self {
+        let mut file = ClientFile::new(format, scope, path);
+        file.kind.editor = true;
+        file
     }
 }
 
