@@ -38,6 +38,7 @@ mod claude_plugins;
 mod claude_state;
 mod codex;
 mod copilot;
+mod crush;
 mod cursor;
 mod editors;
 mod expand;
@@ -52,6 +53,7 @@ mod spec;
 pub(crate) mod strategy;
 mod table;
 mod vscode;
+mod zed;
 
 use std::path::{Path, PathBuf};
 
@@ -119,6 +121,35 @@ pub(super) enum Format {
     /// A JSON file read by the parser its client's own file holds (a client with a JSON file
     /// of its own needs no variant here).
     Json(JsonFormat),
+    /// A file in a syntax of its client's own (Zed's lenient JSON, Goose's YAML), read from
+    /// its text by the parser its client's file holds.
+    Text(TextFormat),
+}
+
+/// A client's own file syntax: whether a text is complete in it, and its parser from the text,
+/// the layer kind and the context. Compared by `name`.
+#[derive(Clone, Copy)]
+pub(super) struct TextFormat {
+    /// The format's name (for `Debug` and comparison).
+    pub(super) name: &'static str,
+    /// Whether the text parses now (a file caught mid-write does not).
+    pub(super) complete: fn(&str) -> bool,
+    /// What a file in it says, or why it cannot be read.
+    pub(super) parse: fn(&str, LayerSource, &Context<'_>) -> Result<ClientContent, String>,
+}
+
+impl PartialEq for TextFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for TextFormat {}
+
+impl std::fmt::Debug for TextFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// A client's own JSON format: its parser, from the object, the layer kind and the context
@@ -245,6 +276,7 @@ impl Client {
         match self.format {
             Format::Codex => codex::parse(text.as_str(), self.scope, ctx),
             Format::CodexRequirements => codex::requirements(text.as_str()),
+            Format::Text(format) => (format.parse)(text.as_str(), self.scope, ctx),
             format => {
                 let value = explain(text.json(), text.as_str(), has_last_good)
                     .map_err(|e| e.split(" — ").next().unwrap_or_default().to_owned())?;
@@ -267,7 +299,9 @@ impl Client {
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
                     Format::Json(format) => (format.parse)(&top, self.scope, ctx),
-                    Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
+                    Format::Codex | Format::CodexRequirements | Format::Text(_) => {
+                        unreachable!("handled above")
+                    }
                 })
             }
         }
@@ -338,6 +372,7 @@ impl Kind for Client {
             Format::Codex | Format::CodexRequirements => {
                 text.as_str().parse::<toml::Table>().is_ok()
             }
+            Format::Text(format) => (format.complete)(text.as_str()),
             // Large by nature: checked without building the document, as it is read.
             Format::ClaudeState => claude_state::complete(text.as_str()),
             _ => text.check(),
