@@ -45,6 +45,7 @@ mod expand;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
+mod goose;
 mod kiro;
 mod layouts;
 mod normalize;

@@ -22,6 +22,7 @@ pub static CLIENTS: &[&ClientSpec] = &[
     &super::kiro::SPEC,
     &super::crush::SPEC,
     &super::zed::SPEC,
+    &super::goose::SPEC,
 ];
 
 /// This host's own files under XDG directories.
@@ -131,7 +132,7 @@ mod tests {
 
     /// The clients whose row `docs/CLIENTS.md` does not have yet (each must really be missing,
     /// so the list cannot go stale).
-    const UNDOCUMENTED: &[&str] = &["crush", "zed"];
+    const UNDOCUMENTED: &[&str] = &["crush", "zed", "goose"];
 
     /// `docs/CLIENTS.md`'s table has one row per client of the table (by its title) and no
     /// other, and its `install` column says yes exactly for the clients install knows.
