@@ -1,7 +1,8 @@
 //! Crush (charmbracelet/crush): `mcp` in its JSON files, merged lowest first as Crush merges
 //! them (`internal/config/load.go` `lookupConfigs`): the administrator's
 //! `/etc/crush/crush.json`, the user's `crush.json` in `$CRUSH_GLOBAL_CONFIG` or
-//! `$XDG_CONFIG_HOME/crush` (`~/.config/crush`), the one Crush writes itself in
+//! `$XDG_CONFIG_HOME/crush` (`~/.config/crush`) (and `mcp-reconcile.json` beside it, where
+//! `install crush` moves its servers), the one Crush writes itself in
 //! `$CRUSH_GLOBAL_DATA` or `$XDG_DATA_HOME/crush` (`~/.local/share/crush`), then the
 //! project's `crush.json` and `.crush.json` (which wins), then the workspace's
 //! `.crush/crush.json`; the project's and the workspace's are gated.
@@ -21,8 +22,9 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
-use super::spec::ClientSpec;
-use super::{ClientContent, ClientFile, Format, JsonFormat};
+use super::spec::{ClientSpec, Editor};
+use super::strategy::Install;
+use super::{sidecar, ClientContent, ClientFile, Format, TextFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
 /// Crush's entry in the table of clients.
@@ -31,19 +33,44 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     title: "Crush",
     about: "Crush's crush.json files",
     help: "\
-/etc/crush/crush.json, $CRUSH_GLOBAL_CONFIG/crush.json or $XDG_CONFIG_HOME/crush/crush.json,
+/etc/crush/crush.json, $CRUSH_GLOBAL_CONFIG/crush.json or $XDG_CONFIG_HOME/crush/crush.json
+(and mcp-reconcile.json beside it),
 $CRUSH_GLOBAL_DATA/crush.json or $XDG_DATA_HOME/crush/crush.json, <project>/crush.json,
 <project>/.crush.json, <project>/.crush/crush.json",
     project_servers: ".crush.json",
     files,
+    editor: Some(Editor {
+        file: user_file,
+        key: "mcp",
+    }),
+    install: Some(INSTALL),
     ..ClientSpec::CLIENT
 };
 
+/// `install crush`: Crush's servers move to the sidecar beside its user file (it has a
+/// `disabled` switch, but it re-reads nothing live, so the gateway must hold them), and the
+/// gateway's entry says `"type": "stdio"`, which Crush requires.
+const INSTALL: Install = Install {
+    stdio_type: true,
+    ..Install::EDITOR
+};
+
 /// Crush's `crush.json`.
-const FORMAT: Format = Format::Json(JsonFormat {
+const FORMAT: Format = Format::Text(TextFormat {
     name: "crush",
-    parse,
+    complete: |text| mcp_reconcile_kernel::json::parse_jsonc(text).is_ok(),
+    hands_over: true,
+    parse: parse_text,
 });
+
+/// A `crush.json`'s text (JSON; comments are taken too).
+fn parse_text(text: &str, scope: LayerSource, ctx: &Context<'_>) -> Result<ClientContent, String> {
+    match mcp_reconcile_kernel::json::parse_jsonc(text) {
+        Ok(Value::Object(top)) => Ok(parse(&top, scope, ctx)),
+        Ok(other) => Err(format!("must be a JSON object, found {}", other.preview(60))),
+        Err(e) => Err(format!("is not valid JSON ({e})")),
+    }
+}
 
 /// Crush's files, lowest precedence first.
 fn files(
@@ -58,6 +85,7 @@ fn files(
         .map_or_else(|| PathBuf::from("/etc/crush"), Path::to_path_buf);
     Ok(vec![
         file(LayerSource::SystemDefaults, etc.join("crush.json")),
+        file(LayerSource::User, sidecar(&user_file(env)?)),
         file(LayerSource::User, user_file(env)?),
         file(LayerSource::User, data_dir(env)?.join("crush.json")),
         file(LayerSource::Project, project.join("crush.json")),

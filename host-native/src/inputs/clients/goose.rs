@@ -40,6 +40,7 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
 const FORMAT: Format = Format::Text(TextFormat {
     name: "goose",
     complete: |text| yaml(text).is_ok(),
+    hands_over: false,
     parse,
 });
 

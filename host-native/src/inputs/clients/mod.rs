@@ -135,6 +135,9 @@ pub(super) struct TextFormat {
     pub(super) name: &'static str,
     /// Whether the text parses now (a file caught mid-write does not).
     pub(super) complete: fn(&str) -> bool,
+    /// The client's user file is one `install` hands over from (as an editor's): once it holds
+    /// the gateway, the client starts its other servers and its project files' itself.
+    pub(super) hands_over: bool,
     /// What a file in it says, or why it cannot be read.
     pub(super) parse: fn(&str, LayerSource, &Context<'_>) -> Result<ClientContent, String>,
 }
@@ -249,9 +252,14 @@ pub(super) struct Client {
 pub(super) type ClientFile = InputFile<Client>;
 
 impl Format {
-    /// An editor's file (Cursor, VS Code, Copilot CLI).
+    /// An editor's file (Cursor, VS Code, Copilot CLI), or another client's `install` hands
+    /// over from the same way (Zed, Crush).
     fn is_editor(self) -> bool {
-        matches!(self, Format::Cursor | Format::Vscode | Format::Copilot)
+        match self {
+            Format::Cursor | Format::Vscode | Format::Copilot => true,
+            Format::Text(format) => format.hands_over,
+            _ => false,
+        }
     }
 }
 

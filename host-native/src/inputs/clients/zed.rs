@@ -44,6 +44,7 @@ $XDG_CONFIG_HOME/zed/settings.json (and mcp-reconcile.json beside it),
 const FORMAT: Format = Format::Text(TextFormat {
     name: "zed",
     complete: |text| parse_lenient(text).is_ok(),
+    hands_over: true,
     parse,
 });
 
