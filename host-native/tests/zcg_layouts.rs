@@ -426,3 +426,63 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
         assert_eq!(back["other"], "kept");
     }
 }
+
+/// `install goose` moves Goose's stdio and streamable HTTP extensions to
+/// `mcp-reconcile.json` beside its `config.yaml`, keeps its builtins and settings there, and
+/// the layout runs the moved ones; an extension Goose added between two installs moves on the
+/// second, and uninstall puts every one back with its secret; untouched, the original bytes
+/// (comments too) come back.
+#[test]
+fn installing_goose_hands_its_extensions_over_losslessly() {
+    let m = Machine::new("goose");
+    let file = m.home().join(".config/goose/config.yaml");
+    let original = format!(
+        "# mine\nGOOSE_PROVIDER: openai\nextensions:\n  developer: {{enabled: true, type: builtin, name: developer}}\n  user1: {}\n",
+        m.extension("user1", "echo")
+    );
+    m.write(&file, &original);
+    let run = |what: &str| {
+        let out = m.command().args([what, "goose"]).output().expect("runs");
+        assert!(out.status.success(), "{what}: {}", output_text(&out));
+    };
+    let yaml = || -> serde_norway::Value {
+        serde_norway::from_str(&fs::read_to_string(&file).expect("read")).expect("yaml")
+    };
+    let names = |doc: &serde_norway::Value| -> Vec<String> {
+        let exts = doc["extensions"].as_mapping().expect("extensions");
+        exts.keys().filter_map(|k| k.as_str()).map(str::to_owned).collect()
+    };
+    run("install");
+    assert_eq!(names(&yaml()), ["developer", "reconcile"]);
+    assert_eq!(yaml()["GOOSE_PROVIDER"].as_str(), Some("openai"));
+    {
+        let _watch = m.watch();
+        let status = m.wait("the moved extension up", |s| {
+            state_of(s, "user1") == "connected"
+        });
+        assert_eq!(state_of(&status, "reconcile"), "absent", "not itself");
+        assert_eq!(state_of(&status, "developer"), "absent", "Goose's own");
+    }
+    run("uninstall");
+    assert_eq!(fs::read_to_string(&file).expect("read"), original, "untouched: byte for byte");
+
+    run("install");
+    // Goose's own `configure` rewrites the whole file with the extension added.
+    let mut doc = yaml();
+    let mut added = m.extension("added", "echo");
+    added["envs"] = json!({ "ADDED_TOKEN": "added-secret-value" });
+    doc["extensions"]
+        .as_mapping_mut()
+        .expect("extensions")
+        .insert("added".into(), serde_norway::to_value(added).expect("yaml"));
+    m.write(&file, &serde_norway::to_string(&doc).expect("yaml"));
+    run("install");
+    assert_eq!(names(&yaml()), ["developer", "reconcile"], "moved on reinstall");
+    run("uninstall");
+    let back = yaml();
+    assert_eq!(names(&back), ["developer", "user1", "added"]);
+    assert_eq!(
+        back["extensions"]["added"]["envs"]["ADDED_TOKEN"].as_str(),
+        Some("added-secret-value")
+    );
+}

@@ -1,6 +1,7 @@
 //! Goose (block/goose): `extensions` in its YAML `config.yaml`, in `$GOOSE_PATH_ROOT/config`
 //! or `$XDG_CONFIG_HOME/goose` (`~/.config/goose`) — the user's only; Goose reads no
-//! project file of extensions.
+//! project file of extensions — and in `mcp-reconcile.json` beside it, where `install goose`
+//! moves them (`install::goose`).
 //!
 //! Per extension (Goose's `ExtensionEntry`: `enabled` and a `type`-tagged config, both
 //! required): `stdio` (`cmd`, `args` required, `envs`), `streamable_http` (`uri`, `headers`,
@@ -22,8 +23,9 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
-use super::spec::ClientSpec;
-use super::{ClientContent, ClientFile, Format, TextFormat};
+use super::spec::{ClientSpec, Editor};
+use super::strategy::Install;
+use super::{sidecar, ClientContent, ClientFile, Format, TextFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
 /// Goose's entry in the table of clients.
@@ -31,8 +33,15 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     name: "goose",
     title: "Goose",
     about: "Goose's config.yaml (extensions)",
-    help: "$GOOSE_PATH_ROOT/config/config.yaml or $XDG_CONFIG_HOME/goose/config.yaml",
+    help: "\
+$GOOSE_PATH_ROOT/config/config.yaml or $XDG_CONFIG_HOME/goose/config.yaml (and
+mcp-reconcile.json beside it)",
     files,
+    editor: Some(Editor {
+        file: user_file,
+        key: "extensions",
+    }),
+    install: Some(Install::EDITOR),
     ..ClientSpec::CLIENT
 };
 
@@ -40,7 +49,7 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
 const FORMAT: Format = Format::Text(TextFormat {
     name: "goose",
     complete: |text| yaml(text).is_ok(),
-    hands_over: false,
+    hands_over: true,
     parse,
 });
 
@@ -90,13 +99,14 @@ pub(crate) fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The user's `config.yaml`.
+/// The sidecar `install goose` moves extensions to (JSON, which this YAML parser reads), and
+/// the user's `config.yaml`.
 fn files(_: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    Ok(vec![ClientFile::new(
-        FORMAT,
-        LayerSource::User,
-        user_file(env)?,
-    )])
+    let user = user_file(env)?;
+    Ok(vec![
+        ClientFile::new(FORMAT, LayerSource::User, sidecar(&user)),
+        ClientFile::new(FORMAT, LayerSource::User, user),
+    ])
 }
 
 /// The YAML document (an empty file is an empty mapping).
