@@ -49,7 +49,14 @@ impl Machine {
     fn argv(&self, name: &str, tools: &str) -> (String, Value) {
         (
             fixture().to_string_lossy().into_owned(),
-            json!(["--name", name, "--tools", tools, "--marker", self.marker(name).to_string_lossy()]),
+            json!([
+                "--name",
+                name,
+                "--tools",
+                tools,
+                "--marker",
+                self.marker(name).to_string_lossy()
+            ]),
         )
     }
 
@@ -187,7 +194,11 @@ impl Machine {
 
     fn approve(&self, name: &str) {
         let out = self.run(&["approve", name]);
-        assert!(out.status.success(), "approve failed: {}", output_text(&out));
+        assert!(
+            out.status.success(),
+            "approve failed: {}",
+            output_text(&out)
+        );
     }
 }
 
@@ -215,7 +226,10 @@ fn edits_apply_live(m: &Machine, write: &dyn Fn(&str, bool, bool, bool)) {
     write("echo", true, false, false);
     let status = m.wait("user1 up", |s| state_of(s, "user1") == "connected");
     assert_ne!(state_of(&status, "off"), "connected", "{status:#?}");
-    assert!(!m.marker("off").exists(), "a switched-off server never starts");
+    assert!(
+        !m.marker("off").exists(),
+        "a switched-off server never starts"
+    );
     let user1 = pid_of(&status, "user1");
 
     write("echo,add", true, true, true);
@@ -231,7 +245,11 @@ fn edits_apply_live(m: &Machine, write: &dyn Fn(&str, bool, bool, bool)) {
     let status = m.wait("user2 removed, user1 switched off", |s| {
         state_of(s, "user2") == "absent" && state_of(s, "user1") != "connected"
     });
-    assert_eq!(pid_of(&status, "off"), off, "an untouched server keeps running");
+    assert_eq!(
+        pid_of(&status, "off"),
+        off,
+        "an untouched server keeps running"
+    );
 }
 
 /// Crush: the user's `crush.json` (its `disabled` switch honoured live), the project's
@@ -254,7 +272,10 @@ fn crushs_files_are_read_live_with_its_switches() {
         if user2 {
             mcp["user2"] = m.server("user2", "echo");
         }
-        m.write_json(&user_file, &json!({ "options": { "debug": false }, "mcp": mcp }));
+        m.write_json(
+            &user_file,
+            &json!({ "options": { "debug": false }, "mcp": mcp }),
+        );
     };
     m.write_json(
         &m.project().join("crush.json"),
@@ -277,7 +298,11 @@ fn crushs_files_are_read_live_with_its_switches() {
 
     m.approve("proj");
     let status = m.wait("proj approved", |s| state_of(s, "proj") == "connected");
-    assert_eq!(tools(&status, "proj"), json!(2), ".crush.json wins over crush.json");
+    assert_eq!(
+        tools(&status, "proj"),
+        json!(2),
+        ".crush.json wins over crush.json"
+    );
 }
 
 /// Zed: `context_servers` in the user's `settings.json` (comments, trailing commas, Zed's own
@@ -382,7 +407,11 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
         m.write_json(&file, &json!({ "other": "kept", key: servers }));
         let install = |what: &str| {
             let out = m.command().args([what, layout]).output().expect("runs");
-            assert!(out.status.success(), "{layout} {what}: {}", output_text(&out));
+            assert!(
+                out.status.success(),
+                "{layout} {what}: {}",
+                output_text(&out)
+            );
         };
         install("install");
         let read = |path: &Path| -> Value {
@@ -400,7 +429,10 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
         assert_eq!(left, expected, "{layout}: {editor}");
         assert_eq!(editor["other"], "kept");
         if layout == "crush" {
-            assert_eq!(editor[key]["reconcile"]["type"], "stdio", "Crush requires a type");
+            assert_eq!(
+                editor[key]["reconcile"]["type"], "stdio",
+                "Crush requires a type"
+            );
         }
         assert!(read(&sidecar)[key]["user1"].is_object(), "{layout}");
 
@@ -409,7 +441,11 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
             let status = m.wait("the moved server up", |s| {
                 state_of(s, "user1") == "connected"
             });
-            assert_eq!(state_of(&status, "reconcile"), "absent", "{layout}: not itself");
+            assert_eq!(
+                state_of(&status, "reconcile"),
+                "absent",
+                "{layout}: not itself"
+            );
         }
 
         let mut added = read(&file);
@@ -417,10 +453,16 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
         added[key]["added"]["env"] = json!({ "ADDED_TOKEN": "added-secret-value" });
         m.write_json(&file, &added);
         install("install");
-        assert!(read(&sidecar)[key]["added"].is_object(), "{layout}: moved on reinstall");
+        assert!(
+            read(&sidecar)[key]["added"].is_object(),
+            "{layout}: moved on reinstall"
+        );
         install("uninstall");
         let back = read(&file);
-        assert_eq!(back[key]["added"]["env"]["ADDED_TOKEN"], "added-secret-value", "{layout}");
+        assert_eq!(
+            back[key]["added"]["env"]["ADDED_TOKEN"], "added-secret-value",
+            "{layout}"
+        );
         assert!(back[key]["user1"].is_object(), "{layout}: {back}");
         assert!(back[key].get("reconcile").is_none(), "{layout}: {back}");
         assert_eq!(back["other"], "kept");
@@ -450,7 +492,10 @@ fn installing_goose_hands_its_extensions_over_losslessly() {
     };
     let names = |doc: &serde_norway::Value| -> Vec<String> {
         let exts = doc["extensions"].as_mapping().expect("extensions");
-        exts.keys().filter_map(|k| k.as_str()).map(str::to_owned).collect()
+        exts.keys()
+            .filter_map(|k| k.as_str())
+            .map(str::to_owned)
+            .collect()
     };
     run("install");
     assert_eq!(names(&yaml()), ["developer", "reconcile"]);
@@ -464,7 +509,11 @@ fn installing_goose_hands_its_extensions_over_losslessly() {
         assert_eq!(state_of(&status, "developer"), "absent", "Goose's own");
     }
     run("uninstall");
-    assert_eq!(fs::read_to_string(&file).expect("read"), original, "untouched: byte for byte");
+    assert_eq!(
+        fs::read_to_string(&file).expect("read"),
+        original,
+        "untouched: byte for byte"
+    );
 
     run("install");
     // Goose's own `configure` rewrites the whole file with the extension added.
@@ -477,7 +526,11 @@ fn installing_goose_hands_its_extensions_over_losslessly() {
         .insert("added".into(), serde_norway::to_value(added).expect("yaml"));
     m.write(&file, &serde_norway::to_string(&doc).expect("yaml"));
     run("install");
-    assert_eq!(names(&yaml()), ["developer", "reconcile"], "moved on reinstall");
+    assert_eq!(
+        names(&yaml()),
+        ["developer", "reconcile"],
+        "moved on reinstall"
+    );
     run("uninstall");
     let back = yaml();
     assert_eq!(names(&back), ["developer", "user1", "added"]);

@@ -73,7 +73,11 @@ fn extension_of(entry: &Value) -> Value {
 /// `(config.yaml, sidecar)` after install: every extension the gateway can start moved from
 /// `config.yaml` into the sidecar's `extensions` (one of the same name there is replaced: the
 /// config's is the newer), and the gateway's extension set.
-pub(super) fn install(config: &str, sidecar: &str, entry: &Value) -> anyhow::Result<(String, String)> {
+pub(super) fn install(
+    config: &str,
+    sidecar: &str,
+    entry: &Value,
+) -> anyhow::Result<(String, String)> {
     let doc = document(config)?;
     let mut exts = extensions(&doc)?;
     let (original_sidecar, mut sidecar) = (sidecar, sidecar.to_owned());
@@ -140,7 +144,10 @@ mod tests {
         let exts = extensions(&doc)?;
         let names: Vec<_> = exts.keys().filter_map(Yaml::as_str).collect();
         assert_eq!(names, ["developer", GATEWAY]);
-        assert_eq!(doc.get("GOOSE_PROVIDER").and_then(Yaml::as_str), Some("openai"));
+        assert_eq!(
+            doc.get("GOOSE_PROVIDER").and_then(Yaml::as_str),
+            Some("openai")
+        );
         assert_eq!(exts[GATEWAY]["cmd"].as_str(), Some("mcp-reconcile"));
         assert_eq!(exts[GATEWAY]["envs"]["M"].as_str(), Some("goose"));
         assert_eq!(
@@ -149,11 +156,22 @@ mod tests {
         );
         let (again, same) = install(&config, &sidecar, &entry)?;
         let commented = format!("# kept\n{config}");
-        assert_eq!(install(&commented, &sidecar, &entry)?.0, commented, "installed already");
-        assert_eq!((again.as_str(), same.as_str()), (config.as_str(), sidecar.as_str()));
+        assert_eq!(
+            install(&commented, &sidecar, &entry)?.0,
+            commented,
+            "installed already"
+        );
+        assert_eq!(
+            (again.as_str(), same.as_str()),
+            (config.as_str(), sidecar.as_str())
+        );
 
         let restored = uninstall(&config, &sidecar)?;
-        assert_eq!(uninstall(&restored, &sidecar)?, restored, "a second pass changes nothing");
+        assert_eq!(
+            uninstall(&restored, &sidecar)?,
+            restored,
+            "a second pass changes nothing"
+        );
         let back = document(&restored)?;
         let names: Vec<_> = extensions(&back)?
             .keys()

@@ -67,7 +67,10 @@ const FORMAT: Format = Format::Text(TextFormat {
 fn parse_text(text: &str, scope: LayerSource, ctx: &Context<'_>) -> Result<ClientContent, String> {
     match mcp_reconcile_kernel::json::parse_jsonc(text) {
         Ok(Value::Object(top)) => Ok(parse(&top, scope, ctx)),
-        Ok(other) => Err(format!("must be a JSON object, found {}", other.preview(60))),
+        Ok(other) => Err(format!(
+            "must be a JSON object, found {}",
+            other.preview(60)
+        )),
         Err(e) => Err(format!("is not valid JSON ({e})")),
     }
 }
@@ -99,8 +102,10 @@ fn files(
 pub(crate) fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
     match env.var("CRUSH_GLOBAL_CONFIG") {
         Some(dir) => Ok(env.absolute(Path::new(dir)).join("crush.json")),
-        None => Ok(xdg(env, "XDG_CONFIG_HOME", &[".config"], "Crush's crush.json")?
-            .join("crush/crush.json")),
+        None => Ok(
+            xdg(env, "XDG_CONFIG_HOME", &[".config"], "Crush's crush.json")?
+                .join("crush/crush.json"),
+        ),
     }
 }
 
@@ -127,8 +132,7 @@ fn parse(top: &Object, scope: LayerSource, ctx: &Context<'_>) -> ClientContent {
                 })
                 .map(|(name, _)| name.clone())
                 .collect();
-            let (used, written) =
-                entries(map, "mcp", &mut out.entry_errors, |e| entry(e, ctx));
+            let (used, written) = entries(map, "mcp", &mut out.entry_errors, |e| entry(e, ctx));
             out.layers.push((scope, used, written));
         }
         Some(other) => out.entry_errors.push(format!(
@@ -335,9 +339,11 @@ fn braced(ctx: &Context<'_>, inner: &str) -> Result<String, String> {
             Some(v) => Ok(v.clone()),
             None => word(&op[1..]),
         },
-        _ => Err("uses a form of ${…} this layout does not reproduce (it takes $NAME, \
+        _ => Err(
+            "uses a form of ${…} this layout does not reproduce (it takes $NAME, \
                   ${NAME}, ${NAME:-default}, ${NAME-default} and ${NAME:+alt})"
-            .into()),
+                .into(),
+        ),
     }
 }
 
@@ -406,7 +412,8 @@ mod tests {
         let content = parse(&top, LayerSource::Project, &ctx);
         assert_eq!(content.disabled, ["off"]);
         let (_, used, written) = &content.layers[0];
-        let json = |name: &str| Value::Object(used.get(name).expect(name).object().clone()).to_json();
+        let json =
+            |name: &str| Value::Object(used.get(name).expect(name).object().clone()).to_json();
         assert_eq!(
             json("local"),
             r#"{"command":"x","args":["t"],"env":{"K":"t"},"excludeTools":["b"]}"#
@@ -416,11 +423,18 @@ mod tests {
             r#"{"httpUrl":"https://e/mcp","headers":{"A":"Bearer t"},"includeTools":["a"]}"#
         );
         assert_eq!(json("old"), r#"{"url":"https://e/sse"}"#);
-        assert!(written.get("local").expect("written").get("timeout").is_some());
+        assert!(written
+            .get("local")
+            .expect("written")
+            .get("timeout")
+            .is_some());
         assert!(!used.contains_key("untyped") && !used.contains_key("sneaky"));
         let errors = content.entry_errors.join("\n");
         assert!(errors.contains("\"untyped\"") && errors.contains("requires one"));
         assert!(errors.contains("\"sneaky\"") && errors.contains("\"env\".K runs a command"));
-        assert!(!errors.contains("id_rsa"), "the value is not echoed: {errors}");
+        assert!(
+            !errors.contains("id_rsa"),
+            "the value is not echoed: {errors}"
+        );
     }
 }

@@ -171,9 +171,7 @@ fn parse(text: &str, scope: LayerSource, ctx: &Context<'_>) -> Result<ClientCont
         .filter(|(_, e)| e.as_object().and_then(|e| e.get("enabled")) == Some(&Value::Bool(false)))
         .map(|(name, _)| name.clone())
         .collect();
-    let (used, written) = entries(&map, "extensions", &mut out.entry_errors, |e| {
-        entry(e, ctx)
-    });
+    let (used, written) = entries(&map, "extensions", &mut out.entry_errors, |e| entry(e, ctx));
     out.layers.push((scope, used, written));
     Ok(out)
 }
@@ -210,7 +208,9 @@ fn entry(object: &Object, ctx: &Context<'_>) -> Result<(Object, Object), String>
                 return Err("its type is stdio but it has no \"cmd\"".into());
             };
             let Some(args @ Value::Array(_)) = object.get("args") else {
-                return Err("it has no \"args\", which Goose requires (an empty [] is fine)".into());
+                return Err(
+                    "it has no \"args\", which Goose requires (an empty [] is fine)".into(),
+                );
             };
             used.insert("command".into(), Value::from(cmd.as_str()));
             used.insert("args".into(), args.clone());
@@ -228,7 +228,9 @@ fn entry(object: &Object, ctx: &Context<'_>) -> Result<(Object, Object), String>
                 let headers = headers
                     .iter()
                     .map(|(k, v)| {
-                        let v = v.as_str().map_or_else(|| v.clone(), |s| substitute(s, &env));
+                        let v = v
+                            .as_str()
+                            .map_or_else(|| v.clone(), |s| substitute(s, &env));
                         (k.clone(), v)
                     })
                     .collect();
@@ -387,7 +389,8 @@ extensions:
         let content = parse(text, LayerSource::User, &ctx).expect("parses");
         assert_eq!(content.disabled, ["off"]);
         let (_, used, _) = &content.layers[0];
-        let json = |name: &str| Value::Object(used.get(name).expect(name).object().clone()).to_json();
+        let json =
+            |name: &str| Value::Object(used.get(name).expect(name).object().clone()).to_json();
         assert_eq!(
             json("local"),
             r#"{"command":"x","args":["a"],"env":{"K":"v","GH_TOKEN":"secret-value"},"includeTools":["echo"],"timeout":300000}"#
@@ -398,7 +401,10 @@ extensions:
         );
         assert_eq!(used.keys().collect::<Vec<_>>(), ["local", "web", "off"]);
         let errors = content.entry_errors.join("\n");
-        assert!(errors.contains("\"developer\" is of type builtin"), "{errors}");
+        assert!(
+            errors.contains("\"developer\" is of type builtin"),
+            "{errors}"
+        );
         assert!(errors.contains("\"old\" is of type sse"), "{errors}");
         assert!(errors.contains("\"keyring\"") && errors.contains("OTHER_SECRET"));
         assert!(errors.contains("\"noenabled\""));
@@ -409,7 +415,9 @@ extensions:
     /// hostile input panics or hangs the parser.
     #[test]
     fn hostile_yaml_is_refused_not_expanded() {
-        let mut laughs = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        let mut laughs = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
         let mut prev = 'a';
         for name in 'b'..='j' {
             laughs.push_str(&format!(

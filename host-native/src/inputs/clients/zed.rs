@@ -149,7 +149,10 @@ fn skip_comment(bytes: &[u8], i: usize) -> usize {
 fn parse(text: &str, scope: LayerSource, _: &Context<'_>) -> Result<ClientContent, String> {
     let value = parse_lenient(text)?;
     let Value::Object(top) = value else {
-        return Err(format!("must be a JSON object, found {}", value.preview(60)));
+        return Err(format!(
+            "must be a JSON object, found {}",
+            value.preview(60)
+        ));
     };
     let mut out = ClientContent::default();
     match top.get("context_servers") {
@@ -202,9 +205,11 @@ fn entry(object: &Object) -> Result<(Object, Object), String> {
     match (object.get("command"), object.get("url")) {
         (Some(Value::String(command)), _) => {
             let Some(args @ Value::Array(_)) = object.get("args") else {
-                return Err("it has a \"command\" but no \"args\" — Zed requires \"args\" (an \
+                return Err(
+                    "it has a \"command\" but no \"args\" — Zed requires \"args\" (an \
                             empty [] is fine) and does not start it without"
-                    .into());
+                        .into(),
+                );
             };
             used.insert("command".into(), Value::from(command.as_str()));
             used.insert("args".into(), args.clone());
@@ -213,10 +218,12 @@ fn entry(object: &Object) -> Result<(Object, Object), String> {
             }
         }
         (Some(Value::Object(_)), _) => {
-            return Err("its \"command\" is the older nested {path, args, env}, which Zed no \
+            return Err(
+                "its \"command\" is the older nested {path, args, env}, which Zed no \
                         longer reads — write \"command\": \"PATH\" with \"args\" and \"env\" \
                         beside it"
-                .into())
+                    .into(),
+            )
         }
         (Some(other), _) => {
             return Err(format!(
@@ -232,8 +239,7 @@ fn entry(object: &Object) -> Result<(Object, Object), String> {
         }
         (None, _) => {
             return Err(
-                "it has neither a \"command\" (a local server) nor a \"url\" (a remote one)"
-                    .into(),
+                "it has neither a \"command\" (a local server) nor a \"url\" (a remote one)".into(),
             )
         }
     }
@@ -273,12 +279,16 @@ mod tests {
         let content = parse(text, LayerSource::User, &ctx).expect("parses");
         assert_eq!(content.disabled, ["off"]);
         let (_, used, _) = &content.layers[0];
-        let json = |name: &str| Value::Object(used.get(name).expect(name).object().clone()).to_json();
+        let json =
+            |name: &str| Value::Object(used.get(name).expect(name).object().clone()).to_json();
         assert_eq!(
             json("local"),
             r#"{"command":"x","args":["a"],"env":{"K":"v"},"timeout":2000}"#
         );
-        assert_eq!(json("web"), r#"{"httpUrl":"https://e/mcp","headers":{"A":"b"}}"#);
+        assert_eq!(
+            json("web"),
+            r#"{"httpUrl":"https://e/mcp","headers":{"A":"b"}}"#
+        );
         assert_eq!(
             used.keys().collect::<Vec<_>>(),
             ["local", "web", "off"],
