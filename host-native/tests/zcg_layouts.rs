@@ -18,15 +18,25 @@ use serde_json::{json, Value};
 struct Machine {
     dir: tempfile::TempDir,
     layout: &'static str,
+    /// The session's project directory, relative to `dir`.
+    project: &'static str,
 }
 
 impl Machine {
     fn new(layout: &'static str) -> Self {
+        Machine::in_project(layout, "project")
+    }
+
+    fn in_project(layout: &'static str, project: &'static str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        for sub in ["home", "project", "etc"] {
+        for sub in ["home", project, "etc"] {
             fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
         }
-        Machine { dir, layout }
+        Machine {
+            dir,
+            layout,
+            project,
+        }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -38,7 +48,7 @@ impl Machine {
     }
 
     fn project(&self) -> PathBuf {
-        self.path("project")
+        self.path(self.project)
     }
 
     fn marker(&self, name: &str) -> PathBuf {
@@ -253,11 +263,16 @@ fn edits_apply_live(m: &Machine, write: &dyn Fn(&str, bool, bool, bool)) {
 }
 
 /// Crush: the user's `crush.json` (its `disabled` switch honoured live), the project's
-/// `crush.json` and `.crush.json` (which wins) gated until approved; an entry with a `$(…)`
-/// command substitution is refused and its command never runs.
+/// `crush.json` and `.crush.json` (which wins) and the git root's above it, gated until
+/// approved; an entry with a `$(…)` command substitution is refused and its command never runs.
 #[test]
 fn crushs_files_are_read_live_with_its_switches() {
-    let m = Machine::new("crush");
+    let m = Machine::in_project("crush", "repo/sub");
+    fs::create_dir_all(m.path("repo/.git")).expect("git dir");
+    m.write_json(
+        &m.path("repo/crush.json"),
+        &json!({ "mcp": { "far": m.server("far", "echo"), "proj": m.server("proj", "echo") } }),
+    );
     let user_file = m.home().join(".config/crush/crush.json");
     let pwned = m.path("pwned");
     let write = |user1_tools: &str, user1_on: bool, user2: bool, off_on: bool| {
@@ -290,6 +305,7 @@ fn crushs_files_are_read_live_with_its_switches() {
 
     let status = m.status();
     assert_eq!(reason(&status, "proj"), "pending_approval", "{status:#?}");
+    assert_eq!(reason(&status, "far"), "pending_approval", "{status:#?}");
     assert_eq!(state_of(&status, "sneaky"), "absent", "{status:#?}");
     m.wait_output("\"sneaky\"");
     assert!(m.log().contains("never does"), "{}", m.log());

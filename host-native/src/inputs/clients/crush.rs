@@ -3,8 +3,9 @@
 //! `/etc/crush/crush.json`, the user's `crush.json` in `$CRUSH_GLOBAL_CONFIG` or
 //! `$XDG_CONFIG_HOME/crush` (`~/.config/crush`) (and `mcp-reconcile.json` beside it, where
 //! `install crush` moves its servers), the one Crush writes itself in
-//! `$CRUSH_GLOBAL_DATA` or `$XDG_DATA_HOME/crush` (`~/.local/share/crush`), then the
-//! project's `crush.json` and `.crush.json` (which wins), then the workspace's
+//! `$CRUSH_GLOBAL_DATA` or `$XDG_DATA_HOME/crush` (`~/.local/share/crush`), then in every
+//! directory from the git work tree's root down to the project (the nearest wins) its
+//! `crush.json` and `.crush.json` (which wins), then the workspace's
 //! `.crush/crush.json`; the project's and the workspace's are gated.
 //!
 //! Per entry: `type` is required (`stdio` | `http` | `sse`), `disabled: true` turns the server
@@ -35,8 +36,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     help: "\
 /etc/crush/crush.json, $CRUSH_GLOBAL_CONFIG/crush.json or $XDG_CONFIG_HOME/crush/crush.json
 (and mcp-reconcile.json beside it),
-$CRUSH_GLOBAL_DATA/crush.json or $XDG_DATA_HOME/crush/crush.json, <project>/crush.json,
-<project>/.crush.json, <project>/.crush/crush.json",
+$CRUSH_GLOBAL_DATA/crush.json or $XDG_DATA_HOME/crush/crush.json; crush.json and .crush.json
+in every directory from the git root down to the project; <project>/.crush/crush.json",
     project_servers: ".crush.json",
     files,
     editor: Some(Editor {
@@ -86,15 +87,35 @@ fn files(
         .as_deref()
         .and_then(Path::parent)
         .map_or_else(|| PathBuf::from("/etc/crush"), Path::to_path_buf);
-    Ok(vec![
+    let mut files = vec![
         file(LayerSource::SystemDefaults, etc.join("crush.json")),
         file(LayerSource::User, sidecar(&user_file(env)?)),
         file(LayerSource::User, user_file(env)?),
         file(LayerSource::User, data_dir(env)?.join("crush.json")),
-        file(LayerSource::Project, project.join("crush.json")),
-        file(LayerSource::Project, project.join(".crush.json")),
-        file(LayerSource::Workspace, project.join(".crush/crush.json")),
-    ])
+    ];
+    // Crush looks from the project up to the git work tree's root (`projectBoundary`); a
+    // nearer directory's file wins, and in one directory `.crush.json` wins over `crush.json`.
+    let root = super::git_root(project)
+        .map(|(root, _)| root)
+        .filter(|root| project.starts_with(root))
+        .unwrap_or_else(|| project.to_path_buf());
+    let mut dirs: Vec<&Path> = project
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .collect();
+    dirs.reverse();
+    for dir in dirs {
+        for name in ["crush.json", ".crush.json"] {
+            let mut f = file(LayerSource::Project, dir.join(name));
+            f.kind.shared_parent = dir != project;
+            files.push(f);
+        }
+    }
+    files.push(file(
+        LayerSource::Workspace,
+        project.join(".crush/crush.json"),
+    ));
+    Ok(files)
 }
 
 /// The user's `crush.json`: `$CRUSH_GLOBAL_CONFIG/crush.json`, else
