@@ -66,3 +66,4 @@ mod transport;
 mod ts_clients;
 mod watch;
 mod watch_output;
+mod zcg_layouts;

@@ -27,11 +27,23 @@ pub(super) fn install(
         }
         let server = jsonc::get(&editor, &[key], &name)
             .with_context(|| format!("the entry {name:?} cannot be read"))?;
+        if !startable(&server) {
+            continue;
+        }
         sidecar = jsonc::set(&sidecar, &[key], &name, &server)?;
         editor = jsonc::remove(&editor, &[key], &name)?;
     }
     let editor = jsonc::set(&editor, &[key], GATEWAY, entry)?;
     Ok((editor, sidecar))
+}
+
+/// Whether the gateway could start the entry: it names a command or a URL. Anything else (a
+/// Zed extension's `settings`-only entry, which configures a server the editor's extension
+/// starts) stays in the editor's file, where it does its work.
+fn startable(server: &Value) -> bool {
+    ["command", "url", "httpUrl", "serverUrl"]
+        .iter()
+        .any(|k| server.get(k).is_some())
 }
 
 /// The editor's file after uninstall, when it changed since install: without the gateway's
@@ -83,6 +95,12 @@ mod tests {
             jsonc::keys(&sidecar, &["mcpServers"]),
             ["github", "web", "new"]
         );
+
+        // An entry the gateway could not start (a Zed extension's settings) stays.
+        let zed = "{\"context_servers\": {\"ext\": {\"settings\": {}}, \"x\": {\"command\": \"x\", \"args\": []}}}";
+        let (zed, moved) = install(zed, "", "context_servers", &entry)?;
+        assert_eq!(jsonc::keys(&zed, &["context_servers"]), ["ext", GATEWAY]);
+        assert_eq!(jsonc::keys(&moved, &["context_servers"]), ["x"]);
 
         let back = uninstall(&editor, &sidecar, "mcpServers")?;
         assert_eq!(

@@ -9,8 +9,8 @@
 //! * it makes the client start only that server, with the client's own switch: Claude Code's
 //!   `allowedMcpServers` (user settings), Gemini CLI's and qwen-code's `mcp.allowed`, Codex's
 //!   per-server `enabled = false` (marked, so the layout still runs those servers); the editors
-//!   (Cursor, VS Code, Copilot CLI) have no such switch, so their servers move to a file beside
-//!   theirs that the layout reads (`editors`);
+//!   (Cursor, VS Code, Copilot CLI, Zed, Crush) have no such switch, so their servers move to a
+//!   file beside theirs that the layout reads (`editors`); so do Goose's (`goose`: YAML);
 //! * the user's servers stay where the client's own `mcp add` writes them; `serve` reads them
 //!   there live (`--layout CLIENT`).
 //!
@@ -31,6 +31,7 @@ mod codex;
 mod diff;
 mod editors;
 pub mod exe;
+mod goose;
 pub mod jsonc;
 mod lock;
 mod record;
@@ -169,12 +170,15 @@ pub fn install(client: Layout, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<
         let (user, key) = editor_file(client, env)?;
         let side = inputs::sidecar(&user);
         let (editor_before, sidecar_before) = (read(&user)?, read(&side)?);
-        let (editor_after, sidecar_after) = editors::install(
+        let (editor_text, sidecar_text) = (
             editor_before.as_deref().unwrap_or_default(),
             sidecar_before.as_deref().unwrap_or_default(),
-            key,
-            &entry,
-        )
+        );
+        let (editor_after, sidecar_after) = if goose::is_yaml(&user) {
+            goose::install(editor_text, sidecar_text, &entry)
+        } else {
+            editors::install(editor_text, sidecar_text, key, &entry)
+        }
         .with_context(|| format!("{} cannot be edited", user.display()))?;
         // The sidecar first: until the editor's file is written too, a moved server is in
         // both files, never in neither.
@@ -364,11 +368,15 @@ fn uninstall_editor(client: Layout, record: &Record) -> anyhow::Result<Vec<Chang
             .editor
             .as_ref()
             .map_or("mcpServers", |editor| editor.key);
-        Some(editors::uninstall(
+        let (editor_text, side_text) = (
             editor_now.as_deref().unwrap_or_default(),
             side_now.as_deref().unwrap_or_default(),
-            key,
-        )?)
+        );
+        Some(if goose::is_yaml(&editor.path) {
+            goose::uninstall(editor_text, side_text)?
+        } else {
+            editors::uninstall(editor_text, side_text, key)?
+        })
     };
     let side_after = match side {
         Some(side) => record.original(side)?,

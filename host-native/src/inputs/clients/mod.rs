@@ -42,6 +42,7 @@ mod claude_state;
 mod cline;
 mod codex;
 mod copilot;
+mod crush;
 mod cursor;
 mod editors;
 mod expand;
@@ -49,6 +50,7 @@ mod family;
 #[doc(hidden)]
 pub mod fuzz;
 mod gemini;
+mod goose;
 mod junie;
 mod kiro;
 mod layouts;
@@ -59,6 +61,7 @@ pub(crate) mod strategy;
 mod table;
 mod vscode;
 mod windsurf;
+mod zed;
 
 use std::path::{Path, PathBuf};
 
@@ -126,6 +129,35 @@ pub(super) enum Format {
     /// A JSON file read by the parser its client's own file holds (a client with a JSON file
     /// of its own needs no variant here).
     Json(JsonFormat),
+    /// A file in a syntax of its client's own (Zed's lenient JSON, Goose's YAML), read from
+    /// its text by the parser its client's file holds.
+    Text(TextFormat),
+}
+
+/// A client's own file syntax: whether a text is complete in it, and its parser from the text,
+/// the layer kind and the context. Compared by `name`.
+#[derive(Clone, Copy)]
+pub(super) struct TextFormat {
+    /// The format's name (for `Debug` and comparison).
+    pub(super) name: &'static str,
+    /// Whether the text parses now (a file caught mid-write does not).
+    pub(super) complete: fn(&str) -> bool,
+    /// What a file in it says, or why it cannot be read.
+    pub(super) parse: fn(&str, LayerSource, &Context<'_>) -> Result<ClientContent, String>,
+}
+
+impl PartialEq for TextFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for TextFormat {}
+
+impl std::fmt::Debug for TextFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// A client's own JSON format: its parser, from the object, the layer kind and the context
@@ -227,7 +259,8 @@ pub(super) struct Client {
 pub(super) type ClientFile = InputFile<Client>;
 
 impl Format {
-    /// An editor's file (Cursor, VS Code, Copilot CLI).
+    /// An editor's file (Cursor, VS Code, Copilot CLI); another client's file that `install`
+    /// hands over from the same way is made with [`ClientFile::editor`].
     fn is_editor(self) -> bool {
         matches!(self, Format::Cursor | Format::Vscode | Format::Copilot)
     }
@@ -261,6 +294,7 @@ impl Client {
         match self.format {
             Format::Codex => codex::parse(text.as_str(), self.scope, ctx),
             Format::CodexRequirements => codex::requirements(text.as_str()),
+            Format::Text(format) => (format.parse)(text.as_str(), self.scope, ctx),
             format => {
                 let value = explain(text.json(), text.as_str(), has_last_good)
                     .map_err(|e| e.split(" — ").next().unwrap_or_default().to_owned())?;
@@ -283,7 +317,9 @@ impl Client {
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
                     Format::Json(format) => (format.parse)(&top, self.scope, ctx),
-                    Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
+                    Format::Codex | Format::CodexRequirements | Format::Text(_) => {
+                        unreachable!("handled above")
+                    }
                 })
             }
         }
@@ -354,6 +390,7 @@ impl Kind for Client {
             Format::Codex | Format::CodexRequirements => {
                 text.as_str().parse::<toml::Table>().is_ok()
             }
+            Format::Text(format) => (format.complete)(text.as_str()),
             // Large by nature: checked without building the document, as it is read.
             Format::ClaudeState => claude_state::complete(text.as_str()),
             _ => text.check(),
@@ -379,8 +416,9 @@ impl ClientFile {
         InputFile::with(kind, path, Some(source))
     }
 
-    /// An editor's file in a format of its client's own (a [`Format::Json`] whose client
-    /// `install` hands over with the sidecar).
+    /// An editor's file in a format of its client's own (a [`Format::Json`] or
+    /// [`Format::Text`] whose client `install` hands over with the sidecar: the `mcpServers`
+    /// family, Zed, Crush, Goose).
     pub(super) fn editor(format: Format, scope: LayerSource, path: PathBuf) -> Self {
         let mut file = ClientFile::new(format, scope, path);
         file.kind.editor = true;
