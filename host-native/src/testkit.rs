@@ -98,6 +98,8 @@ struct State {
     held: AtomicUsize,
     /// `tool` of every call it answered.
     calls: Mutex<Vec<String>>,
+    /// The extensions its last client declared in `initialize`.
+    declared: Mutex<Vec<String>>,
 }
 
 impl Server {
@@ -161,6 +163,11 @@ impl Server {
         lock(&self.0.live).len()
     }
 
+    /// The extensions the client of its last session declared (`capabilities.extensions`).
+    pub(crate) fn declared_extensions(&self) -> Vec<String> {
+        lock(&self.0.declared).clone()
+    }
+
     /// The tools it was called with, in order.
     pub(crate) fn calls(&self) -> Vec<String> {
         lock(&self.0.calls).clone()
@@ -186,6 +193,10 @@ impl Server {
                 return;
             };
             let id = server.0.next_session.fetch_add(1, Ordering::SeqCst);
+            if let Some(info) = running.peer().peer_info() {
+                let declared = info.capabilities.extensions.iter().flatten();
+                *lock(&server.0.declared) = declared.map(|(id, _)| id.clone()).collect();
+            }
             let cancel = running.cancellation_token();
             lock(&server.0.live).push((id, cancel, running.peer().clone()));
             let _ = running.waiting().await;

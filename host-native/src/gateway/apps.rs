@@ -115,7 +115,10 @@ impl<S: Session> Gateway<S> {
             1 => Alias::One(found.remove(0).1),
             _ => Alias::Ambiguous(ambiguous(
                 name,
-                &found.into_iter().map(|(shown, _)| shown).collect::<Vec<_>>(),
+                &found
+                    .into_iter()
+                    .map(|(shown, _)| shown)
+                    .collect::<Vec<_>>(),
             )),
         })
     }
@@ -152,7 +155,10 @@ impl<S: Session> Gateway<S> {
         let tools = self.visible().await?.tools;
         let mut owner: Option<Route> = None;
         for tool in tools.iter().filter(|t| resource_uri(t) == Some(uri)) {
-            let Some(route) = self.own_route(Target::Tool(self.qualify(&tool.name))).await? else {
+            let Some(route) = self
+                .own_route(Target::Tool(self.qualify(&tool.name)))
+                .await?
+            else {
                 continue;
             };
             match &owner {

@@ -3,22 +3,36 @@
 //! in-memory pipe and makes the calls an app makes — its server's own tool names, `ui://`
 //! reads the server does not list.
 
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
     ReadResourceRequestParams, ResourceContents, Tool,
 };
-use rmcp::service::RunningService;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-use super::{app_only, resource_uri, ambiguous};
+use super::{ambiguous, app_only, resource_uri};
 use crate::gateway::{Gateway, ToolNames};
 use crate::host::HostHandle;
 use crate::testkit::session::{entry_json as entry, start, Session};
 use crate::transport::apps::UI_EXTENSION;
 
 /// A client of `gateway` over an in-memory pipe; `ui`: it declares the extension.
-async fn client(gateway: Gateway<HostHandle>, ui: bool) -> RunningService<RoleClient, ClientConfig> {
+async fn client(
+    gateway: Gateway<HostHandle>,
+    ui: bool,
+) -> RunningService<RoleClient, ClientConfig> {
+    client_of(gateway, ui, false).await
+}
+
+/// [`client`], of MCP 2026-07-28 (`server/discover`, capabilities in each request's `_meta`)
+/// when `modern`.
+async fn client_of(
+    gateway: Gateway<HostHandle>,
+    ui: bool,
+    modern: bool,
+) -> RunningService<RoleClient, ClientConfig> {
     let (near, far) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(served) = gateway.serve(far).await {
@@ -29,22 +43,39 @@ async fn client(gateway: Gateway<HostHandle>, ui: bool) -> RunningService<RoleCl
     if ui {
         let settings = json!({"mimeTypes": ["text/html;profile=mcp-app"]});
         capabilities.extensions = Some(
-            [(UI_EXTENSION.to_owned(), settings.as_object().cloned().unwrap_or_default())]
-                .into_iter()
-                .collect(),
+            [(
+                UI_EXTENSION.to_owned(),
+                settings.as_object().cloned().unwrap_or_default(),
+            )]
+            .into_iter()
+            .collect(),
         );
     }
-    ClientConfig::new(capabilities, Implementation::new("app-test", "0"))
-        .serve(near)
-        .await
-        .expect("the gateway answers initialize")
+    let config = ClientConfig::new(capabilities, Implementation::new("app-test", "0"));
+    if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        config
+            .with_protocol_version(ProtocolVersion::V_2026_07_28)
+            .serve_with_lifecycle(near, lifecycle)
+            .await
+            .expect("the gateway answers server/discover")
+    } else {
+        config
+            .serve(near)
+            .await
+            .expect("the gateway answers initialize")
+    }
 }
 
 /// A session of the servers `tools` names (server → its tools), each tool with the `_meta`
 /// `meta` names for it (`"server/tool"`), every server up.
 async fn servers(tools: &[(&str, &[&str])], meta: &[(&str, Value)]) -> Session {
-    let entries: serde_json::Map<String, Value> =
-        tools.iter().map(|(s, _)| ((*s).to_owned(), entry(1))).collect();
+    let entries: serde_json::Map<String, Value> = tools
+        .iter()
+        .map(|(s, _)| ((*s).to_owned(), entry(1)))
+        .collect();
     let mut s = start(Value::Object(entries));
     for (key, value) in meta {
         let (server, tool) = key.split_once('/').expect("server/tool");
@@ -55,7 +86,8 @@ async fn servers(tools: &[(&str, &[&str])], meta: &[(&str, Value)]) -> Session {
     }
     s.pass("start").await;
     for (server, names) in tools {
-        s.wait_server(server, |state| state.tools == names.len()).await;
+        s.wait_server(server, |state| state.tools == names.len())
+            .await;
     }
     s
 }
@@ -87,7 +119,11 @@ fn text(result: &CallToolResult) -> String {
 #[tokio::test]
 async fn an_apps_call_by_the_servers_own_name_reaches_the_one_server_that_offers_it() {
     let meta = json!({"ui": {"resourceUri": "ui://clock/app.html"}});
-    let s = servers(&[("clock", &["get-time"]), ("b", &["echo"])], &[("clock/get-time", meta)]).await;
+    let s = servers(
+        &[("clock", &["get-time"]), ("b", &["echo"])],
+        &[("clock/get-time", meta)],
+    )
+    .await;
     for names in [ToolNames::Mcp, ToolNames::Short] {
         let client = client(Gateway::new(s.handle.clone()).with_tool_names(names), true).await;
         let result = call(&client, "get-time").await;
@@ -109,16 +145,27 @@ async fn an_apps_call_by_the_servers_own_name_reaches_the_one_server_that_offers
 #[tokio::test]
 async fn a_bare_name_two_servers_offer_is_refused_naming_both() {
     let s = servers(&[("a", &["echo"]), ("b", &["echo"])], &[]).await;
-    let client = client(Gateway::new(s.handle.clone()).with_tool_names(ToolNames::Short), true).await;
+    let client = client(
+        Gateway::new(s.handle.clone()).with_tool_names(ToolNames::Short),
+        true,
+    )
+    .await;
     let result = call(&client, "echo").await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(text(&result), ambiguous("echo", &["a__echo".into(), "b__echo".into()]));
+    assert_eq!(
+        text(&result),
+        ambiguous("echo", &["a__echo".into(), "b__echo".into()])
+    );
     assert!(s.servers.server("a").calls().is_empty());
     assert!(s.servers.server("b").calls().is_empty());
     // A name nobody offers keeps the session's own message.
     let result = call(&client, "nothing").await;
     assert_eq!(result.is_error, Some(true));
-    assert!(!text(&result).contains("more than one server"), "{}", text(&result));
+    assert!(
+        !text(&result).contains("more than one server"),
+        "{}",
+        text(&result)
+    );
     let _ = client.cancel().await;
     s.stop().await;
 }
@@ -131,7 +178,10 @@ async fn an_unlisted_ui_resource_is_read_from_the_server_whose_tool_names_it() {
     let s = servers(
         &[("clock", &["get-time"]), ("b", &["show"])],
         &[
-            ("clock/get-time", json!({"ui": {"resourceUri": "ui://clock/app.html"}})),
+            (
+                "clock/get-time",
+                json!({"ui": {"resourceUri": "ui://clock/app.html"}}),
+            ),
             ("clock/tick", shared.clone()),
             ("b/show", shared),
         ],
@@ -154,21 +204,47 @@ async fn an_unlisted_ui_resource_is_read_from_the_server_whose_tool_names_it() {
 }
 
 /// A tool only an app may call stays listed, with its `_meta`, and callable for a client that
-/// declared the extension; a client that did not is not offered it.
+/// declared the extension (in `initialize`, or a 2026-07-28 client in its request's `_meta`);
+/// a client that did not is not offered it.
 #[tokio::test]
 async fn an_app_only_tool_is_offered_only_to_a_client_that_declared_the_extension() {
     let refresh = json!({"ui": {"resourceUri": "ui://clock/app.html", "visibility": ["app"]}});
-    let s = servers(&[("clock", &["get-time", "refresh"])], &[("clock/refresh", refresh.clone())]).await;
-    let apps = client(Gateway::new(s.handle.clone()), true).await;
-    let tools = listed(&apps).await;
-    assert_eq!(names(&tools), ["mcp__clock__get-time", "mcp__clock__refresh"]);
-    assert_eq!(serde_json::to_value(&tools[1].meta).expect("json"), refresh);
-    assert!(app_only(&tools[1]) && resource_uri(&tools[1]) == Some("ui://clock/app.html"));
-    assert_eq!(text(&call(&apps, "refresh").await), "clock:refresh");
-    let plain = client(Gateway::new(s.handle.clone()), false).await;
-    assert_eq!(names(&listed(&plain).await), ["mcp__clock__get-time"]);
-    let _ = apps.cancel().await;
-    let _ = plain.cancel().await;
+    let s = servers(
+        &[("clock", &["get-time", "refresh"])],
+        &[("clock/refresh", refresh.clone())],
+    )
+    .await;
+    for modern in [false, true] {
+        let apps = client_of(Gateway::new(s.handle.clone()), true, modern).await;
+        let tools = listed(&apps).await;
+        assert_eq!(
+            names(&tools),
+            ["mcp__clock__get-time", "mcp__clock__refresh"]
+        );
+        assert_eq!(serde_json::to_value(&tools[1].meta).expect("json"), refresh);
+        assert!(app_only(&tools[1]) && resource_uri(&tools[1]) == Some("ui://clock/app.html"));
+        assert_eq!(text(&call(&apps, "refresh").await), "clock:refresh");
+        let plain = client_of(Gateway::new(s.handle.clone()), false, modern).await;
+        assert_eq!(
+            names(&listed(&plain).await),
+            ["mcp__clock__get-time"],
+            "modern: {modern}"
+        );
+        let _ = apps.cancel().await;
+        let _ = plain.cancel().await;
+    }
+    s.stop().await;
+}
+
+/// Every server connection declares the extension to its server, with the content type the
+/// gateway's clients may render: a server that offers UI tools only to such a host offers them.
+#[tokio::test]
+async fn every_connection_declares_the_ui_extension_to_its_server() {
+    let s = servers(&[("clock", &["get-time"])], &[]).await;
+    assert_eq!(
+        s.servers.server("clock").declared_extensions(),
+        [UI_EXTENSION]
+    );
     s.stop().await;
 }
 
