@@ -72,7 +72,12 @@ pub enum Alias {
 
 /// The tool error of a bare `name` several servers offer, naming each one's gateway `names`.
 fn ambiguous(name: &str, names: &[String]) -> String {
-    let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    // A server's own tool name is the server's to choose: escaped (never cut, it must stay
+    // callable), as every name from a repository's servers reaches the model.
+    let listed: Vec<String> = names
+        .iter()
+        .map(|n| format!("`{}`", crate::display::safe(n)))
+        .collect();
     format!(
         "tool `{}` not found: more than one server offers a tool of that name, so it cannot \
          be called by it alone; call one of {}",
