@@ -47,6 +47,7 @@ use crate::session::{Session, SessionGone};
 use crate::transport::{CallError, Caller};
 pub use naming::ToolNames;
 
+mod apps;
 mod attention;
 mod connections;
 mod era;
@@ -318,9 +319,10 @@ impl<S: Session> ServerHandler for Gateway<S> {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.visible().await?.tools;
+        self.for_client(&mut tools, &context);
         self.add_own_tools(&mut tools).await?;
         Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(era::FRESH_MS)
@@ -341,7 +343,12 @@ impl<S: Session> ServerHandler for Gateway<S> {
             let arguments = request.arguments.unwrap_or_default();
             return Ok(self.language_call(tool, &arguments).await?.into());
         }
-        let route = self.tool_route(&name).await?.and_then(|route| {
+        let route = match self.tool_route(&name).await? {
+            // An app calls by the server's own name (MCP Apps, `gateway/apps.rs`).
+            Err(message) => self.alias_route(&request.name, &name, message).await?,
+            route => route,
+        };
+        let route = route.and_then(|route| {
             if self.offers(&route) {
                 Ok(route)
             } else {
@@ -534,11 +541,12 @@ impl<S: Session> ServerHandler for Gateway<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        let route = self
-            .session
-            .route(Target::Resource(request.uri.clone()))
-            .await
-            .map_err(gone)?
+        let route = match self.session.route(Target::Resource(uri.clone())).await {
+            // An app's `ui://` resource its server need not list (`gateway/apps.rs`).
+            Ok(Err(message)) => self.ui_route(&uri).await?.ok_or(message),
+            other => other.map_err(gone)?,
+        };
+        let route = route
             .and_then(|route| {
                 if self.offers(&route) {
                     Ok(route)

@@ -8,7 +8,9 @@
 //! A test sets what each server offers and does through its [`Server`] handle
 //! ([`Servers::server`], by server name): its tools and prompts (changing them tells every
 //! live session `list_changed`), a failing start, a start that hangs until released, and
-//! closing every live session (a crash). It reads how often a server was started, how many
+//! closing every live session (a crash), and a tool's `_meta` (MCP Apps: such a server also
+//! answers a read of any `ui://` URI, listed or not, and puts `_meta` on that tool's results).
+//! It reads how often a server was started, how many
 //! of its sessions are live and which tools were called.
 
 use std::collections::HashMap;
@@ -20,8 +22,9 @@ use futures::future::BoxFuture;
 use mcp_reconcile_kernel::{ServerConfig, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, PromptsCapability, ServerCapabilities, Tool,
-    ToolsCapability,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptsCapability, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, ResourcesCapability,
+    ServerCapabilities, Tool, ToolsCapability,
 };
 use rmcp::service::{RequestContext, RunningServiceCancellationToken};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -79,6 +82,8 @@ pub(crate) struct Server(Arc<State>);
 #[derive(Default)]
 struct State {
     tools: Mutex<Vec<String>>,
+    /// The `_meta` of a tool, by name.
+    meta: Mutex<HashMap<String, serde_json::Value>>,
     prompts: Mutex<Vec<String>>,
     /// A start fails with this message.
     fail: Mutex<Option<String>>,
@@ -93,6 +98,8 @@ struct State {
     held: AtomicUsize,
     /// `tool` of every call it answered.
     calls: Mutex<Vec<String>>,
+    /// The extensions its last client declared in `initialize`.
+    declared: Mutex<Vec<String>>,
 }
 
 impl Server {
@@ -106,6 +113,12 @@ impl Server {
         for peer in peers {
             let _ = peer.notify_tool_list_changed().await;
         }
+    }
+
+    /// Gives `tool` the `_meta` `meta` in listings to sessions that start from now on (and
+    /// makes the server an MCP Apps one: it answers `ui://` reads and puts `_meta` on results).
+    pub(crate) fn set_tool_meta(&self, tool: &str, meta: serde_json::Value) {
+        lock(&self.0.meta).insert(tool.to_owned(), meta);
     }
 
     /// Offers `prompts` to sessions that start from now on.
@@ -150,6 +163,11 @@ impl Server {
         lock(&self.0.live).len()
     }
 
+    /// The extensions the client of its last session declared (`capabilities.extensions`).
+    pub(crate) fn declared_extensions(&self) -> Vec<String> {
+        lock(&self.0.declared).clone()
+    }
+
     /// The tools it was called with, in order.
     pub(crate) fn calls(&self) -> Vec<String> {
         lock(&self.0.calls).clone()
@@ -175,6 +193,10 @@ impl Server {
                 return;
             };
             let id = server.0.next_session.fetch_add(1, Ordering::SeqCst);
+            if let Some(info) = running.peer().peer_info() {
+                let declared = info.capabilities.extensions.iter().flatten();
+                *lock(&server.0.declared) = declared.map(|(id, _)| id.clone()).collect();
+            }
             let cancel = running.cancellation_token();
             lock(&server.0.live).push((id, cancel, running.peer().clone()));
             let _ = running.waiting().await;
@@ -197,6 +219,9 @@ impl ServerHandler for Handler {
         tools.list_changed = Some(true);
         capabilities.tools = Some(tools);
         capabilities.prompts = Some(PromptsCapability::default());
+        if !lock(&self.server.0.meta).is_empty() {
+            capabilities.resources = Some(ResourcesCapability::default());
+        }
         rmcp::model::ServerConfig::new(capabilities)
     }
 
@@ -209,9 +234,16 @@ impl ServerHandler for Handler {
             .as_object()
             .cloned()
             .unwrap_or_default();
+        let meta = lock(&self.server.0.meta).clone();
         let tools = lock(&self.server.0.tools)
             .iter()
-            .map(|name| Tool::new(name.clone(), "An in-memory tool.", schema.clone()))
+            .map(|name| {
+                let mut tool = Tool::new(name.clone(), "An in-memory tool.", schema.clone());
+                tool.meta = meta
+                    .get(name)
+                    .and_then(|m| serde_json::from_value(m.clone()).ok());
+                tool
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -225,7 +257,25 @@ impl ServerHandler for Handler {
         let tool = request.name.to_string();
         lock(&self.server.0.calls).push(tool.clone());
         let text = format!("{}:{tool}", self.name);
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        if lock(&self.server.0.meta).contains_key(&tool) {
+            result.meta = serde_json::from_value(serde_json::json!({"served-by": self.name})).ok();
+        }
+        Ok(result.into())
+    }
+
+    /// Any `ui://` URI, listed or not, reads as `SERVER:URI`.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !request.uri.starts_with("ui://") {
+            return Err(ErrorData::resource_not_found(request.uri, None));
+        }
+        let text = format!("{}:{}", self.name, request.uri);
+        let contents = ResourceContents::text(text, request.uri);
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn list_prompts(

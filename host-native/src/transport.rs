@@ -19,6 +19,7 @@
 //! 3. [`Connection::close`] stops both and the server (bounded; never hangs). A dropped
 //!    `Connection` is stopped the same way in the background.
 
+pub(crate) mod apps;
 mod caller;
 mod describe;
 mod digest;

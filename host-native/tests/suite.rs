@@ -40,6 +40,7 @@ mod lazy;
 mod lsp_connection;
 mod lsp_security;
 mod lsp_watch;
+mod mcp_apps;
 mod own_gateway;
 mod parity;
 mod pinning;

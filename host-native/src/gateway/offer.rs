@@ -37,7 +37,7 @@ impl Routes {
         }
     }
 
-    fn keep(&self, name: &str, route: &Route) {
+    pub(super) fn keep(&self, name: &str, route: &Route) {
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if routes.len() >= KEPT_ROUTES {
             routes.clear();

@@ -262,7 +262,9 @@ impl ClientHandler for Handler {
     /// The newest protocol version that begins with `initialize` (the handshake this client
     /// runs). Elicitation, sampling and roots are declared: the server's requests are relayed
     /// to the real client when one that offers them is there (a connection is made before any
-    /// client, and may serve several), and answered without one as [`Askers`] says.
+    /// client, and may serve several), and answered without one as [`Askers`] says. The MCP
+    /// Apps extension is declared so that UI tools reach the clients that render them
+    /// (`transport/apps.rs`).
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         let mut elicitation = ElicitationCapability::default();
@@ -270,6 +272,8 @@ impl ClientHandler for Handler {
         capabilities.elicitation = Some(elicitation);
         capabilities.sampling = Some(Default::default());
         capabilities.roots = Some(Default::default());
+        // MCP Apps: declared for every connection, which may serve any client.
+        super::apps::declare_ui(&mut capabilities);
         ClientConfig::new(
             capabilities,
             Implementation::new("mcp-reconcile", env!("CARGO_PKG_VERSION")),
