@@ -54,10 +54,11 @@ pub(crate) const SETTINGS_AFTERWARDS: &str =
      settings files and applies edits to them live. Tools appear as SERVER__TOOL. Workspace \
      servers are approved with `mcp-reconcile approve NAME`.";
 
-/// What changes for an editor's user, after install.
+/// What changes, after install, for the user of a client whose servers move beside (the
+/// editors, the `mcpServers` family, Zed, Crush, Goose).
 pub(crate) const EDITOR_AFTERWARDS: &str =
-    "The editor now starts only `reconcile`. Your servers moved, as written, to \
+    "The client now starts only `reconcile`. Your servers moved, as written, to \
      mcp-reconcile.json beside its file: edit them there and the gateway applies each edit \
-     live. A server you add in the editor's own file is started by the editor itself until you \
+     live. A server you add in the client's own file is started by the client itself until you \
      run install again, which hands it over. Tools appear as SERVER__TOOL under the \
      `reconcile` server.";
