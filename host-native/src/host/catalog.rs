@@ -45,6 +45,9 @@ pub struct MergedCatalog {
     /// Resource templates, with the server that offers each (a URI no server lists goes to
     /// the first whose template it matches).
     pub resource_templates: Vec<(String, ResourceTemplate)>,
+    /// Skills (SEP-2640), names and URIs unchanged, each with its server, and the servers
+    /// that declare the extension ([`crate::skills`]).
+    pub skills: crate::skills::SkillMerge,
 }
 
 /// Which server owns each tool prefix `mcp__<sanitized name>__`: the first
@@ -181,6 +184,7 @@ impl CatalogMerger {
                 .into_iter()
                 .map(|t| (server.to_owned(), t)),
         );
+        self.merged.skills.add(server, view.skills);
     }
 
     /// The merged catalog.
@@ -200,6 +204,8 @@ pub enum Target {
     Resource(String),
     /// A resource template, as listed (`uriTemplate`): for completing its arguments.
     Template(String),
+    /// A skill, by the URI of its `SKILL.md` (`skills/get`).
+    Skill(String),
 }
 
 /// Where a routed request goes.
@@ -397,6 +403,11 @@ impl<B: Backend> Host<B> {
             Target::Template(template) => connected.find_map(|(server, live, conn)| {
                 lists_template(live.catalog, template).then(|| (server, template.clone(), conn))
             }),
+            Target::Skill(uri) => {
+                let owner = self.merged_catalog().skills.owner(uri).map(str::to_owned);
+                connected.find(|(server, _, _)| Some(server.as_str()) == owner.as_deref())
+                    .map(|(server, _, conn)| (server, uri.clone(), conn))
+            }
         };
         if let Some((server, name, conn)) = found {
             let tool = matches!(target, Target::Tool(_));
@@ -422,6 +433,9 @@ impl<B: Backend> Host<B> {
             ),
             Target::Template(template) => format!(
                 "resource template \"{template}\" not found: no connected MCP server lists it (list them with resources/templates/list)"
+            ),
+            Target::Skill(uri) => format!(
+                "skill \"{uri}\" not found: no connected MCP server offers it (list them with skills/list)"
             ),
         })
     }

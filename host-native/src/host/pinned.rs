@@ -39,6 +39,7 @@ impl<B: Backend> Host<B> {
             prompts: listing.prompts.clone(),
             resources: listing.resources.clone(),
             resource_templates: listing.resource_templates.clone(),
+            skills: listing.skills.clone(),
             ..Catalog::default()
         };
         kept.tools.retain(|t| !waiting.withholds_tool(&t.name));

@@ -421,7 +421,7 @@ impl Caller {
         ))
     }
 
-    async fn request(
+    pub(super) async fn request(
         &self,
         what: &str,
         request: ClientRequest,

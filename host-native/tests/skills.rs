@@ -1,0 +1,279 @@
+//! Skills (SEP-2640, `io.modelcontextprotocol/skills`) through a real `serve`: real fixture
+//! servers that declare the extension and serve the skills of a file (`--skills-from`, which
+//! they watch and announce with `resources/list_changed`), and rmcp's own client (which sends
+//! `skills/*` only to a server that declares the extension) on stdio — in process and on the
+//! daemon, an `initialize` client and a 2026-07-28 one.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, GetSkillRequestParams, Implementation,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ResourceContents,
+    SkillResource, SkillResources,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use serde_json::{json, Value};
+
+use crate::common::{self, cli, on_backend, with_args, Group, Heard, Project, Served, PATIENCE};
+
+/// A skill as the fixture's file describes it (`version` is a further frontmatter field).
+fn skill(name: &str, description: &str, version: &str) -> Value {
+    json!({"name": name, "description": description, "version": version,
+           "files": {"SKILL.md": format!("---\nname: {name}\n---\n{description}\n"),
+                     "ref.md": format!("how {name} works")}})
+}
+
+/// The file server `name` serves its skills from.
+fn skills_file(p: &Project, name: &str) -> PathBuf {
+    p.path(&format!("{name}-skills.json"))
+}
+
+/// Replaces server `name`'s skills (it announces the change).
+fn set_skills(p: &Project, name: &str, skills: &[Value]) {
+    p.write(&skills_file(p, name), &Value::Array(skills.to_vec()));
+}
+
+/// The entry of a fixture server `name` that serves `skills`.
+fn skills_server(p: &Project, name: &str, skills: &[Value]) -> Value {
+    set_skills(p, name, skills);
+    let file = skills_file(p, name);
+    with_args(
+        p.server(name, "echo"),
+        &["--skills-from", &file.to_string_lossy()],
+    )
+}
+
+/// `serve` on the chosen backend with `extra` flags, logging at info.
+async fn serve(p: &Project, daemon: bool, extra: &[&str]) -> (Served, Option<Group>) {
+    let log = p.path("serve.log");
+    let mut command = Command::new(cli());
+    command
+        .arg("serve")
+        .args(p.flags())
+        .args(["--debounce-ms", "150"])
+        .args(extra)
+        .env("MCP_RECONCILE_LOG", "info")
+        .stderr(
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .expect("log"),
+        );
+    let daemon = on_backend(p, &mut command, daemon);
+    (Served::spawn(command, log).await, daemon)
+}
+
+/// Whether the gateway `served` talks to declared the skills extension.
+fn declares_skills(served: &Served) -> bool {
+    served
+        .client()
+        .peer_info()
+        .is_some_and(|info| info.capabilities.supports_skills())
+}
+
+/// The names `skills/list` gives, each with its description.
+async fn listed(served: &Served) -> Vec<(String, String)> {
+    let listed = served
+        .client()
+        .list_skills(Some(PaginatedRequestParams::default()))
+        .await
+        .expect("skills/list");
+    listed
+        .skills
+        .iter()
+        .map(|s| (s.name().to_owned(), s.frontmatter.description.clone()))
+        .collect()
+}
+
+/// Waits (within [`PATIENCE`]) until what `skills/list` gives satisfies `pred`.
+async fn until_listed(served: &Served, what: &str, pred: impl Fn(&[(String, String)]) -> bool) {
+    let start = std::time::Instant::now();
+    loop {
+        let now = listed(served).await;
+        if pred(&now) {
+            return;
+        }
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}: {now:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The text of the resource `uri` as `serve` reads it.
+async fn read_text(served: &Served, uri: &str) -> String {
+    let read = served
+        .client()
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap_or_else(|e| panic!("resources/read {uri}: {e}"));
+    match &read.contents[..] {
+        [ResourceContents::TextResourceContents { text, .. }] => text.clone(),
+        other => panic!("one text for {uri}: {other:?}"),
+    }
+}
+
+/// Guards the aggregation and the routing: two skills servers' lists merged (a name the first
+/// server has stays the first's), `skills/get` answered by the owner with its manifest's
+/// digests unchanged, `skill://` files read from their own server, and a skills server added
+/// by a settings edit announced with `resources/list_changed` and listed.
+async fn skills_are_merged_routed_and_an_added_server_is_announced(daemon: bool) {
+    let p = Project::new();
+    let kb = skills_server(&p, "kb", &[skill("git", "Use git well.", "1")]);
+    let other = skills_server(
+        &p,
+        "other",
+        &[
+            skill("git", "Another git.", "9"),
+            skill("fmt", "Format code.", "2"),
+        ],
+    );
+    p.write_settings(json!({"mcpServers": {"kb": kb.clone(), "other": other.clone()}}));
+    let (mut served, _daemon) = serve(&p, daemon, &[]).await;
+    assert!(declares_skills(&served), "a skills server is offered");
+    until_listed(&served, "both servers' skills", |l| l.len() == 2).await;
+    assert_eq!(
+        listed(&served).await,
+        [
+            ("git".to_owned(), "Use git well.".to_owned()),
+            ("fmt".to_owned(), "Format code.".to_owned())
+        ]
+    );
+
+    let got = served
+        .client()
+        .get_skill(GetSkillRequestParams::new("skill://git/SKILL.md"))
+        .await
+        .expect("skills/get");
+    assert_eq!(got.skill.frontmatter.description, "Use git well.");
+    assert_eq!(got.skill.frontmatter.extra.get("version"), Some(&json!("1")));
+    let SkillResources::Files(files) = &got.skill.resources else {
+        panic!("a manifest of files: {:?}", got.skill.resources);
+    };
+    let reference = SkillResource::from_bytes("skill://git/ref.md", b"how git works");
+    assert!(files.contains(&reference), "digests unchanged: {files:?}");
+    assert_eq!(read_text(&served, "skill://git/ref.md").await, "how git works");
+    assert_eq!(read_text(&served, "skill://fmt/ref.md").await, "how fmt works");
+
+    let more = skills_server(&p, "more", &[skill("lint", "Lint code.", "1")]);
+    p.write_settings(json!({"mcpServers": {"kb": kb, "other": other, "more": more}}));
+    loop {
+        match tokio::time::timeout(PATIENCE, served.heard.recv()).await {
+            Ok(Some(Heard::ResourcesChanged)) => break,
+            Ok(Some(_)) => {}
+            _ => panic!("no resources/list_changed; log:\n{}", served.log()),
+        }
+    }
+    until_listed(&served, "the added server's skill", |l| {
+        l.iter().any(|(name, _)| name == "lint")
+    })
+    .await;
+    served.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_merged_routed_and_an_added_server_is_announced_in_process() {
+    skills_are_merged_routed_and_an_added_server_is_announced(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_merged_routed_and_an_added_server_is_announced_on_the_daemon() {
+    skills_are_merged_routed_and_an_added_server_is_announced(true).await;
+}
+
+/// Guards that the extension is declared only while an admitted server offers it: not for a
+/// project skills server waiting for approval, nor by `--passthrough` of a server without
+/// skills; `--passthrough` of the skills server declares it and lists only its skills.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skills_extension_is_declared_only_while_an_admitted_server_offers_it() {
+    let p = Project::new();
+    p.write_settings(json!({"mcpServers": {"plain": p.server("plain", "echo")}}));
+    let kb = skills_server(&p, "kb", &[skill("git", "Use git well.", "1")]);
+    p.write(&p.mcp_json(), &json!({"mcpServers": {"kb": kb}}));
+    let (served, _daemon) = serve(&p, false, &[]).await;
+    served.wait_tool("mcp__plain__echo").await;
+    assert!(
+        !declares_skills(&served),
+        "a project server waiting for approval offers nothing"
+    );
+    served.close().await;
+
+    let approved = p.run(&["approve", "kb"]);
+    assert!(approved.status.success(), "{}", common::output_text(&approved));
+    let (served, _daemon) = serve(&p, false, &[]).await;
+    assert!(declares_skills(&served), "an approved skills server is offered");
+    served.close().await;
+
+    let (served, _daemon) = serve(&p, false, &["--passthrough", "plain"]).await;
+    assert!(!declares_skills(&served), "plain offers no skills");
+    served.close().await;
+    let (served, _daemon) = serve(&p, false, &["--passthrough", "kb"]).await;
+    assert!(declares_skills(&served));
+    assert_eq!(
+        listed(&served).await,
+        [("git".to_owned(), "Use git well.".to_owned())]
+    );
+    served.close().await;
+}
+
+/// Guards the 2026-07-28 era: a client that starts with `server/discover` finds the extension
+/// declared, lists, gets and reads skills (each result complete, with cache hints).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_client_lists_gets_and_reads_skills() {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let p = Project::new();
+    let kb = skills_server(&p, "kb", &[skill("git", "Use git well.", "1")]);
+    p.write_settings(json!({"mcpServers": {"kb": kb}}));
+    let log = p.path("serve.log");
+    let mut command = Command::new(cli());
+    command
+        .args(["serve", "--no-daemon"])
+        .args(p.flags())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log).expect("log"))
+        .process_group(0);
+    let mut child = tokio::process::Command::from(command)
+        .spawn()
+        .expect("serve starts");
+    let _group = common::KillGroup(child.id().expect("a pid"));
+    let (stdout, stdin) = (child.stdout.take().expect("out"), child.stdin.take().expect("in"));
+    let config = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("skills-test", "0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2026_07_28);
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = tokio::time::timeout(PATIENCE, config.serve_with_lifecycle((stdout, stdin), lifecycle))
+        .await
+        .expect("discovery in time")
+        .expect("serve answers server/discover");
+    let info = client.peer_info().expect("discovered");
+    assert!(info.capabilities.supports_skills(), "{:?}", info.capabilities);
+
+    let listed = client
+        .list_skills(Some(PaginatedRequestParams::default()))
+        .await
+        .expect("skills/list");
+    assert_eq!(listed.skills.len(), 1);
+    assert!(listed.ttl_ms.is_some() && listed.cache_scope.is_some());
+    let got = client
+        .get_skill(GetSkillRequestParams::new("skill://git/SKILL.md"))
+        .await
+        .expect("skills/get");
+    assert_eq!(got.skill, listed.skills[0]);
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("skill://git/ref.md"))
+        .await
+        .expect("resources/read");
+    assert!(
+        matches!(&read.contents[..], [ResourceContents::TextResourceContents { text, .. }] if text == "how git works"),
+        "{read:?}"
+    );
+    drop(client);
+    drop(child);
+}
