@@ -43,6 +43,18 @@ pub fn skill_at<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a Skill> {
     catalog.skills.iter().flatten().find(|skill| skill.uri == uri)
 }
 
+/// The skill of `catalog` whose `SKILL.md` is at `uri`, else the one that serves the file
+/// `uri`.
+pub fn owning<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a Skill> {
+    skill_at(catalog, uri).or_else(|| {
+        catalog
+            .skills
+            .iter()
+            .flatten()
+            .find(|skill| serves(skill, uri))
+    })
+}
+
 /// The skills of several servers merged: unique names and URIs, first server wins, each with
 /// the server that owns it.
 #[derive(Clone, Debug, Default)]

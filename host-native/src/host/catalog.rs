@@ -331,6 +331,7 @@ impl<B: Backend> Host<B> {
             if let Some(waiting) = self.pins.waiting(name).filter(|w| w.withholds()) {
                 waiting.hash(tools);
                 waiting.hash(prompts);
+                waiting.hash(resources);
             }
         }
         self.lsp.any_configured().hash(&mut hashers[0]);
@@ -404,8 +405,9 @@ impl<B: Backend> Host<B> {
                 lists_template(live.catalog, template).then(|| (server, template.clone(), conn))
             }),
             Target::Skill(uri) => {
-                let owner = self.merged_catalog().skills.owner(uri).map(str::to_owned);
-                connected.find(|(server, _, _)| Some(server.as_str()) == owner.as_deref())
+                let owner = self.skill_owner(&owners, uri);
+                connected
+                    .find(|(server, _, _)| Some(server.as_str()) == owner.as_deref())
                     .map(|(server, _, conn)| (server, uri.clone(), conn))
             }
         };
@@ -413,6 +415,14 @@ impl<B: Backend> Host<B> {
             let tool = matches!(target, Target::Tool(_));
             if matches!(target, Target::Tool(_) | Target::Prompt(_)) {
                 if let Some(message) = self.withheld(server, &name, tool) {
+                    return Err(message);
+                }
+            }
+            if let Target::Resource(uri) | Target::Skill(uri) = &target {
+                let held = self.backend.held(server);
+                if let Some(message) =
+                    held.and_then(|live| self.withheld_skill(server, live.catalog, uri))
+                {
                     return Err(message);
                 }
             }
@@ -438,6 +448,16 @@ impl<B: Backend> Host<B> {
                 "skill \"{uri}\" not found: no connected MCP server offers it (list them with skills/list)"
             ),
         })
+    }
+
+    /// The server whose skill is at `uri`: the first connected one, in settings order, that
+    /// lists its name or URI ([`crate::skills::SkillMerge`]), withheld or not.
+    fn skill_owner(&self, owners: &PrefixOwners, uri: &str) -> Option<String> {
+        let mut merge = crate::skills::SkillMerge::default();
+        for (server, live, _) in self.connected().filter(|(s, _, _)| owners.owns(s)) {
+            merge.add(server, live.catalog.skills.clone());
+        }
+        merge.owner(uri).map(str::to_owned)
     }
 
     /// The §4 message for a tool that is not available now; for a server that is failing or
