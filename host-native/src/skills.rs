@@ -40,7 +40,11 @@ pub fn serves_file(catalog: &Catalog, uri: &str) -> bool {
 
 /// The skill of `catalog` whose `SKILL.md` is at `uri`.
 pub fn skill_at<'a>(catalog: &'a Catalog, uri: &str) -> Option<&'a Skill> {
-    catalog.skills.iter().flatten().find(|skill| skill.uri == uri)
+    catalog
+        .skills
+        .iter()
+        .flatten()
+        .find(|skill| skill.uri == uri)
 }
 
 /// The skill of `catalog` whose `SKILL.md` is at `uri`, else the one that serves the file

@@ -102,7 +102,11 @@ pub(super) fn only(
     mut merged: crate::skills::SkillMerge,
     only: Option<&str>,
 ) -> crate::skills::SkillMerge {
-    merged.servers.retain(|server| Some(server.as_str()) == only);
-    merged.skills.retain(|(server, _)| Some(server.as_str()) == only);
+    merged
+        .servers
+        .retain(|server| Some(server.as_str()) == only);
+    merged
+        .skills
+        .retain(|(server, _)| Some(server.as_str()) == only);
     merged
 }

@@ -84,7 +84,12 @@ impl<B: Backend> Host<B> {
             .filter(|w| w.withholds())
             .map(|w| {
                 let skills = w.skills.iter();
-                w.tools.iter().chain(&w.prompts).chain(skills).cloned().collect()
+                w.tools
+                    .iter()
+                    .chain(&w.prompts)
+                    .chain(skills)
+                    .cloned()
+                    .collect()
             })
             .unwrap_or_default()
     }

@@ -219,7 +219,12 @@ impl Pins {
                 policy,
                 tools: listing.tools.keys().cloned().collect(),
                 prompts: listing.prompts.keys().cloned().collect(),
-                skills: listing.skills.iter().flatten().map(|(k, _)| k.clone()).collect(),
+                skills: listing
+                    .skills
+                    .iter()
+                    .flatten()
+                    .map(|(k, _)| k.clone())
+                    .collect(),
             },
             Ok(file) => match file.servers.get_mut(id) {
                 None => {
@@ -241,7 +246,13 @@ impl Pins {
                 Some(pinned) => {
                     adopt_skills(self.store.as_ref(), id, pinned, &listing);
                     let skills = pin::waiting(
-                        &digests(pinned.baseline.skills.as_ref().unwrap_or(&Default::default())),
+                        &digests(
+                            pinned
+                                .baseline
+                                .skills
+                                .as_ref()
+                                .unwrap_or(&Default::default()),
+                        ),
                         &digests(listing.skills.as_ref().unwrap_or(&Default::default())),
                     );
                     let tools =

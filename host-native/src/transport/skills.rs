@@ -33,7 +33,10 @@ impl Caller {
     ///
     /// # Errors
     /// See [`CallError`].
-    pub async fn get_skill(&self, params: GetSkillRequestParams) -> Result<GetSkillResult, CallError> {
+    pub async fn get_skill(
+        &self,
+        params: GetSkillRequestParams,
+    ) -> Result<GetSkillResult, CallError> {
         let what = format!("skills/get `{}`", params.uri);
         let request = ClientRequest::GetSkillRequest(GetSkillRequest::new(params));
         match self

@@ -213,7 +213,10 @@ impl ServerHandler for Fixture {
             capabilities
                 .extensions
                 .get_or_insert_with(Default::default)
-                .insert(rmcp::model::SKILLS_EXTENSION_ID.to_owned(), Default::default());
+                .insert(
+                    rmcp::model::SKILLS_EXTENSION_ID.to_owned(),
+                    Default::default(),
+                );
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
