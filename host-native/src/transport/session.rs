@@ -143,7 +143,7 @@ impl std::fmt::Display for ListError {
 
 /// Follows `nextCursor` from the first page of `method`, at most [`MAX_LIST_PAGES`] pages and
 /// [`MAX_LIST_ITEMS`] items (rmcp's own `list_all_*` follow a server's cursors forever).
-pub(super) async fn list_pages<T, F, Fut>(method: &str, mut page: F) -> Result<Vec<T>, ListError>
+async fn list_pages<T, F, Fut>(method: &str, mut page: F) -> Result<Vec<T>, ListError>
 where
     F: FnMut(Option<PaginatedRequestParams>) -> Fut,
     Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
@@ -220,7 +220,10 @@ pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, Lis
             Err(ListError::Failed(_)) => Vec::new(),
         };
     }
-    catalog.skills = super::skills::list(peer).await?;
+    if super::skills::declared(peer) {
+        let skills = list_pages("skills/list", |p| super::skills::page(peer, p)).await?;
+        catalog.skills = Some(skills);
+    }
     Ok(catalog)
 }
 
