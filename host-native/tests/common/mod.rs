@@ -1008,7 +1008,12 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::Progress(value))) => return value,
-                Ok(Some(Heard::ToolsChanged | Heard::Elicited(_) | Heard::Log { .. })) => {}
+                Ok(Some(
+                    Heard::ToolsChanged
+                    | Heard::ResourcesChanged
+                    | Heard::Elicited(_)
+                    | Heard::Log { .. },
+                )) => {}
                 _ => panic!("no progress; log:\n{}", self.log()),
             }
         }
@@ -1021,7 +1026,12 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::ToolsChanged)) => return,
-                Ok(Some(Heard::Progress(_) | Heard::Elicited(_) | Heard::Log { .. })) => {}
+                Ok(Some(
+                    Heard::Progress(_)
+                    | Heard::ResourcesChanged
+                    | Heard::Elicited(_)
+                    | Heard::Log { .. },
+                )) => {}
                 _ => panic!("no tools/list_changed; log:\n{}", self.log()),
             }
         }
