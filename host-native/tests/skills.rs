@@ -120,8 +120,9 @@ async fn read_text(served: &Served, uri: &str) -> String {
 
 /// Guards the aggregation and the routing: two skills servers' lists merged (a name the first
 /// server has stays the first's), `skills/get` answered by the owner with its manifest's
-/// digests unchanged, `skill://` files read from their own server, and a skills server added
-/// by a settings edit announced with `resources/list_changed` and listed.
+/// digests unchanged, `skill://` files read from their own server, a skills server added by a
+/// settings edit announced with `resources/list_changed` and listed, and the extension gone
+/// (`skills/list` refused) once an edit removes every skills server.
 async fn skills_are_merged_routed_and_an_added_server_is_announced(daemon: bool) {
     let p = Project::new();
     let kb = skills_server(&p, "kb", &[skill("git", "Use git well.", "1")]);
@@ -182,6 +183,20 @@ async fn skills_are_merged_routed_and_an_added_server_is_announced(daemon: bool)
         l.iter().any(|(name, _)| name == "lint")
     })
     .await;
+
+    // Every skills server removed: the gateway no longer declares the extension.
+    p.write_settings(json!({"mcpServers": {"plain": p.server("plain", "echo")}}));
+    served.wait_tool("mcp__plain__echo").await;
+    let start = std::time::Instant::now();
+    while served
+        .client()
+        .list_skills(Some(PaginatedRequestParams::default()))
+        .await
+        .is_ok()
+    {
+        assert!(start.elapsed() < PATIENCE, "skills/list still answered");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     served.close().await;
 }
 
