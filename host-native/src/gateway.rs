@@ -57,6 +57,7 @@ mod manage;
 mod naming;
 mod offer;
 mod priming;
+mod skills;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -86,6 +87,8 @@ pub struct Gateway<S = HostHandle> {
     names: ToolNames,
     /// The routes of the tools called lately, while they are current.
     routes: Arc<offer::Routes>,
+    /// Whether an offered server declares the skills extension (`gateway/skills.rs`).
+    skills: Arc<skills::Offered>,
 }
 
 impl<S> Clone for Gateway<S> {
@@ -101,6 +104,7 @@ impl<S> Clone for Gateway<S> {
             reconnects: Arc::clone(&self.reconnects),
             names: self.names,
             routes: Arc::clone(&self.routes),
+            skills: Arc::clone(&self.skills),
         }
     }
 }
@@ -125,6 +129,7 @@ impl<S: Session> Gateway<S> {
             reconnects: Arc::default(),
             names: ToolNames::Mcp,
             routes: Arc::default(),
+            skills: Arc::default(),
         }
     }
 
@@ -206,6 +211,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 rmcp::model::TASKS_EXTENSION_ID.to_owned(),
                 Default::default(),
             );
+        self.declare_skills(&mut capabilities);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "mcp-reconcile",
@@ -244,6 +250,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        self.refresh_skills().await;
         let mut info = self.negotiate_initialize(&request)?;
         info.instructions = self.instructions(info.instructions.take()).await;
         Ok(info)
@@ -254,6 +261,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
+        self.refresh_skills().await;
         let mut info = self.get_info();
         info.instructions = self.instructions(info.instructions.take()).await;
         Ok(DiscoverResult::from_server_info(
@@ -492,6 +500,22 @@ impl<S: Session> ServerHandler for Gateway<S> {
                 None,
             ))
         }
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        self.skills_list().await
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        self.skill_get(request, context).await
     }
 
     async fn list_resource_templates(

@@ -59,6 +59,7 @@ pub mod redact;
 pub mod review;
 pub mod session;
 pub mod signal;
+pub mod skills;
 pub mod status;
 mod supervisor;
 #[cfg(test)]

@@ -60,6 +60,8 @@ impl ListingCache {
             prompts: stored.prompts,
             resources: stored.resources,
             resource_templates: stored.resource_templates,
+            // Skills are listed once the server runs; a kept listing offers none.
+            skills: None,
             digests: std::sync::OnceLock::new(),
         })
     }

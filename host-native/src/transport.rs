@@ -37,6 +37,7 @@ mod rounds;
 pub use relay::{Question, Questions};
 mod remote;
 mod session;
+mod skills;
 mod sse;
 pub(crate) mod stdio;
 mod subscribe;
@@ -57,7 +58,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use rmcp::model::{
     CallToolResult, ElicitRequestParams, ElicitResult, GetPromptResult, ProgressNotificationParam,
-    Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
+    Prompt, ReadResourceResult, Resource, ResourceTemplate, Skill, Tool,
 };
 
 use crate::redact::{redact_all, secrets};
@@ -82,6 +83,8 @@ pub struct Catalog {
     pub resources: Vec<Resource>,
     /// `resources/templates/list` (empty when the server does not answer it).
     pub resource_templates: Vec<ResourceTemplate>,
+    /// `skills/list` (SEP-2640); `None` when the server does not declare the skills extension.
+    pub skills: Option<Vec<Skill>>,
     /// The content digests, computed on first use ([`Catalog::digests`]).
     pub(crate) digests: std::sync::OnceLock<Digests>,
 }

@@ -87,6 +87,7 @@ pub fn session_view(server: &str, config: &ServerConfig, catalog: &Catalog) -> C
         prompts,
         resources: catalog.resources.clone(),
         resource_templates: catalog.resource_templates.clone(),
+        skills: catalog.skills.clone(),
         digests: std::sync::OnceLock::new(),
     }
 }
@@ -137,7 +138,7 @@ pub fn pick_resource<T>(
 /// How `catalog` serves `uri`: a listed resource beats a template (a router prefers a server
 /// that lists the URI over one whose template would produce it).
 pub fn resource_match(catalog: &Catalog, uri: &str) -> ResourceMatch {
-    if catalog.resources.iter().any(|r| r.uri == uri) {
+    if catalog.resources.iter().any(|r| r.uri == uri) || crate::skills::serves_file(catalog, uri) {
         ResourceMatch::Exact
     } else if catalog
         .resource_templates

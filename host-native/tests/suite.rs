@@ -60,6 +60,7 @@ mod serve_http_eras;
 mod serve_http_security;
 mod serve_modern;
 mod sharing;
+mod skills;
 mod slow_start;
 mod supervision;
 mod tool_names;

@@ -8,7 +8,10 @@
 //!   `annotations`; a prompt's `name`, `title`, `description` and `arguments`. Each is the
 //!   sha256 of the canonical JSON of those members ([`crate::identity::sorted_json`]: keys
 //!   sorted at every depth), so key order never changes a digest; `_meta` and other members
-//!   do not count. The text is prefixed with [`DIGEST_VERSION`], so a future change of what
+//!   do not count. A skill's (SEP-2640 skills extension) covers `uri`, `frontmatter` (its
+//!   `name`, `description`, `version` and every other field of its `SKILL.md` frontmatter) and
+//!   `resources` (each file's URI, `sha256:` digest and size, or `"dynamic"`), so a changed
+//!   file of the skill changes it too. The text is prefixed with [`DIGEST_VERSION`], so a future change of what
 //!   is covered cannot be mistaken for a changed tool of the old kind.
 //! * The policy ([`PinPolicy`], [`effective_pin`]): `enforce` withholds changed and new items,
 //!   `warn` offers them and says so, `off` does nothing. By default project (gated) entries
@@ -41,6 +44,9 @@ pub const TOOL_FIELDS: [&str; 6] = [
 
 /// The members of a prompt a digest covers.
 pub const PROMPT_FIELDS: [&str; 4] = ["name", "title", "description", "arguments"];
+
+/// The members of a skill's manifest (`skills/list`) a digest covers.
+pub const SKILL_FIELDS: [&str; 3] = ["uri", "frontmatter", "resources"];
 
 /// What pinning does for a server. Ordered from weakest to strictest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -143,6 +149,11 @@ pub fn prompt_digest(prompt: &Object) -> String {
     digest_of(prompt, &PROMPT_FIELDS)
 }
 
+/// A skill's digest ([`SKILL_FIELDS`]).
+pub fn skill_digest(skill: &Object) -> String {
+    digest_of(skill, &SKILL_FIELDS)
+}
+
 /// Name → digest of one list (tools or prompts).
 pub type Digests = BTreeMap<String, String>;
 
@@ -243,6 +254,20 @@ mod tests {
         let a = object(r#"{"name":"p","arguments":[{"name":"x"}]}"#);
         let b = object(r#"{"name":"p","arguments":[{"name":"x","required":true}]}"#);
         assert_ne!(prompt_digest(&a), prompt_digest(&b));
+    }
+
+    /// Guards that a skill's version and each of its files count, and its `_meta` does not.
+    #[test]
+    fn a_skills_frontmatter_and_file_digests_count() {
+        let skill = |version: &str, file: &str, meta: &str| {
+            object(&format!(
+                r#"{{"uri":"skill://git/SKILL.md","frontmatter":{{"name":"git","description":"d","version":"{version}"}},"resources":[{{"uri":"skill://git/SKILL.md","digest":"sha256:{file}","size":1}}]{meta}}}"#
+            ))
+        };
+        let base = skill_digest(&skill("1", "aa", ""));
+        assert_ne!(base, skill_digest(&skill("2", "aa", "")));
+        assert_ne!(base, skill_digest(&skill("1", "bb", "")));
+        assert_eq!(base, skill_digest(&skill("1", "aa", r#","_meta":{"x":1}"#)));
     }
 
     #[test]

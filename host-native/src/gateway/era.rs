@@ -119,6 +119,7 @@ impl<S: crate::session::Session> super::Gateway<S> {
             while let Ok(more) = events.try_recv() {
                 batch.push(more);
             }
+            self.refresh_skills().await;
             for event in batch {
                 if let HostEvent::CatalogChanged(change) = event {
                     self.tell(change).await;

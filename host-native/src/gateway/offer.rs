@@ -69,6 +69,7 @@ impl<S: Session> Gateway<S> {
     pub(super) async fn visible(&self) -> Result<MergedCatalog, ErrorData> {
         let catalog = self.catalog().await?;
         if self.only.is_none() {
+            self.skills.note(&catalog);
             return Ok(self.names.rename(catalog));
         }
         let mut visible = MergedCatalog::default();
@@ -98,6 +99,8 @@ impl<S: Session> Gateway<S> {
             .into_iter()
             .filter(|(server, _)| self.only.as_deref() == Some(server.as_str()))
             .collect();
+        visible.skills = super::skills::only(catalog.skills, self.only.as_deref());
+        self.skills.note(&visible);
         Ok(visible)
     }
 

@@ -45,6 +45,9 @@ pub struct MergedCatalog {
     /// Resource templates, with the server that offers each (a URI no server lists goes to
     /// the first whose template it matches).
     pub resource_templates: Vec<(String, ResourceTemplate)>,
+    /// Skills (SEP-2640), names and URIs unchanged, each with its server, and the servers
+    /// that declare the extension ([`crate::skills`]).
+    pub skills: crate::skills::SkillMerge,
 }
 
 /// Which server owns each tool prefix `mcp__<sanitized name>__`: the first
@@ -181,6 +184,7 @@ impl CatalogMerger {
                 .into_iter()
                 .map(|t| (server.to_owned(), t)),
         );
+        self.merged.skills.add(server, view.skills);
     }
 
     /// The merged catalog.
@@ -200,6 +204,8 @@ pub enum Target {
     Resource(String),
     /// A resource template, as listed (`uriTemplate`): for completing its arguments.
     Template(String),
+    /// A skill, by the URI of its `SKILL.md` (`skills/get`).
+    Skill(String),
 }
 
 /// Where a routed request goes.
@@ -325,6 +331,7 @@ impl<B: Backend> Host<B> {
             if let Some(waiting) = self.pins.waiting(name).filter(|w| w.withholds()) {
                 waiting.hash(tools);
                 waiting.hash(prompts);
+                waiting.hash(resources);
             }
         }
         self.lsp.any_configured().hash(&mut hashers[0]);
@@ -397,11 +404,25 @@ impl<B: Backend> Host<B> {
             Target::Template(template) => connected.find_map(|(server, live, conn)| {
                 lists_template(live.catalog, template).then(|| (server, template.clone(), conn))
             }),
+            Target::Skill(uri) => {
+                let owner = self.skill_owner(&owners, uri);
+                connected
+                    .find(|(server, _, _)| Some(server.as_str()) == owner.as_deref())
+                    .map(|(server, _, conn)| (server, uri.clone(), conn))
+            }
         };
         if let Some((server, name, conn)) = found {
             let tool = matches!(target, Target::Tool(_));
             if matches!(target, Target::Tool(_) | Target::Prompt(_)) {
                 if let Some(message) = self.withheld(server, &name, tool) {
+                    return Err(message);
+                }
+            }
+            if let Target::Resource(uri) | Target::Skill(uri) = &target {
+                let held = self.backend.held(server);
+                if let Some(message) =
+                    held.and_then(|live| self.withheld_skill(server, live.catalog, uri))
+                {
                     return Err(message);
                 }
             }
@@ -423,7 +444,20 @@ impl<B: Backend> Host<B> {
             Target::Template(template) => format!(
                 "resource template \"{template}\" not found: no connected MCP server lists it (list them with resources/templates/list)"
             ),
+            Target::Skill(uri) => format!(
+                "skill \"{uri}\" not found: no connected MCP server offers it (list them with skills/list)"
+            ),
         })
+    }
+
+    /// The server whose skill is at `uri`: the first connected one, in settings order, that
+    /// lists its name or URI ([`crate::skills::SkillMerge`]), withheld or not.
+    fn skill_owner(&self, owners: &PrefixOwners, uri: &str) -> Option<String> {
+        let mut merge = crate::skills::SkillMerge::default();
+        for (server, live, _) in self.connected().filter(|(s, _, _)| owners.owns(s)) {
+            merge.add(server, live.catalog.skills.clone());
+        }
+        merge.owner(uri).map(str::to_owned)
     }
 
     /// The §4 message for a tool that is not available now; for a server that is failing or

@@ -210,6 +210,8 @@ impl<B: Backend> Host<B> {
             Target::Template(template) => {
                 dormant.find(|(_, _, listing)| lists_template(listing, template))
             }
+            // A kept listing has no skills (they are listed once the server runs).
+            Target::Skill(_) => None,
         };
         found.map(|(name, _, _)| name.clone())
     }

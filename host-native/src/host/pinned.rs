@@ -39,10 +39,14 @@ impl<B: Backend> Host<B> {
             prompts: listing.prompts.clone(),
             resources: listing.resources.clone(),
             resource_templates: listing.resource_templates.clone(),
+            skills: listing.skills.clone(),
             ..Catalog::default()
         };
         kept.tools.retain(|t| !waiting.withholds_tool(&t.name));
         kept.prompts.retain(|p| !waiting.withholds_prompt(&p.name));
+        if let Some(skills) = &mut kept.skills {
+            skills.retain(|s| !waiting.withholds_skill(&s.uri));
+        }
         Cow::Owned(kept)
     }
 
@@ -58,12 +62,35 @@ impl<B: Backend> Host<B> {
         held.then(|| changed_text(server, kind, own, PinPolicy::Enforce))
     }
 
+    /// Why the skill at `uri` of `catalog`'s `server`, or the skill whose file `uri` is, is
+    /// not routed: it waits for review.
+    pub(super) fn withheld_skill(
+        &self,
+        server: &str,
+        catalog: &Catalog,
+        uri: &str,
+    ) -> Option<String> {
+        let waiting = self.pins.waiting(server)?;
+        let skill = crate::skills::owning(catalog, uri)?;
+        waiting
+            .withholds_skill(&skill.uri)
+            .then(|| changed_text(server, "skill", &skill.uri, PinPolicy::Enforce))
+    }
+
     /// The tools and prompts of `server` withheld now (its own names), for its status.
     pub(super) fn withheld_names(&self, server: &str) -> Vec<String> {
         self.pins
             .waiting(server)
             .filter(|w| w.withholds())
-            .map(|w| w.tools.iter().chain(&w.prompts).cloned().collect())
+            .map(|w| {
+                let skills = w.skills.iter();
+                w.tools
+                    .iter()
+                    .chain(&w.prompts)
+                    .chain(skills)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }

@@ -144,7 +144,7 @@ impl<B: Backend> Host<B> {
                     owners.owns(server) && name.starts_with(tool_prefix(server).as_str())
                 })
             }
-            Target::Resource(_) | Target::Template(_) => {
+            Target::Resource(_) | Target::Template(_) | Target::Skill(_) => {
                 running.starting_servers().next().is_some()
             }
         }

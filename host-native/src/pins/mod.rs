@@ -54,6 +54,11 @@ pub fn listing_items(catalog: &Catalog) -> Lists {
     Lists {
         tools: items(&catalog.tools, |t| t.name.to_string(), pin::tool_digest),
         prompts: items(&catalog.prompts, |p| p.name.clone(), pin::prompt_digest),
+        skills: Some(items(
+            catalog.skills.as_deref().unwrap_or_default(),
+            |s| s.uri.clone(),
+            pin::skill_digest,
+        )),
     }
 }
 
@@ -74,6 +79,8 @@ pub struct Waiting {
     pub tools: Vec<String>,
     /// Prompts changed or new since the baseline.
     pub prompts: Vec<String>,
+    /// Skills (by the URI of their `SKILL.md`) changed or new since the baseline.
+    pub skills: Vec<String>,
 }
 
 impl Waiting {
@@ -83,12 +90,19 @@ impl Waiting {
             policy,
             tools: Vec::new(),
             prompts: Vec::new(),
+            skills: Vec::new(),
         }
     }
 
     /// Whether anything is withheld (waits under `enforce`).
     pub fn withholds(&self) -> bool {
-        self.policy == PinPolicy::Enforce && !(self.tools.is_empty() && self.prompts.is_empty())
+        self.policy == PinPolicy::Enforce
+            && !(self.tools.is_empty() && self.prompts.is_empty() && self.skills.is_empty())
+    }
+
+    /// Whether the skill whose `SKILL.md` is at `uri` is withheld.
+    pub fn withholds_skill(&self, uri: &str) -> bool {
+        self.policy == PinPolicy::Enforce && self.skills.iter().any(|s| s == uri)
     }
 
     /// Whether the tool `name` (the server's own) is withheld.
@@ -109,6 +123,8 @@ struct Seen {
     config: ServerConfig,
     tools: Vec<u64>,
     prompts: u64,
+    /// Resources and skills (a changed skill list changes it).
+    resources: u64,
     policy: PinPolicy,
     generation: u64,
 }
@@ -168,6 +184,7 @@ impl Pins {
                 old.config.same(config)
                     && old.tools == listing.tools
                     && old.prompts == listing.prompts
+                    && old.resources == listing.resources
                     && old.policy == policy
                     && old.generation == self.generation
             });
@@ -179,6 +196,7 @@ impl Pins {
                 config: config.clone(),
                 tools: listing.tools.clone(),
                 prompts: listing.prompts,
+                resources: listing.resources,
                 policy,
                 generation: self.generation,
             };
@@ -201,6 +219,12 @@ impl Pins {
                 policy,
                 tools: listing.tools.keys().cloned().collect(),
                 prompts: listing.prompts.keys().cloned().collect(),
+                skills: listing
+                    .skills
+                    .iter()
+                    .flatten()
+                    .map(|(k, _)| k.clone())
+                    .collect(),
             },
             Ok(file) => match file.servers.get_mut(id) {
                 None => {
@@ -220,6 +244,17 @@ impl Pins {
                     return Waiting::none(policy);
                 }
                 Some(pinned) => {
+                    adopt_skills(self.store.as_ref(), id, pinned, &listing);
+                    let skills = pin::waiting(
+                        &digests(
+                            pinned
+                                .baseline
+                                .skills
+                                .as_ref()
+                                .unwrap_or(&Default::default()),
+                        ),
+                        &digests(listing.skills.as_ref().unwrap_or(&Default::default())),
+                    );
                     let tools =
                         pin::waiting(&digests(&pinned.baseline.tools), &digests(&listing.tools));
                     let prompts = pin::waiting(
@@ -229,6 +264,11 @@ impl Pins {
                     let pending = Lists {
                         tools: pick(&listing.tools, &tools),
                         prompts: pick(&listing.prompts, &prompts),
+                        skills: Some(pick(
+                            listing.skills.as_ref().unwrap_or(&Default::default()),
+                            &skills,
+                        ))
+                        .filter(|s| !s.is_empty()),
                     };
                     if pinned.pending != pending {
                         pinned.pending = pending.clone();
@@ -244,6 +284,7 @@ impl Pins {
                         policy,
                         tools,
                         prompts,
+                        skills,
                     }
                 }
             },
@@ -259,6 +300,11 @@ impl Pins {
         for (kind, names, items) in [
             ("tool", &waiting.tools, &listing.tools),
             ("prompt", &waiting.prompts, &listing.prompts),
+            (
+                "skill",
+                &waiting.skills,
+                listing.skills.as_ref().unwrap_or(&Default::default()),
+            ),
         ] {
             for item in names {
                 let digest = items
@@ -274,6 +320,23 @@ impl Pins {
             }
         }
     }
+}
+
+/// A baseline recorded before skills were pinned takes `listing`'s skills as its skills'
+/// baseline (their first listing since), in the file too.
+fn adopt_skills(store: Option<&PinsStore>, id: &str, pinned: &mut Pinned, listing: &Lists) {
+    if pinned.baseline.skills.is_some() {
+        return;
+    }
+    let skills = listing.skills.clone().unwrap_or_default();
+    pinned.baseline.skills = Some(skills.clone());
+    write(store, id, move |entry| match entry {
+        Some(pinned) if pinned.baseline.skills.is_none() => {
+            pinned.baseline.skills = Some(skills);
+            true
+        }
+        _ => false,
+    });
 }
 
 /// Changes `id`'s record in the file (`change` says whether it did); a failure is logged: the

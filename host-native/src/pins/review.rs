@@ -19,6 +19,11 @@ pub fn review_text(pinned: &Pinned) -> String {
     for (kind, pending, baseline) in [
         ("tool", &pinned.pending.tools, &pinned.baseline.tools),
         ("prompt", &pinned.pending.prompts, &pinned.baseline.prompts),
+        (
+            "skill",
+            pinned.pending.skills.as_ref().unwrap_or(&BTreeMap::new()),
+            pinned.baseline.skills.as_ref().unwrap_or(&BTreeMap::new()),
+        ),
     ] {
         for (name, item) in pending {
             match baseline.get(name) {
@@ -52,8 +57,8 @@ pub fn review_text(pinned: &Pinned) -> String {
     out
 }
 
-/// The members of a definition a digest covers, as text: a string as it is, anything else as
-/// pretty JSON (with sorted keys, so only real changes show).
+/// The members of a definition a digest covers, as text ([`text_of`]: sorted keys, so only
+/// real changes show).
 fn fields(definition: &serde_json::Value) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Some(object) = definition.as_object() else {
@@ -62,17 +67,29 @@ fn fields(definition: &serde_json::Value) -> BTreeMap<String, String> {
     for field in mcp_reconcile_kernel::pin::TOOL_FIELDS
         .iter()
         .chain(&mcp_reconcile_kernel::pin::PROMPT_FIELDS)
+        .chain(&mcp_reconcile_kernel::pin::SKILL_FIELDS)
     {
         let Some(value) = object.get(*field) else {
             continue;
         };
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => serde_json::to_string_pretty(&sorted(other)).unwrap_or_default(),
-        };
-        out.insert((*field).to_owned(), text);
+        // A skill's frontmatter member by member, so its description diffs as words.
+        if let (&"frontmatter", Some(members)) = (field, value.as_object()) {
+            for (member, value) in members {
+                out.insert(format!("{field}.{member}"), text_of(value));
+            }
+            continue;
+        }
+        out.insert((*field).to_owned(), text_of(value));
     }
     out
+}
+
+/// A string as it is, anything else as pretty JSON with sorted keys.
+fn text_of(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(&sorted(other)).unwrap_or_default(),
+    }
 }
 
 /// `value` with every object's keys sorted.
@@ -167,7 +184,14 @@ pub fn accept(pinned: &mut Pinned, shown: &Lists) -> usize {
         &mut pinned.baseline.prompts,
         &mut pinned.pending.prompts,
         &shown.prompts,
-    )
+    ) + match (&shown.skills, &mut pinned.pending.skills) {
+        (Some(shown), Some(pending)) => take(
+            pinned.baseline.skills.get_or_insert_with(BTreeMap::new),
+            pending,
+            shown,
+        ),
+        _ => 0,
+    }
 }
 
 #[cfg(test)]

@@ -52,12 +52,18 @@ pub struct Lists {
     /// Prompts.
     #[serde(default)]
     pub prompts: BTreeMap<String, Item>,
+    /// Skills (SEP-2640) by the URI of their `SKILL.md`. `None` in a baseline recorded before
+    /// skills were pinned: the next listing's skills become its skills' baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<BTreeMap<String, Item>>,
 }
 
 impl Lists {
-    /// Whether both lists are empty.
+    /// Whether every list is empty.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.prompts.is_empty()
+        self.tools.is_empty()
+            && self.prompts.is_empty()
+            && self.skills.as_ref().is_none_or(BTreeMap::is_empty)
     }
 }
 

@@ -13,6 +13,7 @@ use rmcp::model::{
 };
 // Logging and resources/subscribe are deprecated by protocol 2026-07-28; servers behind the
 // gateway speak earlier versions and use them.
+use rmcp::model::{GetSkillRequest, GetSkillRequestParams, GetSkillResult};
 #[allow(deprecated)]
 use rmcp::model::{SetLevelRequest, SetLevelRequestParams, SubscribeRequest, UnsubscribeRequest};
 use rmcp::service::{PeerRequestOptions, ServiceError};
@@ -274,6 +275,26 @@ impl Caller {
             .await?
         {
             ServerResult::ReadResourceResult(result) => Ok(result),
+            _ => Err(self.unexpected(&what)),
+        }
+    }
+
+    /// Forwards `skills/get`: the manifest comes back as the server sent it (digests
+    /// unchanged).
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn get_skill(
+        &self,
+        params: GetSkillRequestParams,
+    ) -> Result<GetSkillResult, CallError> {
+        let what = format!("skills/get `{}`", params.uri);
+        let request = ClientRequest::GetSkillRequest(GetSkillRequest::new(params));
+        match self
+            .request(&what, request, None, CancellationToken::new())
+            .await?
+        {
+            ServerResult::GetSkillResult(result) => Ok(result),
             _ => Err(self.unexpected(&what)),
         }
     }

@@ -20,7 +20,10 @@ impl Catalog {
         self.digests.get_or_init(|| Digests {
             tools: self.tools.iter().map(|t| digest(&[t])).collect(),
             prompts: digest(&self.prompts),
-            resources: digest(&self.resources) ^ digest(&self.resource_templates).rotate_left(1),
+            // A changed skill list is announced as resources are (the extension's own way).
+            resources: digest(&self.resources)
+                ^ digest(&self.resource_templates).rotate_left(1)
+                ^ digest(&[&self.skills]).rotate_left(2),
         })
     }
 }

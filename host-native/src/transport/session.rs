@@ -220,6 +220,10 @@ pub(super) async fn list_catalog(peer: &Peer<RoleClient>) -> Result<Catalog, Lis
             Err(ListError::Failed(_)) => Vec::new(),
         };
     }
+    if super::skills::declared(peer) {
+        let skills = list_pages("skills/list", |p| super::skills::page(peer, p)).await?;
+        catalog.skills = Some(skills);
+    }
     Ok(catalog)
 }
 

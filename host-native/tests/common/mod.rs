@@ -741,6 +741,8 @@ pub async fn tool_names(peer: &Peer<RoleClient>) -> Vec<String> {
 #[derive(Debug)]
 pub enum Heard {
     ToolsChanged,
+    /// `notifications/resources/list_changed` (also how a changed skill list is announced).
+    ResourcesChanged,
     Progress(f64),
     /// A server's `elicitation/create` (relayed by the gateway): its message.
     Elicited(String),
@@ -762,6 +764,10 @@ pub struct Listener {
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.heard.send(Heard::ToolsChanged);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.heard.send(Heard::ResourcesChanged);
     }
 
     async fn on_progress(
@@ -1002,7 +1008,12 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::Progress(value))) => return value,
-                Ok(Some(Heard::ToolsChanged | Heard::Elicited(_) | Heard::Log { .. })) => {}
+                Ok(Some(
+                    Heard::ToolsChanged
+                    | Heard::ResourcesChanged
+                    | Heard::Elicited(_)
+                    | Heard::Log { .. },
+                )) => {}
                 _ => panic!("no progress; log:\n{}", self.log()),
             }
         }
@@ -1015,7 +1026,12 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.heard.recv()).await {
                 Ok(Some(Heard::ToolsChanged)) => return,
-                Ok(Some(Heard::Progress(_) | Heard::Elicited(_) | Heard::Log { .. })) => {}
+                Ok(Some(
+                    Heard::Progress(_)
+                    | Heard::ResourcesChanged
+                    | Heard::Elicited(_)
+                    | Heard::Log { .. },
+                )) => {}
                 _ => panic!("no tools/list_changed; log:\n{}", self.log()),
             }
         }

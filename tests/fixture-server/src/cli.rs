@@ -67,6 +67,13 @@ pub struct Args {
     #[arg(long, env = "FIXTURE_DESCRIBE_FROM", value_name = "FILE")]
     pub describe_from: Option<std::path::PathBuf>,
 
+    /// Declare the skills extension (SEP-2640) and serve the skills of FILE (a JSON array of
+    /// `{"name", "description", "files": {"PATH": "TEXT"}, ...}`; other members are frontmatter
+    /// fields), re-read at every request; a change of FILE sends
+    /// `notifications/resources/list_changed`.
+    #[arg(long, env = "FIXTURE_SKILLS_FROM", value_name = "FILE")]
+    pub skills_from: Option<std::path::PathBuf>,
+
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. ADDR must be loopback
     /// (127.0.0.0/8, [::1] or localhost); port 0 picks a free port. The bound URL is printed
     /// alone on one stdout line, and as "fixture: listening on URL" on stderr.

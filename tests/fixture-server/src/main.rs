@@ -20,6 +20,7 @@ mod modern;
 mod oauth;
 mod reference;
 mod server;
+mod skills;
 
 use std::process::ExitCode;
 use std::sync::Arc;

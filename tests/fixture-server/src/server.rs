@@ -34,6 +34,8 @@ pub struct Catalog {
     pub fault: Option<Fault>,
     /// `--resource-template`.
     pub resource_template: Option<String>,
+    /// `--skills-from`.
+    pub skills_from: Option<std::path::PathBuf>,
     /// Where `ask_later` and `flood` note what they learn after their call.
     pub marker: Option<std::path::PathBuf>,
 }
@@ -51,6 +53,7 @@ impl Catalog {
             fault: args.fault,
             marker: args.marker.clone(),
             resource_template: args.resource_template.clone(),
+            skills_from: args.skills_from.clone(),
         }
     }
 }
@@ -209,10 +212,21 @@ impl ServerHandler for Fixture {
             prompts.list_changed = Some(true);
             capabilities.prompts = Some(prompts);
         }
-        if self.catalog.resources > 0 || self.catalog.resource_template.is_some() {
+        let skills = self.catalog.skills_from.is_some();
+        if self.catalog.resources > 0 || self.catalog.resource_template.is_some() || skills {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
+            resources.list_changed = Some(skills);
             capabilities.resources = Some(resources);
+        }
+        if skills {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::SKILLS_EXTENSION_ID.to_owned(),
+                    Default::default(),
+                );
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -243,6 +257,9 @@ impl ServerHandler for Fixture {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let Some(path) = &self.catalog.describe_from {
             crate::described::watch(path.clone(), context.peer.clone());
+        }
+        if let Some(path) = &self.catalog.skills_from {
+            crate::skills::watch(path.clone(), context.peer.clone());
         }
         let Some(delay) = self.catalog.change_tools_after else {
             return;
@@ -401,6 +418,27 @@ impl ServerHandler for Fixture {
         Ok(())
     }
 
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        let path = self.catalog.skills_from.as_deref();
+        let skills = path.map(crate::skills::read).unwrap_or_default();
+        Ok(rmcp::model::ListSkillsResult::with_all_items(skills))
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        let path = self.catalog.skills_from.as_deref();
+        path.and_then(|path| crate::skills::get(path, &request.uri))
+            .map(rmcp::model::GetSkillResult::new)
+            .ok_or_else(|| ErrorData::invalid_params(format!("no skill `{}`", request.uri), None))
+    }
+
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -421,6 +459,11 @@ impl ServerHandler for Fixture {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if let Some(path) = &self.catalog.skills_from {
+            if let Some(result) = crate::skills::read_file(path, &request.uri) {
+                return Ok(result.into());
+            }
+        }
         let by_template = self.catalog.resource_template.as_deref().is_some_and(|t| {
             let prefix = t.split('{').next().unwrap_or_default();
             request.uri.starts_with(prefix) && request.uri.len() > prefix.len()
