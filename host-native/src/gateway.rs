@@ -30,8 +30,8 @@ use rmcp::model::{
     ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
+    ServerCapabilities, ServerConfig, ToolsCapability,
 };
 // Logging is deprecated by SEP-2577 (gone from protocol 2026-07-28); clients and servers of the
 // versions the gateway speaks use it.
@@ -396,78 +396,17 @@ impl<S: Session> ServerHandler for Gateway<S> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let route = self
-            .session
-            .route(Target::Prompt(self.qualify(&request.name)))
-            .await
-            .map_err(gone)?
-            .and_then(|route| {
-                if self.offers(&route) {
-                    Ok(route)
-                } else {
-                    Err(format!("this gateway offers no prompt `{}`", request.name))
-                }
-            })
-            .map_err(|message| ErrorData::invalid_params(message, None))?;
-        if era::is_modern(&context) && route.caller.is_modern() {
-            return self.translator.pass_prompt(route, request, context).await;
-        }
-        let mut params = GetPromptRequestParams::new(route.name.clone());
-        if let Some(arguments) = request.arguments {
-            params = params.with_arguments(arguments);
-        }
-        match route.caller.asking(context.peer).get_prompt(params).await {
-            Ok(mut result) => {
-                era::complete(&mut result.result_type);
-                Ok(result.into())
-            }
-            Err(CallError::Mcp(error)) => Err(error),
-            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
-        }
+        self.forward_prompt(request, context).await
     }
 
     /// Routed by what it completes an argument of: the prompt (its own name put back), or the
     /// resource template (as listed).
     async fn complete(
         &self,
-        mut request: CompleteRequestParams,
+        request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let (target, what) = match &request.r#ref {
-            Reference::Prompt(prompt) => (
-                Target::Prompt(self.qualify(&prompt.name)),
-                format!("no prompt `{}`", prompt.name),
-            ),
-            Reference::Resource(template) => (
-                Target::Template(template.uri.clone()),
-                format!("no resource template `{}`", template.uri),
-            ),
-            _ => {
-                return Err(ErrorData::invalid_params(
-                    "completion/complete for a reference mcp-reconcile does not know",
-                    None,
-                ))
-            }
-        };
-        let route = self
-            .session
-            .route(target)
-            .await
-            .map_err(gone)?
-            .ok()
-            .filter(|route| self.offers(route))
-            .ok_or_else(|| ErrorData::invalid_params(what, None))?;
-        if let Reference::Prompt(prompt) = &mut request.r#ref {
-            prompt.name = route.name.clone();
-        }
-        match route.caller.asking(context.peer).complete(request).await {
-            Ok(mut result) => {
-                era::complete(&mut result.result_type);
-                Ok(result)
-            }
-            Err(CallError::Mcp(error)) => Err(error),
-            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
-        }
+        self.forward_complete(request, context).await
     }
 
     /// Forwarded to every server this gateway offers that has the logging capability; the

@@ -1,17 +1,17 @@
 //! Forwarding a request to the server that serves it: a tool call with the client's progress
-//! and cancellation, and the language tools (SPEC §14.5).
+//! and cancellation, the language tools (SPEC §14.5), a prompt and a completion.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    ProgressNotificationParam,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, ProgressNotificationParam, Reference,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{gone, Gateway};
-use crate::host::Route;
+use super::{era, gone, Gateway};
+use crate::host::{Route, Target};
 use crate::lsp::tools::{self as lsp_tools, LspTool};
 use crate::session::Session;
 use crate::transport::CallError;
@@ -99,6 +99,86 @@ impl<S: Session> Gateway<S> {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
         })
+    }
+
+    /// Forwards a `prompts/get` to the server that offers the prompt (its own name put back).
+    pub(super) async fn forward_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let route = self
+            .session
+            .route(Target::Prompt(self.qualify(&request.name)))
+            .await
+            .map_err(gone)?
+            .and_then(|route| {
+                if self.offers(&route) {
+                    Ok(route)
+                } else {
+                    Err(format!("this gateway offers no prompt `{}`", request.name))
+                }
+            })
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        if era::is_modern(&context) && route.caller.is_modern() {
+            return self.translator.pass_prompt(route, request, context).await;
+        }
+        let mut params = GetPromptRequestParams::new(route.name.clone());
+        if let Some(arguments) = request.arguments {
+            params = params.with_arguments(arguments);
+        }
+        match route.caller.asking(context.peer).get_prompt(params).await {
+            Ok(mut result) => {
+                era::complete(&mut result.result_type);
+                Ok(result.into())
+            }
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
+    }
+
+    /// Forwards a `completion/complete`, routed by what it completes an argument of: the prompt
+    /// (its own name put back), or the resource template (as listed).
+    pub(super) async fn forward_complete(
+        &self,
+        mut request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let (target, what) = match &request.r#ref {
+            Reference::Prompt(prompt) => (
+                Target::Prompt(self.qualify(&prompt.name)),
+                format!("no prompt `{}`", prompt.name),
+            ),
+            Reference::Resource(template) => (
+                Target::Template(template.uri.clone()),
+                format!("no resource template `{}`", template.uri),
+            ),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion/complete for a reference mcp-reconcile does not know",
+                    None,
+                ))
+            }
+        };
+        let route = self
+            .session
+            .route(target)
+            .await
+            .map_err(gone)?
+            .ok()
+            .filter(|route| self.offers(route))
+            .ok_or_else(|| ErrorData::invalid_params(what, None))?;
+        if let Reference::Prompt(prompt) = &mut request.r#ref {
+            prompt.name = route.name.clone();
+        }
+        match route.caller.asking(context.peer).complete(request).await {
+            Ok(mut result) => {
+                era::complete(&mut result.result_type);
+                Ok(result)
+            }
+            Err(CallError::Mcp(error)) => Err(error),
+            Err(CallError::Failed(error)) => Err(ErrorData::internal_error(error.message, None)),
+        }
     }
 }
 
