@@ -47,6 +47,7 @@ mod gemini;
 mod kiro;
 mod layouts;
 mod normalize;
+mod opencode;
 mod qwen;
 mod spec;
 pub(crate) mod strategy;
@@ -119,6 +120,9 @@ pub(super) enum Format {
     /// A JSON file read by the parser its client's own file holds (a client with a JSON file
     /// of its own needs no variant here).
     Json(JsonFormat),
+    /// A JSON file whose parser also needs the file's own path (OpenCode's `{file:path}` is
+    /// relative to the file that says it).
+    JsonAt(JsonAtFormat),
 }
 
 /// A client's own JSON format: its parser, from the object, the layer kind and the context
@@ -140,6 +144,30 @@ impl PartialEq for JsonFormat {
 impl Eq for JsonFormat {}
 
 impl std::fmt::Debug for JsonFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A client's own JSON format whose parser takes the file's path too ([`Format::JsonAt`]).
+/// Compared by `name`.
+#[derive(Clone, Copy)]
+pub(super) struct JsonAtFormat {
+    /// The format's name (for `Debug` and comparison).
+    pub(super) name: &'static str,
+    /// What the file at that path says.
+    pub(super) parse: fn(&Object, &Path, LayerSource, &Context<'_>) -> ClientContent,
+}
+
+impl PartialEq for JsonAtFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for JsonAtFormat {}
+
+impl std::fmt::Debug for JsonAtFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
     }
@@ -267,6 +295,7 @@ impl Client {
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
                     Format::Json(format) => (format.parse)(&top, self.scope, ctx),
+                    Format::JsonAt(format) => (format.parse)(&top, path, self.scope, ctx),
                     Format::Codex | Format::CodexRequirements => unreachable!("handled above"),
                 })
             }
