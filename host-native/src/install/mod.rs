@@ -33,6 +33,7 @@ mod editors;
 pub mod exe;
 pub mod jsonc;
 mod lock;
+mod opencode;
 mod record;
 mod settle;
 mod write;
@@ -70,7 +71,7 @@ pub fn how(client: Layout) -> anyhow::Result<&'static Install> {
 
 /// Whether `client` is an editor: its servers move to the sidecar (see `editors`).
 fn is_editor(client: Layout) -> bool {
-    matches!(how(client).map(|i| &i.how), Ok(How::Editor))
+    matches!(how(client).map(|i| &i.how), Ok(How::Editor | How::OpenCode))
 }
 
 /// Whether `client` is Claude Code (its lock, its permission rules).
@@ -138,7 +139,7 @@ fn files(client: Layout, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
         }
         How::Settings(file) => vec![file(env)?],
         How::Codex => vec![inputs::codex_home(env, "Codex's config.toml")?.join("config.toml")],
-        How::Editor => {
+        How::Editor | How::OpenCode => {
             let (user, _) = editor_file(client, env)?;
             vec![user.clone(), inputs::sidecar(&user)]
         }
@@ -166,6 +167,10 @@ pub fn install(client: Layout, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<
     let entry = gateway_entry(client, exe, env)?;
     let install = how(client)?;
     if is_editor(client) {
+        let entry = match install.how {
+            How::OpenCode => opencode::entry(&entry),
+            _ => entry,
+        };
         let (user, key) = editor_file(client, env)?;
         let side = inputs::sidecar(&user);
         let (editor_before, sidecar_before) = (read(&user)?, read(&side)?);

@@ -157,6 +157,9 @@ pub(super) struct JsonAtFormat {
     pub(super) name: &'static str,
     /// What the file at that path says.
     pub(super) parse: fn(&Object, &Path, LayerSource, &Context<'_>) -> ClientContent,
+    /// The client starts its own servers and `install` hands them over as an editor's
+    /// (`Format::is_editor`).
+    pub(super) editor: bool,
 }
 
 impl PartialEq for JsonAtFormat {
@@ -248,6 +251,7 @@ impl Format {
     /// An editor's file (Cursor, VS Code, Copilot CLI).
     fn is_editor(self) -> bool {
         matches!(self, Format::Cursor | Format::Vscode | Format::Copilot)
+            || matches!(self, Format::JsonAt(format) if format.editor)
     }
 }
 

@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::expand::Context;
-use super::spec::ClientSpec;
+use super::layouts::sidecar;
+use super::spec::{ClientSpec, Editor};
+use super::strategy::{How, Install};
 use super::{ClientContent, ClientFile, Format, JsonAtFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
@@ -41,14 +43,55 @@ $XDG_CONFIG_HOME/opencode/{config.json,opencode.json,opencode.jsonc}, $OPENCODE_
 /etc/opencode/opencode.json(c) (administrator)",
     project_servers: "opencode.json",
     files,
+    editor: Some(Editor {
+        file: user_file,
+        key: "mcp",
+    }),
+    install: Some(Install {
+        how: How::OpenCode,
+        afterwards: AFTERWARDS,
+        ..Install::EDITOR
+    }),
     ..ClientSpec::CLIENT
 };
+
+/// What changes for an OpenCode user, after install.
+const AFTERWARDS: &str =
+    "OpenCode now starts only `reconcile`. Your servers moved, as written, to \
+     mcp-reconcile.json beside your opencode.json: edit them there and the gateway applies each \
+     edit live. Tools appear as reconcile_SERVER__TOOL. A server you add to opencode.json, and \
+     the servers of a project's opencode.json, are started by OpenCode itself (it has no \
+     approvals) until you run install again, which hands the user's over.";
+
+/// The user's file install edits: `opencode.jsonc` when there is one (OpenCode reads it last,
+/// so it wins), else `opencode.json` (what OpenCode itself creates).
+fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
+    let dir = config_dir(env)?;
+    let jsonc = dir.join(NAMES[1]);
+    Ok(if jsonc.exists() {
+        jsonc
+    } else {
+        dir.join(NAMES[0])
+    })
+}
+
+/// `$XDG_CONFIG_HOME/opencode` (`~/.config/opencode`).
+fn config_dir(env: &HostEnv) -> anyhow::Result<PathBuf> {
+    Ok(xdg(
+        env,
+        "XDG_CONFIG_HOME",
+        &[".config"],
+        "OpenCode's opencode.json",
+    )?
+    .join("opencode"))
+}
 
 /// OpenCode's `opencode.json(c)`: `{file:…}` is relative to the file, so the parser takes its
 /// path.
 const FORMAT: Format = Format::JsonAt(JsonAtFormat {
     name: "opencode",
     parse,
+    editor: true,
 });
 
 /// The two names OpenCode reads in a config directory, in its order (the second wins).
@@ -61,18 +104,16 @@ fn files(
     managed_settings: Option<PathBuf>,
 ) -> anyhow::Result<Vec<ClientFile>> {
     let file = |scope, path: PathBuf| ClientFile::new(FORMAT, scope, path);
-    let config = xdg(
-        env,
-        "XDG_CONFIG_HOME",
-        &[".config"],
-        "OpenCode's opencode.json",
-    )?
-    .join("opencode");
+    let config = config_dir(env)?;
     let home = env.home("OpenCode's opencode.json")?;
-    let mut out: Vec<ClientFile> = ["config.json", NAMES[0], NAMES[1]]
-        .into_iter()
-        .map(|name| file(LayerSource::User, config.join(name)))
-        .collect();
+    // The servers `install opencode` moved beside the user's file, first: OpenCode's own
+    // files win a name.
+    let mut out = vec![file(LayerSource::User, sidecar(&user_file(env)?))];
+    out.extend(
+        ["config.json", NAMES[0], NAMES[1]]
+            .into_iter()
+            .map(|name| file(LayerSource::User, config.join(name))),
+    );
     let user_dirs = [
         Some(home.join(".opencode")),
         env.var("OPENCODE_CONFIG_DIR").map(PathBuf::from),
