@@ -37,6 +37,7 @@ mod lazy;
 mod lsp_connection;
 mod lsp_security;
 mod lsp_watch;
+mod opencode;
 mod opencode_install;
 mod opencode_layout;
 mod own_gateway;

@@ -11,6 +11,9 @@ use super::super::normalize::entries;
 use super::super::ClientContent;
 use super::vars::At;
 
+/// This host's keys an OpenCode entry may carry (OpenCode ignores keys it does not know).
+const OWN_KEYS: [&str; 2] = ["share", "lazy"];
+
 /// Where V1 keeps OpenCode's V2 servers.
 const V2_KEY: &str = "servers";
 
@@ -113,6 +116,13 @@ fn convert(entry: &Object, project: &std::path::Path) -> Result<Object, String> 
     }
     if let Some(ms) = timeout(entry.get("timeout")) {
         out.insert("timeout".into(), Value::Number(ms));
+    }
+    // This host's own keys, which OpenCode's schema ignores: who shares the server's process
+    // and whether it starts only when called (DAEMON.md).
+    for key in OWN_KEYS {
+        if let Some(value) = entry.get(key) {
+            out.insert(key.into(), value.clone());
+        }
     }
     Ok(out)
 }
