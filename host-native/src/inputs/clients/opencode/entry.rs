@@ -47,7 +47,7 @@ pub(super) fn all(map: &Object, at: &At<'_>, out: &mut ClientContent) -> (Server
     let fresh: Object = v2
         .into_iter()
         .flatten()
-        .filter(|(name, _)| !v1.contains_key(*name))
+        .filter(|(name, _)| !v1.contains_key(name))
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
     let mut used = Servers::new();
@@ -80,7 +80,7 @@ fn is_off(entry: &Object) -> bool {
 fn v1_like(servers: &Object) -> bool {
     ["type", "enabled"].iter().any(|key| {
         servers
-            .get(*key)
+            .get(key)
             .is_some_and(|v| !matches!(v, Value::Object(_)))
     })
 }
