@@ -56,6 +56,9 @@ pub const NOT_COUNTED: &[&str] = &[
     "COLUMNS",
     "LINES",
     "OLDPWD",
+    // OpenCode 1.18.33's own process id, set for every server it starts (each `opencode run`
+    // and TUI window is a process of its own): it names the client, as a `*_SESSION_ID` does.
+    "OPENCODE_PID",
     "PWD",
     "SHLVL",
     "SSH_TTY",
@@ -68,6 +71,11 @@ pub const NOT_COUNTED: &[&str] = &[
     "VTE_VERSION",
     "WINDOW",
     "WINDOWID",
+    // npm's own mark of the program that runs a script. OpenCode 1.18.33's embedded npm puts it
+    // into OpenCode's environment when its background plugin install loads npm's config, so a
+    // server started before that lacks it and one started after has it (measured: the one
+    // difference between two concurrent `opencode run`s besides `OPENCODE_PID`).
+    "npm_config_user_agent",
 ];
 
 /// The name ending of the variables an MCP client sets per session of its own for the servers

@@ -37,13 +37,18 @@ pub(super) fn install(
     Ok((editor, sidecar))
 }
 
-/// Whether the gateway could start the entry: it names a command or a URL. Anything else (a
-/// Zed extension's `settings`-only entry, which configures a server the editor's extension
-/// starts) stays in the editor's file, where it does its work.
+/// Whether the entry moves to the sidecar: every entry but a Zed extension's (`settings`
+/// only, or `"source": "extension"`, without a command or URL), which configures a server the
+/// editor's extension starts and so stays in the editor's file, where it does its work. (An
+/// entry of another shape moves: OpenCode's V2 `servers` object, its switch-only
+/// `{"enabled": false}`.)
 fn startable(server: &Value) -> bool {
-    ["command", "url", "httpUrl", "serverUrl"]
+    let runs = ["command", "url", "httpUrl", "serverUrl"]
         .iter()
-        .any(|k| server.get(k).is_some())
+        .any(|k| server.get(k).is_some());
+    let extensions = server.get("settings").is_some()
+        || server.get("source").and_then(Value::as_str) == Some("extension");
+    runs || !extensions
 }
 
 /// The editor's file after uninstall, when it changed since install: without the gateway's

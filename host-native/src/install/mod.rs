@@ -34,6 +34,7 @@ pub mod exe;
 mod goose;
 pub mod jsonc;
 mod lock;
+mod opencode;
 mod record;
 mod settle;
 mod write;
@@ -71,7 +72,7 @@ pub fn how(client: Layout) -> anyhow::Result<&'static Install> {
 
 /// Whether `client` is an editor: its servers move to the sidecar (see `editors`).
 fn is_editor(client: Layout) -> bool {
-    matches!(how(client).map(|i| &i.how), Ok(How::Editor))
+    matches!(how(client).map(|i| &i.how), Ok(How::Editor | How::OpenCode))
 }
 
 /// Whether `client` is Claude Code (its lock, its permission rules).
@@ -139,7 +140,7 @@ fn files(client: Layout, env: &HostEnv) -> anyhow::Result<Vec<PathBuf>> {
         }
         How::Settings(file) => vec![file(env)?],
         How::Codex => vec![inputs::codex_home(env, "Codex's config.toml")?.join("config.toml")],
-        How::Editor => {
+        How::Editor | How::OpenCode => {
             let (user, _) = editor_file(client, env)?;
             vec![user.clone(), inputs::sidecar(&user)]
         }
@@ -167,6 +168,10 @@ pub fn install(client: Layout, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<
     let entry = gateway_entry(client, exe, env)?;
     let install = how(client)?;
     if is_editor(client) {
+        let entry = match install.how {
+            How::OpenCode => opencode::entry(&entry),
+            _ => entry,
+        };
         let (user, key) = editor_file(client, env)?;
         let side = inputs::sidecar(&user);
         let (editor_before, sidecar_before) = (read(&user)?, read(&side)?);

@@ -74,7 +74,7 @@ const CLINE: Family = Family {
 /// Cline's `cline_mcp_settings.json`.
 const FORMAT: Format = Format::Json(JsonFormat {
     name: "cline",
-    parse: |top, scope, ctx| super::family::parse(&CLINE, top, scope, ctx),
+    parse: |top, _, scope, ctx| super::family::parse(&CLINE, top, scope, ctx),
 });
 
 /// Cline's settings file, where `@cline/shared`'s `resolveMcpSettingsPath` puts it.

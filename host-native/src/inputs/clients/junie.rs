@@ -51,7 +51,7 @@ const JUNIE: Family = Family {
 /// Junie's `mcp.json`.
 const FORMAT: Format = Format::Json(JsonFormat {
     name: "junie",
-    parse: |top, scope, ctx| super::family::parse(&JUNIE, top, scope, ctx),
+    parse: |top, _, scope, ctx| super::family::parse(&JUNIE, top, scope, ctx),
 });
 
 /// `~/.junie/mcp/mcp.json`.

@@ -52,7 +52,7 @@ const KIRO: Family = Family {
 /// Kiro's `mcp.json`.
 const FORMAT: Format = Format::Json(JsonFormat {
     name: "kiro",
-    parse: |top, scope, ctx| parse(top, scope, ctx),
+    parse: |top, _, scope, ctx| parse(top, scope, ctx),
 });
 
 /// `~/.kiro/settings/mcp.json`.

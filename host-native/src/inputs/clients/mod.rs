@@ -55,6 +55,7 @@ mod junie;
 mod kiro;
 mod layouts;
 mod normalize;
+mod opencode;
 mod qwen;
 mod spec;
 pub(crate) mod strategy;
@@ -160,14 +161,15 @@ impl std::fmt::Debug for TextFormat {
     }
 }
 
-/// A client's own JSON format: its parser, from the object, the layer kind and the context
-/// its variables are expanded in. Compared by `name`.
+/// A client's own JSON format: its parser, from the object, the file's path (OpenCode's
+/// `{file:path}` is relative to the file that says it), the layer kind and the context its
+/// variables are expanded in. Compared by `name`.
 #[derive(Clone, Copy)]
 pub(super) struct JsonFormat {
     /// The format's name (for `Debug` and comparison).
     pub(super) name: &'static str,
     /// What a file in it says.
-    pub(super) parse: fn(&Object, LayerSource, &Context<'_>) -> ClientContent,
+    pub(super) parse: fn(&Object, &Path, LayerSource, &Context<'_>) -> ClientContent,
 }
 
 impl PartialEq for JsonFormat {
@@ -316,7 +318,7 @@ impl Client {
                     Format::GeminiTrust => gemini::trust(&top, ctx)?,
                     Format::CopilotConfig => editors::copilot_config(&top, ctx),
                     Format::GeminiEnablement => gemini::enablement(&top),
-                    Format::Json(format) => (format.parse)(&top, self.scope, ctx),
+                    Format::Json(format) => (format.parse)(&top, path, self.scope, ctx),
                     Format::Codex | Format::CodexRequirements | Format::Text(_) => {
                         unreachable!("handled above")
                     }

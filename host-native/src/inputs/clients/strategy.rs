@@ -46,6 +46,9 @@ pub(crate) enum How {
     Codex,
     /// An editor (the table entry's `editor` file): its servers move to the sidecar.
     Editor,
+    /// OpenCode: an editor whose gateway entry is written in OpenCode's own form (`type:
+    /// local`, `command` one argv array, `environment`).
+    OpenCode,
 }
 
 /// What changes for a user of a client with this host's settings schema, after install.

@@ -26,6 +26,7 @@ pub static CLIENTS: &[&ClientSpec] = &[
     &super::crush::SPEC,
     &super::zed::SPEC,
     &super::goose::SPEC,
+    &super::opencode::SPEC,
 ];
 
 /// This host's own files under XDG directories.

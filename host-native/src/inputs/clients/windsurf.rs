@@ -52,7 +52,7 @@ const WINDSURF: Family = Family {
 /// Windsurf's `mcp_config.json`.
 const FORMAT: Format = Format::Json(JsonFormat {
     name: "windsurf",
-    parse: |top, scope, ctx| super::family::parse(&WINDSURF, top, scope, ctx),
+    parse: |top, _, scope, ctx| super::family::parse(&WINDSURF, top, scope, ctx),
 });
 
 /// `~/.codeium/windsurf/mcp_config.json`.
