@@ -39,7 +39,8 @@ if [ ! -d node_modules/@modelcontextprotocol/server-everything ] \
   || [ ! -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ] \
   || [ ! -f node_modules/@modelcontextprotocol/client/package.json ] \
   || [ ! -f node_modules/@modelcontextprotocol/sdk/package.json ] \
-  || [ ! -x node_modules/.bin/opencode ] || [ ! -x node_modules/.bin/cline ] \
+  || [ ! -x node_modules/opencode-linux-x64/bin/opencode ] \
+  || [ ! -x node_modules/@cline/cli-linux-x64/bin/cline ] \
   || [ ! -x node_modules/.bin/vscode-json-language-server ] \
   || [ ! -x node_modules/.bin/yaml-language-server ] \
   || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -1,4 +1,4 @@
-//! The real OpenCode (npm `opencode-ai` 1.18.33, `node_modules/opencode-ai`) in front of an
+//! The real OpenCode (npm `opencode-linux-x64` 1.18.33, the binary of `opencode-ai`) in front of an
 //! installed gateway: headless `opencode run` starts only `reconcile`, offers the user's
 //! servers' tools behind it to the model (OpenCode names them `reconcile_SERVER__TOOL`) and
 //! calls one; a server added while a run goes on is offered in that same run (OpenCode
@@ -46,7 +46,7 @@ struct Seen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opencode_runs_only_the_gateway_and_sees_edits_and_shares_servers() {
-    let opencode = PathBuf::from(installed("node_modules/opencode-ai/bin/opencode.exe"));
+    let opencode = PathBuf::from(installed("node_modules/opencode-linux-x64/bin/opencode"));
     let p = Arc::new(Project::new());
     let home = p.path("home");
     let runtime = p.path("run");
