@@ -7,220 +7,19 @@
 use crate::common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
-use common::{cli, fixture, pid_of, state_of, Group, PATIENCE};
+use common::machine::{reason, Machine};
+use common::{fixture, pid_of, state_of};
 use serde_json::{json, Value};
 
-/// A temp machine: a home directory, a project, a stand-in for /etc, and this host's own
-/// state and approvals.
-struct Machine {
-    dir: tempfile::TempDir,
-    layout: &'static str,
-    /// The session's project directory, relative to `dir`.
-    project: &'static str,
-}
-
-impl Machine {
-    fn new(layout: &'static str) -> Self {
-        Machine::in_project(layout, "project")
-    }
-
-    fn in_project(layout: &'static str, project: &'static str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        for sub in ["home", project, "etc"] {
-            fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
-        }
-        Machine {
-            dir,
-            layout,
-            project,
-        }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    fn project(&self) -> PathBuf {
-        self.path(self.project)
-    }
-
-    fn marker(&self, name: &str) -> PathBuf {
-        self.path(&format!("{name}.marker"))
-    }
-
-    /// A fixture server entry as JSON (`command` + `args`).
-    fn server(&self, name: &str, tools: &str) -> Value {
-        json!({
-            "command": fixture().to_string_lossy(),
-            "args": ["--name", name, "--tools", tools, "--marker", self.marker(name).to_string_lossy()],
-        })
-    }
-
-    fn write(&self, path: &Path, text: &str) {
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        let tmp = path.with_extension("tmp~");
-        fs::write(&tmp, text).expect("write");
-        fs::rename(&tmp, path).expect("rename");
-    }
-
-    fn write_json(&self, path: &Path, value: &Value) {
-        self.write(path, &serde_json::to_string_pretty(value).expect("json"));
-    }
-
-    /// The flags every command gets: the layout, the project, this host's own files, and the
-    /// administrator's files moved into the temp machine.
-    fn flags(&self) -> Vec<String> {
-        [
-            "--layout",
-            self.layout,
-            "--project",
-            &self.project().to_string_lossy(),
-            "--approvals",
-            &self.path("approvals.json").to_string_lossy(),
-            "--state-dir",
-            &self.path("state").to_string_lossy(),
-            "--system-settings",
-            &self.path("etc/managed-settings.json").to_string_lossy(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    }
-
-    fn command(&self) -> Command {
-        let mut command = Command::new(cli());
-        command
-            .env("HOME", self.home())
-            .env("XDG_CONFIG_HOME", self.home().join(".config"))
-            .env("TEAM_TOKEN", "from-the-environment")
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env_remove("CODEX_HOME")
-            .env_remove("GEMINI_CLI_HOME")
-            .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
-            .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
-            .env_remove("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
-            .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
-            .env_remove("GEMINI_RESTRICTED_MODE")
-            .env_remove("COPILOT_HOME")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.command()
-            .args(args)
-            .args(self.flags())
-            .output()
-            .expect("cli runs")
-    }
-
-    fn watch(&self) -> Group {
-        let log = fs::File::create(self.path("watch.log")).expect("log");
-        let err = log.try_clone().expect("log");
-        let mut command = self.command();
-        command
-            .args([
-                "watch",
-                "--no-daemon",
-                "--no-prompt",
-                "--debounce-ms",
-                "150",
-            ])
-            .args(self.flags())
-            .stdout(log)
-            .stderr(err);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        Group::new(command.spawn().expect("watch starts"))
-    }
-
-    fn status(&self) -> Vec<Value> {
-        let out = self.run(&["status", "--json"]);
-        assert!(
-            out.status.success(),
-            "status failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout)
-            .expect("status JSON")
-            .as_array()
-            .cloned()
-            .expect("array")
-    }
-
-    /// Polls `status --json` until `pred` holds.
-    fn wait(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let start = std::time::Instant::now();
-        loop {
-            if self.path("state").exists() {
-                let out = self.run(&["status", "--json"]);
-                if out.status.success() {
-                    let status: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
-                        .ok()
-                        .and_then(|v| v.as_array().cloned())
-                        .unwrap_or_default();
-                    if pred(&status) {
-                        return status;
-                    }
-                }
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; status: {:#?}\nlog:\n{}",
-                self.status(),
-                self.log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(self.path("watch.log")).unwrap_or_default()
-    }
-
-    /// Gemini CLI trusts the project (`~/.gemini/trustedFolders.json`).
-    fn trust_in_gemini(&self) {
-        let project = self.project().canonicalize().expect("project");
-        self.write_json(
-            &self.home().join(".gemini/trustedFolders.json"),
-            &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
-        );
-    }
-
-    /// Polls the watch log until `pred` holds.
-    fn wait_output(&self, what: &str, pred: impl Fn(&str) -> bool) {
-        let start = std::time::Instant::now();
-        while !pred(&self.log()) {
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-
-    fn approve(&self, name: &str) {
-        let out = self.run(&["approve", name]);
-        assert!(
-            out.status.success(),
-            "approve failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-fn reason<'a>(status: &'a [Value], name: &str) -> &'a str {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .and_then(|s| s["reason"].as_str())
-        .unwrap_or("")
+/// Gemini CLI trusts the project (`~/.gemini/trustedFolders.json`).
+fn trust_in_gemini(m: &Machine) {
+    let project = m.project().canonicalize().expect("project");
+    m.write_json(
+        &m.home().join(".gemini/trustedFolders.json"),
+        &json!({ project.to_string_lossy(): "TRUST_FOLDER" }),
+    );
 }
 
 /// Claude Code: user and local scopes in `~/.claude.json`, the project's `.mcp.json` (its
@@ -830,7 +629,7 @@ fn codexs_administrator_files_are_honoured() {
 #[test]
 fn gemini_clis_files_are_read_live() {
     let m = Machine::new("gemini");
-    m.trust_in_gemini();
+    trust_in_gemini(&m);
     let remote = common::HttpFixture::start(&["--http", "127.0.0.1:0"]);
     m.write_json(
         &m.home().join(".gemini/settings.json"),
@@ -877,7 +676,7 @@ fn gemini_clis_files_are_read_live() {
 #[test]
 fn an_installed_gemini_gateway_keeps_the_administrators_allow_list() {
     let m = Machine::new("gemini");
-    m.trust_in_gemini();
+    trust_in_gemini(&m);
     m.write_json(
         &m.home().join(".gemini/settings.json"),
         &json!({ "mcpServers": {

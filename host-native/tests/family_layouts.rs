@@ -7,161 +7,14 @@
 use crate::common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use common::{cli, fixture, pid_of, state_of, Group, PATIENCE};
+use common::machine::{reason, tools, Machine};
+use common::{fixture, pid_of, state_of};
 use serde_json::{json, Value};
 
-/// A temp machine: a home, a project, and this host's own approvals and state.
-struct Machine {
-    dir: tempfile::TempDir,
-    layout: &'static str,
-}
-
-impl Machine {
-    fn new(layout: &'static str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        for sub in ["home", "project"] {
-            fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
-        }
-        Machine { dir, layout }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    fn project(&self) -> PathBuf {
-        self.path("project")
-    }
-
-    fn marker(&self, name: &str) -> PathBuf {
-        self.path(&format!("{name}.marker"))
-    }
-
-    /// A fixture server entry (`command` + `args`) offering `tools`.
-    fn server(&self, name: &str, tools: &str) -> Value {
-        json!({
-            "command": fixture().to_string_lossy(),
-            "args": ["--name", name, "--tools", tools, "--marker", self.marker(name).to_string_lossy()],
-        })
-    }
-
-    /// Writes `path` atomically, as editors do.
-    fn write_json(&self, path: &Path, value: &Value) {
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        let tmp = path.with_extension("tmp~");
-        fs::write(&tmp, serde_json::to_string_pretty(value).expect("json")).expect("write");
-        fs::rename(&tmp, path).expect("rename");
-    }
-
-    fn flags(&self) -> Vec<String> {
-        [
-            "--layout",
-            self.layout,
-            "--project",
-            &self.project().to_string_lossy(),
-            "--approvals",
-            &self.path("approvals.json").to_string_lossy(),
-            "--state-dir",
-            &self.path("state").to_string_lossy(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    }
-
-    fn command(&self) -> Command {
-        let mut command = Command::new(cli());
-        command
-            .env("HOME", self.home())
-            .env("XDG_CONFIG_HOME", self.home().join(".config"))
-            .env("FAMILY_TOOLS", "echo,add")
-            .env_remove("CLINE_MCP_SETTINGS_PATH")
-            .env_remove("CLINE_DATA_DIR")
-            .env_remove("CLINE_DIR")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.command()
-            .args(args)
-            .args(self.flags())
-            .output()
-            .expect("cli runs")
-    }
-
-    fn watch(&self) -> Group {
-        let log = fs::File::create(self.path("watch.log")).expect("log");
-        let err = log.try_clone().expect("log");
-        let mut command = self.command();
-        command
-            .args([
-                "watch",
-                "--no-daemon",
-                "--no-prompt",
-                "--debounce-ms",
-                "150",
-            ])
-            .args(self.flags())
-            .stdout(log)
-            .stderr(err);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        Group::new(command.spawn().expect("watch starts"))
-    }
-
-    /// Polls `status --json` until `pred` holds.
-    fn wait(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let start = std::time::Instant::now();
-        let mut last = Vec::new();
-        loop {
-            let out = self.run(&["status", "--json"]);
-            if out.status.success() {
-                last = serde_json::from_slice::<Value>(&out.stdout)
-                    .ok()
-                    .and_then(|v| v.as_array().cloned())
-                    .unwrap_or_default();
-                if pred(&last) {
-                    return last;
-                }
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; status: {last:#?}\nlog:\n{}",
-                fs::read_to_string(self.path("watch.log")).unwrap_or_default()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-
-    fn decide(&self, verb: &str, name: &str) {
-        let out = self.run(&[verb, name]);
-        assert!(
-            out.status.success(),
-            "{verb} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-fn reason<'a>(status: &'a [Value], name: &str) -> &'a str {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .and_then(|s| s["reason"].as_str())
-        .unwrap_or("")
-}
-
-fn tools(status: &[Value], name: &str) -> Value {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .map_or(Value::Null, |s| s["tools"].clone())
+/// A machine for `layout` whose commands see `FAMILY_TOOLS` (Windsurf's `${env:}` test).
+fn machine(layout: &'static str) -> Machine {
+    Machine::new(layout).with_env("FAMILY_TOOLS", "echo,add")
 }
 
 /// Cline: `~/.cline/data/settings/cline_mcp_settings.json` in Cline's spellings (`type:
@@ -170,7 +23,7 @@ fn tools(status: &[Value], name: &str) -> Value {
 /// an added server starts alone, a changed one restarts, a removed one stops.
 #[test]
 fn clines_file_is_read_live_with_its_switches_and_spellings() {
-    let m = Machine::new("cline");
+    let m = machine("cline");
     let file = m
         .home()
         .join(".cline/data/settings/cline_mcp_settings.json");
@@ -220,7 +73,7 @@ fn clines_file_is_read_live_with_its_switches_and_spellings() {
 /// `disabled: true` turning a server off live.
 #[test]
 fn windsurfs_file_is_read_live_with_its_variables_and_switches() {
-    let m = Machine::new("windsurf");
+    let m = machine("windsurf");
     let file = m.home().join(".codeium/windsurf/mcp_config.json");
     fs::write(m.home().join("tools.txt"), "echo,add\n").expect("write");
     let mut from_file = m.server("from_file", "echo");
@@ -265,7 +118,7 @@ fn windsurfs_file_is_read_live_with_its_variables_and_switches() {
 /// an approval, and a rejected entry stays off; an edit of an approved entry asks again.
 #[test]
 fn junies_files_are_read_live_and_its_project_file_is_gated() {
-    let m = Machine::new("junie");
+    let m = machine("junie");
     m.write_json(
         &m.home().join(".junie/mcp/mcp.json"),
         &json!({ "mcpServers": { "user1": m.server("user1", "echo") } }),

@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::machine::{reason, tools};
 use common::{cli, fixture, pid_of, state_of, Group, Project, PATIENCE};
 use serde_json::{json, Value};
 
@@ -136,22 +137,6 @@ impl Machine {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         Group::new(command.spawn().expect("watch starts"))
     }
-}
-
-fn reason<'a>(status: &'a [Value], name: &str) -> &'a str {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .and_then(|s| s["reason"].as_str())
-        .unwrap_or("")
-}
-
-fn tools(status: &[Value], name: &str) -> Value {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .map(|s| s["tools"].clone())
-        .unwrap_or(Value::Null)
 }
 
 /// OpenCode's user (JSONC, V1 and V2), project (gated), `.opencode/` and administrator files

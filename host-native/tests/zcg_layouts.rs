@@ -8,224 +8,30 @@
 use crate::common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
-use common::{cli, fixture, output_text, pid_of, state_of, Group, PATIENCE};
+use common::machine::{reason, tools, Machine};
+use common::{output_text, pid_of, state_of};
 use serde_json::{json, Value};
 
-/// A temp machine: a home directory, a project, and this host's own state and approvals.
-struct Machine {
-    dir: tempfile::TempDir,
-    layout: &'static str,
-    /// The session's project directory, relative to `dir`.
-    project: &'static str,
+/// A fixture server entry of Crush's (`type: stdio`) or Zed's (`command` and `args`).
+fn server(m: &Machine, name: &str, tools: &str) -> Value {
+    let mut entry = m.server(name, tools);
+    if m.layout == "crush" {
+        entry["type"] = json!("stdio");
+    }
+    entry
 }
 
-impl Machine {
-    fn new(layout: &'static str) -> Self {
-        Machine::in_project(layout, "project")
-    }
-
-    fn in_project(layout: &'static str, project: &'static str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        for sub in ["home", project, "etc"] {
-            fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
-        }
-        Machine {
-            dir,
-            layout,
-            project,
-        }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    fn project(&self) -> PathBuf {
-        self.path(self.project)
-    }
-
-    fn marker(&self, name: &str) -> PathBuf {
-        self.path(&format!("{name}.marker"))
-    }
-
-    /// A fixture server's `command` and `args`.
-    fn argv(&self, name: &str, tools: &str) -> (String, Value) {
-        (
-            fixture().to_string_lossy().into_owned(),
-            json!([
-                "--name",
-                name,
-                "--tools",
-                tools,
-                "--marker",
-                self.marker(name).to_string_lossy()
-            ]),
-        )
-    }
-
-    /// A fixture server entry of Crush's (`type: stdio`) or Zed's (`command` and `args`).
-    fn server(&self, name: &str, tools: &str) -> Value {
-        let (command, args) = self.argv(name, tools);
-        let mut entry = json!({ "command": command, "args": args });
-        if self.layout == "crush" {
-            entry["type"] = json!("stdio");
-        }
-        entry
-    }
-
-    /// A fixture server extension of Goose's.
-    fn extension(&self, name: &str, tools: &str) -> Value {
-        let (command, args) = self.argv(name, tools);
-        json!({ "enabled": true, "type": "stdio", "name": name, "cmd": command, "args": args })
-    }
-
-    fn write(&self, path: &Path, text: &str) {
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        let tmp = path.with_extension("tmp~");
-        fs::write(&tmp, text).expect("write");
-        fs::rename(&tmp, path).expect("rename");
-    }
-
-    fn write_json(&self, path: &Path, value: &Value) {
-        self.write(path, &serde_json::to_string_pretty(value).expect("json"));
-    }
-
-    fn flags(&self) -> Vec<String> {
-        [
-            "--layout",
-            self.layout,
-            "--project",
-            &self.project().to_string_lossy(),
-            "--approvals",
-            &self.path("approvals.json").to_string_lossy(),
-            "--state-dir",
-            &self.path("state").to_string_lossy(),
-            "--system-settings",
-            &self.path("etc/managed-settings.json").to_string_lossy(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    }
-
-    fn command(&self) -> Command {
-        let mut command = Command::new(cli());
-        command
-            .env("HOME", self.home())
-            .env("XDG_CONFIG_HOME", self.home().join(".config"))
-            .env("XDG_DATA_HOME", self.home().join(".local/share"))
-            .env("XDG_STATE_HOME", self.path("xdg-state"))
-            .env("TEAM_TOKEN", "from-the-environment")
-            .env_remove("CRUSH_GLOBAL_CONFIG")
-            .env_remove("CRUSH_GLOBAL_DATA")
-            .env_remove("FLATPAK_XDG_CONFIG_HOME")
-            .env_remove("GOOSE_PATH_ROOT")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.command()
-            .args(args)
-            .args(self.flags())
-            .output()
-            .expect("cli runs")
-    }
-
-    fn watch(&self) -> Group {
-        let log = fs::File::create(self.path("watch.log")).expect("log");
-        let err = log.try_clone().expect("log");
-        let mut command = self.command();
-        command
-            .args([
-                "watch",
-                "--no-daemon",
-                "--no-prompt",
-                "--debounce-ms",
-                "150",
-            ])
-            .args(self.flags())
-            .stdout(log)
-            .stderr(err);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        Group::new(command.spawn().expect("watch starts"))
-    }
-
-    fn status(&self) -> Vec<Value> {
-        let out = self.run(&["status", "--json"]);
-        serde_json::from_slice::<Value>(&out.stdout)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-    }
-
-    /// Polls `status --json` until `pred` holds.
-    fn wait(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let start = std::time::Instant::now();
-        loop {
-            if self.path("state").exists() {
-                let status = self.status();
-                if pred(&status) {
-                    return status;
-                }
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; status: {:#?}\nlog:\n{}",
-                self.status(),
-                self.log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(self.path("watch.log")).unwrap_or_default()
-    }
-
-    /// Polls the watch log until it holds `text`.
-    fn wait_output(&self, text: &str) {
-        let start = std::time::Instant::now();
-        while !self.log().contains(text) {
-            assert!(
-                start.elapsed() < PATIENCE,
-                "timed out waiting for {text:?} in the log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-
-    fn approve(&self, name: &str) {
-        let out = self.run(&["approve", name]);
-        assert!(
-            out.status.success(),
-            "approve failed: {}",
-            output_text(&out)
-        );
-    }
+/// A fixture server extension of Goose's.
+fn extension(m: &Machine, name: &str, tools: &str) -> Value {
+    let (command, args) = m.argv(name, tools);
+    json!({ "enabled": true, "type": "stdio", "name": name, "cmd": command, "args": args })
 }
 
-fn reason<'a>(status: &'a [Value], name: &str) -> &'a str {
-    status
-        .iter()
-        .find(|s| s["name"] == name)
-        .and_then(|s| s["reason"].as_str())
-        .unwrap_or("")
-}
-
-fn tools(status: &[Value], name: &str) -> Value {
-    status
-        .iter()
-        .find(|x| x["name"] == name)
-        .map(|x| x["tools"].clone())
-        .unwrap_or(Value::Null)
+/// Polls the watch log until it holds `text`.
+fn wait_log(m: &Machine, text: &str) {
+    m.wait_output(&format!("{text:?} in the log"), |log| log.contains(text));
 }
 
 /// The edits every layout here goes through, on the user's file `write(user1, user2, off)`
@@ -271,21 +77,21 @@ fn crushs_files_are_read_live_with_its_switches() {
     fs::create_dir_all(m.path("repo/.git")).expect("git dir");
     m.write_json(
         &m.path("repo/crush.json"),
-        &json!({ "mcp": { "far": m.server("far", "echo"), "proj": m.server("proj", "echo") } }),
+        &json!({ "mcp": { "far": server(&m, "far", "echo"), "proj": server(&m, "proj", "echo") } }),
     );
     let user_file = m.home().join(".config/crush/crush.json");
     let pwned = m.path("pwned");
     let write = |user1_tools: &str, user1_on: bool, user2: bool, off_on: bool| {
         let mut mcp = json!({
-            "user1": m.server("user1", user1_tools),
-            "off": m.server("off", "echo"),
-            "sneaky": m.server("sneaky", "echo"),
+            "user1": server(&m, "user1", user1_tools),
+            "off": server(&m, "off", "echo"),
+            "sneaky": server(&m, "sneaky", "echo"),
         });
         mcp["user1"]["disabled"] = json!(!user1_on);
         mcp["off"]["disabled"] = json!(!off_on);
         mcp["sneaky"]["env"] = json!({ "X": format!("$(touch {})", pwned.display()) });
         if user2 {
-            mcp["user2"] = m.server("user2", "echo");
+            mcp["user2"] = server(&m, "user2", "echo");
         }
         m.write_json(
             &user_file,
@@ -294,11 +100,11 @@ fn crushs_files_are_read_live_with_its_switches() {
     };
     m.write_json(
         &m.project().join("crush.json"),
-        &json!({ "mcp": { "proj": m.server("proj", "echo") } }),
+        &json!({ "mcp": { "proj": server(&m, "proj", "echo") } }),
     );
     m.write_json(
         &m.project().join(".crush.json"),
-        &json!({ "mcp": { "proj": m.server("proj", "echo,add") } }),
+        &json!({ "mcp": { "proj": server(&m, "proj", "echo,add") } }),
     );
     let _watch = m.watch();
     edits_apply_live(&m, &write);
@@ -307,7 +113,7 @@ fn crushs_files_are_read_live_with_its_switches() {
     assert_eq!(reason(&status, "proj"), "pending_approval", "{status:#?}");
     assert_eq!(reason(&status, "far"), "pending_approval", "{status:#?}");
     assert_eq!(state_of(&status, "sneaky"), "absent", "{status:#?}");
-    m.wait_output("\"sneaky\"");
+    wait_log(&m, "\"sneaky\"");
     assert!(m.log().contains("never does"), "{}", m.log());
     assert!(!pwned.exists(), "a command in a value never runs");
     assert!(!m.marker("sneaky").exists());
@@ -330,7 +136,7 @@ fn zeds_settings_are_read_live_with_its_switches() {
     let user_file = m.home().join(".config/zed/settings.json");
     let write = |user1_tools: &str, user1_on: bool, user2: bool, off_on: bool| {
         let entry = |name: &str, tools: &str, on: bool| {
-            let mut e = m.server(name, tools);
+            let mut e = server(&m, name, tools);
             e["enabled"] = json!(on);
             serde_json::to_string(&e).expect("json")
         };
@@ -354,12 +160,12 @@ fn zeds_settings_are_read_live_with_its_switches() {
         &m.project().join(".zed/settings.json"),
         &format!(
             "{{ \"context_servers\": {{ \"proj\": {}, }} }}",
-            m.server("proj", "echo")
+            server(&m, "proj", "echo")
         ),
     );
     let _watch = m.watch();
     edits_apply_live(&m, &write);
-    m.wait_output("Zed extension");
+    wait_log(&m, "Zed extension");
     assert_eq!(state_of(&m.status(), "ext"), "absent");
 
     assert_eq!(reason(&m.status(), "proj"), "pending_approval");
@@ -375,12 +181,12 @@ fn gooses_extensions_are_read_live_with_its_switches() {
     let m = Machine::new("goose");
     let user_file = m.home().join(".config/goose/config.yaml");
     let write = |user1_tools: &str, user1_on: bool, user2: bool, off_on: bool| {
-        let mut user1 = m.extension("user1", user1_tools);
+        let mut user1 = extension(&m, "user1", user1_tools);
         user1["enabled"] = json!(user1_on);
         user1["env_keys"] = json!(["TEAM_TOKEN"]);
-        let mut off = m.extension("off", "echo");
+        let mut off = extension(&m, "off", "echo");
         off["enabled"] = json!(off_on);
-        let mut keyed = m.extension("keyed", "echo");
+        let mut keyed = extension(&m, "keyed", "echo");
         keyed["env_keys"] = json!(["ONLY_IN_THE_KEYRING"]);
         let mut yaml = String::from(
             "GOOSE_PROVIDER: openai\n# the user's extensions\nextensions:\n  developer:\n    \
@@ -389,7 +195,7 @@ fn gooses_extensions_are_read_live_with_its_switches() {
         // JSON is YAML's flow style.
         for (name, entry) in [("user1", user1), ("off", off), ("keyed", keyed)]
             .into_iter()
-            .chain(user2.then(|| ("user2", m.extension("user2", "echo"))))
+            .chain(user2.then(|| ("user2", extension(&m, "user2", "echo"))))
         {
             yaml.push_str(&format!("  {name}: {entry}\n"));
         }
@@ -397,8 +203,8 @@ fn gooses_extensions_are_read_live_with_its_switches() {
     };
     let _watch = m.watch();
     edits_apply_live(&m, &write);
-    m.wait_output("ONLY_IN_THE_KEYRING");
-    m.wait_output("\"developer\" is of type builtin");
+    wait_log(&m, "ONLY_IN_THE_KEYRING");
+    wait_log(&m, "\"developer\" is of type builtin");
     let status = m.status();
     assert_eq!(state_of(&status, "keyed"), "absent", "{status:#?}");
     assert!(!m.marker("keyed").exists());
@@ -416,7 +222,7 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
     ] {
         let m = Machine::new(layout);
         let file = m.home().join(rel);
-        let mut servers = json!({ "user1": m.server("user1", "echo") });
+        let mut servers = json!({ "user1": server(&m, "user1", "echo") });
         if layout == "zed" {
             servers["ext"] = json!({ "settings": {} });
         }
@@ -465,7 +271,7 @@ fn installing_zed_and_crush_hands_their_servers_over_losslessly() {
         }
 
         let mut added = read(&file);
-        added[key]["added"] = m.server("added", "echo");
+        added[key]["added"] = server(&m, "added", "echo");
         added[key]["added"]["env"] = json!({ "ADDED_TOKEN": "added-secret-value" });
         m.write_json(&file, &added);
         install("install");
@@ -496,7 +302,7 @@ fn installing_goose_hands_its_extensions_over_losslessly() {
     let file = m.home().join(".config/goose/config.yaml");
     let original = format!(
         "# mine\nGOOSE_PROVIDER: openai\nextensions:\n  developer: {{enabled: true, type: builtin, name: developer}}\n  user1: {}\n",
-        m.extension("user1", "echo")
+        extension(&m, "user1", "echo")
     );
     m.write(&file, &original);
     let run = |what: &str| {
@@ -534,7 +340,7 @@ fn installing_goose_hands_its_extensions_over_losslessly() {
     run("install");
     // Goose's own `configure` rewrites the whole file with the extension added.
     let mut doc = yaml();
-    let mut added = m.extension("added", "echo");
+    let mut added = extension(&m, "added", "echo");
     added["envs"] = json!({ "ADDED_TOKEN": "added-secret-value" });
     doc["extensions"]
         .as_mapping_mut()

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 pub mod fake_model;
+pub mod machine;
 mod serve_http;
 // Not every test binary starts an HTTP serve.
 #[allow(unused_imports)]
