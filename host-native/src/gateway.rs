@@ -170,6 +170,18 @@ impl<S: Session> Gateway<S> {
         self.only.as_deref().is_none_or(|only| route.server == only)
     }
 
+    /// `route` while it leads to a server this gateway offers; else why not: "this gateway
+    /// offers no `what`" (`prompt `NAME``, ...).
+    fn offered(&self, route: Result<Route, String>, what: &str) -> Result<Route, String> {
+        route.and_then(|route| {
+            if self.offers(&route) {
+                Ok(route)
+            } else {
+                Err(format!("this gateway offers no {what}"))
+            }
+        })
+    }
+
     /// The session this gateway fronts.
     pub fn session(&self) -> &S {
         &self.session
@@ -356,13 +368,7 @@ impl<S: Session> ServerHandler for Gateway<S> {
             Err(message) => self.alias_route(&request.name, &name, message).await?,
             route => route,
         };
-        let route = route.and_then(|route| {
-            if self.offers(&route) {
-                Ok(route)
-            } else {
-                Err(format!("this gateway offers no tool `{}`", request.name))
-            }
-        });
+        let route = self.offered(route, &format!("tool `{}`", request.name));
         let mut response = match route {
             Ok(route) => {
                 tracing::info!(tool = %name, server = %route.server, "forwarding tools/call");
@@ -509,14 +515,8 @@ impl<S: Session> ServerHandler for Gateway<S> {
             Ok(Err(message)) => self.ui_route(&uri).await?.ok_or(message),
             other => other.map_err(gone)?,
         };
-        let route = route
-            .and_then(|route| {
-                if self.offers(&route) {
-                    Ok(route)
-                } else {
-                    Err(format!("this gateway offers no resource `{}`", request.uri))
-                }
-            })
+        let route = self
+            .offered(route, &format!("resource `{}`", request.uri))
             .map_err(|message| {
                 // 2026-07-28 (SEP-2164): -32602 (rmcp's code for a modern client) naming the URI.
                 ErrorData::resource_not_found(message, Some(serde_json::json!({"uri": uri})))

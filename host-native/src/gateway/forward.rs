@@ -109,16 +109,12 @@ impl<S: Session> Gateway<S> {
     ) -> Result<GetPromptResponse, ErrorData> {
         let route = self
             .session
-            .route(Target::Prompt(self.qualify(&request.name)))
-            .await
-            .map_err(gone)?
-            .and_then(|route| {
-                if self.offers(&route) {
-                    Ok(route)
-                } else {
-                    Err(format!("this gateway offers no prompt `{}`", request.name))
-                }
-            })
+            .route(Target::Prompt(self.qualify(&request.name)));
+        let route = self
+            .offered(
+                route.await.map_err(gone)?,
+                &format!("prompt `{}`", request.name),
+            )
             .map_err(|message| ErrorData::invalid_params(message, None))?;
         if era::is_modern(&context) && route.caller.is_modern() {
             return self.translator.pass_prompt(route, request, context).await;

@@ -70,18 +70,12 @@ impl<S: Session> Gateway<S> {
         request: GetSkillRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
+        let route = self.session.route(Target::Skill(request.uri.clone()));
         let route = self
-            .session
-            .route(Target::Skill(request.uri.clone()))
-            .await
-            .map_err(gone)?
-            .and_then(|route| {
-                if self.offers(&route) {
-                    Ok(route)
-                } else {
-                    Err(format!("this gateway offers no skill `{}`", request.uri))
-                }
-            })
+            .offered(
+                route.await.map_err(gone)?,
+                &format!("skill `{}`", request.uri),
+            )
             .map_err(|message| ErrorData::invalid_params(message, None))?;
         let params = GetSkillRequestParams::new(request.uri);
         match route.caller.asking(context.peer).get_skill(params).await {

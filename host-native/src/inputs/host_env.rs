@@ -79,6 +79,20 @@ impl HostEnv {
         })
     }
 
+    /// An environment of `vars` in the directory `cwd`, with the home `home` (for tests).
+    #[cfg(test)]
+    pub(crate) fn of(vars: &[(&str, &str)], cwd: &str, home: &str) -> HostEnv {
+        HostEnv {
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cwd: PathBuf::from(cwd),
+            home: Some(PathBuf::from(home)),
+            raw: Vec::new(),
+        }
+    }
+
     /// A non-empty variable.
     pub(super) fn var(&self, name: &str) -> Option<&str> {
         self.vars

@@ -137,17 +137,11 @@ fn claude_entry(entry: &Object) -> Result<Object, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inputs::object;
 
     /// The object as JSON text.
     fn text(object: Object) -> String {
         Value::Object(object).to_json()
-    }
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
     }
 
     #[test]

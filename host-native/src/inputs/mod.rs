@@ -455,3 +455,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// The JSON object `text` (for tests).
+#[cfg(test)]
+pub(crate) fn object(text: &str) -> mcp_reconcile_kernel::Object {
+    match mcp_reconcile_kernel::json::parse(text).expect("json") {
+        mcp_reconcile_kernel::Value::Object(o) => o,
+        _ => panic!("object"),
+    }
+}

@@ -404,20 +404,10 @@ fn uninstall_editor(client: Layout, record: &Record) -> anyhow::Result<Vec<Chang
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> HostEnv {
-        HostEnv {
-            vars: vars
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect::<BTreeMap<_, _>>(),
-            cwd: PathBuf::from("/work/project"),
-            home: Some(PathBuf::from("/home/u")),
-            raw: Vec::new(),
-        }
+        HostEnv::of(vars, "/work/project", "/home/u")
     }
 
     /// Install writes the files the layout reads, with the same `~` and relative-path rules.

@@ -69,6 +69,22 @@ pub fn kind_of(path: &Path, prefix: &str, name: &str) -> Option<ToolKind> {
 /// Sends `tools/list_changed` and `prompts/list_changed` to `peer` whenever the file's content
 /// changes, until the connection ends.
 pub fn watch(path: PathBuf, peer: Peer<RoleServer>) {
+    on_change(path, move || {
+        let peer = peer.clone();
+        async move {
+            peer.notify_tool_list_changed().await.is_ok()
+                && peer.notify_prompt_list_changed().await.is_ok()
+        }
+    });
+}
+
+/// Runs `notify` whenever the content of `path` changes (polled), until it says the
+/// connection ended (`false`).
+pub fn on_change<F, N>(path: PathBuf, notify: N)
+where
+    N: Fn() -> F + Send + 'static,
+    F: std::future::Future<Output = bool> + Send,
+{
     tokio::spawn(async move {
         let mut last = std::fs::read(&path).ok();
         loop {
@@ -78,9 +94,7 @@ pub fn watch(path: PathBuf, peer: Peer<RoleServer>) {
                 continue;
             }
             last = now;
-            if peer.notify_tool_list_changed().await.is_err()
-                || peer.notify_prompt_list_changed().await.is_err()
-            {
+            if !notify().await {
                 return;
             }
         }

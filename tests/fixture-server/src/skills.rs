@@ -8,16 +8,12 @@
 //! — a server whose skills change at runtime.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use rmcp::model::{
     ReadResourceResult, ResourceContents, Skill, SkillFrontmatter, SkillResource, SkillResources,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Map, Value};
-
-/// How often the file is looked at.
-const POLL: Duration = Duration::from_millis(50);
 
 /// The skills of the file; none when it is missing or not a JSON array of objects.
 pub fn read(path: &Path) -> Vec<Skill> {
@@ -100,18 +96,8 @@ pub fn read_file(path: &Path, uri: &str) -> Option<ReadResourceResult> {
 /// Sends `resources/list_changed` to `peer` whenever the file's content changes, until the
 /// connection ends.
 pub fn watch(path: PathBuf, peer: Peer<RoleServer>) {
-    tokio::spawn(async move {
-        let mut last = std::fs::read(&path).ok();
-        loop {
-            tokio::time::sleep(POLL).await;
-            let now = std::fs::read(&path).ok();
-            if now == last {
-                continue;
-            }
-            last = now;
-            if peer.notify_resource_list_changed().await.is_err() {
-                return;
-            }
-        }
+    crate::described::on_change(path, move || {
+        let peer = peer.clone();
+        async move { peer.notify_resource_list_changed().await.is_ok() }
     });
 }

@@ -290,13 +290,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
-    }
+    use crate::inputs::object;
 
     fn ctx(vars: &BTreeMap<String, String>) -> Context<'_> {
         Context {

@@ -91,13 +91,7 @@ mod tests {
 
     use super::super::claude_plugins::Plugin;
     use super::*;
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
-    }
+    use crate::inputs::object;
 
     #[test]
     fn the_later_settings_file_decides_and_a_projects_switch_gates() {

@@ -228,13 +228,7 @@ mod tests {
     use std::fs;
 
     use super::*;
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
-    }
+    use crate::inputs::object;
 
     fn ctx<'a>(vars: &'a BTreeMap<String, String>, project: &'a Path) -> Context<'a> {
         Context {

@@ -31,10 +31,7 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
 ~/.cline/data/settings/cline_mcp_settings.json ($CLINE_MCP_SETTINGS_PATH, $CLINE_DATA_DIR,
 $CLINE_DIR; and mcp-reconcile.json beside it); Cline has no project file",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcpServers",
-    }),
+    editor: Some(Editor::new(user_file, "mcpServers")),
     install: Some(Install {
         stdio_type: true,
         // Cline CLI 3.0 lists a server's tools once per session and handles no
@@ -107,20 +104,10 @@ fn files(_: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<Clie
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> HostEnv {
-        HostEnv {
-            vars: vars
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect::<BTreeMap<_, _>>(),
-            cwd: PathBuf::from("/cwd"),
-            home: Some(PathBuf::from("/home/u")),
-            raw: Vec::new(),
-        }
+        HostEnv::of(vars, "/cwd", "/home/u")
     }
 
     /// Cline's file moves as `@cline/shared` moves it: the file's own variable first, then

@@ -25,10 +25,7 @@ language servers in ~/.copilot/lsp-config.json and <project>/.github/lsp.json (l
     project_lsp: ".github/lsp.json",
     user_lsp: UserLsp::At(|env| Ok(copilot_home(env)?.join("lsp-config.json"))),
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcpServers",
-    }),
+    editor: Some(Editor::new(user_file, "mcpServers")),
     install: Some(Install {
         stdio_type: true,
         ..Install::EDITOR

@@ -40,10 +40,7 @@ $CRUSH_GLOBAL_DATA/crush.json or $XDG_DATA_HOME/crush/crush.json; crush.json and
 in every directory from the git root down to the project; <project>/.crush/crush.json",
     project_servers: ".crush.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcp",
-    }),
+    editor: Some(Editor::new(user_file, "mcp")),
     install: Some(INSTALL),
     ..ClientSpec::CLIENT
 };
@@ -372,13 +369,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
-    }
+    use crate::inputs::object;
 
     /// Crush's expansion is reproduced for variables and never runs a command.
     #[test]

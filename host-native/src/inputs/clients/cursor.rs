@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use mcp_reconcile_kernel::LayerSource;
 
 use super::spec::{ClientSpec, Editor};
-use super::strategy::Install;
 use super::{sidecar, ClientFile, Format};
 use crate::inputs::host_env::HostEnv;
 
@@ -18,12 +17,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     help: "~/.cursor/mcp.json (and mcp-reconcile.json beside it), <project>/.cursor/mcp.json",
     project_servers: ".cursor/mcp.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcpServers",
-    }),
-    install: Some(Install::EDITOR),
-    ..ClientSpec::CLIENT
+    editor: Some(Editor::new(user_file, "mcpServers")),
+    ..ClientSpec::EDITOR
 };
 
 /// `~/.cursor/mcp.json` (servers under `mcpServers`).

@@ -100,13 +100,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
-    }
+    use crate::inputs::object;
 
     #[test]
     fn vscode_servers_expand_and_inputs_fail_by_name() {

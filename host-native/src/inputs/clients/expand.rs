@@ -173,24 +173,7 @@ impl Context<'_> {
         text: &str,
         unset: &mut Vec<String>,
     ) -> Result<String, Unexpandable> {
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(at) = rest.find("${") {
-            out.push_str(&rest[..at]);
-            let after = &rest[at + 2..];
-            let Some(end) = after.find('}') else {
-                out.push_str(&rest[at..]);
-                return Ok(out);
-            };
-            let inner = &after[..end];
-            match self.resolve(syntax, inner, unset)? {
-                Some(value) => out.push_str(&value),
-                None => out.push_str(&rest[at..at + 2 + end + 1]),
-            }
-            rest = &after[end + 1..];
-        }
-        out.push_str(rest);
-        Ok(out)
+        replace_braced(text, |inner| self.resolve(syntax, inner, unset))
     }
 
     fn resolve(
@@ -292,6 +275,31 @@ impl Context<'_> {
         }
         Ok((out, unset))
     }
+}
+
+/// `text` with each `${INNER}` replaced by what `resolve` answers for `INNER` (`None`: left as
+/// written); an unclosed `${` and what follows it stay as written.
+pub(super) fn replace_braced<E>(
+    text: &str,
+    mut resolve: impl FnMut(&str) -> Result<Option<String>, E>,
+) -> Result<String, E> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return Ok(out);
+        };
+        match resolve(&after[..end])? {
+            Some(value) => out.push_str(&value),
+            None => out.push_str(&rest[at..at + 2 + end + 1]),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 use super::expand::Context;
 use super::normalize::entries;
 use super::spec::{ClientSpec, Editor};
-use super::strategy::Install;
 use super::{sidecar, ClientContent, ClientFile, Format, TextFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
@@ -37,12 +36,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
 $GOOSE_PATH_ROOT/config/config.yaml or $XDG_CONFIG_HOME/goose/config.yaml (and
 mcp-reconcile.json beside it)",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "extensions",
-    }),
-    install: Some(Install::EDITOR),
-    ..ClientSpec::CLIENT
+    editor: Some(Editor::new(user_file, "extensions")),
+    ..ClientSpec::EDITOR
 };
 
 /// Goose's `config.yaml`.

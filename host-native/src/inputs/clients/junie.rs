@@ -12,7 +12,6 @@ use mcp_reconcile_kernel::LayerSource;
 
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
-use super::strategy::Install;
 use super::{sidecar, ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
@@ -25,12 +24,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
            <project>/.junie/mcp/mcp.json",
     project_servers: ".junie/mcp/mcp.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcpServers",
-    }),
-    install: Some(Install::EDITOR),
-    ..ClientSpec::CLIENT
+    editor: Some(Editor::new(user_file, "mcpServers")),
+    ..ClientSpec::EDITOR
 };
 
 /// How Junie spells its entries.

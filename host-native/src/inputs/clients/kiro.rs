@@ -13,7 +13,6 @@ use mcp_reconcile_kernel::{LayerSource, Object};
 use super::expand::Context;
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
-use super::strategy::Install;
 use super::{sidecar, ClientContent, ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
@@ -26,12 +25,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
            <project>/.kiro/settings/mcp.json",
     project_servers: ".kiro/settings/mcp.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcpServers",
-    }),
-    install: Some(Install::EDITOR),
-    ..ClientSpec::CLIENT
+    editor: Some(Editor::new(user_file, "mcpServers")),
+    ..ClientSpec::EDITOR
 };
 
 /// How Kiro spells its entries.

@@ -152,13 +152,7 @@ pub(super) fn entries(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn object(text: &str) -> Object {
-        match mcp_reconcile_kernel::json::parse(text).expect("json") {
-            Value::Object(o) => o,
-            _ => panic!("object"),
-        }
-    }
+    use crate::inputs::object;
 
     fn normalized(text: &str, bare: BareUrl) -> Result<String, String> {
         transport(object(text), bare).map(|o| Value::Object(o).to_json())

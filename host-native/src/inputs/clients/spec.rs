@@ -26,6 +26,16 @@ pub(crate) struct Editor {
     pub(crate) key: &'static str,
 }
 
+impl Editor {
+    /// The user file `file` names, its servers under `key`.
+    pub(crate) const fn new(
+        file: fn(&HostEnv) -> anyhow::Result<PathBuf>,
+        key: &'static str,
+    ) -> Editor {
+        Editor { file, key }
+    }
+}
+
 /// One client: its names, help, files and formats, and how `install` puts the gateway in
 /// front of it.
 pub struct ClientSpec {
@@ -86,6 +96,14 @@ impl ClientSpec {
         files: no_files,
         editor: None,
         install: None,
+    };
+
+    /// What a client whose servers `install` moves beside its user file starts from
+    /// (`..ClientSpec::EDITOR`): [`ClientSpec::CLIENT`] with [`Install::EDITOR`]; its entry
+    /// names its `editor` file.
+    pub(crate) const EDITOR: ClientSpec = ClientSpec {
+        install: Some(Install::EDITOR),
+        ..ClientSpec::CLIENT
     };
 }
 

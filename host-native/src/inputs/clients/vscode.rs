@@ -20,10 +20,7 @@ $XDG_CONFIG_HOME/Code/User/mcp.json (macOS: ~/Library/Application Support/Code/U
 mcp-reconcile.json beside it), <project>/.vscode/mcp.json",
     project_servers: ".vscode/mcp.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "servers",
-    }),
+    editor: Some(Editor::new(user_file, "servers")),
     install: Some(Install {
         stdio_type: true,
         ..Install::EDITOR

@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 
 use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
-use super::expand::Context;
+use super::expand::{replace_braced, Context};
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
-use super::strategy::Install;
 use super::{sidecar, ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
@@ -26,12 +25,8 @@ pub(super) static SPEC: ClientSpec = ClientSpec {
     help: "~/.codeium/windsurf/mcp_config.json (and mcp-reconcile.json beside it); Windsurf has \
            no project file",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcpServers",
-    }),
-    install: Some(Install::EDITOR),
-    ..ClientSpec::CLIENT
+    editor: Some(Editor::new(user_file, "mcpServers")),
+    ..ClientSpec::EDITOR
 };
 
 /// How Windsurf spells its entries.
@@ -113,27 +108,15 @@ fn expand_value(ctx: &Context<'_>, value: &Value) -> Result<Value, String> {
 
 /// `text` with each `${env:…}` and `${file:…}` replaced.
 fn expand_text(ctx: &Context<'_>, text: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[at..]);
-            return Ok(out);
-        };
-        let inner = &after[..end];
+    replace_braced(text, |inner| {
         if let Some(name) = inner.strip_prefix("env:") {
-            out.push_str(ctx.vars.get(name).map_or("", String::as_str));
+            Ok(Some(ctx.vars.get(name).cloned().unwrap_or_default()))
         } else if let Some(path) = inner.strip_prefix("file:") {
-            out.push_str(&file_text(ctx, path)?);
+            file_text(ctx, path).map(Some)
         } else {
-            out.push_str(&rest[at..at + 2 + end + 1]);
+            Ok(None)
         }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    })
 }
 
 /// The text of the file `${file:PATH}` names, without its final line break; the message names

@@ -18,7 +18,6 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 use super::expand::Context;
 use super::normalize::entries;
 use super::spec::{ClientSpec, Editor};
-use super::strategy::Install;
 use super::{sidecar, ClientContent, ClientFile, Format, TextFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
@@ -32,12 +31,8 @@ $XDG_CONFIG_HOME/zed/settings.json (and mcp-reconcile.json beside it),
 <project>/.zed/settings.json",
     project_servers: ".zed/settings.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "context_servers",
-    }),
-    install: Some(Install::EDITOR),
-    ..ClientSpec::CLIENT
+    editor: Some(Editor::new(user_file, "context_servers")),
+    ..ClientSpec::EDITOR
 };
 
 /// Zed's `settings.json`.

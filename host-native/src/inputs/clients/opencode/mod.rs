@@ -43,10 +43,7 @@ $XDG_CONFIG_HOME/opencode/{config.json,opencode.json,opencode.jsonc}, $OPENCODE_
 /etc/opencode/opencode.json(c) (administrator)",
     project_servers: "opencode.json",
     files,
-    editor: Some(Editor {
-        file: user_file,
-        key: "mcp",
-    }),
+    editor: Some(Editor::new(user_file, "mcp")),
     install: Some(Install {
         how: How::OpenCode,
         afterwards: AFTERWARDS,
