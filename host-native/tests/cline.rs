@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use axum::response::Response;
-use common::fake_model::{json_reply, not_found, sse_text, FakeModel};
+use common::fake_chat::{fake_chat_completions, tool_names, tool_outputs, Script, Turn};
+use common::fake_model::FakeModel;
 use common::*;
 use serde_json::{json, Value};
 
@@ -189,7 +189,7 @@ async fn cline_calls_through_the_installed_gateway_and_sees_its_server_edited() 
             Turn::Call(ENV_TOOL, json!({"name": "GREETING"}))
         })
     };
-    let model = fake_chat_completions(script).await;
+    let model = fake_chat_completions(script, None).await;
     let settings = cline_home(&p, &model.url);
     let installed = fs::read_to_string(settings.join("cline_mcp_settings.json")).expect("read");
     assert!(
@@ -245,7 +245,7 @@ async fn two_cline_sessions_share_one_process_per_server() {
             Turn::Say(DONE.into())
         })
     };
-    let model = fake_chat_completions(script).await;
+    let model = fake_chat_completions(script, None).await;
     let settings = cline_home(&p, &model.url);
     // Sharing is the user's to say (each session has its own by default): `notes` in every
     // project, set where install moved it.
@@ -271,88 +271,3 @@ async fn two_cline_sessions_share_one_process_per_server() {
         "one process served both sessions: {report}"
     );
 }
-
-/// The names of the tools a request offers.
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The tool results in a request's conversation, as JSON text.
-fn tool_outputs(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| message["content"].to_string())
-        .collect()
-}
-
-/// One reply of the fake model.
-enum Turn {
-    /// Call this tool with these arguments.
-    Call(&'static str, Value),
-    Say(String),
-}
-
-/// What the fake model answers to one request (its body). It runs on a blocking thread, so it
-/// may wait for the gateway.
-type Script = Arc<dyn Fn(&Value) -> Turn + Send + Sync>;
-
-/// An OpenAI Chat Completions API on 127.0.0.1 (`POST /v1/chat/completions`, streamed or not)
-/// that answers each request as `script` says.
-async fn fake_chat_completions(script: Script) -> FakeModel {
-    FakeModel::start(Arc::new(move |path: &str, body: &Value| {
-        answer(&script, path, body)
-    }))
-    .await
-}
-
-fn answer(script: &Script, path: &str, body: &Value) -> Response {
-    if path.split('?').next() != Some("/v1/chat/completions") {
-        return not_found();
-    }
-    let turn = TURN.fetch_add(1, Ordering::SeqCst);
-    let (message, finish) = match script(body) {
-        Turn::Call(tool, arguments) => (
-            json!({"role": "assistant", "content": null, "tool_calls": [{
-                "index": 0, "id": format!("call_{turn}"), "type": "function",
-                "function": {"name": tool, "arguments": arguments.to_string()},
-            }]}),
-            "tool_calls",
-        ),
-        Turn::Say(text) => (json!({"role": "assistant", "content": text}), "stop"),
-    };
-    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
-    let head = json!({"id": format!("chatcmpl-{turn}"), "created": 0, "model": body["model"]});
-    let with = |object: &str, choice: Value, usage: Option<&Value>| {
-        let mut chunk = head.clone();
-        chunk["object"] = json!(object);
-        chunk["choices"] = json!([choice]);
-        if let Some(usage) = usage {
-            chunk["usage"] = usage.clone();
-        }
-        chunk
-    };
-    if body["stream"] != true {
-        let choice = json!({"index": 0, "message": message, "finish_reason": finish});
-        return json_reply(&with("chat.completion", choice, Some(&usage)));
-    }
-    let delta = json!({"index": 0, "delta": message, "finish_reason": null});
-    let end = json!({"index": 0, "delta": {}, "finish_reason": finish});
-    // The stream ends with `data: [DONE]`, which is not JSON.
-    sse_text(format!(
-        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-        with("chat.completion.chunk", delta, None),
-        with("chat.completion.chunk", end, Some(&usage)),
-    ))
-}
-
-/// Numbers the fake model's replies and calls (ids must be unique in a conversation).
-static TURN: AtomicUsize = AtomicUsize::new(0);

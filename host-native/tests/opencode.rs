@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use axum::response::Response;
-use common::fake_model::{json_reply, not_found, sse_text, FakeModel};
+use common::fake_chat::{fake_chat_completions, tool_names, tool_outputs, Script, Turn};
 use common::*;
 use serde_json::{json, Value};
 
@@ -62,7 +61,7 @@ async fn opencode_runs_only_the_gateway_and_sees_edits_and_shares_servers() {
             (p.clone(), seen.clone(), arrived.clone(), sidecar.clone());
         Arc::new(move |body: &Value| script(body, &p, &seen, &arrived, &sidecar))
     };
-    let model = fake_chat_completions(script).await;
+    let model = fake_chat_completions(script, None).await;
     let mut notes = opencode_server(&p, "notes", "echo,env", "before-the-edit");
     // Sessions of one project share its process once the user says so (DAEMON.md); OpenCode
     // ignores this host's key.
@@ -244,25 +243,14 @@ fn script(
     arrived: &AtomicUsize,
     sidecar: &Path,
 ) -> Turn {
-    let tools: Vec<String> = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-        .collect();
+    let tools = tool_names(body);
     let prompt = body["messages"].to_string();
     let run = ["first", "second", "third"]
         .into_iter()
         .find(|r| prompt.contains(&format!("Run {r}:")))
         .unwrap_or("?")
         .to_owned();
-    let results: Vec<String> = body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].to_string())
-        .collect();
+    let results = tool_outputs(body);
     seen.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .requests
@@ -304,66 +292,3 @@ fn script(
         _ => Turn::Say(DONE.into()),
     }
 }
-
-/// One reply of the fake model.
-enum Turn {
-    /// Call this tool with these arguments.
-    Call(&'static str, Value),
-    Say(String),
-}
-
-/// What the fake model answers to one request (its body). It runs on a blocking thread, so it
-/// may wait.
-type Script = Arc<dyn Fn(&Value) -> Turn + Send + Sync>;
-
-/// An OpenAI Chat Completions API on 127.0.0.1 (`POST /v1/chat/completions`, streamed or not)
-/// that answers each request as `script` says.
-async fn fake_chat_completions(script: Script) -> FakeModel {
-    FakeModel::start(Arc::new(move |path: &str, body: &Value| {
-        answer(&script, path, body)
-    }))
-    .await
-}
-
-fn answer(script: &Script, path: &str, body: &Value) -> Response {
-    if path.split('?').next() != Some("/v1/chat/completions") {
-        return not_found();
-    }
-    let turn = TURN.fetch_add(1, Ordering::SeqCst);
-    let (message, finish) = match script(body) {
-        Turn::Call(tool, arguments) => (
-            json!({"role": "assistant", "content": null, "tool_calls": [{
-                "index": 0, "id": format!("call_{turn}"), "type": "function",
-                "function": {"name": tool, "arguments": arguments.to_string()},
-            }]}),
-            "tool_calls",
-        ),
-        Turn::Say(text) => (json!({"role": "assistant", "content": text}), "stop"),
-    };
-    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
-    let head = json!({"id": format!("chatcmpl-{turn}"), "created": 0, "model": body["model"]});
-    let with = |object: &str, choice: Value, usage: Option<&Value>| {
-        let mut chunk = head.clone();
-        chunk["object"] = json!(object);
-        chunk["choices"] = json!([choice]);
-        if let Some(usage) = usage {
-            chunk["usage"] = usage.clone();
-        }
-        chunk
-    };
-    if body["stream"] != true {
-        let choice = json!({"index": 0, "message": message, "finish_reason": finish});
-        return json_reply(&with("chat.completion", choice, Some(&usage)));
-    }
-    let delta = json!({"index": 0, "delta": message, "finish_reason": null});
-    let end = json!({"index": 0, "delta": {}, "finish_reason": finish});
-    // The stream ends with `data: [DONE]`, which is not JSON.
-    sse_text(format!(
-        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-        with("chat.completion.chunk", delta, None),
-        with("chat.completion.chunk", end, Some(&usage)),
-    ))
-}
-
-/// Numbers the fake model's replies and calls (ids must be unique in a conversation).
-static TURN: AtomicUsize = AtomicUsize::new(0);

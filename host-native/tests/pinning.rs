@@ -4,11 +4,10 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{self, cli, on_backend, with_args, Group, Project, Served};
+use crate::common::{self, with_args, Group, Project, Served};
 
 const ECHO: &str = "mcp__s__echo";
 const ADD: &str = "mcp__s__add";
@@ -60,21 +59,7 @@ fn project(pin_tools: Option<&str>) -> Project {
 
 /// `serve` on the chosen backend, logging at info.
 async fn serve(p: &Project, daemon: bool) -> (Served, Option<Group>) {
-    let log = p.path("serve.log");
-    let mut command = Command::new(cli());
-    command
-        .arg("serve")
-        .args(p.flags())
-        .env("MCP_RECONCILE_LOG", "info")
-        .stderr(
-            fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&log)
-                .expect("log"),
-        );
-    let daemon = on_backend(p, &mut command, daemon);
-    (Served::spawn(command, log).await, daemon)
+    Served::logged(p, daemon, &[]).await
 }
 
 /// Guards the description swap under `enforce`: the changed tool is withheld (the unchanged

@@ -17,7 +17,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::ServiceExt as _;
 use serde_json::{json, Value};
 
-use crate::common::{self, cli, on_backend, with_args, Group, Heard, Project, Served, PATIENCE};
+use crate::common::{self, cli, with_args, Group, Heard, Project, Served, PATIENCE};
 
 /// A skill as the fixture's file describes it (`version` is a further frontmatter field).
 fn skill(name: &str, description: &str, version: &str) -> Value {
@@ -48,23 +48,22 @@ fn skills_server(p: &Project, name: &str, skills: &[Value]) -> Value {
 
 /// `serve` on the chosen backend with `extra` flags, logging at info.
 async fn serve(p: &Project, daemon: bool, extra: &[&str]) -> (Served, Option<Group>) {
-    let log = p.path("serve.log");
-    let mut command = Command::new(cli());
-    command
-        .arg("serve")
-        .args(p.flags())
-        .args(["--debounce-ms", "150"])
-        .args(extra)
-        .env("MCP_RECONCILE_LOG", "info")
-        .stderr(
-            fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&log)
-                .expect("log"),
-        );
-    let daemon = on_backend(p, &mut command, daemon);
-    (Served::spawn(command, log).await, daemon)
+    let mut args = vec!["--debounce-ms", "150"];
+    args.extend(extra);
+    Served::logged(p, daemon, &args).await
+}
+
+/// A 2026-07-28 client's configuration and its discovery handshake.
+fn modern_client() -> (ClientConfig, ClientLifecycleMode) {
+    let config = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("skills-test", "0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2026_07_28);
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    (config, lifecycle)
 }
 
 /// Whether the gateway `served` talks to declared the skills extension.
@@ -278,14 +277,7 @@ async fn a_modern_client_lists_gets_and_reads_skills() {
         child.stdout.take().expect("out"),
         child.stdin.take().expect("in"),
     );
-    let config = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("skills-test", "0"),
-    )
-    .with_protocol_version(ProtocolVersion::V_2026_07_28);
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
+    let (config, lifecycle) = modern_client();
     let client = tokio::time::timeout(
         PATIENCE,
         config.serve_with_lifecycle((stdout, stdin), lifecycle),
@@ -437,14 +429,7 @@ async fn over_http_clients_of_both_eras_list_get_and_read_skills() {
         .expect("handshake");
     gets_the_skill(&legacy).await;
 
-    let config = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("skills-test", "0"),
-    )
-    .with_protocol_version(ProtocolVersion::V_2026_07_28);
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
+    let (config, lifecycle) = modern_client();
     let modern = tokio::time::timeout(
         PATIENCE,
         config.serve_with_lifecycle(transport(), lifecycle),

@@ -19,6 +19,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+pub mod fake_chat;
 pub mod fake_model;
 pub mod machine;
 mod serve_http;
@@ -876,6 +877,27 @@ impl Served {
 
     /// Starts `command` (a `serve` whose stderr goes to `log`) in its own process group and
     /// completes the MCP handshake on its stdio.
+    /// `serve` with `extra` on the chosen backend (the daemon, returned: stopped when dropped),
+    /// logging at info to `serve.log` (appended: a restarted session logs on).
+    pub async fn logged(p: &Project, daemon: bool, extra: &[&str]) -> (Served, Option<Group>) {
+        let log = p.path("serve.log");
+        let mut command = Command::new(cli());
+        command
+            .arg("serve")
+            .args(p.flags())
+            .args(extra)
+            .env("MCP_RECONCILE_LOG", "info")
+            .stderr(
+                fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .expect("log"),
+            );
+        let daemon = on_backend(p, &mut command, daemon);
+        (Served::spawn(command, log).await, daemon)
+    }
+
     pub async fn spawn(mut command: Command, log: PathBuf) -> Served {
         command
             .stdin(Stdio::piped())

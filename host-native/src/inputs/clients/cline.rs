@@ -14,12 +14,10 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::LayerSource;
-
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
 use super::strategy::Install;
-use super::{sidecar, ClientFile, Format, JsonFormat};
+use super::{ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
 /// Cline's entry in the table of clients.
@@ -95,11 +93,7 @@ fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
 
 /// The sidecar, then the user's file.
 fn files(_: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let user = user_file(env)?;
-    Ok(vec![
-        ClientFile::editor(FORMAT, LayerSource::User, sidecar(&user)),
-        ClientFile::editor(FORMAT, LayerSource::User, user),
-    ])
+    Ok(ClientFile::handed_over(FORMAT, user_file(env)?, None))
 }
 
 #[cfg(test)]

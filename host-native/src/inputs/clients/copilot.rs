@@ -53,20 +53,13 @@ fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Ve
             copilot_home(env)?.join("config.json"),
         ),
     ];
-    let root = super::git_root(project)
-        .map(|(root, _)| root)
-        .filter(|root| project.starts_with(root))
-        .unwrap_or_else(|| project.to_path_buf());
-    let mut dirs: Vec<&Path> = project
-        .ancestors()
-        .take_while(|dir| dir.starts_with(&root))
-        .collect();
-    dirs.reverse();
+    let dirs = super::expand::down_from_git_root(project);
     let project_file = |path: PathBuf| {
         let mut f = file(Format::Copilot, LayerSource::Project, path);
         f.kind.needs_trust = true;
         f
     };
+    let root = dirs.first().copied().unwrap_or(project);
     files.push(project_file(root.join(".github/mcp.json")));
     files.extend(dirs.into_iter().map(|dir| {
         let mut f = project_file(dir.join(".mcp.json"));

@@ -91,15 +91,7 @@ fn files(
     ];
     // Crush looks from the project up to the git work tree's root (`projectBoundary`); a
     // nearer directory's file wins, and in one directory `.crush.json` wins over `crush.json`.
-    let root = super::git_root(project)
-        .map(|(root, _)| root)
-        .filter(|root| project.starts_with(root))
-        .unwrap_or_else(|| project.to_path_buf());
-    let mut dirs: Vec<&Path> = project
-        .ancestors()
-        .take_while(|dir| dir.starts_with(&root))
-        .collect();
-    dirs.reverse();
+    let dirs = super::expand::down_from_git_root(project);
     for dir in dirs {
         for name in ["crush.json", ".crush.json"] {
             let mut f = file(LayerSource::Project, dir.join(name));

@@ -302,6 +302,21 @@ pub(super) fn replace_braced<E>(
     Ok(out)
 }
 
+/// The directories from the project's git work tree's root (the project itself outside one)
+/// down to the project, root first: where Crush and Copilot CLI look for project files.
+pub(super) fn down_from_git_root(project: &Path) -> Vec<&Path> {
+    let root = git_root(project)
+        .map(|(root, _)| root)
+        .filter(|root| project.starts_with(root))
+        .unwrap_or_else(|| project.to_path_buf());
+    let mut dirs: Vec<&Path> = project
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

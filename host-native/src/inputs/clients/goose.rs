@@ -24,7 +24,7 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 use super::expand::Context;
 use super::normalize::entries;
 use super::spec::{ClientSpec, Editor};
-use super::{sidecar, ClientContent, ClientFile, Format, TextFormat};
+use super::{ClientContent, ClientFile, Format, TextFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
 /// Goose's entry in the table of clients.
@@ -96,11 +96,7 @@ pub(crate) fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
 /// The sidecar `install goose` moves extensions to (JSON, which this YAML parser reads), and
 /// the user's `config.yaml`.
 fn files(_: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let user = user_file(env)?;
-    Ok(vec![
-        ClientFile::editor(FORMAT, LayerSource::User, sidecar(&user)),
-        ClientFile::editor(FORMAT, LayerSource::User, user),
-    ])
+    Ok(ClientFile::handed_over(FORMAT, user_file(env)?, None))
 }
 
 /// The YAML document (an empty file is an empty mapping).

@@ -8,11 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::LayerSource;
-
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
-use super::{sidecar, ClientFile, Format, JsonFormat};
+use super::{ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
 /// Junie's entry in the table of clients.
@@ -56,14 +54,9 @@ fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
 
 /// The sidecar, the user's file, then the project's.
 fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let user = user_file(env)?;
-    Ok(vec![
-        ClientFile::editor(FORMAT, LayerSource::User, sidecar(&user)),
-        ClientFile::editor(FORMAT, LayerSource::User, user),
-        ClientFile::editor(
-            FORMAT,
-            LayerSource::Project,
-            project.join(".junie/mcp/mcp.json"),
-        ),
-    ])
+    Ok(ClientFile::handed_over(
+        FORMAT,
+        user_file(env)?,
+        Some(project.join(".junie/mcp/mcp.json")),
+    ))
 }

@@ -13,7 +13,7 @@ use mcp_reconcile_kernel::{LayerSource, Object};
 use super::expand::Context;
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
-use super::{sidecar, ClientContent, ClientFile, Format, JsonFormat};
+use super::{ClientContent, ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
 /// Kiro's entry in the table of clients.
@@ -57,16 +57,11 @@ fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
 
 /// The sidecar, the user's file, then the workspace's.
 fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let user = user_file(env)?;
-    Ok(vec![
-        ClientFile::editor(FORMAT, LayerSource::User, sidecar(&user)),
-        ClientFile::editor(FORMAT, LayerSource::User, user),
-        ClientFile::editor(
-            FORMAT,
-            LayerSource::Project,
-            project.join(".kiro/settings/mcp.json"),
-        ),
-    ])
+    Ok(ClientFile::handed_over(
+        FORMAT,
+        user_file(env)?,
+        Some(project.join(".kiro/settings/mcp.json")),
+    ))
 }
 
 /// A Kiro `mcp.json`: its servers as one layer of kind `scope`, those with `disabled: true`

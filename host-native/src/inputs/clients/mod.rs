@@ -426,6 +426,21 @@ impl ClientFile {
         file.kind.editor = true;
         file
     }
+
+    /// The files of a client `install` hands over from: the sidecar beside its user file
+    /// `user`, the user file (which wins a name), then the project's file if it has one.
+    pub(super) fn handed_over(
+        format: Format,
+        user: PathBuf,
+        project: Option<PathBuf>,
+    ) -> Vec<Self> {
+        let mut files = vec![
+            ClientFile::editor(format, LayerSource::User, sidecar(&user)),
+            ClientFile::editor(format, LayerSource::User, user),
+        ];
+        files.extend(project.map(|path| ClientFile::editor(format, LayerSource::Project, path)));
+        files
+    }
 }
 
 /// The policy lists of a settings object: `allowedMcpServers` / `deniedMcpServers` (an entry

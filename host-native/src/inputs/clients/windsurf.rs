@@ -9,12 +9,12 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::{LayerSource, Object, Value};
+use mcp_reconcile_kernel::{Object, Value};
 
 use super::expand::{replace_braced, Context};
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
-use super::{sidecar, ClientFile, Format, JsonFormat};
+use super::{ClientFile, Format, JsonFormat};
 use crate::inputs::host_env::HostEnv;
 
 /// Windsurf's entry in the table of clients.
@@ -59,11 +59,7 @@ fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
 
 /// The sidecar, then the user's file.
 fn files(_: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let user = user_file(env)?;
-    Ok(vec![
-        ClientFile::editor(FORMAT, LayerSource::User, sidecar(&user)),
-        ClientFile::editor(FORMAT, LayerSource::User, user),
-    ])
+    Ok(ClientFile::handed_over(FORMAT, user_file(env)?, None))
 }
 
 /// The fields Windsurf interpolates.
@@ -182,7 +178,12 @@ mod tests {
             .ok()
             .and_then(|v| v.as_object().cloned())
             .expect("object");
-        let content = super::super::family::parse(&WINDSURF, &top, LayerSource::User, &ctx);
+        let content = super::super::family::parse(
+            &WINDSURF,
+            &top,
+            mcp_reconcile_kernel::LayerSource::User,
+            &ctx,
+        );
         let (_, used, written) = &content.layers[0];
         let json = |servers: &mcp_reconcile_kernel::Servers, name: &str| {
             Value::Object(servers.get(name).expect("entry").object().clone()).to_json()

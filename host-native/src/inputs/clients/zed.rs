@@ -18,7 +18,7 @@ use mcp_reconcile_kernel::{LayerSource, Object, Value};
 use super::expand::Context;
 use super::normalize::entries;
 use super::spec::{ClientSpec, Editor};
-use super::{sidecar, ClientContent, ClientFile, Format, TextFormat};
+use super::{ClientContent, ClientFile, Format, TextFormat};
 use crate::inputs::host_env::{xdg, HostEnv};
 
 /// Zed's entry in the table of clients.
@@ -54,16 +54,11 @@ fn user_file(env: &HostEnv) -> anyhow::Result<PathBuf> {
 
 /// The sidecar `install zed` moves servers to, the user's file, the project's.
 fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Vec<ClientFile>> {
-    let user = user_file(env)?;
-    Ok(vec![
-        ClientFile::editor(FORMAT, LayerSource::User, sidecar(&user)),
-        ClientFile::editor(FORMAT, LayerSource::User, user),
-        ClientFile::editor(
-            FORMAT,
-            LayerSource::Project,
-            project.join(".zed/settings.json"),
-        ),
-    ])
+    Ok(ClientFile::handed_over(
+        FORMAT,
+        user_file(env)?,
+        Some(project.join(".zed/settings.json")),
+    ))
 }
 
 /// The text as Zed reads it: JSON with comments and trailing commas.
