@@ -2,7 +2,8 @@
 //! servers that declare the extension and serve the skills of a file (`--skills-from`, which
 //! they watch and announce with `resources/list_changed`), and rmcp's own client (which sends
 //! `skills/*` only to a server that declares the extension) on stdio — in process and on the
-//! daemon, an `initialize` client and a 2026-07-28 one.
+//! daemon, an `initialize` client and a 2026-07-28 one; and the official TypeScript SDK's own
+//! skills server (`tests/node/skills_server.mjs`), a second implementation of the wire shapes.
 
 use std::fs;
 use std::path::PathBuf;
@@ -442,4 +443,47 @@ async fn over_http_clients_of_both_eras_list_get_and_read_skills() {
         ProtocolVersion::V_2026_07_28
     );
     gets_the_skill(&modern).await;
+}
+
+/// Guards interop with a second implementation of Skills: the official TypeScript SDK 2.4.0's
+/// skills server (its SEP-2640 extension, loading a folder of skills) behind `serve`, prefixed
+/// and under `--passthrough`: the extension declared, the skill listed and got with the
+/// digests the SDK computed passed unchanged (each the SHA-256 of the file), and its file read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdks_skills_server_is_listed_got_and_read_through_serve() {
+    use sha2::{Digest, Sha256};
+    common::require_node_20("the TypeScript SDK's skills server");
+    let p = Project::new();
+    let folder = p.path("ts-skills/git");
+    fs::create_dir_all(&folder).expect("skills folder");
+    fs::write(
+        folder.join("SKILL.md"),
+        "---\nname: git\ndescription: Use git well.\n---\nBody\n",
+    )
+    .expect("SKILL.md");
+    fs::write(folder.join("ref.md"), "how git works").expect("ref.md");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node/skills_server.mjs");
+    let server = json!({"command": "node",
+                        "args": [script.to_string_lossy(), p.path("ts-skills").to_string_lossy()]});
+    p.write_settings(json!({"mcpServers": {"kb": server}}));
+    for extra in [&[][..], &["--passthrough", "kb"][..]] {
+        let (served, _daemon) = serve(&p, false, extra).await;
+        until_listed(&served, "the SDK server's skill", |l| !l.is_empty()).await;
+        gets_the_skill(served.client()).await;
+        let listed = served
+            .client()
+            .list_skills(Some(PaginatedRequestParams::default()))
+            .await
+            .expect("skills/list");
+        let SkillResources::Files(files) = &listed.skills[0].resources else {
+            panic!("files listed: {listed:?}");
+        };
+        let reference = files
+            .iter()
+            .find(|r| r.uri == "skill://git/ref.md")
+            .unwrap_or_else(|| panic!("ref.md listed: {listed:?}"));
+        let digest = format!("sha256:{:x}", Sha256::digest(b"how git works"));
+        assert_eq!(reference.digest, digest, "{extra:?}");
+        served.close().await;
+    }
 }
