@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use mcp_reconcile_kernel::policy::Policy;
 use mcp_reconcile_kernel::{LayerSource, Value};
 
-use super::{claude_plugin_enable, codex, ClientContent, ClientFile, Format, PluginLsp};
+use super::{claude_plugin_enable, codex, merge, ClientContent, ClientFile, PluginLsp};
 use crate::inputs::{ApprovalWriter, InputError};
 
 /// What a layout's client files say together: the files whose servers count (a present
@@ -170,18 +170,7 @@ impl Admission {
             if content.required.is_some() {
                 out.required = content.required.clone();
             }
-            // Codex merges its files field by field: each entry over the same name in the
-            // files before it (the administrator's `config.toml`, then the user's). A merged
-            // project entry is the project's — gated, approved as a whole; the managed file's
-            // entries merge over the administrator's and the user's, never a project's.
-            let bases: &[LayerSource] = match (file.kind.format, file.kind.scope) {
-                (Format::Codex, LayerSource::User) => &[LayerSource::SystemDefaults],
-                (Format::Codex, LayerSource::Project | LayerSource::System) => {
-                    &[LayerSource::SystemDefaults, LayerSource::User]
-                }
-                _ => &[],
-            };
-            let content = codex::merged(content, &out.read, bases);
+            let content = merge::merged(content, &out.read, file.kind.merges_over);
             out.read.push((file.path.clone(), content));
         }
         if let Some(required) = &out.required {
@@ -251,6 +240,7 @@ mod tests {
     use mcp_reconcile_kernel::policy::parse_rules;
 
     use super::*;
+    use crate::inputs::clients::Format;
 
     fn settings(scope: LayerSource, allowed: &str) -> ClientFile {
         let mut file = ClientFile::new(

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::{LayerSource, Object, ServerConfig, Servers, Value};
+use mcp_reconcile_kernel::{LayerSource, Object, Value};
 
 use super::expand::Context;
 use super::normalize::entries;
@@ -43,7 +43,21 @@ fn files(
     env: &HostEnv,
     managed_settings: Option<PathBuf>,
 ) -> anyhow::Result<Vec<ClientFile>> {
-    let file = ClientFile::new;
+    // Codex merges its files field by field: each entry over the same name in the files
+    // before it (the administrator's `config.toml`, then the user's). A merged project entry
+    // is the project's — gated, approved as a whole; the managed file's entries merge over the
+    // administrator's and the user's, never a project's.
+    let file = |format, scope, path| {
+        let mut file = ClientFile::new(format, scope, path);
+        file.kind.merges_over = match (format, scope) {
+            (Format::Codex, LayerSource::User) => &[LayerSource::SystemDefaults],
+            (Format::Codex, LayerSource::Project | LayerSource::System) => {
+                &[LayerSource::SystemDefaults, LayerSource::User]
+            }
+            _ => &[],
+        };
+        file
+    };
     let codex_home = codex_home(env, "Codex's config.toml")?;
     let mut project_file = file(
         Format::Codex,
@@ -375,61 +389,6 @@ pub(super) fn not_required(
         })
         .map(|(name, _)| name.to_owned())
         .collect()
-}
-
-/// Codex's entries as Codex takes them: each merged field by field over the entries of the
-/// same name in the earlier files of kinds `bases` (in file order; tables key by key), the
-/// later file's fields winning. The merged entry stays in `content`'s layer.
-pub(super) fn merged(
-    mut content: ClientContent,
-    read: &[(PathBuf, ClientContent)],
-    bases: &[LayerSource],
-) -> ClientContent {
-    if bases.is_empty() {
-        return content;
-    }
-    let below: Vec<&(LayerSource, Servers, Servers)> = read
-        .iter()
-        .flat_map(|(_, c)| &c.layers)
-        .filter(|(source, _, _)| bases.contains(source))
-        .collect();
-    for (_, used, written) in &mut content.layers {
-        for (servers, pick) in [(used, 1), (written, 2)] {
-            let names: Vec<String> = servers.keys().cloned().collect();
-            for name in names {
-                let base = below
-                    .iter()
-                    .filter_map(|layer| match pick {
-                        1 => layer.1.get(&name),
-                        _ => layer.2.get(&name),
-                    })
-                    .fold(None, |acc: Option<Object>, entry| {
-                        Some(match acc {
-                            Some(acc) => deep_merge(&acc, entry.object()),
-                            None => entry.object().clone(),
-                        })
-                    });
-                if let (Some(base), Some(over)) = (base, servers.get(&name)) {
-                    let merged = deep_merge(&base, over.object());
-                    servers.insert(name, ServerConfig::new(merged));
-                }
-            }
-        }
-    }
-    content
-}
-
-/// `over` laid over `base`: objects merged key by key, anything else replaced.
-fn deep_merge(base: &Object, over: &Object) -> Object {
-    let mut out = base.clone();
-    for (key, value) in over {
-        let merged = match (out.get(key), value) {
-            (Some(Value::Object(b)), Value::Object(o)) => Value::Object(deep_merge(b, o)),
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), merged);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ mod goose;
 mod junie;
 mod kiro;
 mod layouts;
+mod merge;
 mod normalize;
 mod opencode;
 mod qwen;
@@ -252,6 +253,9 @@ pub(super) struct Client {
     /// A `.mcp.json` in a directory above the project (`/tmp`, a shared checkout): not read
     /// when another user could have written it.
     pub(super) shared_parent: bool,
+    /// The layer kinds of the earlier files whose entries of the same name this file's entries
+    /// merge over, field by field (Codex's; `merge`). Empty: its entries stand as written.
+    pub(super) merges_over: &'static [LayerSource],
     /// An editor's file in a format of its client's own ([`ClientFile::editor`]): once its
     /// user file holds the installed gateway, the client starts the rest itself.
     pub(super) editor: bool,
@@ -413,6 +417,7 @@ impl ClientFile {
             scope,
             needs_trust: false,
             shared_parent: false,
+            merges_over: &[],
             editor: false,
         };
         InputFile::with(kind, path, Some(source))
