@@ -1,6 +1,6 @@
 //! The `mcpServers` family: clients whose file is `{"mcpServers": {NAME: entry}}` in the
-//! Claude Desktop shape, each with its own spellings (Kiro, Cline, Windsurf, Junie). One
-//! parser ([`parse`]) reads them all from a small description per client ([`Family`]): the
+//! Claude Desktop shape, each with its own spellings (Kiro, Cline, Windsurf, Junie, Roo Code).
+//! One parser ([`parse`]) reads them all from a small description per client ([`Family`]): the
 //! top key, the per-server off switch, the disabled-tools key (this host's `excludeTools`),
 //! URL key aliases, what a bare `url` means, the `type` spellings it takes, its variable
 //! syntax, and the keys that are the client's own (tool-call prompts, timeouts) and change
@@ -19,6 +19,8 @@ pub(super) enum Url {
     Http,
     /// Legacy SSE (Cline: `type ?? "sse"`).
     Sse,
+    /// An error: the client asks for the `type` (Roo Code).
+    Required,
 }
 
 /// An entry's strings expanded as the client expands them (the message says why an entry
@@ -146,8 +148,18 @@ fn spelling(family: &Family, mut object: Object) -> Result<Object, String> {
     take_alias(&mut object, "type", family.type_aliases);
     let bare_url =
         !object.contains_key("type") && matches!(object.get("url"), Some(Value::String(_)));
-    if bare_url && family.bare_url == Url::Sse {
-        object.insert("type".into(), Value::from("sse"));
+    match family.bare_url {
+        Url::Sse if bare_url => {
+            object.insert("type".into(), Value::from("sse"));
+        }
+        Url::Required if bare_url => {
+            return Err(format!(
+                "it has a \"url\" but no \"type\" — {} requires one: add \"type\" ({})",
+                family.client,
+                family.types.unwrap_or(&["sse"]).join(", ")
+            ))
+        }
+        _ => {}
     }
     Ok(object)
 }

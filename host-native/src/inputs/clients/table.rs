@@ -1,9 +1,9 @@
 //! The table of clients: one [`ClientSpec`] per `--layout` (this host's own files and each
 //! client's), holding everything that differs per client. Each client's entry lives in its own
-//! file beside its parser (`claude`, `codex`, `gemini`, `qwen`, `cursor`, `vscode`,
-//! `copilot`); [`CLIENTS`] lists them, and the command line (`--layout`, `install`,
-//! `uninstall`), their `--help` and the install code all read this list, so a new client is its
-//! file and one line here.
+//! file beside its parser (`claude.rs`, `opencode/`, `kiro.rs`, …); [`CLIENTS`] lists them,
+//! and the command line (`--layout`, `install`, `uninstall`), their `--help`, the install
+//! code and the `docs/CLIENTS.md` check all read this list, so a new client is its file, its
+//! `mod` line and one line here.
 
 use serde::{Deserialize, Deserializer};
 

@@ -52,7 +52,7 @@ fn files(project: &Path, env: &HostEnv, _: Option<PathBuf>) -> anyhow::Result<Ve
 ///
 /// # Errors
 /// The home directory is needed and unknown.
-fn user_dir(env: &HostEnv) -> anyhow::Result<PathBuf> {
+pub(super) fn user_dir(env: &HostEnv) -> anyhow::Result<PathBuf> {
     let what = "VS Code's user mcp.json";
     if cfg!(target_os = "macos") {
         return Ok(env
