@@ -1,8 +1,8 @@
 //! The `mcpServers` family read live (SPEC §15): a real `watch --layout <client>` over Cline's,
-//! Windsurf's and Junie's files written in each client's format at its real default path
-//! (under a temp `HOME`): every kind of edit hot-applied, the client's off switch and its own
-//! keys honoured, its variables expanded, and for Junie's project file an approval round trip
-//! and a rejection. (Kiro's is `client_layouts::kiros_files_are_read_live_with_its_switches`.)
+//! Windsurf's, Junie's and Roo Code's files written in each client's format at its real
+//! default path (under a temp `HOME`): every kind of edit hot-applied, the client's off switch
+//! and its own keys honoured, its variables expanded, and for Junie's and Roo Code's project
+//! files an approval round trip and a rejection. (Kiro's is `client_layouts::kiros_files_are_read_live_with_its_switches`.)
 
 use crate::common;
 
@@ -150,6 +150,72 @@ fn junies_files_are_read_live_and_its_project_file_is_gated() {
         &project_file,
         &json!({ "mcpServers": { "proj": m.server("proj", "echo,add"), "bad": m.server("bad", "echo") } }),
     );
+    m.wait("the edited entry pending again", |s| {
+        reason(s, "proj") == "pending_approval"
+    });
+}
+
+/// Roo Code: its `mcp_settings.json` in VS Code's globalStorage runs at once, `${env:…}`
+/// expanded, `disabledTools` and `disabled` honoured, its own keys restarting nothing; the
+/// workspace's `.roo/mcp.json` waits for an approval (of the entry with `${workspaceFolder}`
+/// put in), a rejected entry stays off, and an edit of an approved one asks again.
+#[test]
+fn roos_files_are_read_live_with_its_variables_and_its_project_file_is_gated() {
+    let m = machine("roo");
+    let file = m.home().join(
+        ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+    );
+    let mut from_env = m.server("from_env", "echo");
+    from_env["args"] = json!(["--name", "from_env"]);
+    from_env["env"] = json!({ "FIXTURE_TOOLS": "${env:FAMILY_TOOLS}" });
+    from_env["disabledTools"] = json!(["add"]);
+    let mut off = m.server("off", "echo");
+    off["disabled"] = json!(true);
+    let write = |servers: Value| m.write_json(&file, &json!({ "mcpServers": servers }));
+    write(json!({ "from_env": from_env, "off": off }));
+    let (command, _) = m.argv("proj", "echo");
+    let project = |tools: &str| {
+        let proj = json!({ "command": command, "args":
+            ["--name", "proj", "--tools", tools, "--marker", "${workspaceFolder}/proj.marker"] });
+        json!({ "mcpServers": { "proj": proj, "bad": m.server("bad", "echo") } })
+    };
+    let project_file = m.project().join(".roo/mcp.json");
+    m.write_json(&project_file, &project("echo"));
+    let _watch = m.watch();
+    let status = m.wait("user up, project pending", |s| {
+        state_of(s, "from_env") == "connected"
+            && reason(s, "proj") == "pending_approval"
+            && reason(s, "bad") == "pending_approval"
+    });
+    assert_eq!(tools(&status, "from_env"), json!(1), "{status:#?}");
+    assert_ne!(state_of(&status, "off"), "connected");
+    let pid = pid_of(&status, "from_env").expect("pid");
+
+    m.decide("approve", "proj");
+    m.decide("reject", "bad");
+    m.wait("proj approved, bad rejected", |s| {
+        state_of(s, "proj") == "connected" && reason(s, "bad") == "rejected"
+    });
+    assert!(
+        m.project().join("proj.marker").exists(),
+        "${{workspaceFolder}} put in"
+    );
+    assert!(!m.marker("bad").exists(), "the rejected entry never ran");
+
+    // Roo Code's own keys restart nothing; the switched-on server starts.
+    from_env["alwaysAllow"] = json!(["echo"]);
+    from_env["timeout"] = json!(30);
+    off["disabled"] = json!(false);
+    write(json!({ "from_env": from_env, "off": off }));
+    let status = m.wait("off up", |s| state_of(s, "off") == "connected");
+    assert_eq!(
+        pid_of(&status, "from_env"),
+        Some(pid),
+        "own keys restart nothing"
+    );
+
+    // The repository edits the approved entry: it is asked about again.
+    m.write_json(&project_file, &project("echo,add"));
     m.wait("the edited entry pending again", |s| {
         reason(s, "proj") == "pending_approval"
     });

@@ -1,4 +1,4 @@
-//! `install` / `uninstall` for the `mcpServers` family (Kiro, Cline, Windsurf, Junie): the
+//! `install` / `uninstall` for the `mcpServers` family (Kiro, Cline, Windsurf, Junie, Roo Code): the
 //! user's servers move, as written, to `mcp-reconcile.json` beside the client's file, which
 //! then holds only the gateway; uninstall puts the original back byte for byte while nothing
 //! else touched it, and keeps a server the client added between two installs.
@@ -16,6 +16,10 @@ const CLIENTS: &[(&str, &str)] = &[
     ("cline", ".cline/data/settings/cline_mcp_settings.json"),
     ("windsurf", ".codeium/windsurf/mcp_config.json"),
     ("junie", ".junie/mcp/mcp.json"),
+    (
+        "roo",
+        ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+    ),
 ];
 
 /// The user's file in the client's own shape, with Cline's and Kiro's own keys in it.

@@ -58,6 +58,7 @@ mod merge;
 mod normalize;
 mod opencode;
 mod qwen;
+mod roo;
 mod spec;
 pub(crate) mod strategy;
 mod table;

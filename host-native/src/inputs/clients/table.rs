@@ -27,6 +27,7 @@ pub static CLIENTS: &[&ClientSpec] = &[
     &super::zed::SPEC,
     &super::goose::SPEC,
     &super::opencode::SPEC,
+    &super::roo::SPEC,
 ];
 
 /// This host's own files under XDG directories.
