@@ -47,11 +47,15 @@ fn skills_server(p: &Project, name: &str, skills: &[Value]) -> Value {
     )
 }
 
-/// `serve` on the chosen backend with `extra` flags, logging at info.
+/// `serve` on the chosen backend with `extra` flags, logging at info. Its first answer waits
+/// for the servers' start up to 10 s (the most it can), not the default 750 ms: a client of
+/// the `initialize` era learns whether the gateway offers skills from that answer alone, and
+/// the skills servers here (Node's among them) can take longer to start on a loaded machine.
 async fn serve(p: &Project, daemon: bool, extra: &[&str]) -> (Served, Option<Group>) {
     let mut args = vec!["--debounce-ms", "150"];
     args.extend(extra);
-    Served::logged(p, daemon, &args).await
+    let grace = [("MCP_RECONCILE_START_GRACE_MS", "10000")];
+    Served::logged_with(p, daemon, &args, &grace).await
 }
 
 /// A 2026-07-28 client's configuration and its discovery handshake.

@@ -880,12 +880,23 @@ impl Served {
     /// `serve` with `extra` on the chosen backend (the daemon, returned: stopped when dropped),
     /// logging at info to `serve.log` (appended: a restarted session logs on).
     pub async fn logged(p: &Project, daemon: bool, extra: &[&str]) -> (Served, Option<Group>) {
+        Served::logged_with(p, daemon, extra, &[]).await
+    }
+
+    /// [`Served::logged`] with `env` set for `serve`.
+    pub async fn logged_with(
+        p: &Project,
+        daemon: bool,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Served, Option<Group>) {
         let log = p.path("serve.log");
         let mut command = Command::new(cli());
         command
             .arg("serve")
             .args(p.flags())
             .args(extra)
+            .envs(env.iter().copied())
             .env("MCP_RECONCILE_LOG", "info")
             .stderr(
                 fs::OpenOptions::new()
