@@ -277,6 +277,33 @@ impl Context<'_> {
     }
 }
 
+/// `value` with every string in it passed through `text` (object keys too when `keys`): a
+/// client whose variables may stand anywhere in an entry's values.
+pub(super) fn map_strings(
+    value: &Value,
+    keys: bool,
+    text: &impl Fn(&str) -> Result<String, String>,
+) -> Result<Value, String> {
+    Ok(match value {
+        Value::String(s) => Value::String(text(s)?),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| map_strings(item, keys, text))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let k = if keys { text(k)? } else { k.clone() };
+                    Ok((k, map_strings(v, keys, text)?))
+                })
+                .collect::<Result<Object, String>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
 /// `text` with each `${INNER}` replaced by what `resolve` answers for `INNER` (`None`: left as
 /// written); an unclosed `${` and what follows it stay as written.
 pub(super) fn replace_braced<E>(

@@ -14,9 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::{Object, Value};
+use mcp_reconcile_kernel::Object;
 
-use super::expand::{replace_braced, Context};
+use super::expand::{map_strings, replace_braced, Context};
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
 use super::{ClientFile, Format, JsonFormat};
@@ -107,29 +107,11 @@ fn expand(ctx: &Context<'_>, entry: &Object) -> Result<Object, String> {
     let text = |text: &str| env(text).and_then(|text| folder(&text));
     let mut out = Object::new();
     for (key, value) in entry {
-        let value = strings(value, &text).map_err(|why| format!("its \"{key}\" {why}"))?;
+        let value =
+            map_strings(value, true, &text).map_err(|why| format!("its \"{key}\" {why}"))?;
         out.insert(text(key)?, value);
     }
     Ok(out)
-}
-
-/// `value` with every string in it (object keys too) passed through `text`.
-fn strings(value: &Value, text: &impl Fn(&str) -> Result<String, String>) -> Result<Value, String> {
-    Ok(match value {
-        Value::String(s) => Value::String(text(s)?),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| strings(item, text))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| Ok((text(k)?, strings(v, text)?)))
-                .collect::<Result<Object, String>>()?,
-        ),
-        other => other.clone(),
-    })
 }
 
 /// Roo Code's `toPosix`: backslashes become `/`, except in a Windows extended-length path.
@@ -145,7 +127,7 @@ fn posix(text: &str) -> String {
 mod tests {
     use std::collections::BTreeMap;
 
-    use mcp_reconcile_kernel::LayerSource;
+    use mcp_reconcile_kernel::{LayerSource, Value};
 
     use super::*;
 

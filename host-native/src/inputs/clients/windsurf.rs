@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_reconcile_kernel::{Object, Value};
+use mcp_reconcile_kernel::Object;
 
-use super::expand::{replace_braced, Context};
+use super::expand::{map_strings, replace_braced, Context};
 use super::family::{Family, Url};
 use super::spec::{ClientSpec, Editor};
 use super::{ClientFile, Format, JsonFormat};
@@ -74,32 +74,14 @@ fn expand(ctx: &Context<'_>, entry: &Object) -> Result<Object, String> {
     let mut out = Object::new();
     for (key, value) in entry {
         let value = if FIELDS.contains(&key.as_str()) {
-            expand_value(ctx, value).map_err(|why| format!("its \"{key}\" {why}"))?
+            map_strings(value, false, &|text| expand_text(ctx, text))
+                .map_err(|why| format!("its \"{key}\" {why}"))?
         } else {
             value.clone()
         };
         out.insert(key.clone(), value);
     }
     Ok(out)
-}
-
-/// Every string inside `value`, expanded.
-fn expand_value(ctx: &Context<'_>, value: &Value) -> Result<Value, String> {
-    Ok(match value {
-        Value::String(text) => Value::String(expand_text(ctx, text)?),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| expand_value(ctx, item))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| Ok((k.clone(), expand_value(ctx, v)?)))
-                .collect::<Result<Object, String>>()?,
-        ),
-        other => other.clone(),
-    })
 }
 
 /// `text` with each `${env:…}` and `${file:…}` replaced.
@@ -149,6 +131,8 @@ fn file_text(ctx: &Context<'_>, path: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use mcp_reconcile_kernel::Value;
 
     use super::*;
 
