@@ -299,3 +299,64 @@ fn a_large_claude_state_file_is_installed_and_restored() {
         "uninstall restores the large file byte for byte: {said}"
     );
 }
+
+/// Every file under `dir`, but the binaries install keeps under the data directory (shared by
+/// every client's gateway), each with its text.
+fn client_files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.ends_with(".local/share/mcp-reconcile") {
+            continue;
+        }
+        if path.is_dir() {
+            found.extend(client_files(&path));
+        } else {
+            found.push((path.clone(), read(&path)));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Every client of the table of clients that `install` knows, on a home where it was never
+/// set up (none of its files exists): install makes only files that name the gateway, a
+/// second install changes nothing, and uninstall leaves the home as it was — no file made to
+/// hold nothing, no empty sidecar left behind.
+#[test]
+fn every_installable_client_installs_and_uninstalls_on_a_fresh_home() {
+    let installable = mcp_reconcile::inputs::CLIENTS
+        .iter()
+        .filter(|client| client.install.is_some());
+    let mut seen = 0;
+    for client in installable {
+        seen += 1;
+        let name = client.name;
+        let h = Home::new();
+        let (ok, said) = h.run(&["install", name]);
+        assert!(ok, "{name}: {said}");
+        let made = client_files(&h.home());
+        assert!(!made.is_empty(), "{name}: install wrote nothing");
+        for (path, text) in &made {
+            assert!(
+                text.contains("reconcile"),
+                "{name}: {}: {text}",
+                path.display()
+            );
+        }
+        let (ok, said) = h.run(&["install", name]);
+        assert!(ok, "{name}: {said}");
+        assert_eq!(
+            client_files(&h.home()),
+            made,
+            "{name}: install is idempotent"
+        );
+        let (ok, said) = h.run(&["uninstall", name]);
+        assert!(ok, "{name}: {said}");
+        assert_eq!(client_files(&h.home()), [], "{name}: uninstall left files");
+    }
+    assert!(seen >= 16, "only {seen} installable clients in the table");
+}

@@ -55,7 +55,11 @@ fn startable(server: &Value) -> bool {
 /// entry, and with the sidecar's entries back (an entry the editor's file has by then keeps
 /// the editor's version).
 pub(super) fn uninstall(editor: &str, sidecar: &str, key: &str) -> anyhow::Result<String> {
-    let mut editor = jsonc::remove(editor, &[key], GATEWAY)?;
+    // The editor's file deleted since install: the sidecar's servers go into a new one.
+    let mut editor = match editor.trim() {
+        "" => String::new(),
+        _ => jsonc::remove(editor, &[key], GATEWAY)?,
+    };
     let present = jsonc::keys(&editor, &[key]);
     for name in jsonc::keys(sidecar, &[key]) {
         if present.contains(&name) {

@@ -185,13 +185,19 @@ pub fn install(client: Layout, env: &HostEnv, exe: &Path) -> anyhow::Result<Vec<
             editors::install(editor_text, sidecar_text, key, &entry)
         }
         .with_context(|| format!("{} cannot be edited", user.display()))?;
+        // Nothing moved into a sidecar that was not there: none is made (an empty file
+        // would not be valid JSON for the layout or for uninstall).
+        let sidecar_after = match (&sidecar_before, sidecar_after) {
+            (None, after) if after.trim().is_empty() => None,
+            (_, after) => Some(after),
+        };
         // The sidecar first: until the editor's file is written too, a moved server is in
         // both files, never in neither.
         return Ok(vec![
             Change {
                 path: side,
                 before: sidecar_before,
-                after: Some(sidecar_after),
+                after: sidecar_after,
             },
             Change {
                 path: user,
@@ -363,10 +369,19 @@ fn uninstall_editor(client: Layout, record: &Record) -> anyhow::Result<Vec<Chang
     let side_path = inputs::sidecar(&editor.path);
     let side = record.files.iter().find(|f| f.path == side_path);
     let (editor_now, side_now) = (read(&editor.path)?, read(&side_path)?);
-    let untouched = editor.untouched_since_install(editor_now.as_deref())
-        && side.is_some_and(|s| s.untouched_since_install(side_now.as_deref()));
+    let side_untouched = match side.filter(|side| !side.installed.is_empty()) {
+        Some(side) => side.untouched_since_install(side_now.as_deref()),
+        // A sidecar install never wrote (nothing moved; the record may only note it as
+        // found) is untouched while it is still absent.
+        None => side_now.is_none(),
+    };
+    let untouched = editor.untouched_since_install(editor_now.as_deref()) && side_untouched;
     let editor_after = if untouched {
         record.original(editor)?
+    } else if editor_now.is_none() && side_now.is_none() {
+        // Both gone (as a first pass of this uninstall leaves a file that did not exist
+        // before install): nothing to take out or put back.
+        None
     } else {
         let key = client
             .spec()
@@ -377,11 +392,13 @@ fn uninstall_editor(client: Layout, record: &Record) -> anyhow::Result<Vec<Chang
             editor_now.as_deref().unwrap_or_default(),
             side_now.as_deref().unwrap_or_default(),
         );
-        Some(if goose::is_yaml(&editor.path) {
+        let after = if goose::is_yaml(&editor.path) {
             goose::uninstall(editor_text, side_text)?
         } else {
             editors::uninstall(editor_text, side_text, key)?
-        })
+        };
+        // No file is made to hold nothing.
+        (editor_now.is_some() || !after.trim().is_empty()).then_some(after)
     };
     let side_after = match side {
         Some(side) => record.original(side)?,
