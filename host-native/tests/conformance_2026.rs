@@ -77,6 +77,20 @@ fn suite() -> (PathBuf, PathBuf) {
     (node, entry)
 }
 
+/// The suite run with `args` and `env` in the workspace: all it printed.
+fn run(args: &[&str], env: &[(&str, &std::path::Path)]) -> String {
+    let (node, entry) = suite();
+    let out = Command::new(node)
+        .arg(entry)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(workspace_root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the conformance suite runs");
+    output_text(&out)
+}
+
 /// Every scored server scenario against `url`, whether it passed, and the suite's output.
 fn scored_scenarios(url: &str) -> (BTreeMap<String, bool>, String) {
     scored(&["server", "--url", url], SCORED, &[])
@@ -100,17 +114,9 @@ fn run_suite(
     count: usize,
     env: &[(&str, &std::path::Path)],
 ) -> (BTreeMap<String, bool>, BTreeMap<String, bool>, String) {
-    let (node, entry) = suite();
-    let out = Command::new(node)
-        .arg(entry)
-        .args(args)
-        .args(["--requirements", "2026-07-28"])
-        .envs(env.iter().copied())
-        .current_dir(workspace_root())
-        .stdin(Stdio::null())
-        .output()
-        .expect("the conformance suite runs");
-    let log = output_text(&out);
+    let mut args = args.to_vec();
+    args.extend(["--requirements", "2026-07-28"]);
+    let log = run(&args, env);
     // `✓ name: 2 passed, 0 failed` per scenario; then the `Not scored for 2026-07-28:` list.
     let (scored_part, unscored_part) = log
         .split_once("Not scored for 2026-07-28")
@@ -212,18 +218,19 @@ fn the_hosts_client_passes_every_scored_client_scenario() {
     // check in that crowd on a loaded 2-core machine and passed in every run since, alone and
     // in the crowd under load. A scenario that fails there has its failed checks and this
     // client's stderr printed, runs again on its own and must pass then.
-    let (node, entry) = suite();
     for (scenario, passed) in results.iter_mut().filter(|(_, p)| !**p) {
-        let out = Command::new(&node)
-            .arg(&entry)
-            .args(["client", "--command", client, "--timeout", "60000"])
-            .args(["--scenario", scenario, "-o", records_arg])
-            .envs(env.iter().copied())
-            .current_dir(workspace_root())
-            .stdin(Stdio::null())
-            .output()
-            .expect("the conformance suite runs");
-        let alone = output_text(&out);
+        let alone = [
+            "client",
+            "--command",
+            client,
+            "--timeout",
+            "60000",
+            "--scenario",
+            scenario,
+            "-o",
+            records_arg,
+        ];
+        let alone = run(&alone, &env);
         println!(
             "{scenario} failed among all the scenarios; alone:\n{alone}\n{}",
             records_of(records.path(), scenario)
