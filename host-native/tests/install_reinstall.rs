@@ -211,11 +211,12 @@ fn a_symlinked_client_file_stays_a_link() {
 }
 
 /// Under `umask 000`, the directories install makes for a client's file and for its record
-/// are 0700, and the files it makes 0600.
+/// are 0700, and the files it makes 0600 (the sidecar too, made once there is a server to
+/// move into it).
 #[test]
 fn install_makes_private_directories_whatever_the_umask() {
     let h = Home::new();
-    for client in ["cursor", "claude"] {
+    let install = |client: &str| {
         let mut command = std::process::Command::new("/bin/sh");
         command
             .args(["-c", "umask 000 && exec \"$0\" \"$@\""])
@@ -231,7 +232,16 @@ fn install_makes_private_directories_whatever_the_umask() {
         command.current_dir(h.path("project"));
         let out = command.output().expect("runs");
         assert!(out.status.success(), "{client}: {}", output_text(&out));
+    };
+    for client in ["cursor", "claude"] {
+        install(client);
     }
+    // Cursor gets a server of its own; the next install moves it into a new sidecar.
+    let cursor = h.home().join(".cursor/mcp.json");
+    let mut value = jsonc(&read(&cursor));
+    value["mcpServers"]["added"] = json!({"command": "added-server"});
+    fs::write(&cursor, serde_json::to_string_pretty(&value).expect("json")).expect("write");
+    install("cursor");
     let mode = |p: PathBuf| {
         fs::metadata(&p)
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
