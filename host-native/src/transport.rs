@@ -491,14 +491,17 @@ where
             name,
             store.clone(),
         );
-        let wait = PROBE_WAIT.min(opts.handshake_timeout / 2);
+        // Only `server/discover` itself waits at most PROBE_WAIT: a modern server that
+        // answered it keeps the whole handshake wait for its listings (a slow listing once
+        // made a modern session start over as a legacy one).
+        let answer_within = PROBE_WAIT.min(opts.handshake_timeout / 2);
         let opened = handshake(
             handler.clone(),
             transport,
             Some(subscribed),
-            Opening::Discover,
+            Opening::Discover { answer_within },
         );
-        tokio::time::timeout(wait, opened).await
+        tokio::time::timeout_at(deadline, opened).await
     };
     match probe {
         Ok(Ok(opened)) => return (Ok(Ok(opened)), probe_failure),
@@ -507,8 +510,11 @@ where
         Ok(Err(refused)) if probe_failure.auth_required() => {
             return (Ok(Err(refused)), probe_failure)
         }
-        Ok(Err(_)) => tracing::debug!(server = %name, "legacy session: server/discover refused"),
-        Err(_) => tracing::debug!(server = %name, "legacy session: server/discover unanswered"),
+        Ok(Err(_)) => {
+            tracing::debug!(server = %name, "legacy session: server/discover refused or unanswered");
+        }
+        // Discovered, and then the whole handshake wait passed: no time is left to start over.
+        Err(elapsed) => return (Err(elapsed), probe_failure),
     }
     let failure = Failure::default();
     let (client, subscribed) = Subscribing::new(client);

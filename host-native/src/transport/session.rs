@@ -59,9 +59,11 @@ pub(super) enum Opening {
     /// `initialize`, a legacy session: stdio and legacy SSE, where a probe a legacy server
     /// may leave unanswered would cost the whole handshake wait.
     Initialize,
-    /// `server/discover` only (a 2026-07-28 session); a refusal is an error, and the caller
-    /// opens a legacy session instead (streamable HTTP: `open_http`).
-    Discover,
+    /// `server/discover` only (a 2026-07-28 session); a refusal, or no answer within
+    /// `answer_within`, is an error, and the caller opens a legacy session instead
+    /// (streamable HTTP: `open_http`). Once it is answered, the rest of the handshake (the
+    /// listen stream, the first listing) has the caller's whole wait.
+    Discover { answer_within: Duration },
 }
 
 /// Whether `peer` speaks 2026-07-28 or later with this host (it answered `server/discover`).
@@ -86,20 +88,31 @@ where
 {
     let ordered = Ordered::new(transport.into_transport(), handler.askers.clone());
     let relist = handler.relist.clone();
-    let lifecycle = match opening {
-        Opening::Initialize => ClientLifecycleMode::Initialize,
-        Opening::Discover => ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
+    let (lifecycle, answer_within) = match opening {
+        Opening::Initialize => (ClientLifecycleMode::Initialize, None),
+        Opening::Discover { answer_within } => (
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Some(answer_within),
+        ),
     };
-    let service = handler
-        .serve_with_lifecycle(ordered, lifecycle)
-        .await
-        .map_err(|e| HandshakeFailure {
-            kind: ConnectErrorKind::Handshake,
-            what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
-            in_initialize: true,
-        })?;
+    let serving = handler.serve_with_lifecycle(ordered, lifecycle);
+    let served = match answer_within {
+        None => serving.await,
+        Some(wait) => tokio::time::timeout(wait, serving)
+            .await
+            .map_err(|_| HandshakeFailure {
+                kind: ConnectErrorKind::Handshake,
+                what: format!("did not answer server/discover within {} s", wait.as_secs()),
+                in_initialize: true,
+            })?,
+    };
+    let service = served.map_err(|e| HandshakeFailure {
+        kind: ConnectErrorKind::Handshake,
+        what: format!("failed the MCP handshake: {}", describe_init_error(&e)),
+        in_initialize: true,
+    })?;
     if is_modern(service.peer()) {
         listen_for_changes(service.peer(), relist).await;
     } else if let Some(subscribed) = subscribed {
