@@ -456,10 +456,6 @@ async fn connect_http(
     finish_remote(ctx, opts, outcome, relist, failure, &url)
 }
 
-/// How long the `server/discover` probe of a streamable HTTP server may take before the host
-/// opens a legacy session instead (at most half the handshake wait).
-const PROBE_WAIT: Duration = Duration::from_secs(3);
-
 type Opened = Result<Result<(Service, Catalog), HandshakeFailure>, tokio::time::error::Elapsed>;
 
 /// Opens a streamable HTTP session (SPEC §16): `server/discover` first, and on any refusal a
@@ -491,10 +487,12 @@ where
             name,
             store.clone(),
         );
-        // Only `server/discover` itself waits at most PROBE_WAIT: a modern server that
-        // answered it keeps the whole handshake wait for its listings (a slow listing once
-        // made a modern session start over as a legacy one).
-        let answer_within = PROBE_WAIT.min(opts.handshake_timeout / 2);
+        // `server/discover` may take half the handshake wait (`discoveryTimeoutMs`: 2.5 s for
+        // a remote server by default) before a legacy session is opened instead; a modern
+        // server that answered keeps the whole wait for its listings. (A fixed 3 s for the
+        // whole modern handshake once made a loaded machine start modern sessions over as
+        // legacy ones.)
+        let answer_within = opts.handshake_timeout / 2;
         let opened = handshake(
             handler.clone(),
             transport,
